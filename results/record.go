@@ -1,0 +1,148 @@
+// Package results reads, writes, compares and gates the records of perf runs.
+//
+// Record mirrors the JSON that nccl-tests writes with -J (schema version 3) key
+// for key and in the same order; this suite's own keys follow nccl-tests' keys
+// and are omitted when empty, so nccl-tests' readers accept our files and we
+// read theirs.
+package results
+
+import "fmt"
+
+// SchemaVersion is the nccl-tests JSON schema version this package writes.
+const SchemaVersion = 3
+
+// SuiteName is written in Record.Suite by this suite's binaries.
+const SuiteName = "rcclx-tests"
+
+// Record is the result of one perf-binary run.
+type Record struct {
+	Version             int         `json:"version"`
+	StartTime           string      `json:"start_time"`
+	Args                []string    `json:"args"`
+	Env                 []string    `json:"env"`
+	NcclVersion         int         `json:"nccl_version"`
+	Config              Config      `json:"config"`
+	Results             []Result    `json:"results"`
+	OutOfBounds         OutOfBounds `json:"out_of_bounds"`
+	AverageBusBandwidth AvgBusBW    `json:"average_bus_bandwidth"`
+	Errors              []string    `json:"errors"`
+	EndTime             string      `json:"end_time"`
+
+	// This suite's keys.
+	Suite   string `json:"suite,omitempty"`
+	Engine  string `json:"engine,omitempty"`
+	Library string `json:"library,omitempty"`
+	// Incomplete marks a run that was interrupted before the sweep ended.
+	Incomplete bool      `json:"incomplete,omitempty"`
+	AB         *ABReport `json:"ab,omitempty"`
+}
+
+// Config is the run configuration. Booleans are the strings "true"/"false" as
+// nccl-tests writes them (see Bool).
+type Config struct {
+	NThreads     int      `json:"nthreads"`
+	NGpus        int      `json:"ngpus"`
+	MinimumBytes int64    `json:"minimum_bytes"`
+	MaximumBytes int64    `json:"maximum_bytes"`
+	StepFactor   *int64   `json:"step_factor,omitempty"`
+	StepBytes    *int64   `json:"step_bytes,omitempty"`
+	WarmupIters  int      `json:"warmup_iters"`
+	Iterations   int      `json:"iterations"`
+	AggIters     int      `json:"aggregated_iterations"`
+	Validation   int      `json:"validation"`
+	Graph        int      `json:"graph"`
+	Blocking     string   `json:"blocking_collectives"`
+	PerIterTime  string   `json:"per_iter_timing"`
+	PerIterSkip  int      `json:"per_iter_skip"`
+	ParallelInit string   `json:"parallel_init"`
+	Devices      []Device `json:"devices"`
+}
+
+// Device is one rank's GPU as listed under "# Using devices".
+type Device struct {
+	Rank       int    `json:"rank"`
+	Group      int    `json:"group"`
+	Pid        int    `json:"pid"`
+	Hostname   string `json:"hostname"`
+	Device     int    `json:"device"`
+	DeviceHex  string `json:"device_hex"`
+	DeviceInfo string `json:"device_info"`
+}
+
+// Result is one row of the table: one size, type and reduction.
+type Result struct {
+	Size  int64  `json:"size"`
+	Count int64  `json:"count"`
+	Type  string `json:"type"`
+	Redop string `json:"redop"`
+	// Root is a string padded as nccl-tests prints it ("    -1"); see RootString.
+	Root             string `json:"root"`
+	OutOfPlace       Half   `json:"out_of_place"`
+	InPlace          Half   `json:"in_place"`
+	ActualIterations int    `json:"actual_iterations"`
+	ExperimentName   string `json:"experiment_name"`
+
+	// This suite's keys.
+	Engine    string `json:"engine,omitempty"`
+	Algorithm string `json:"algorithm,omitempty"`
+}
+
+// Half is the out-of-place or in-place measurement of a Result.
+type Half struct {
+	// Time is the GPU time in microseconds; CPUTime replaces it with -C.
+	Time    *float64 `json:"time,omitempty"`
+	CPUTime *float64 `json:"cpu_time,omitempty"`
+	AlgBW   float64  `json:"alg_bw"`
+	BusBW   float64  `json:"bus_bw"`
+	// NWrong is null when the row was not checked.
+	NWrong *float64 `json:"nwrong"`
+
+	// This suite's keys.
+	MaxRelErr *float64 `json:"max_rel_err,omitempty"`
+	// Per-iteration statistics (-I), microseconds; ICV is in percent.
+	IMin *float64 `json:"i_min,omitempty"`
+	IMax *float64 `json:"i_max,omitempty"`
+	IP99 *float64 `json:"i_p99,omitempty"`
+	ICV  *float64 `json:"i_cv,omitempty"`
+	// Rounds holds the time (us) of each repeated round (-N cycles or A/B
+	// rounds); the gate uses their spread as the noise of this measurement.
+	Rounds []float64 `json:"rounds,omitempty"`
+}
+
+// OutOfBounds is the "# Out of bounds values" line.
+type OutOfBounds struct {
+	Count int    `json:"count"`
+	Okay  string `json:"okay"`
+}
+
+// AvgBusBW is the "# Avg bus bandwidth" line. Okay is "true", "false" or
+// "unchecked" (no NCCL_TESTS_MIN_BW given).
+type AvgBusBW struct {
+	Bandwidth float64 `json:"bandwidth"`
+	Okay      string  `json:"okay"`
+}
+
+// Bool spells b as nccl-tests does in JSON.
+func Bool(b bool) string {
+	if b {
+		return "true"
+	}
+	return "false"
+}
+
+// RootString formats a root rank as nccl-tests writes it in the root key.
+func RootString(root int) string {
+	return fmt.Sprintf("%6d", root)
+}
+
+// Micros returns the reported time of h in microseconds (GPU time, else CPU
+// time) and whether there is one.
+func (h Half) Micros() (float64, bool) {
+	switch {
+	case h.Time != nil:
+		return *h.Time, true
+	case h.CPUTime != nil:
+		return *h.CPUTime, true
+	}
+	return 0, false
+}
