@@ -1,0 +1,14 @@
+package collectives
+
+// AllGather: every rank sends S/n bytes and receives all ranks' pieces, in rank order (S bytes).
+var AllGather = &Collective{
+	Name: "all_gather",
+	counts: func(elems int64, nranks, rank int, dt DType) Counts {
+		p := perRank(elems, nranks, dt)
+		return Counts{Send: p, Recv: p * int64(nranks), Param: p, SendInPlace: int64(rank) * p}
+	},
+	busFactor: func(n int) float64 { return float64(n-1) / float64(n) },
+	source: func(rank, nranks int, c Counts, i int64) (int, int64, bool) {
+		return int(i / c.Param), i % c.Param, false
+	},
+}

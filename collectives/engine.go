@@ -1,0 +1,173 @@
+package collectives
+
+import (
+	"errors"
+	"fmt"
+	"time"
+)
+
+// Engine creates communicators over some memory and transport: the host engine (goroutines over host memory),
+// the GPU engine (our CUDA kernels) or the vendor backend (an NCCL-ABI library).
+type Engine interface {
+	// Name is the engine's name as --engine spells it: "host", "gpu", "vendor".
+	Name() string
+	// Open creates the communicator of this process's ranks. It reads the environment (cfg.Env layered over the
+	// process environment) once, as RCCLX reads its switches at communicator creation.
+	Open(cfg Config) (Comm, error)
+}
+
+// Config is what an engine needs to create a communicator.
+type Config struct {
+	NThreads int // harness threads in this process (-t); each drives one Group
+	NGpus    int // ranks per thread (-g)
+	// World is the process group (rank and size of this process among all processes, and an exchange for
+	// unique ids, IPC handles and results). Single-process runs pass a world of size 1.
+	World World
+	// Env overrides environment variables for this communicator only (A/B arms); nil means none.
+	Env map[string]string
+	// Timeout bounds every wait (-T); 0 waits forever.
+	Timeout time.Duration
+	// StreamNull asks for the default stream (-y); Register asks for buffer registration (-R);
+	// ParallelInit asks every thread to create its own communicators (-p).
+	StreamNull, Register, ParallelInit bool
+	// Oversubscribe lets more ranks than devices share devices (GPU engine correctness runs).
+	Oversubscribe bool
+	// Library names the vendor library (--lib): a path or a name to search for.
+	Library string
+}
+
+// Getenv reads a variable with the config's overrides first.
+func (c Config) Getenv(getenv func(string) string, key string) string {
+	if v, ok := c.Env[key]; ok {
+		return v
+	}
+	return getenv(key)
+}
+
+// World is the set of processes of one run. Rank 0 prints and writes files.
+type World interface {
+	Rank() int
+	Size() int
+	// AllGather sends data to every process and returns every process's data, in rank order.
+	AllGather(data []byte) ([][]byte, error)
+	Barrier() error
+}
+
+// Comm is one communicator over all ranks of the run, as seen from this process.
+type Comm interface {
+	// NRanks is the number of ranks in the whole run.
+	NRanks() int
+	// Groups returns one Group per harness thread, in thread order.
+	Groups() []Group
+	// Devices describes this process's ranks for the "# Using devices" lines, in rank order.
+	Devices() []Device
+	// Library is the header's version text after the suite's own ("nccl-library=22803", "rcclx-host=1").
+	Library() string
+	// Version is the library version number written to JSON (nccl_version); 0 if none.
+	Version() int
+	Close() error
+}
+
+// Device describes the device of one rank.
+type Device struct {
+	Rank, Group, Pid int
+	Hostname         string
+	Index            int    // device ordinal on the host
+	BusID            string // "0000:00:06"
+	Name             string // "NVIDIA H200", "host"
+}
+
+// Buffer is memory of one rank that an engine allocated: host memory, or device memory.
+type Buffer interface {
+	Len() int64
+}
+
+// View is a byte offset into a buffer.
+type View struct {
+	Buf Buffer
+	Off int64
+}
+
+// Call is one collective on every rank of a group.
+type Call struct {
+	Coll   *Collective
+	DType  DType
+	Op     Op
+	Root   int
+	Counts []Counts // per local rank
+	Send   []View   // per local rank; in-place calls point Send and Recv into the same buffer
+	Recv   []View
+}
+
+// InPlace reports whether local rank l's call works in place.
+func (c *Call) InPlace(l int) bool { return c.Send[l].Buf == c.Recv[l].Buf }
+
+// Group drives the ranks of one harness thread (-g of them). All methods are called from one goroutine, which
+// the harness has locked to its OS thread.
+type Group interface {
+	// Ranks lists the global ranks this group drives, in local order.
+	Ranks() []int
+	Alloc(local int, bytes int64) (Buffer, error)
+	Free(b Buffer) error
+	// Write copies host bytes into a buffer; Read copies a buffer out. Both complete before returning.
+	Write(dst View, src []byte) error
+	Read(dst []byte, src View) error
+	// Algorithm names the algorithm the engine will use for c ("ring", "dda_flat", "dda_tree", "lp", "nccl").
+	Algorithm(c *Call) string
+	// Launch starts c on every local rank (one library group) and returns without waiting.
+	Launch(c *Call) error
+	// Wait blocks until everything launched has finished; past Config.Timeout it returns a *TimeoutError.
+	Wait() error
+}
+
+// Grapher is a Group that can capture launches into a graph and replay them (-G).
+type Grapher interface {
+	// Capture records the launches made by record and returns a graph that replays them.
+	Capture(record func() error) (Graph, error)
+}
+
+// Graph is a captured sequence of launches.
+type Graph interface {
+	Launch() error
+	Destroy() error
+}
+
+// EventTimer is a Group that can time work between device events without waiting (-I per-iteration timing).
+type EventTimer interface {
+	// Mark records an event after the work launched so far; Elapsed is the time between two marks, valid
+	// after Wait.
+	Mark() (Event, error)
+	Elapsed(from, to Event) (time.Duration, error)
+}
+
+// Event is an opaque mark of an EventTimer.
+type Event any
+
+// Errors engines return, mapped by the harness to nccl-tests' exit codes.
+var (
+	// ErrUnsupported: the engine cannot run this call (dtype, op, collective); the harness reports it clearly.
+	ErrUnsupported = errors.New("not supported by this engine")
+)
+
+// TimeoutError is a wait that ran past -T. Exit code 4.
+type TimeoutError struct {
+	Rank  int
+	Phase string // "ring reduce-scatter step 3", "barrier", "ncclAllReduce"
+	After time.Duration
+}
+
+func (e *TimeoutError) Error() string {
+	return fmt.Sprintf("timeout after %v: rank %d stuck in %s", e.After, e.Rank, e.Phase)
+}
+
+// RuntimeError is a device runtime failure (CUDA driver, NVRTC, memory). Exit code 2.
+type RuntimeError struct{ Err error }
+
+func (e *RuntimeError) Error() string { return e.Err.Error() }
+func (e *RuntimeError) Unwrap() error { return e.Err }
+
+// LibraryError is a collective library failure (NCCL result code, bad library). Exit code 3.
+type LibraryError struct{ Err error }
+
+func (e *LibraryError) Error() string { return e.Err.Error() }
+func (e *LibraryError) Unwrap() error { return e.Err }

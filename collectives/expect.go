@@ -1,0 +1,223 @@
+package collectives
+
+import (
+	"bytes"
+	"math"
+)
+
+// Tolerance says how far a received element may be from the exact result and still count as right.
+type Tolerance struct {
+	// ULPs allowed, in units in the last place of the element type at the magnitude of the inputs (avg rounds).
+	ULPs int
+	// Rel bounds |got-want| / sum(|inputs|) for low-precision (FP8) paths; Abs is added to the bound.
+	Rel, Abs float64
+}
+
+// Exact reports whether only bit-identical results pass.
+func (t Tolerance) Exact() bool { return t.ULPs == 0 && t.Rel == 0 && t.Abs == 0 }
+
+// Tolerance is the check used for a row: exact, except avg on floating types (2 ulp, as nccl-tests) and
+// low-precision algorithms, whose bound follows from the FP8 format (see LowPrecisionTolerance).
+func (c *Collective) Tolerance(dt DType, op Op, nranks int, lowPrecision bool) Tolerance {
+	if lowPrecision {
+		return c.LowPrecisionTolerance(dt, nranks)
+	}
+	if c.Reduces && op == Avg && dt.IsFloat() {
+		return Tolerance{ULPs: 2}
+	}
+	return Tolerance{}
+}
+
+// LowPrecisionTolerance bounds the error of the FP8 (E4M3) paths. Each quantization to E4M3 (3 explicit mantissa
+// bits, round to nearest) errs by at most u = 2^-4 relative, or half the smallest subnormal (2^-10) absolute;
+// accumulation is in fp32, exact for these inputs. Reductions quantize twice (inputs, then the reduced slice
+// before the gather), copies once, and the output is rounded once more to the element type. The bound is relative
+// to the sum of the absolute inputs, so cancellation cannot inflate it.
+func (c *Collective) LowPrecisionTolerance(dt DType, nranks int) Tolerance {
+	const u = 1.0 / 16
+	quantizations := 1
+	if c.Reduces {
+		quantizations = 2
+	}
+	out := math.Ldexp(1, -dt.Precision())
+	rel := math.Pow(1+u, float64(quantizations))*(1+out) - 1
+	return Tolerance{Rel: rel, Abs: float64(nranks*quantizations) * math.Ldexp(1, -10)}
+}
+
+// Expectation is what one rank's receive buffer must hold after a call, and how to judge it.
+type Expectation struct {
+	dt    DType
+	tol   Tolerance
+	want  []byte
+	scale []float64 // sum of |inputs| per element, kept when the check is not exact
+}
+
+// Want is the expected buffer (k.Recv elements).
+func (e *Expectation) Want() []byte { return e.want }
+
+// Expect computes rank's expected receive buffer for a call of c with the inputs Input generates.
+func (c *Collective) Expect(dt DType, op Op, rank, nranks int, k Counts, seed uint64, tol Tolerance) *Expectation {
+	g := newGenerator(dt, op, nranks, seed)
+	e := &Expectation{dt: dt, tol: tol, want: make([]byte, k.Recv*int64(dt.Size()))}
+	if !tol.Exact() {
+		e.scale = make([]float64, k.Recv)
+	}
+	parallel(k.Recv, func(lo, hi int64) {
+		for i := lo; i < hi; i++ {
+			src, idx, reduced := c.source(rank, nranks, k, i)
+			switch {
+			case !dt.IsFloat():
+				v := g.integer(src, idx)
+				if reduced {
+					v = g.reduceInt(idx)
+				}
+				putInt(dt, e.want, i, v)
+			case reduced:
+				v, s := g.reduceFloat(idx)
+				putFloat(dt, e.want, i, v)
+				if e.scale != nil {
+					e.scale[i] = s
+				}
+			default:
+				v := g.float(src, idx)
+				putFloat(dt, e.want, i, v)
+				if e.scale != nil {
+					e.scale[i] = math.Abs(v)
+				}
+			}
+		}
+	})
+	return e
+}
+
+// reduceFloat returns the exact reduction over ranks at element i and the same reduction of |inputs|.
+func (g *generator) reduceFloat(i int64) (v, scale float64) {
+	v = g.float(0, i)
+	if g.op == MulSum {
+		v *= float64(PreMulScalar(0))
+	}
+	scale = math.Abs(v)
+	for r := 1; r < g.n; r++ {
+		x := g.float(r, i)
+		switch g.op {
+		case Sum, Avg:
+			v += x
+		case MulSum:
+			x *= float64(PreMulScalar(r))
+			v += x
+		case Prod:
+			v *= x
+		case Max:
+			v = math.Max(v, x)
+		case Min:
+			v = math.Min(v, x)
+		}
+		scale += math.Abs(x)
+	}
+	if g.op == Avg {
+		v /= float64(g.n)
+		scale /= float64(g.n)
+	}
+	return v, scale
+}
+
+// reduceInt returns the reduction over ranks at element i with the type's wrap-around.
+func (g *generator) reduceInt(i int64) int64 {
+	dt := g.dt
+	v := g.integer(0, i)
+	if g.op == MulSum {
+		v = dt.wrap(v * int64(PreMulScalar(0)))
+	}
+	for r := 1; r < g.n; r++ {
+		x := g.integer(r, i)
+		switch g.op {
+		case Sum, Avg:
+			v = dt.wrap(v + x)
+		case MulSum:
+			v = dt.wrap(v + x*int64(PreMulScalar(r)))
+		case Prod:
+			v = dt.wrap(v * x)
+		case Max:
+			if dt.less(v, x) {
+				v = x
+			}
+		case Min:
+			if dt.less(x, v) {
+				v = x
+			}
+		}
+	}
+	if g.op == Avg {
+		if dt.signed() {
+			v /= int64(g.n)
+		} else {
+			v = int64(uint64(v) / uint64(g.n))
+		}
+	}
+	return v
+}
+
+func (d DType) less(a, b int64) bool {
+	if d.signed() {
+		return a < b
+	}
+	return uint64(a) < uint64(b)
+}
+
+// Check compares a received buffer with the expectation: the number of wrong elements, and the largest error
+// relative to the sum of the absolute inputs (0 when every element is bit-exact).
+func (e *Expectation) Check(got []byte) (wrong int64, maxRelErr float64) {
+	if len(got) != len(e.want) {
+		return int64(len(e.want) / e.dt.Size()), math.Inf(1)
+	}
+	if bytes.Equal(got, e.want) {
+		return 0, 0
+	}
+	n := int64(len(e.want) / e.dt.Size())
+	for i := int64(0); i < n; i++ {
+		if !e.dt.IsFloat() {
+			if getInt(e.dt, got, i) != getInt(e.dt, e.want, i) {
+				wrong++
+			}
+			continue
+		}
+		g, w := getFloat(e.dt, got, i), getFloat(e.dt, e.want, i)
+		if g == w {
+			continue
+		}
+		diff := math.Abs(g - w)
+		if math.IsNaN(diff) {
+			diff = math.Inf(1)
+		}
+		scale := math.Abs(w)
+		if e.scale != nil {
+			scale = e.scale[i]
+		}
+		if scale > 0 {
+			maxRelErr = max(maxRelErr, diff/scale)
+		} else {
+			maxRelErr = math.Inf(1)
+		}
+		if !e.within(diff, scale) {
+			wrong++
+		}
+	}
+	return wrong, maxRelErr
+}
+
+func (e *Expectation) within(diff, scale float64) bool {
+	t := e.tol
+	if t.Exact() || math.IsInf(diff, 0) {
+		return false
+	}
+	if t.ULPs > 0 && diff <= float64(t.ULPs)*ulp(e.dt, scale) {
+		return true
+	}
+	return t.Rel > 0 && diff <= t.Rel*scale+t.Abs
+}
+
+// ulp is the spacing of dt's values at magnitude x.
+func ulp(dt DType, x float64) float64 {
+	b := EncodeFloat(dt, math.Abs(x))
+	return math.Abs(DecodeFloat(dt, b+1) - DecodeFloat(dt, b))
+}

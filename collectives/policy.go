@@ -1,0 +1,157 @@
+package collectives
+
+import (
+	"fmt"
+	"strconv"
+)
+
+// Algorithm names, as reported per row.
+const (
+	Ring         = "ring"     // reduce-scatter + all-gather around the ring (all_reduce), ring all_gather/reduce_scatter
+	Direct       = "direct"   // pairwise exchange (alltoall)
+	DDAFlat      = "dda_flat" // one-shot: every rank reads every peer's whole buffer after a barrier
+	DDATree      = "dda_tree" // two-shot: reduce-scatter of slices, barrier, all-gather of slices
+	DDA          = "dda"      // DDA all_gather / reduce_scatter / alltoall: direct peer reads after a barrier
+	LowPrecision = "lp"       // FP8 (E4M3) quantized exchange with fp32 accumulation
+)
+
+// LP modes (RCCLX_TESTS_LP_MODE).
+const (
+	LPModeRCCLX  = "rcclx"  // plain saturating cast to E4M3, no scale, as RCCLX does
+	LPModeScaled = "scaled" // one fp32 scale per block of LPBlock elements (block max maps to E4M3's 448)
+)
+
+// MaxDDARanks is the largest rank count the DDA algorithms run at (RCCLX: exactly 8).
+const MaxDDARanks = 16
+
+// Policy is the algorithm choice of the RCCLX engine, read from the environment at communicator creation.
+// The host and GPU engines share it, so both run the same algorithm for the same call.
+type Policy struct {
+	DDA        map[*Collective]bool  // DDA enabled per collective
+	DDAMax     map[*Collective]int64 // largest size (report's size column) DDA takes, per collective
+	FlatMax    int64                 // all_reduce: DDA flat at or below, DDA tree above
+	MaxBlocks  int
+	SendBuf    int64 // bytes of each rank's peer-visible buffer: no DDA call may exceed it
+	LP         map[*Collective]bool
+	LPMinBytes int64
+	LPMode     string
+	LPBlock    int
+}
+
+type switchNames struct{ dda, ddaMax, lp string }
+
+var policyEnv = map[*Collective]switchNames{
+	AllReduce:     {"RCCL_ENABLE_DDA_ALL_REDUCE", "RCCL_DDA_ALL_REDUCE_TREE_MAX_BYTES", "RCCL_LOW_PRECISION_ENABLE_ALLREDUCE"},
+	AllGather:     {"RCCL_ENABLE_DDA_ALL_GATHER", "RCCL_DDA_ALL_GATHER_MAX_BYTES", "RCCL_LOW_PRECISION_ENABLE_ALLGATHER"},
+	ReduceScatter: {"RCCL_ENABLE_DDA_REDUCE_SCATTER", "RCCL_DDA_REDUCE_SCATTER_MAX_BYTES", "RCCL_LOW_PRECISION_ENABLE_REDUCESCATTER"},
+	AllToAll:      {"RCCL_ENABLE_DDA_ALL_TO_ALL", "RCCL_DDA_ALL_TO_ALL_MAX_BYTES", "RCCL_LOW_PRECISION_ENABLE_ALLTOALL"},
+}
+
+var ddaMaxDefault = map[*Collective]int64{
+	AllReduce: 29 << 20, AllGather: 16 << 20, ReduceScatter: 8 << 20, AllToAll: 2 << 20,
+}
+
+// PolicyEnv lists every variable the policy reads, for --help, the README and the JSON env list.
+func PolicyEnv() []string {
+	out := []string{"RCCL_DDA_ENABLE", "RCCL_DDA_ALL_REDUCE_FLAT_MAX_BYTES", "RCCL_DDA_MAX_BLOCKS",
+		"RCCL_DDA_SENDBUF_BYTES", "RCCL_LOW_PRECISION_ENABLE", "RCCLX_TESTS_LP_MIN_BYTES", "RCCLX_TESTS_LP_MODE",
+		"RCCLX_TESTS_LP_BLOCK"}
+	for _, c := range All() {
+		n := policyEnv[c]
+		out = append(out, n.dda, n.ddaMax, n.lp)
+	}
+	return out
+}
+
+// PolicyFromEnv reads the switches. A per-collective switch set to 1 enables that collective's path, set to 0
+// disables it; unset, it follows the master switch (RCCL_DDA_ENABLE, RCCL_LOW_PRECISION_ENABLE), which is off
+// by default. A malformed value is an error naming the variable.
+func PolicyFromEnv(getenv func(string) string) (Policy, error) {
+	p := Policy{DDA: map[*Collective]bool{}, DDAMax: map[*Collective]int64{}, LP: map[*Collective]bool{}}
+	var errs []error
+	flag := func(name string, def bool) bool {
+		v := getenv(name)
+		if v == "" {
+			return def
+		}
+		b, err := strconv.ParseBool(v)
+		if err != nil {
+			errs = append(errs, fmt.Errorf("%s=%q: want 0 or 1", name, v))
+		}
+		return b
+	}
+	size := func(name string, def int64) int64 {
+		v := getenv(name)
+		if v == "" {
+			return def
+		}
+		n, err := ParseSize(v)
+		if err != nil {
+			errs = append(errs, fmt.Errorf("%s: %v", name, err))
+		}
+		return n
+	}
+	dda := flag("RCCL_DDA_ENABLE", false)
+	lp := flag("RCCL_LOW_PRECISION_ENABLE", false)
+	for _, c := range All() {
+		n := policyEnv[c]
+		p.DDA[c] = flag(n.dda, dda)
+		p.DDAMax[c] = size(n.ddaMax, ddaMaxDefault[c])
+		p.LP[c] = flag(n.lp, lp)
+	}
+	p.FlatMax = size("RCCL_DDA_ALL_REDUCE_FLAT_MAX_BYTES", 200<<10)
+	p.MaxBlocks = int(size("RCCL_DDA_MAX_BLOCKS", 24))
+	p.SendBuf = size("RCCL_DDA_SENDBUF_BYTES", 32<<20)
+	p.LPMinBytes = size("RCCLX_TESTS_LP_MIN_BYTES", 16<<20)
+	p.LPBlock = int(size("RCCLX_TESTS_LP_BLOCK", 128))
+	p.LPMode = getenv("RCCLX_TESTS_LP_MODE")
+	if p.LPMode == "" {
+		p.LPMode = LPModeRCCLX
+	}
+	if p.LPMode != LPModeRCCLX && p.LPMode != LPModeScaled {
+		errs = append(errs, fmt.Errorf("RCCLX_TESTS_LP_MODE=%q: want %s or %s", p.LPMode, LPModeRCCLX, LPModeScaled))
+	}
+	if p.MaxBlocks < 1 || p.LPBlock < 1 {
+		errs = append(errs, fmt.Errorf("RCCL_DDA_MAX_BLOCKS and RCCLX_TESTS_LP_BLOCK must be at least 1"))
+	}
+	if len(errs) > 0 {
+		return Policy{}, errs[0]
+	}
+	return p, nil
+}
+
+// Choose returns the algorithm for a call with counts k on nranks ranks. aligned reports whether every buffer
+// view of the call starts on a 16-byte boundary.
+func (p Policy) Choose(c *Collective, dt DType, op Op, nranks int, k Counts, aligned bool) string {
+	bytes := c.Bytes(k, dt)
+	sumOnly := !c.Reduces || op == Sum
+	if p.LP[c] && sumOnly && (dt == Float || dt == BFloat16) && bytes >= p.LPMinBytes {
+		return LowPrecision
+	}
+	ddaType := dt == Float || dt == Half || dt == BFloat16
+	if p.DDA[c] && ddaType && sumOnly && aligned && nranks <= MaxDDARanks && bytes <= p.SendBuf &&
+		bytes <= p.DDAMax[c] {
+		switch {
+		case c != AllReduce:
+			return DDA
+		case bytes <= p.FlatMax:
+			return DDAFlat
+		case k.Param%int64(nranks) == 0:
+			return DDATree
+		}
+	}
+	if c == AllToAll {
+		return Direct
+	}
+	return Ring
+}
+
+// Aligned reports whether every view of a call starts on a 16-byte boundary (DDA's 16-byte loads need it).
+func (c *Call) Aligned() bool {
+	for l := range c.Send {
+		if c.Send[l].Off%16 != 0 || c.Recv[l].Off%16 != 0 {
+			return false
+		}
+	}
+	return true
+}
