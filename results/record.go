@@ -76,11 +76,14 @@ type Result struct {
 	Type  string `json:"type"`
 	Redop string `json:"redop"`
 	// Root is a string padded as nccl-tests prints it ("    -1"); see RootString.
-	Root             string `json:"root"`
-	OutOfPlace       Half   `json:"out_of_place"`
-	InPlace          Half   `json:"in_place"`
-	ActualIterations int    `json:"actual_iterations"`
-	ExperimentName   string `json:"experiment_name"`
+	Root       string `json:"root"`
+	OutOfPlace Half   `json:"out_of_place"`
+	// Per-iteration timing (-I), as nccl-tests writes it after each half.
+	OutOfPlacePerIter *PerIter `json:"out_of_place_per_iter,omitempty"`
+	InPlace           Half     `json:"in_place"`
+	InPlacePerIter    *PerIter `json:"in_place_per_iter,omitempty"`
+	ActualIterations  int      `json:"actual_iterations"`
+	ExperimentName    string   `json:"experiment_name"`
 
 	// This suite's keys.
 	Engine    string `json:"engine,omitempty"`
@@ -99,14 +102,25 @@ type Half struct {
 
 	// This suite's keys.
 	MaxRelErr *float64 `json:"max_rel_err,omitempty"`
-	// Per-iteration statistics (-I), microseconds; ICV is in percent.
-	IMin *float64 `json:"i_min,omitempty"`
-	IMax *float64 `json:"i_max,omitempty"`
-	IP99 *float64 `json:"i_p99,omitempty"`
-	ICV  *float64 `json:"i_cv,omitempty"`
 	// Rounds holds the time (us) of each repeated round (-N cycles or A/B
 	// rounds); the gate uses their spread as the noise of this measurement.
 	Rounds []float64 `json:"rounds,omitempty"`
+}
+
+// PerIter is nccl-tests' per-iteration report of one half (-I), in
+// microseconds (CVPct in percent of the mean).
+type PerIter struct {
+	MinUs   float64   `json:"min_us"`
+	MaxUs   float64   `json:"max_us"`
+	AvgUs   float64   `json:"avg_us"`
+	P50Us   float64   `json:"p50_us"`
+	P95Us   float64   `json:"p95_us"`
+	P99Us   float64   `json:"p99_us"`
+	StdevUs float64   `json:"stdev_us"`
+	CVPct   float64   `json:"cv_pct"`
+	TimesUs []float64 `json:"times_us"`
+	// PerProcessMaxTimesUs is present with several processes.
+	PerProcessMaxTimesUs [][]float64 `json:"per_process_max_times_us,omitempty"`
 }
 
 // OutOfBounds is the "# Out of bounds values" line.
