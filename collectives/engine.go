@@ -143,6 +143,19 @@ type EventTimer interface {
 // Event is an opaque mark of an EventTimer.
 type Event any
 
+// MemoryReporter is a Group that can tell how much memory one of its ranks may still allocate, so the harness
+// can shrink -e the way nccl-tests does instead of failing mid-sweep.
+type MemoryReporter interface {
+	FreeMemory(local int) (int64, error)
+}
+
+// Prober is an Engine that can tell, cheaply and without side effects, whether it can run on this machine
+// (a driver and a device for the GPU engine, a loadable library for the vendor backend). --engine auto picks
+// the first available engine.
+type Prober interface {
+	Available() error
+}
+
 // Errors engines return, mapped by the harness to nccl-tests' exit codes.
 var (
 	// ErrUnsupported: the engine cannot run this call (dtype, op, collective); the harness reports it clearly.
