@@ -12,7 +12,12 @@ type FP8 struct {
 	inf uint8
 	// unsignedZero: FNUZ formats have no -0; 0x80 is their NaN.
 	unsignedZero bool
-	values       *[256]float32
+	values       *[256]float32 // Decode's table
+	// Encode's table, indexed by the float32 bits above lowBits (sign,
+	// exponent, kept mantissa bits and the rounding bit) and one bit saying
+	// whether any bit below is set: all that rounding to nearest even needs.
+	encoded []uint8
+	lowBits uint32
 }
 
 var (
@@ -39,6 +44,12 @@ func newFP8(name string, manBits, bias, maxCode uint32, nan, inf uint8, unsigned
 	for c := range f.values {
 		f.values[c] = f.decodeCode(uint8(c))
 	}
+	f.lowBits = f.bin.shift - 1
+	f.encoded = make([]uint8, 1<<(32-f.lowBits+1))
+	for i := range f.encoded {
+		// The smallest float32 with these top bits and this sticky bit.
+		f.encoded[i] = f.encodeBits(uint32(i>>1)<<f.lowBits|uint32(i&1), true)
+	}
 	return f
 }
 
@@ -59,35 +70,39 @@ func (f FP8) Name() string { return f.name }
 
 // Encode rounds x to nearest even, saturating: overflow and +-Inf give
 // +-Max, NaN gives the format's NaN (see the package comment).
-func (f FP8) Encode(x float32) uint8 {
+func (f FP8) Encode(x float32) uint8 { return lookupEncoded(f.encoded, f.lowBits, x) }
+
+// lookupEncoded finds x in an FP8's Encode table; EncodeSlice calls it with
+// the table and shift hoisted out of its loop. The &31 spares the compiler
+// its code for shifts of 32 or more.
+func lookupEncoded(encoded []uint8, lowBits uint32, x float32) uint8 {
 	u := math.Float32bits(x)
-	a := u & f32AbsMask
-	if a > f32InfBits {
-		return f.nan
-	}
-	return f.signed(min(f.bin.roundMag(a), f.bin.maxCode), u)
+	lowMask := uint32(1)<<(lowBits&31) - 1
+	sticky := (u&lowMask + lowMask) >> (lowBits & 31)
+	return encoded[u>>(lowBits&31)<<1|sticky]
 }
 
 // EncodeNoSat rounds x to nearest even; overflow gives +-Inf where the
 // format has Inf, otherwise NaN.
-func (f FP8) EncodeNoSat(x float32) uint8 {
-	u := math.Float32bits(x)
+func (f FP8) EncodeNoSat(x float32) uint8 { return f.encodeBits(math.Float32bits(x), false) }
+
+// encodeBits rounds the float32 with bits u; sat chooses Encode's overflow
+// rule over EncodeNoSat's.
+func (f FP8) encodeBits(u uint32, sat bool) uint8 {
 	a := u & f32AbsMask
 	if a > f32InfBits {
 		return f.nan
 	}
 	c := f.bin.roundMag(a)
-	if c > f.bin.maxCode {
-		if f.inf == 0 {
-			return f.nan
-		}
+	switch {
+	case c <= f.bin.maxCode:
+	case sat:
+		c = f.bin.maxCode
+	case f.inf != 0:
 		c = uint32(f.inf)
+	default:
+		return f.nan
 	}
-	return f.signed(c, u)
-}
-
-// signed attaches the sign of the float32 bits u to the magnitude code c.
-func (f FP8) signed(c, u uint32) uint8 {
 	if c == 0 && f.unsignedZero {
 		return 0
 	}

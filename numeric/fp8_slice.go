@@ -4,8 +4,9 @@ package numeric
 // src.
 func (f FP8) EncodeSlice(dst []uint8, src []float32) {
 	dst = dst[:len(src)]
+	encoded, lowBits := f.encoded, f.lowBits
 	for i, x := range src {
-		dst[i] = f.Encode(x)
+		dst[i] = lookupEncoded(encoded, lowBits, x)
 	}
 }
 
