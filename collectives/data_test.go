@@ -1,0 +1,218 @@
+package collectives
+
+import (
+	"bytes"
+	"math/rand/v2"
+	"testing"
+
+	"rcclx-tests/numeric"
+)
+
+var rankCounts = []int{1, 2, 3, 5, 8, 16}
+
+// simulate reduces the ranks' inputs in a random order, rounding to the element type after every step as an
+// engine storing partial results would, and applies avg's final division: any order must give the expected
+// buffer (bit-exact, or within the row's tolerance for avg).
+func simulate(rng *rand.Rand, dt DType, op Op, inputs [][]byte, n int) []byte {
+	count := int64(len(inputs[0]) / dt.Size())
+	out := make([]byte, len(inputs[0]))
+	for i := int64(0); i < count; i++ {
+		order := rng.Perm(n)
+		if dt.IsFloat() {
+			v := 0.0
+			for j, r := range order {
+				x := getFloat(dt, inputs[r], i)
+				if op == MulSum {
+					x = DecodeFloat(dt, EncodeFloat(dt, x*float64(PreMulScalar(r))))
+				}
+				switch {
+				case j == 0:
+					v = x
+				case op == Prod:
+					v *= x
+				case op == Max:
+					v = max(v, x)
+				case op == Min:
+					v = min(v, x)
+				default:
+					v += x
+				}
+				v = DecodeFloat(dt, EncodeFloat(dt, v))
+			}
+			if op == Avg {
+				v /= float64(n)
+			}
+			putFloat(dt, out, i, v)
+			continue
+		}
+		var v int64
+		for j, r := range order {
+			x := getInt(dt, inputs[r], i)
+			if op == MulSum {
+				x = dt.wrap(x * int64(PreMulScalar(r)))
+			}
+			switch {
+			case j == 0:
+				v = x
+			case op == Prod:
+				v = dt.wrap(v * x)
+			case op == Max:
+				if dt.less(v, x) {
+					v = x
+				}
+			case op == Min:
+				if dt.less(x, v) {
+					v = x
+				}
+			default:
+				v = dt.wrap(v + x)
+			}
+		}
+		if op == Avg {
+			if dt.signed() {
+				v /= int64(n)
+			} else {
+				v = int64(uint64(v) / uint64(n))
+			}
+		}
+		putInt(dt, out, i, v)
+	}
+	return out
+}
+
+func TestReductionsExactInAnyOrder(t *testing.T) {
+	seed := rand.Uint64()
+	rng := rand.New(rand.NewPCG(seed, 1))
+	for _, dt := range AllDTypes() {
+		for _, op := range AllOps() {
+			for _, n := range rankCounts {
+				k := AllReduce.Counts(1031*int64(dt.Size()), n, 0, dt)
+				inputs := make([][]byte, n)
+				nonzero := false
+				for r := range inputs {
+					inputs[r] = AllReduce.Input(dt, op, r, n, k, seed)
+					nonzero = nonzero || bytes.ContainsFunc(inputs[r], func(c rune) bool { return c != 0 })
+				}
+				if !nonzero {
+					t.Fatalf("%s %s n=%d: all inputs are zero", dt, op, n)
+				}
+				e := AllReduce.Expect(dt, op, 0, n, k, seed, AllReduce.Tolerance(dt, op, n, false))
+				got := simulate(rng, dt, op, inputs, n)
+				if wrong, rel := e.Check(got); wrong != 0 {
+					t.Errorf("seed %#x: %s %s n=%d: %d wrong (max rel err %g) for a reduction in another order",
+						seed, dt, op, n, wrong, rel)
+				}
+			}
+		}
+	}
+}
+
+func TestCopyCollectivesExpectation(t *testing.T) {
+	seed := rand.Uint64()
+	for _, n := range rankCounts {
+		for _, c := range []*Collective{AllGather, AllToAll} {
+			inputs := make([][]byte, n)
+			for r := range inputs {
+				inputs[r] = c.Input(Int32, Sum, r, n, c.Counts(4096, n, r, Int32), seed)
+			}
+			for r := 0; r < n; r++ {
+				k := c.Counts(4096, n, r, Int32)
+				blk := k.Param * 4
+				var want []byte
+				for p := 0; p < n; p++ {
+					if c == AllGather {
+						want = append(want, inputs[p]...)
+					} else {
+						want = append(want, inputs[p][int64(r)*blk:int64(r+1)*blk]...)
+					}
+				}
+				if got := c.Expect(Int32, Sum, r, n, k, seed, Tolerance{}).Want(); !bytes.Equal(got, want) {
+					t.Errorf("seed %#x: %s rank %d of %d: expectation is not the rearranged inputs", seed, c.Name, r, n)
+				}
+			}
+		}
+	}
+}
+
+func TestReduceScatterExpectationIsSliceOfAllReduce(t *testing.T) {
+	seed := rand.Uint64()
+	n := 5
+	full := AllReduce.Expect(Float, Sum, 0, n, AllReduce.Counts(5*64, n, 0, Float), seed, Tolerance{}).Want()
+	for r := 0; r < n; r++ {
+		k := ReduceScatter.Counts(5*64, n, r, Float)
+		got := ReduceScatter.Expect(Float, Sum, r, n, k, seed, Tolerance{}).Want()
+		if !bytes.Equal(got, full[int64(r)*k.Param*4:int64(r+1)*k.Param*4]) {
+			t.Errorf("seed %#x: reduce_scatter rank %d is not its slice of the all_reduce", seed, r)
+		}
+	}
+}
+
+func TestCheckCountsPlantedErrors(t *testing.T) {
+	seed := rand.Uint64()
+	for _, dt := range AllDTypes() {
+		k := AllReduce.Counts(4096, 4, 0, dt)
+		e := AllReduce.Expect(dt, Sum, 0, 4, k, seed, Tolerance{})
+		got := bytes.Clone(e.Want())
+		if w, _ := e.Check(got); w != 0 {
+			t.Fatalf("%s: the expectation itself has %d wrong", dt, w)
+		}
+		pos := rand.IntN(len(got)/dt.Size()) * dt.Size()
+		got[pos+dt.Size()-1] ^= 0x40 // a high bit of the element: never a rounding-sized change
+		if w, _ := e.Check(got); w != 1 {
+			t.Errorf("seed %#x: %s: a planted wrong element gives #wrong %d, want 1", seed, dt, w)
+		}
+		if w, _ := e.Check(got[:len(got)-dt.Size()]); w == 0 {
+			t.Errorf("%s: a short buffer must be wrong", dt)
+		}
+	}
+}
+
+func TestInputsDependOnSeedRankAndElement(t *testing.T) {
+	k := AllReduce.Counts(4096, 4, 0, Float)
+	a := AllReduce.Input(Float, Sum, 0, 4, k, 1)
+	if bytes.Equal(a, AllReduce.Input(Float, Sum, 1, 4, k, 1)) || bytes.Equal(a, AllReduce.Input(Float, Sum, 0, 4, k, 2)) {
+		t.Error("inputs must differ between ranks and seeds")
+	}
+	if !bytes.Equal(a, AllReduce.Input(Float, Sum, 0, 4, k, 1)) {
+		t.Error("inputs must be deterministic")
+	}
+}
+
+// lowPrecisionAllReduce is the RCCLX FP8 all-reduce done by hand: quantize every input to E4M3, sum in fp32,
+// re-quantize the sum, dequantize into the element type.
+func lowPrecisionAllReduce(dt DType, inputs [][]byte) []byte {
+	count := int64(len(inputs[0]) / dt.Size())
+	out := make([]byte, len(inputs[0]))
+	for i := int64(0); i < count; i++ {
+		var acc float32
+		for _, in := range inputs {
+			acc += numeric.E4M3.Decode(numeric.E4M3.Encode(float32(getFloat(dt, in, i))))
+		}
+		putFloat(dt, out, i, float64(numeric.E4M3.Decode(numeric.E4M3.Encode(acc))))
+	}
+	return out
+}
+
+func TestLowPrecisionToleranceHoldsAndBites(t *testing.T) {
+	seed := rand.Uint64()
+	for _, dt := range []DType{Float, BFloat16} {
+		for _, n := range rankCounts {
+			k := AllReduce.Counts(4099*int64(dt.Size()), n, 0, dt)
+			inputs := make([][]byte, n)
+			for r := range inputs {
+				inputs[r] = AllReduce.Input(dt, Sum, r, n, k, seed)
+			}
+			tol := AllReduce.Tolerance(dt, Sum, n, true)
+			e := AllReduce.Expect(dt, Sum, 0, n, k, seed, tol)
+			got := lowPrecisionAllReduce(dt, inputs)
+			wrong, rel := e.Check(got)
+			if wrong != 0 || rel > tol.Rel {
+				t.Errorf("seed %#x: %s n=%d: FP8 path gives %d wrong, max rel err %g (bound %g)", seed, dt, n, wrong, rel, tol.Rel)
+			}
+			putFloat(dt, got, 7, getFloat(dt, e.Want(), 7)+float64(4*n*16))
+			if wrong, _ := e.Check(got); wrong != 1 {
+				t.Errorf("%s n=%d: an error far past the bound gives #wrong %d, want 1", dt, n, wrong)
+			}
+		}
+	}
+}

@@ -1,0 +1,113 @@
+package collectives
+
+import "testing"
+
+func env(kv map[string]string) func(string) string { return func(k string) string { return kv[k] } }
+
+func TestPolicyDefaultsToRing(t *testing.T) {
+	p, err := PolicyFromEnv(env(nil))
+	if err != nil {
+		t.Fatal(err)
+	}
+	k := AllReduce.Counts(4096, 8, 0, Float)
+	if got := p.Choose(AllReduce, Float, Sum, 8, k, true); got != Ring {
+		t.Errorf("default all_reduce algorithm %s, want ring", got)
+	}
+	if got := p.Choose(AllToAll, Float, Sum, 8, AllToAll.Counts(4096, 8, 0, Float), true); got != Direct {
+		t.Errorf("default alltoall algorithm %s, want direct", got)
+	}
+}
+
+func TestPolicyDDAThresholds(t *testing.T) {
+	p, err := PolicyFromEnv(env(map[string]string{"RCCL_DDA_ENABLE": "1"}))
+	if err != nil {
+		t.Fatal(err)
+	}
+	choose := func(size int64, dt DType, op Op, n int, aligned bool) string {
+		return p.Choose(AllReduce, dt, op, n, AllReduce.Counts(size, n, 0, dt), aligned)
+	}
+	cases := []struct {
+		size    int64
+		dt      DType
+		op      Op
+		n       int
+		aligned bool
+		want    string
+	}{
+		{8, Float, Sum, 8, true, DDAFlat},
+		{200 << 10, Float, Sum, 8, true, DDAFlat},
+		{200<<10 + 32, Float, Sum, 8, true, DDATree},
+		{29 << 20, BFloat16, Sum, 8, true, DDATree},
+		{29<<20 + 32, Float, Sum, 8, true, Ring},
+		{200<<10 + 4, Float, Sum, 8, true, Ring}, // count not a multiple of the rank count: no tree
+		{4096, Double, Sum, 8, true, Ring},
+		{4096, Float, Max, 8, true, Ring},
+		{4096, Float, Sum, 8, false, Ring},
+		{4096, Float, Sum, 17, true, Ring},
+		{4096, Half, Sum, 3, true, DDAFlat},
+	}
+	for _, c := range cases {
+		if got := choose(c.size, c.dt, c.op, c.n, c.aligned); got != c.want {
+			t.Errorf("all_reduce %d B %s %s n=%d aligned=%v: %s, want %s", c.size, c.dt, c.op, c.n, c.aligned, got, c.want)
+		}
+	}
+	if got := p.Choose(AllGather, Float, Sum, 8, AllGather.Counts(16<<20, 8, 0, Float), true); got != DDA {
+		t.Errorf("all_gather 16 MiB with DDA on: %s, want dda", got)
+	}
+	if got := p.Choose(AllToAll, Float, Sum, 8, AllToAll.Counts(4<<20, 8, 0, Float), true); got != Direct {
+		t.Errorf("alltoall 4 MiB (over 2 MiB): %s, want direct", got)
+	}
+}
+
+func TestPolicyPerCollectiveSwitches(t *testing.T) {
+	p, err := PolicyFromEnv(env(map[string]string{"RCCL_DDA_ENABLE": "1", "RCCL_ENABLE_DDA_ALL_REDUCE": "0",
+		"RCCL_ENABLE_DDA_ALL_TO_ALL": "1", "RCCL_DDA_ALL_REDUCE_FLAT_MAX_BYTES": "1K"}))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if p.DDA[AllReduce] || !p.DDA[AllGather] || !p.DDA[AllToAll] || p.FlatMax != 1024 {
+		t.Errorf("switches not applied: %+v", p)
+	}
+	p, _ = PolicyFromEnv(env(map[string]string{"RCCL_ENABLE_DDA_REDUCE_SCATTER": "1"}))
+	if !p.DDA[ReduceScatter] || p.DDA[AllReduce] {
+		t.Errorf("a per-collective switch alone must enable only that collective: %+v", p.DDA)
+	}
+}
+
+func TestPolicyLowPrecision(t *testing.T) {
+	p, err := PolicyFromEnv(env(map[string]string{"RCCL_LOW_PRECISION_ENABLE": "1", "RCCL_DDA_ENABLE": "1"}))
+	if err != nil {
+		t.Fatal(err)
+	}
+	at := func(c *Collective, size int64, dt DType, op Op) string {
+		return p.Choose(c, dt, op, 8, c.Counts(size, 8, 0, dt), true)
+	}
+	if got := at(AllReduce, 16<<20, Float, Sum); got != LowPrecision {
+		t.Errorf("16 MiB float sum with LP on: %s, want lp", got)
+	}
+	if got := at(AllReduce, 16<<20-32, Float, Sum); got != DDATree {
+		t.Errorf("just under the LP threshold: %s, want dda_tree", got)
+	}
+	if got := at(AllReduce, 64<<20, Half, Sum); got != Ring {
+		t.Errorf("half is not LP-eligible: %s", got)
+	}
+	if got := at(AllGather, 64<<20, BFloat16, Sum); got != LowPrecision {
+		t.Errorf("all_gather bf16 64 MiB: %s, want lp", got)
+	}
+	if p.LPMode != LPModeRCCLX || p.LPBlock != 128 {
+		t.Errorf("LP defaults %s/%d", p.LPMode, p.LPBlock)
+	}
+}
+
+func TestPolicyRejectsBadValues(t *testing.T) {
+	for _, kv := range []map[string]string{
+		{"RCCL_DDA_ENABLE": "yes please"},
+		{"RCCL_DDA_ALL_REDUCE_TREE_MAX_BYTES": "lots"},
+		{"RCCLX_TESTS_LP_MODE": "fp4"},
+		{"RCCL_DDA_MAX_BLOCKS": "0"},
+	} {
+		if _, err := PolicyFromEnv(env(kv)); err == nil {
+			t.Errorf("%v should be rejected", kv)
+		}
+	}
+}
