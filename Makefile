@@ -1,0 +1,26 @@
+# rcclx-tests: `make` builds the perf binaries and the results tool into build/, `make test` runs the tests.
+GO      ?= go
+export CGO_ENABLED := 0
+BINS    := all_reduce_perf all_gather_perf alltoall_perf reduce_scatter_perf rcclx-results
+
+.PHONY: all build test bench clean
+all: build
+
+build: $(addprefix build/,$(BINS))
+
+build/%: FORCE
+	$(GO) build -o $@ ./cmd/$*
+
+test:
+	$(GO) vet ./...
+	$(GO) test -count=1 -timeout 30m ./...
+
+# Speed targets live here, not in unit tests (see docs/PERFORMANCE.md).
+bench:
+	$(GO) test -run '^$$' -bench . -benchtime 3x ./hostengine/ ./numeric/
+
+clean:
+	rm -rf build
+
+.PHONY: FORCE
+FORCE:
