@@ -1,5 +1,12 @@
 package results
 
+import (
+	"fmt"
+	"io"
+
+	"gonum.org/v1/gonum/stat"
+)
+
 // ABReport is the "ab" key of a Record: an interleaved comparison of two arms
 // (for example two engines or two algorithms) measured round by round.
 type ABReport struct {
@@ -18,4 +25,73 @@ type ABRow struct {
 	Lo      float64   `json:"lo"`
 	Hi      float64   `json:"hi"`
 	Verdict string    `json:"verdict"`
+}
+
+// Verdicts of an ABRow: arm B against arm A.
+const (
+	VerdictFaster   = "faster"         // B is faster: the interval lies above 1
+	VerdictSlower   = "slower"         // B is slower: the interval lies below 1
+	VerdictNoise    = "within noise"   // the interval contains 1
+	VerdictTooFewAB = "too few rounds" // fewer than two paired rounds
+)
+
+// AnalyzeAB compares arm B with arm A at each size from their per-round
+// times, a[i] and b[i] for sizes[i], measured interleaved (ABAB...) so that
+// round j of A and round j of B saw the same conditions. The speedup is the
+// mean of the paired ratios tA_j/tB_j with a Student-t 95% interval; rounds
+// without a positive time on both arms are left out of the ratios.
+func AnalyzeAB(sizes []int64, a, b [][]float64) []ABRow {
+	rows := make([]ABRow, len(sizes))
+	for i, size := range sizes {
+		row := ABRow{Size: size, TimesA: roundsAt(a, i), TimesB: roundsAt(b, i)}
+		var ratios []float64
+		for j := 0; j < len(row.TimesA) && j < len(row.TimesB); j++ {
+			if row.TimesA[j] > 0 && row.TimesB[j] > 0 {
+				ratios = append(ratios, row.TimesA[j]/row.TimesB[j])
+			}
+		}
+		var ok bool
+		row.Speedup, row.Lo, row.Hi, ok = meanInterval(ratios)
+		switch {
+		case !ok:
+			row.Verdict = VerdictTooFewAB
+		case row.Lo > 1:
+			row.Verdict = VerdictFaster
+		case row.Hi < 1:
+			row.Verdict = VerdictSlower
+		default:
+			row.Verdict = VerdictNoise
+		}
+		rows[i] = row
+	}
+	return rows
+}
+
+func roundsAt(times [][]float64, i int) []float64 {
+	if i < len(times) {
+		return times[i]
+	}
+	return nil
+}
+
+// RenderAB prints rows as a table: mean times of both arms, the speedup of B
+// over A with its interval, and the verdict.
+func RenderAB(w io.Writer, armA, armB string, rows []ABRow) error {
+	t := newTable(w)
+	t.Header("size", armA+" us", armB+" us", "rounds", "speedup", "95% CI", "verdict")
+	for _, r := range rows {
+		if err := t.Append(FormatSize(r.Size), fmtMean(r.TimesA), fmtMean(r.TimesB),
+			fmt.Sprint(min(len(r.TimesA), len(r.TimesB))), fmt.Sprintf("%.3fx", r.Speedup),
+			fmt.Sprintf("%.3f..%.3f", r.Lo, r.Hi), r.Verdict); err != nil {
+			return err
+		}
+	}
+	return t.Render()
+}
+
+func fmtMean(xs []float64) string {
+	if len(xs) == 0 {
+		return "-"
+	}
+	return fmt.Sprintf("%.2f", stat.Mean(xs, nil))
 }

@@ -7,26 +7,78 @@ import (
 	"os"
 )
 
-// Load reads a record written by this suite or by nccl-tests (-J, schema 3).
+// Load reads a run from path, detecting its format: JSON written by this
+// suite or by nccl-tests (-J, schema 3), rccl-tests' CSV reporter output
+// (-x file -Z csv), or the text that nccl-tests and rccl-tests print.
+// Malformed input gives a one-line error naming the file and the line.
 func Load(path string) (*Record, error) {
 	data, err := os.ReadFile(path)
 	if err != nil {
 		return nil, err
 	}
-	return parseJSON(path, data)
+	return Parse(path, data)
 }
 
-func parseJSON(name string, data []byte) (*Record, error) {
+// Parse is Load on data already read; name is used in error messages.
+func Parse(name string, data []byte) (*Record, error) {
+	var (
+		rec *Record
+		err error
+	)
+	switch detectFormat(data) {
+	case formatJSON:
+		rec, err = parseJSON(data)
+	case formatCSV:
+		rec, err = parseCSV(data)
+	default:
+		rec, err = parseText(data)
+	}
+	if err != nil {
+		return nil, fmt.Errorf("%s: %w", name, err)
+	}
+	return rec, nil
+}
+
+type format int
+
+const (
+	formatText format = iota
+	formatJSON
+	formatCSV
+)
+
+// detectFormat looks at the first non-blank line: '{' opens JSON, a line of
+// comma-separated names that is not a '#' comment is a CSV header, anything
+// else is taken as text output.
+func detectFormat(data []byte) format {
+	for _, line := range bytes.Split(data, []byte("\n")) {
+		line = bytes.TrimSpace(line)
+		switch {
+		case len(line) == 0:
+			continue
+		case line[0] == '{' || line[0] == '[':
+			return formatJSON
+		case line[0] != '#' && bytes.Contains(line, []byte(",")):
+			return formatCSV
+		}
+		return formatText
+	}
+	return formatText
+}
+
+func parseJSON(data []byte) (*Record, error) {
 	var rec Record
-	dec := json.NewDecoder(bytes.NewReader(data))
-	if err := dec.Decode(&rec); err != nil {
-		return nil, fmt.Errorf("%s: %s", name, jsonErrorWhere(data, err))
+	if err := json.Unmarshal(data, &rec); err != nil {
+		return nil, jsonError(data, err)
+	}
+	if rec.Version == 0 && rec.Results == nil {
+		return nil, fmt.Errorf("line 1: JSON without nccl-tests keys (version, results)")
 	}
 	return &rec, nil
 }
 
-// jsonErrorWhere adds the line of a JSON syntax or type error.
-func jsonErrorWhere(data []byte, err error) string {
+// jsonError places a JSON syntax or type error on its line.
+func jsonError(data []byte, err error) error {
 	var off int64 = -1
 	switch e := err.(type) {
 	case *json.SyntaxError:
@@ -35,8 +87,8 @@ func jsonErrorWhere(data []byte, err error) string {
 		off = e.Offset
 	}
 	if off < 0 || off > int64(len(data)) {
-		return "invalid JSON: " + err.Error()
+		return fmt.Errorf("invalid JSON: %v", err)
 	}
 	line := 1 + bytes.Count(data[:off], []byte("\n"))
-	return fmt.Sprintf("line %d (offset %d): invalid JSON: %v", line, off, err)
+	return fmt.Errorf("line %d (offset %d): invalid JSON: %v", line, off, err)
 }

@@ -1,0 +1,192 @@
+// Command rcclx-results compares, gates and plots the records of perf runs
+// (this suite's JSON, nccl-tests' -J JSON, rccl-tests' CSV, or the text
+// output of either tool).
+package main
+
+import (
+	"errors"
+	"fmt"
+	"os"
+
+	"github.com/spf13/cobra"
+
+	"rcclx-tests/results"
+)
+
+// Exit codes.
+const (
+	exitOK         = 0
+	exitGateFailed = 1
+	exitUsage      = 2
+)
+
+var errGateFailed = errors.New("gate failed")
+
+func main() {
+	root := &cobra.Command{
+		Use:   "rcclx-results",
+		Short: "Compare, gate and plot collective benchmark results",
+		Long: `Compare, gate and plot collective benchmark results.
+
+Inputs: this suite's JSON records, nccl-tests' -J JSON (schema 3), rccl-tests'
+CSV (-Z csv) and the text output of nccl-tests or rccl-tests; the format is
+detected from the content.
+
+Exit status: 0 success; 1 the gate found a regression or wrong results;
+2 bad arguments or an unreadable or malformed input file.`,
+		SilenceUsage:  true,
+		SilenceErrors: true,
+	}
+	root.AddCommand(compareCmd(), gateCmd(), plotCmd())
+	err := root.Execute()
+	switch {
+	case err == nil:
+		os.Exit(exitOK)
+	case errors.Is(err, errGateFailed):
+		os.Exit(exitGateFailed)
+	default:
+		fmt.Fprintf(os.Stderr, "rcclx-results: %v\n", err)
+		os.Exit(exitUsage)
+	}
+}
+
+func compareCmd() *cobra.Command {
+	var inPlace bool
+	cmd := &cobra.Command{
+		Use:   "compare RUN [RUN ...]",
+		Short: "Table of time and busbw per size, with each run's speedup over the first",
+		Args:  cobra.MinimumNArgs(1),
+		RunE: func(cmd *cobra.Command, args []string) error {
+			runs, err := results.LoadRuns(args)
+			if err != nil {
+				return err
+			}
+			return results.Compare(cmd.OutOrStdout(), runs, inPlace)
+		},
+	}
+	cmd.Flags().BoolVar(&inPlace, "in-place", false, "show the in-place half instead of out-of-place")
+	return cmd
+}
+
+func gateCmd() *cobra.Command {
+	var (
+		baselines  []string
+		threshold  string
+		ranges     []string
+		metric     string
+		requireAll bool
+	)
+	cmd := &cobra.Command{
+		Use:   "gate --baseline BASE [--baseline BASE2 ...] CURRENT [CURRENT2 ...]",
+		Short: "Fail (exit 1) when a size regressed beyond the threshold or has wrong results",
+		Long: `Compare current runs against baseline runs, size by size and half by half.
+
+A size fails when its busbw dropped (--metric busbw) or its time rose
+(--metric time) by more than the threshold for its size AND, where repeated
+rounds in a record or several files on one side give a spread, the change
+lies outside the 95% Welch interval of that noise. Any wrong element in a
+current run fails. Sizes present on one side only are reported; they fail
+only with --require-all. Prints one line per failure and a summary line.
+
+Exit status: 0 pass, 1 fail, 2 bad arguments or input.`,
+		Args: cobra.MinimumNArgs(1),
+		RunE: func(cmd *cobra.Command, args []string) error {
+			opt := results.GateOptions{Metric: metric, RequireAll: requireAll}
+			var err error
+			if opt.Threshold, err = results.ParsePercent(threshold); err != nil {
+				return fmt.Errorf("--threshold: %v", err)
+			}
+			for _, s := range ranges {
+				r, err := results.ParseSizeRange(s)
+				if err != nil {
+					return fmt.Errorf("--range: %v", err)
+				}
+				opt.Ranges = append(opt.Ranges, r)
+			}
+			base, err := loadAll(baselines)
+			if err != nil {
+				return err
+			}
+			cur, err := loadAll(args)
+			if err != nil {
+				return err
+			}
+			rep, err := results.Gate(base, cur, opt)
+			if err != nil {
+				return err
+			}
+			if err := rep.Write(cmd.OutOrStdout()); err != nil {
+				return err
+			}
+			if !rep.Passed() {
+				return errGateFailed
+			}
+			return nil
+		},
+	}
+	f := cmd.Flags()
+	f.StringArrayVar(&baselines, "baseline", nil, "baseline run (repeat to pool several runs)")
+	f.StringVar(&threshold, "threshold", "10%", "largest tolerated regression")
+	f.StringArrayVar(&ranges, "range", nil, "own threshold for a size range, MIN-MAX=PCT (e.g. 0-64K=25%); first match wins")
+	f.StringVar(&metric, "metric", results.MetricBusBW, "busbw (drop fails) or time (rise fails)")
+	f.BoolVar(&requireAll, "require-all", false, "fail when a size is present on one side only")
+	_ = cmd.MarkFlagRequired("baseline")
+	return cmd
+}
+
+func plotCmd() *cobra.Command {
+	var (
+		out     string
+		metric  string
+		inPlace bool
+		ab      bool
+	)
+	cmd := &cobra.Command{
+		Use:   "plot RUN [RUN ...] -o FILE.svg|FILE.png",
+		Short: "Plot busbw, algbw or time against size (or, with --ab, an A/B speedup)",
+		Args:  cobra.MinimumNArgs(1),
+		RunE: func(cmd *cobra.Command, args []string) error {
+			if ab {
+				return plotAB(args, out)
+			}
+			runs, err := results.LoadRuns(args)
+			if err != nil {
+				return err
+			}
+			return results.PlotRuns(out, runs, metric, inPlace)
+		},
+	}
+	f := cmd.Flags()
+	f.StringVarP(&out, "output", "o", "", "output file; the extension (.svg, .png, .pdf) picks the format")
+	f.StringVar(&metric, "metric", results.MetricBusBW, "busbw, algbw or time")
+	f.BoolVar(&inPlace, "in-place", false, "plot the in-place half instead of out-of-place")
+	f.BoolVar(&ab, "ab", false, "plot the A/B speedup of one record that carries an ab report")
+	_ = cmd.MarkFlagRequired("output")
+	return cmd
+}
+
+func plotAB(args []string, out string) error {
+	if len(args) != 1 {
+		return fmt.Errorf("--ab takes exactly one record, got %d", len(args))
+	}
+	rec, err := results.Load(args[0])
+	if err != nil {
+		return err
+	}
+	if rec.AB == nil {
+		return fmt.Errorf("%s: no A/B report (ab key) in this record", args[0])
+	}
+	return results.PlotAB(out, rec.AB)
+}
+
+func loadAll(paths []string) ([]*results.Record, error) {
+	recs := make([]*results.Record, len(paths))
+	for i, p := range paths {
+		rec, err := results.Load(p)
+		if err != nil {
+			return nil, err
+		}
+		recs[i] = rec
+	}
+	return recs, nil
+}

@@ -1,0 +1,285 @@
+package results
+
+import (
+	"fmt"
+	"io"
+	"math"
+	"strings"
+)
+
+// Metric names accepted by the gate and the plots.
+const (
+	MetricBusBW = "busbw"
+	MetricTime  = "time"
+	MetricAlgBW = "algbw"
+)
+
+// GateOptions configures Gate.
+type GateOptions struct {
+	// Threshold is the largest tolerated regression, as a fraction (0.10).
+	Threshold float64
+	// Ranges give size ranges their own threshold; the first match wins.
+	Ranges []SizeRange
+	// Metric is MetricBusBW (a drop fails) or MetricTime (a rise fails).
+	Metric string
+	// RequireAll makes rows present on one side only failures.
+	RequireAll bool
+}
+
+func (o GateOptions) thresholdFor(size int64) float64 {
+	for _, r := range o.Ranges {
+		if size >= r.Min && size <= r.Max {
+			return r.Threshold
+		}
+	}
+	return o.Threshold
+}
+
+// GateCheck is the verdict on one half of one row.
+type GateCheck struct {
+	Label string
+	// BaseUs and CurUs are the mean times (us) of all baseline and current samples.
+	BaseUs, CurUs float64
+	// Change is the relative change of the metric from baseline to current
+	// (busbw: negative is worse; time: positive is worse); [Lo, Hi] is its
+	// 95% interval when repeated rounds or files give a spread (Noise).
+	Change, Lo, Hi float64
+	Noise          bool
+	Threshold      float64
+	// Wrong is the number of wrong elements reported in the current run.
+	Wrong  float64
+	Failed bool
+}
+
+// GateReport is the outcome of Gate.
+type GateReport struct {
+	Metric     string
+	RequireAll bool
+	Checks     []GateCheck
+	// OnlyBase and OnlyCur label the rows found on one side only.
+	OnlyBase, OnlyCur []string
+	rows              int
+}
+
+// sideSamples pools the times (us) of every record of one side of the gate.
+type sideSamples struct {
+	order []rowKey
+	times map[rowKey]*[2][]float64
+	wrong map[rowKey]*[2]float64
+}
+
+func poolSide(recs []*Record) sideSamples {
+	s := sideSamples{times: map[rowKey]*[2][]float64{}, wrong: map[rowKey]*[2]float64{}}
+	for _, rec := range recs {
+		for _, row := range keyRows(rec) {
+			if s.times[row.key] == nil {
+				s.times[row.key] = &[2][]float64{}
+				s.wrong[row.key] = &[2]float64{}
+				s.order = append(s.order, row.key)
+			}
+			for i, h := range row.res.halves() {
+				s.times[row.key][i] = append(s.times[row.key][i], timeSamples(h)...)
+				if h.NWrong != nil {
+					s.wrong[row.key][i] += *h.NWrong
+				}
+			}
+		}
+	}
+	return s
+}
+
+// timeSamples is every round of h, or its one reported time.
+func timeSamples(h *Half) []float64 {
+	if len(h.Rounds) > 0 {
+		return h.Rounds
+	}
+	if t, ok := h.Micros(); ok {
+		return []float64{t}
+	}
+	return nil
+}
+
+// Gate compares current runs against baseline runs, row by row and half by
+// half. A half fails when its metric regressed beyond the threshold of its
+// size and, where the samples have a spread, the regression lies outside the
+// 95% interval of the noise; any wrong element in the current run fails.
+// Both metrics are computed from times, so that rounding in text output does
+// not matter: at equal size and rank count the busbw ratio is the inverse of
+// the time ratio.
+func Gate(base, cur []*Record, opt GateOptions) (*GateReport, error) {
+	if opt.Metric != MetricBusBW && opt.Metric != MetricTime {
+		return nil, fmt.Errorf("gate metric %q: want %s or %s", opt.Metric, MetricBusBW, MetricTime)
+	}
+	b, c := poolSide(base), poolSide(cur)
+	rep := &GateReport{Metric: opt.Metric, RequireAll: opt.RequireAll}
+	names := newLabeler(append(append([]rowKey{}, b.order...), c.order...))
+	for _, k := range c.order {
+		bt, inBase := b.times[k]
+		if !inBase {
+			rep.OnlyCur = append(rep.OnlyCur, names.label(k))
+		}
+		counted := false
+		for i := range halfNames {
+			ct := c.times[k][i]
+			chk := GateCheck{Label: names.label(k) + " " + halfNames[i], Wrong: c.wrong[k][i], Threshold: opt.thresholdFor(k.Size)}
+			compared := inBase && len(bt[i]) > 0 && len(ct) > 0
+			if compared {
+				compared = chk.compare(bt[i], ct, opt.Metric)
+			}
+			if compared || chk.Wrong > 0 {
+				chk.Failed = chk.Failed || chk.Wrong > 0
+				rep.Checks = append(rep.Checks, chk)
+			}
+			counted = counted || compared
+		}
+		if counted {
+			rep.rows++
+		}
+	}
+	for _, k := range b.order {
+		if _, ok := c.times[k]; !ok {
+			rep.OnlyBase = append(rep.OnlyBase, names.label(k))
+		}
+	}
+	return rep, nil
+}
+
+// compare fills the change of chk from baseline and current times and
+// decides whether it fails; it returns false when the baseline time is not
+// positive (nothing to compare against).
+func (chk *GateCheck) compare(bt, ct []float64, metric string) bool {
+	diff, dlo, dhi, noise := diffInterval(bt, ct)
+	mb := chk.mean(bt)
+	if mb <= 0 {
+		return false
+	}
+	chk.BaseUs, chk.CurUs, chk.Noise = mb, mb+diff, noise
+	regression := 0.0
+	if metric == MetricTime {
+		chk.Change, chk.Lo, chk.Hi = diff/mb, dlo/mb, dhi/mb
+		regression = chk.Change
+	} else {
+		chk.Change, chk.Lo, chk.Hi = inverseChange(mb, diff), inverseChange(mb, dhi), inverseChange(mb, dlo)
+		regression = -chk.Change
+	}
+	// dlo > 0: the current time is higher beyond the noise.
+	chk.Failed = regression > chk.Threshold && (!noise || dlo > 0)
+	return true
+}
+
+func (*GateCheck) mean(xs []float64) float64 {
+	m, _, _ := meanVarOfMean(xs)
+	return m
+}
+
+// inverseChange is the busbw change when the time moves from mb to mb+d.
+func inverseChange(mb, d float64) float64 {
+	if mb+d <= 0 {
+		return math.Inf(1)
+	}
+	return mb/(mb+d) - 1
+}
+
+// Passed reports whether no check failed (and, with RequireAll, no row is
+// missing on either side).
+func (r *GateReport) Passed() bool {
+	return r.failures() == 0
+}
+
+func (r *GateReport) failures() int {
+	n := 0
+	for _, c := range r.Checks {
+		if c.Failed {
+			n++
+		}
+	}
+	if r.RequireAll {
+		n += len(r.OnlyBase) + len(r.OnlyCur)
+	}
+	return n
+}
+
+// Write prints one line per failing check, the rows found on one side only,
+// and a summary line: "gate: PASS (28 sizes, worst -3.1% at 64MiB in-place)".
+func (r *GateReport) Write(w io.Writer) error {
+	var b strings.Builder
+	for _, c := range r.Checks {
+		if c.Failed {
+			fmt.Fprintf(&b, "FAIL %s\n", r.describe(c))
+		}
+	}
+	for _, side := range []struct {
+		name   string
+		labels []string
+	}{{"baseline", r.OnlyBase}, {"current", r.OnlyCur}} {
+		if len(side.labels) > 0 {
+			fmt.Fprintf(&b, "%s %d rows only in %s: %s\n", missingWord(r.RequireAll), len(side.labels), side.name, abbreviate(side.labels, 8))
+		}
+	}
+	fmt.Fprintf(&b, "gate: %s\n", r.summary())
+	_, err := io.WriteString(w, b.String())
+	return err
+}
+
+// missingWord starts the line on rows found on one side only.
+func missingWord(fail bool) string {
+	if fail {
+		return "FAIL"
+	}
+	return "NOTE"
+}
+
+func (r *GateReport) summary() string {
+	worst := -1
+	for i, c := range r.Checks {
+		if worst < 0 || r.regression(c) > r.regression(r.Checks[worst]) {
+			worst = i
+		}
+	}
+	tail := ""
+	if worst >= 0 {
+		tail = fmt.Sprintf(", worst %s at %s", pct(r.Checks[worst].Change), r.Checks[worst].Label)
+	}
+	if n := r.failures(); n > 0 {
+		return fmt.Sprintf("FAIL (%d failures in %d sizes%s)", n, r.rows, tail)
+	}
+	return fmt.Sprintf("PASS (%d sizes%s)", r.rows, tail)
+}
+
+func (r *GateReport) regression(c GateCheck) float64 {
+	if r.Metric == MetricTime {
+		return c.Change
+	}
+	return -c.Change
+}
+
+func (r *GateReport) describe(c GateCheck) string {
+	var parts []string
+	if c.BaseUs > 0 {
+		limit := -c.Threshold
+		if r.Metric == MetricTime {
+			limit = c.Threshold
+		}
+		s := fmt.Sprintf("%s %s (limit %s", r.Metric, pct(c.Change), pct(limit))
+		if c.Noise {
+			s += fmt.Sprintf(", 95%% CI %s..%s", pct(c.Lo), pct(c.Hi))
+		}
+		parts = append(parts, s+fmt.Sprintf("), time %.2f -> %.2f us", c.BaseUs, c.CurUs))
+	}
+	if c.Wrong > 0 {
+		parts = append(parts, fmt.Sprintf("%g wrong elements", c.Wrong))
+	}
+	return c.Label + ": " + strings.Join(parts, "; ")
+}
+
+func pct(f float64) string {
+	return fmt.Sprintf("%+.1f%%", 100*f)
+}
+
+// abbreviate joins at most n labels and says how many more there are.
+func abbreviate(labels []string, n int) string {
+	if len(labels) <= n {
+		return strings.Join(labels, ", ")
+	}
+	return fmt.Sprintf("%s, ... (%d more)", strings.Join(labels[:n], ", "), len(labels)-n)
+}

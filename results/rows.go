@@ -1,0 +1,112 @@
+package results
+
+import (
+	"sort"
+	"strconv"
+	"strings"
+)
+
+// rowKey identifies a result row across runs of the same sweep. Ordinal
+// tells apart rows that repeat the same size (all roots with -r -1, or sizes
+// that round to the same byte count).
+type rowKey struct {
+	Series, Type, Redop string
+	Size                int64
+	Ordinal             int
+}
+
+// keyedRow is one result with its key.
+type keyedRow struct {
+	key rowKey
+	res *Result
+}
+
+// halfNames are the names of Result's halves, out-of-place first.
+var halfNames = [2]string{"out-of-place", "in-place"}
+
+// halves returns the two halves of r in the order of halfNames.
+func (r *Result) halves() [2]*Half {
+	return [2]*Half{&r.OutOfPlace, &r.InPlace}
+}
+
+// seriesOf names the engine and algorithm that produced r.
+func seriesOf(r *Result) string {
+	var parts []string
+	for _, p := range []string{r.Engine, r.Algorithm} {
+		if p != "" {
+			parts = append(parts, p)
+		}
+	}
+	return strings.Join(parts, "/")
+}
+
+// keyRows keys the results of rec. Engine and algorithm take part in the key
+// only when the record mixes several, so a single-engine run matches a plain
+// nccl-tests run.
+func keyRows(rec *Record) []keyedRow {
+	series := map[string]bool{}
+	for i := range rec.Results {
+		series[seriesOf(&rec.Results[i])] = true
+	}
+	seen := map[rowKey]int{}
+	rows := make([]keyedRow, 0, len(rec.Results))
+	for i := range rec.Results {
+		r := &rec.Results[i]
+		k := rowKey{Type: r.Type, Redop: r.Redop, Size: r.Size}
+		if len(series) > 1 {
+			k.Series = seriesOf(r)
+		}
+		base := k
+		k.Ordinal = seen[base]
+		seen[base]++
+		rows = append(rows, keyedRow{k, r})
+	}
+	return rows
+}
+
+// sortKeys orders keys by series, type, reduction, then size.
+func sortKeys(keys []rowKey) {
+	sort.SliceStable(keys, func(i, j int) bool {
+		a, b := keys[i], keys[j]
+		if a.Series != b.Series {
+			return a.Series < b.Series
+		}
+		if a.Type != b.Type {
+			return a.Type < b.Type
+		}
+		if a.Redop != b.Redop {
+			return a.Redop < b.Redop
+		}
+		if a.Size != b.Size {
+			return a.Size < b.Size
+		}
+		return a.Ordinal < b.Ordinal
+	})
+}
+
+// labeler names keys as briefly as the set of keys allows: the size alone
+// when every key shares series, type and reduction.
+type labeler struct{ detailed bool }
+
+func newLabeler(keys []rowKey) labeler {
+	for _, k := range keys {
+		if k.Series != keys[0].Series || k.Type != keys[0].Type || k.Redop != keys[0].Redop {
+			return labeler{true}
+		}
+	}
+	return labeler{}
+}
+
+func (l labeler) label(k rowKey) string {
+	parts := []string{FormatSize(k.Size)}
+	if l.detailed {
+		parts = append(parts, k.Type, k.Redop)
+		if k.Series != "" {
+			parts = append([]string{k.Series}, parts...)
+		}
+	}
+	if k.Ordinal > 0 {
+		parts = append(parts, "#"+strconv.Itoa(k.Ordinal+1))
+	}
+	return strings.Join(parts, " ")
+}

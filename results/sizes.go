@@ -1,0 +1,88 @@
+package results
+
+import (
+	"fmt"
+	"math"
+	"strconv"
+	"strings"
+)
+
+// ParseSize reads a byte count with an optional K, M or G suffix (powers of
+// 1024, as nccl-tests reads -b/-e), optionally followed by "B" or "iB".
+func ParseSize(s string) (int64, error) {
+	t := strings.ToUpper(strings.TrimSpace(s))
+	t = strings.TrimSuffix(strings.TrimSuffix(t, "B"), "I")
+	mult := int64(1)
+	if n := len(t); n > 0 {
+		switch t[n-1] {
+		case 'K':
+			mult = 1 << 10
+		case 'M':
+			mult = 1 << 20
+		case 'G':
+			mult = 1 << 30
+		}
+		if mult > 1 {
+			t = t[:n-1]
+		}
+	}
+	v, err := strconv.ParseInt(t, 10, 64)
+	if err != nil || v < 0 || v > math.MaxInt64/mult {
+		return 0, fmt.Errorf("bad size %q (want a byte count like 4096, 64K, 1M, 2G)", s)
+	}
+	return v * mult, nil
+}
+
+// FormatSize writes a byte count the short way: 64MiB, 12KiB, 100B.
+func FormatSize(n int64) string {
+	for _, u := range []struct {
+		shift uint
+		name  string
+	}{{30, "GiB"}, {20, "MiB"}, {10, "KiB"}} {
+		if n >= 1<<u.shift && n%(1<<u.shift) == 0 {
+			return fmt.Sprintf("%d%s", n>>u.shift, u.name)
+		}
+	}
+	return fmt.Sprintf("%dB", n)
+}
+
+// ParsePercent reads "10%" or "10" as the fraction 0.10.
+func ParsePercent(s string) (float64, error) {
+	v, err := strconv.ParseFloat(strings.TrimSuffix(strings.TrimSpace(s), "%"), 64)
+	if err != nil || v < 0 || math.IsInf(v, 0) || math.IsNaN(v) {
+		return 0, fmt.Errorf("bad percentage %q (want e.g. 10%%)", s)
+	}
+	return v / 100, nil
+}
+
+// SizeRange gives the sizes Min..Max (inclusive) their own gate threshold.
+type SizeRange struct {
+	Min, Max  int64
+	Threshold float64
+}
+
+// ParseSizeRange reads "MIN-MAX=PCT", for example "0-64K=25%"; MAX may be
+// left out ("1G-=5%") to mean every larger size.
+func ParseSizeRange(s string) (SizeRange, error) {
+	bad := fmt.Errorf("bad range %q (want MIN-MAX=PCT, e.g. 0-64K=25%%)", s)
+	span, pct, ok := strings.Cut(s, "=")
+	lo, hi, ok2 := strings.Cut(span, "-")
+	if !ok || !ok2 {
+		return SizeRange{}, bad
+	}
+	var r SizeRange
+	var err error
+	if r.Min, err = ParseSize(lo); err != nil {
+		return SizeRange{}, bad
+	}
+	r.Max = math.MaxInt64
+	if strings.TrimSpace(hi) != "" {
+		if r.Max, err = ParseSize(hi); err != nil {
+			return SizeRange{}, bad
+		}
+	}
+	if r.Threshold, err = ParsePercent(pct); err != nil || r.Min > r.Max {
+		return SizeRange{}, bad
+	}
+	return r, nil
+}

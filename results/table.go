@@ -1,0 +1,21 @@
+package results
+
+import (
+	"io"
+
+	"github.com/olekukonko/tablewriter"
+	"github.com/olekukonko/tablewriter/renderer"
+	"github.com/olekukonko/tablewriter/tw"
+)
+
+// newTable makes the package's plain ASCII table: headers as given, cells
+// right-aligned so that numbers line up.
+func newTable(w io.Writer) *tablewriter.Table {
+	return tablewriter.NewTable(w,
+		tablewriter.WithConfig(tablewriter.Config{
+			Row: tw.CellConfig{Alignment: tw.CellAlignment{Global: tw.AlignRight}},
+		}),
+		tablewriter.WithHeaderAutoFormat(tw.Off),
+		tablewriter.WithRenderer(renderer.NewBlueprint(tw.Rendition{Symbols: tw.NewSymbols(tw.StyleASCII)})),
+	)
+}
