@@ -1,0 +1,68 @@
+package cuda
+
+import (
+	"errors"
+	"fmt"
+	"runtime"
+	"strings"
+
+	"github.com/ebitengine/purego"
+)
+
+// openFirst dlopens the first candidate that loads. The error names every
+// candidate with the loader's reason, so a user can see what was searched.
+func openFirst(what string, candidates []string) (handle uintptr, path string, err error) {
+	runtime.LockOSThread() // dlerror is per thread
+	defer runtime.UnlockOSThread()
+	var tried []string
+	for _, c := range candidates {
+		h, err := purego.Dlopen(c, purego.RTLD_NOW|purego.RTLD_GLOBAL)
+		if err == nil {
+			return h, c, nil
+		}
+		tried = append(tried, fmt.Sprintf("  %s: %v", c, err))
+	}
+	if len(tried) == 0 {
+		return 0, "", fmt.Errorf("cannot load %s: no candidate paths", what)
+	}
+	return 0, "", fmt.Errorf("cannot load %s; tried:\n%s", what, strings.Join(tried, "\n"))
+}
+
+// cfunc is one C entry point, resolved by the first of its names the library exports.
+type cfunc struct {
+	names []string
+	name  string // the name that resolved, or names[0]
+	addr  uintptr
+}
+
+// resolve looks up every function in fns; missing ones are reported together.
+func resolve(lib string, handle uintptr, fns []*cfunc) error {
+	runtime.LockOSThread()
+	defer runtime.UnlockOSThread()
+	var missing []string
+	for _, f := range fns {
+		f.addr, f.name = 0, f.names[0]
+		for _, n := range f.names {
+			if a, err := purego.Dlsym(handle, n); err == nil && a != 0 {
+				f.addr, f.name = a, n
+				break
+			}
+		}
+		if f.addr == 0 {
+			missing = append(missing, strings.Join(f.names, "|"))
+		}
+	}
+	if len(missing) > 0 {
+		return fmt.Errorf("%s lacks %s", lib, strings.Join(missing, ", "))
+	}
+	return nil
+}
+
+// unresolve forgets every address, so calls after a failed load report errNotLoaded.
+func unresolve(fns []*cfunc) {
+	for _, f := range fns {
+		f.addr = 0
+	}
+}
+
+var errNotLoaded = errors.New("cuda: library not loaded (call cuda.Load / cuda.LoadNVRTC first)")

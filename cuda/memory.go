@@ -1,0 +1,94 @@
+package cuda
+
+import (
+	"fmt"
+	"unsafe"
+)
+
+// DevicePtr is a device address (CUdeviceptr).
+type DevicePtr uintptr
+
+// MemAlloc allocates device memory in the current context.
+func MemAlloc(bytes int64) (DevicePtr, error) {
+	var p DevicePtr
+	err := cuMemAlloc.call(uintptr(unsafe.Pointer(&p)), uintptr(bytes))
+	return p, err
+}
+
+// MemFree frees memory from MemAlloc.
+func MemFree(p DevicePtr) error {
+	return cuMemFree.call(uintptr(p))
+}
+
+// MemGetInfo returns free and total memory of the current context's device.
+func MemGetInfo() (free, total int64, err error) {
+	var f, t uint64
+	err = cuMemGetInfo.call(uintptr(unsafe.Pointer(&f)), uintptr(unsafe.Pointer(&t)))
+	return int64(f), int64(t), err
+}
+
+// MemcpyHtoD copies len(src) bytes to dst and returns when the copy is done.
+func MemcpyHtoD(dst DevicePtr, src []byte) error {
+	if len(src) == 0 {
+		return nil
+	}
+	return cuMemcpyHtoD.call(uintptr(dst), uintptr(unsafe.Pointer(&src[0])), uintptr(len(src)))
+}
+
+// MemcpyDtoH copies len(dst) bytes from src and returns when the copy is done.
+func MemcpyDtoH(dst []byte, src DevicePtr) error {
+	if len(dst) == 0 {
+		return nil
+	}
+	return cuMemcpyDtoH.call(uintptr(unsafe.Pointer(&dst[0])), uintptr(src), uintptr(len(dst)))
+}
+
+// MemcpyDtoD copies bytes between device buffers.
+func MemcpyDtoD(dst, src DevicePtr, bytes int64) error {
+	return cuMemcpyDtoD.call(uintptr(dst), uintptr(src), uintptr(bytes))
+}
+
+// MemcpyDtoDAsync enqueues a device-to-device copy on s.
+func MemcpyDtoDAsync(dst, src DevicePtr, bytes int64, s Stream) error {
+	return cuMemcpyDtoDAsync.call(uintptr(dst), uintptr(src), uintptr(bytes), uintptr(s))
+}
+
+// MemcpyPeerAsync enqueues a copy between memory of two contexts on s.
+func MemcpyPeerAsync(dst DevicePtr, dstCtx *Context, src DevicePtr, srcCtx *Context, bytes int64, s Stream) error {
+	return cuMemcpyPeerAsync.call(uintptr(dst), dstCtx.h, uintptr(src), srcCtx.h, uintptr(bytes), uintptr(s))
+}
+
+// MemsetD8 sets n bytes at p to v.
+func MemsetD8(p DevicePtr, v byte, n int64) error {
+	return cuMemsetD8.call(uintptr(p), uintptr(v), uintptr(n))
+}
+
+// MemsetD32Async enqueues setting n 32-bit words at p to v on s.
+func MemsetD32Async(p DevicePtr, v uint32, n int64, s Stream) error {
+	return cuMemsetD32Async.call(uintptr(p), uintptr(v), uintptr(n), uintptr(s))
+}
+
+const (
+	memHostAllocPortable  = 0x01
+	memHostAllocDeviceMap = 0x02
+)
+
+// HostAllocMapped allocates pinned host memory that every context can use and
+// that kernels reach through dev (for flags the host writes and kernels poll).
+func HostAllocMapped(bytes int64) (host unsafe.Pointer, dev DevicePtr, err error) {
+	if err = cuMemHostAlloc.call(uintptr(unsafe.Pointer(&host)), uintptr(bytes), memHostAllocPortable|memHostAllocDeviceMap); err != nil {
+		return nil, 0, err
+	}
+	if err = cuMemHostGetDevicePointer.call(uintptr(unsafe.Pointer(&dev)), uintptr(host), 0); err != nil {
+		if ferr := HostFree(host); ferr != nil {
+			err = fmt.Errorf("%w (and freeing: %v)", err, ferr)
+		}
+		return nil, 0, err
+	}
+	return host, dev, nil
+}
+
+// HostFree frees memory from HostAllocMapped.
+func HostFree(host unsafe.Pointer) error {
+	return cuMemFreeHost.call(uintptr(host))
+}
