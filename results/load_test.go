@@ -1,0 +1,145 @@
+package results
+
+import (
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+)
+
+func TestLoadTextAnchor(t *testing.T) {
+	rec, err := Load(filepath.Join("testdata", "nccl-tests-all_reduce.txt"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(rec.Results) != 28 {
+		t.Fatalf("%d rows, want 28", len(rec.Results))
+	}
+	last := rec.Results[27]
+	if us, _ := last.InPlace.Micros(); last.Size != 1<<30 || last.Count != 1<<28 || us != 3252.77 || last.OutOfPlace.BusBW != 329.40 || last.Root != "    -1" {
+		t.Errorf("last row %+v", last)
+	}
+	c := rec.Config
+	if c.NGpus != 2 || c.MaximumBytes != 1<<30 || c.StepFactor == nil || *c.StepFactor != 2 || c.WarmupIters != 20 || c.Iterations != 50 || len(c.Devices) != 2 {
+		t.Errorf("config %+v", c)
+	}
+	if d := c.Devices[1]; d.Rank != 1 || d.Pid != 1329 || d.Hostname != "vm" || d.DeviceHex != "0000:00:07" || d.DeviceInfo != "NVIDIA H200" {
+		t.Errorf("device %+v", d)
+	}
+	if rec.NcclVersion != 22803 || rec.AverageBusBandwidth.Bandwidth != 86.5652 || rec.OutOfBounds.Okay != "true" || rec.Args[0] != "all_reduce_perf" {
+		t.Errorf("header/footer: version %d avg %+v oob %+v args %v", rec.NcclVersion, rec.AverageBusBandwidth, rec.OutOfBounds, rec.Args)
+	}
+}
+
+func TestLoadTextUncheckedAndRepeatedRows(t *testing.T) {
+	rec, err := Load(filepath.Join("testdata", "nccl-tests-alltoall.txt"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	first := rec.Results[0]
+	// 8 B and 16 B both round down to 0 B per peer: one row with two rounds.
+	if first.Size != 0 || len(first.OutOfPlace.Rounds) != 2 || first.InPlace.NWrong != nil || first.OutOfPlace.NWrong == nil {
+		t.Errorf("first row %+v", first)
+	}
+}
+
+func TestLoadTextVariants(t *testing.T) {
+	in := strings.Join([]string{
+		"#       size   count  type redop root  cputime algbw busbw #wrong i_min i_max i_p99 i_cv%  cputime algbw busbw #wrong i_min i_max i_p99 i_cv%",
+		"vm:12:12 [0] NCCL INFO Bootstrap: using eth0",
+		"  1024  256  float  sum  -1   5.5 0.19 0.19 0  5.1 5.9 5.8 2.5   5.6 0.18 0.18 0  5.2 6.1 6.0 3.0",
+		"  2048  512  half   max   0   6.5 0.31 0.31 N/A  6.1 6.9 6.8 1.5",
+	}, "\n")
+	rec, err := Parse("variants.txt", []byte(in))
+	if err != nil {
+		t.Fatal(err)
+	}
+	r0, r1 := rec.Results[0], rec.Results[1]
+	if r0.OutOfPlace.CPUTime == nil || *r0.OutOfPlace.CPUTime != 5.5 || r0.OutOfPlace.Time != nil || r0.InPlacePerIter == nil || r0.InPlacePerIter.CVPct != 3.0 {
+		t.Errorf("cputime/per-iteration row %+v", r0)
+	}
+	if _, ok := r1.OutOfPlace.Micros(); ok || r1.InPlace.CPUTime == nil || r1.Root != "     0" || r1.InPlace.NWrong != nil {
+		t.Errorf("in-place-only row %+v", r1)
+	}
+}
+
+func TestLoadCSV(t *testing.T) {
+	rec, err := Load(filepath.Join("testdata", "rccl-tests-mpi.csv"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(rec.Results) != 2 || rec.Args[0] != "all_reduce_perf" {
+		t.Fatalf("results %+v args %v", rec.Results, rec.Args)
+	}
+	r := rec.Results[0]
+	if r.Size != 1<<20 || r.Type != "float" || len(r.OutOfPlace.Rounds) != 2 || *r.OutOfPlace.Time != 30 || *r.InPlace.NWrong != 0 {
+		t.Errorf("cycles not merged into rounds: %+v", r)
+	}
+	if w := rec.Results[1].OutOfPlace.NWrong; w == nil || *w != 2 || rec.OutOfBounds.Count != 1 || rec.OutOfBounds.Okay != "false" {
+		t.Errorf("wrong count lost: %+v %+v", rec.Results[1], rec.OutOfBounds)
+	}
+}
+
+func TestWriteCSVRoundTrip(t *testing.T) {
+	rng := newRand()
+	rec := synthRecord(rng, 6, 1, 3, 0.05)
+	rec.Results[2].InPlace.NWrong = nil
+	path := filepath.Join(t.TempDir(), "run.csv")
+	name, err := WriteCSV(path, rec)
+	if err != nil || name != path {
+		t.Fatal(name, err)
+	}
+	back, err := Load(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(back.Results) != len(rec.Results) {
+		t.Fatalf("%d rows back, want %d", len(back.Results), len(rec.Results))
+	}
+	for i, r := range rec.Results {
+		b := back.Results[i]
+		for h, half := range r.halves() {
+			got := b.halves()[h]
+			for j, x := range half.Rounds {
+				if got.Rounds[j] != x {
+					t.Fatalf("row %d half %d round %d: %v, want %v", i, h, j, got.Rounds[j], x)
+				}
+			}
+			if (half.NWrong == nil) != (got.NWrong == nil) {
+				t.Fatalf("row %d half %d: nwrong %v, want %v", i, h, got.NWrong, half.NWrong)
+			}
+		}
+	}
+	if name, err := WriteCSV(path, rec); err != nil || name != path+".0" {
+		t.Fatalf("second write: %s, %v", name, err)
+	}
+}
+
+func TestMalformedInputsGiveOneLineErrors(t *testing.T) {
+	cases := map[string]struct{ data, want string }{
+		"broken.json":    {"{\n \"version\": 3,\n \"results\": [\n  {\"size\": \"big\"}\n ]\n}", "broken.json: line 4"},
+		"truncated.json": {"{\n \"version\": 3,\n \"results\": [", "truncated.json"},
+		"notours.json":   {"{\"hello\": 1}", "notours.json: line 1"},
+		"short.txt":      {"# header\n 1024 256 float sum -1 5.5 0.19\n", "short.txt: line 2"},
+		"badnum.txt":     {" 1024 256 float sum -1 5.5 x 0.19 0 5.6 0.18 0.18 0\n", "badnum.txt: line 1"},
+		"nan.txt":        {" 1024 256 float sum -1 NaN 1 0.19 0 5.6 0.18 0.18 0\n", "nan.txt: line 1"},
+		"empty.txt":      {"", "empty.txt: no result rows"},
+		"nosize.csv":     {"a,b,time\n1,2,3\n", "nosize.csv: line 1"},
+		"short.csv":      {"size,type,time,busbw\n8,float\n", "short.csv: line 2"},
+		"quote.csv":      {"size,time\n8,1\n8,\"2\n", "quote.csv: line 3"},
+		"badbool.csv":    {"size,time,inplace\n8,1,maybe\n", "badbool.csv: line 2"},
+	}
+	for name, c := range cases {
+		_, err := Parse(name, []byte(c.data))
+		if err == nil {
+			t.Errorf("%s: accepted", name)
+			continue
+		}
+		if msg := err.Error(); !strings.HasPrefix(msg, c.want) || strings.Contains(msg, "\n") {
+			t.Errorf("%s: error %q, want one line starting %q", name, msg, c.want)
+		}
+	}
+	if _, err := Load(filepath.Join(t.TempDir(), "missing.json")); err == nil || !os.IsNotExist(err) {
+		t.Errorf("missing file: %v", err)
+	}
+}
