@@ -1,0 +1,122 @@
+package bootstrap
+
+import (
+	"strings"
+	"testing"
+)
+
+func envOf(kv map[string]string) func(string) string {
+	return func(k string) string { return kv[k] }
+}
+
+func TestDetect(t *testing.T) {
+	cases := []struct {
+		name string
+		env  map[string]string
+		want Launch
+	}{
+		{"none", nil, Launch{Rank: 0, Size: 1, LocalRank: 0, LocalSize: 1}},
+		{"mpirun", map[string]string{"OMPI_COMM_WORLD_RANK": "5", "OMPI_COMM_WORLD_SIZE": "8",
+			"OMPI_COMM_WORLD_LOCAL_RANK": "1", "OMPI_COMM_WORLD_LOCAL_SIZE": "4"},
+			Launch{"mpirun", 5, 8, 1, 4}},
+		{"pmi", map[string]string{"PMI_RANK": "2", "PMI_SIZE": "3"}, Launch{"pmi", 2, 3, -1, -1}},
+		{"pmi with hydra's local ids", map[string]string{"PMI_RANK": "2", "PMI_SIZE": "3",
+			"MPI_LOCALRANKID": "0", "MPI_LOCALNRANKS": "1"}, Launch{"pmi", 2, 3, 0, 1}},
+		{"slurm multi-node", map[string]string{"SLURM_PROCID": "3", "SLURM_NTASKS": "4", "SLURM_LOCALID": "1",
+			"SLURM_NNODES": "2"}, Launch{"slurm", 3, 4, 1, -1}},
+		{"slurm one node", map[string]string{"SLURM_PROCID": "3", "SLURM_NTASKS": "4", "SLURM_LOCALID": "3",
+			"SLURM_NNODES": "1"}, Launch{"slurm", 3, 4, 3, 4}},
+		{"slurm step smaller than allocation", map[string]string{"SLURM_PROCID": "1", "SLURM_NTASKS": "16",
+			"SLURM_STEP_NUM_TASKS": "2", "SLURM_LOCALID": "1", "SLURM_NNODES": "1"}, Launch{"slurm", 1, 2, 1, 2}},
+		{"torchrun", map[string]string{"RANK": "1", "WORLD_SIZE": "2", "LOCAL_RANK": "1", "LOCAL_WORLD_SIZE": "2"},
+			Launch{"torchrun", 1, 2, 1, 2}},
+		{"torchrun started by srun wins", map[string]string{"RANK": "6", "WORLD_SIZE": "8", "SLURM_PROCID": "1",
+			"SLURM_NTASKS": "2"}, Launch{"torchrun", 6, 8, -1, -1}},
+		{"mpirun inside slurm wins", map[string]string{"OMPI_COMM_WORLD_RANK": "1", "OMPI_COMM_WORLD_SIZE": "2",
+			"SLURM_PROCID": "0", "SLURM_NTASKS": "1"}, Launch{"mpirun", 1, 2, -1, -1}},
+		{"rank without size is no launcher", map[string]string{"RANK": "1"}, Launch{Rank: 0, Size: 1, LocalRank: 0, LocalSize: 1}},
+	}
+	for _, c := range cases {
+		got, err := Detect(envOf(c.env))
+		if err != nil || got != c.want {
+			t.Errorf("%s: Detect = %+v, %v; want %+v", c.name, got, err, c.want)
+		}
+	}
+}
+
+func TestDetectRejects(t *testing.T) {
+	cases := []struct {
+		env  map[string]string
+		want string
+	}{
+		{map[string]string{"RANK": "x", "WORLD_SIZE": "2"}, `RANK="x" is not an integer`},
+		{map[string]string{"RANK": "2", "WORLD_SIZE": "2"}, "torchrun rank 2 is not within world size 2"},
+		{map[string]string{"PMI_RANK": "0", "PMI_SIZE": "0"}, "pmi rank 0 is not within world size 0"},
+		{map[string]string{"OMPI_COMM_WORLD_RANK": "0", "OMPI_COMM_WORLD_SIZE": "2", "OMPI_COMM_WORLD_LOCAL_RANK": "a"},
+			`OMPI_COMM_WORLD_LOCAL_RANK="a"`},
+	}
+	for _, c := range cases {
+		_, err := Detect(envOf(c.env))
+		if err == nil || !strings.Contains(err.Error(), c.want) {
+			t.Errorf("Detect(%v) error = %v, want it to contain %q", c.env, err, c.want)
+		}
+	}
+}
+
+func TestRendezvous(t *testing.T) {
+	single := Launch{"mpirun", 1, 4, 1, 4}
+	multi := Launch{"slurm", 1, 4, 1, -1}
+	slurmPort := derivedPort("77.0")
+	cases := []struct {
+		name string
+		env  map[string]string
+		l    Launch
+		want string
+	}{
+		{"master", map[string]string{"MASTER_ADDR": "10.0.0.1", "MASTER_PORT": "29500", "RCCLX_TESTS_BOOTSTRAP": "h:1"},
+			multi, "10.0.0.1:29500"},
+		{"ipv6 master", map[string]string{"MASTER_ADDR": "fe80::1", "MASTER_PORT": "29500"}, multi, "[fe80::1]:29500"},
+		{"suite variable", map[string]string{"RCCLX_TESTS_BOOTSTRAP": "node7:4000"}, multi, "node7:4000"},
+		{"single node slurm job", map[string]string{"SLURM_JOB_ID": "77", "SLURM_STEP_ID": "0"}, single,
+			"127.0.0.1:" + itoa(slurmPort)},
+	}
+	for _, c := range cases {
+		got, err := Rendezvous(envOf(c.env), c.l)
+		if err != nil || got != c.want {
+			t.Errorf("%s: Rendezvous = %q, %v; want %q", c.name, got, err, c.want)
+		}
+	}
+	a, _ := Rendezvous(envOf(map[string]string{"OMPI_MCA_ess_base_jobid": "1234"}), single)
+	b, _ := Rendezvous(envOf(map[string]string{"OMPI_MCA_ess_base_jobid": "1235"}), single)
+	if a == b {
+		t.Errorf("two job ids derived the same address %s", a)
+	}
+}
+
+func TestRendezvousRejects(t *testing.T) {
+	cases := []struct {
+		env  map[string]string
+		l    Launch
+		want string
+	}{
+		{map[string]string{"MASTER_ADDR": "h"}, Launch{"torchrun", 0, 2, 0, 2}, "set both"},
+		{map[string]string{"MASTER_ADDR": "h", "MASTER_PORT": "70000"}, Launch{"torchrun", 0, 2, 0, 2}, "not a number in 1-65535"},
+		{map[string]string{"RCCLX_TESTS_BOOTSTRAP": "nocolon"}, Launch{"pmi", 0, 2, 0, 2}, "is not host:port"},
+		{map[string]string{"SLURM_JOB_ID": "5"}, Launch{"slurm", 3, 4, 1, -1}, "rank 3 of 4 (slurm): no rendezvous address"},
+		{nil, Launch{"pmi", 0, 2, 0, 2}, "set MASTER_ADDR and MASTER_PORT"},
+	}
+	for _, c := range cases {
+		_, err := Rendezvous(envOf(c.env), c.l)
+		if err == nil || !strings.Contains(err.Error(), c.want) || strings.Contains(err.Error(), "\n") {
+			t.Errorf("Rendezvous(%v, %+v) error = %v, want one line containing %q", c.env, c.l, err, c.want)
+		}
+	}
+}
+
+func TestDerivedPortRange(t *testing.T) {
+	for _, id := range []string{"", "1", "slurm.0", strings.Repeat("x", 300)} {
+		if p := derivedPort(id); p < 10000 || p >= 30000 {
+			t.Errorf("derivedPort(%q) = %d, want 10000-29999", id, p)
+		}
+	}
+}

@@ -1,0 +1,128 @@
+package bootstrap
+
+import (
+	"encoding/binary"
+	"errors"
+	"fmt"
+	"io"
+	"net"
+	"time"
+)
+
+// Frames on a connection: one kind byte, a 4-byte little-endian length, the payload.
+const (
+	kindHello   byte = iota + 1 // peer -> rank 0: rank and world size
+	kindWelcome                 // rank 0 -> peer: every process has arrived
+	kindData                    // peer -> rank 0: this process's part of an AllGather
+	kindResult                  // rank 0 -> peer: every part, in rank order
+	kindFail                    // rank 0 -> peer: the world is broken; the payload says why
+)
+
+const maxFrame = 1 << 30
+
+type frame struct {
+	kind    byte
+	payload []byte
+	err     error // the connection failed; no frame follows
+}
+
+func writeFrame(c net.Conn, kind byte, payload []byte, timeout time.Duration) error {
+	hdr := make([]byte, 5, 5+len(payload))
+	hdr[0] = kind
+	binary.LittleEndian.PutUint32(hdr[1:], uint32(len(payload)))
+	c.SetWriteDeadline(deadline(timeout))
+	_, err := c.Write(append(hdr, payload...))
+	return err
+}
+
+func readFrame(r io.Reader) (frame, error) {
+	var hdr [5]byte
+	if _, err := io.ReadFull(r, hdr[:]); err != nil {
+		return frame{}, err
+	}
+	n := binary.LittleEndian.Uint32(hdr[1:])
+	if n > maxFrame {
+		return frame{}, fmt.Errorf("frame of %d bytes is over the %d-byte limit", n, maxFrame)
+	}
+	f := frame{kind: hdr[0], payload: make([]byte, n)}
+	_, err := io.ReadFull(r, f.payload)
+	return f, err
+}
+
+// reader delivers a connection's frames on a channel until the connection fails or done is closed, so that a
+// wait can also watch a timer.
+func reader(c net.Conn, done <-chan struct{}) <-chan frame {
+	ch := make(chan frame, 2)
+	go func() {
+		for {
+			f, err := readFrame(c)
+			if err != nil {
+				f = frame{err: err}
+			}
+			select {
+			case ch <- f:
+			case <-done:
+				return
+			}
+			if err != nil {
+				return
+			}
+		}
+	}()
+	return ch
+}
+
+// deadline is the absolute deadline of a timeout; no timeout means none.
+func deadline(timeout time.Duration) time.Time {
+	if timeout <= 0 {
+		return time.Time{}
+	}
+	return time.Now().Add(timeout)
+}
+
+// errTimeout marks a wait that ran out of time (as opposed to a connection that failed).
+var errTimeout = errors.New("timed out")
+
+// await returns the next frame of ch, or errTimeout past timeout (none: wait forever).
+func await(ch <-chan frame, timeout time.Duration) (frame, error) {
+	var tc <-chan time.Time
+	if timeout > 0 {
+		t := time.NewTimer(timeout)
+		defer t.Stop()
+		tc = t.C
+	}
+	select {
+	case f := <-ch:
+		return f, f.err
+	case <-tc:
+		return frame{}, errTimeout
+	}
+}
+
+func encodeParts(parts [][]byte) []byte {
+	var out []byte
+	for _, p := range parts {
+		out = binary.LittleEndian.AppendUint32(out, uint32(len(p)))
+		out = append(out, p...)
+	}
+	return out
+}
+
+func decodeParts(b []byte, n int) ([][]byte, error) {
+	parts := make([][]byte, n)
+	for i := range parts {
+		if len(b) < 4 {
+			return nil, fmt.Errorf("result truncated at part %d of %d", i, n)
+		}
+		l := binary.LittleEndian.Uint32(b)
+		b = b[4:]
+		if uint64(l) > uint64(len(b)) {
+			return nil, fmt.Errorf("result part %d says %d bytes, %d left", i, l, len(b))
+		}
+		parts[i], b = b[:l:l], b[l:]
+	}
+	if len(b) != 0 {
+		return nil, fmt.Errorf("result has %d bytes past its %d parts", len(b), n)
+	}
+	return parts, nil
+}

@@ -1,0 +1,213 @@
+package bootstrap
+
+import (
+	"bytes"
+	"crypto/rand"
+	"encoding/hex"
+	"fmt"
+	"net"
+	"os"
+	"os/exec"
+	"strconv"
+	"strings"
+	"syscall"
+	"testing"
+	"time"
+)
+
+// The multi-process tests re-execute the test binary as N processes; TestMain turns a child into one rank.
+const (
+	childScenario = "BOOTSTRAP_TEST_SCENARIO"
+	childNonce    = "BOOTSTRAP_TEST_NONCE"
+	childVictim   = "BOOTSTRAP_TEST_VICTIM"
+)
+
+func TestMain(m *testing.M) {
+	if s := os.Getenv(childScenario); s != "" {
+		if err := runChild(s); err != nil {
+			fmt.Fprintln(os.Stderr, err)
+			os.Exit(1)
+		}
+		os.Exit(0)
+	}
+	os.Exit(m.Run())
+}
+
+func itoa(i int) string { return strconv.Itoa(i) }
+
+// payload is rank's data for one AllGather: distinct per rank, round and run, and of varying length.
+func payload(nonce string, rank, round int) []byte {
+	return bytes.Repeat([]byte(fmt.Sprintf("%s/%d/%d;", nonce, rank, round)), 1+rank*round*997)
+}
+
+func runChild(scenario string) error {
+	w, err := FromEnv(10 * time.Second)
+	if err != nil {
+		return err
+	}
+	defer w.Close()
+	nonce := os.Getenv(childNonce)
+	switch scenario {
+	case "gather":
+		for round := 0; round < 4; round++ {
+			parts, err := w.AllGather(payload(nonce, w.Rank(), round))
+			if err != nil {
+				return err
+			}
+			for r, p := range parts {
+				if !bytes.Equal(p, payload(nonce, r, round)) {
+					return fmt.Errorf("rank %d round %d: part of rank %d is wrong (%d bytes)", w.Rank(), round, r, len(p))
+				}
+			}
+			if err := w.Barrier(); err != nil {
+				return err
+			}
+		}
+		fmt.Printf("rank %d of %d local %d of %d\n", w.Rank(), w.Size(), w.LocalRank(), w.LocalSize())
+		return nil
+	case "die":
+		if _, err := w.AllGather([]byte(nonce)); err != nil {
+			return err
+		}
+		victim, _ := strconv.Atoi(os.Getenv(childVictim))
+		if w.Rank() == victim {
+			syscall.Kill(os.Getpid(), syscall.SIGKILL)
+		}
+		start := time.Now()
+		err := w.Barrier()
+		fmt.Printf("failed after %v: %v\n", time.Since(start).Round(time.Millisecond), err)
+		if err == nil {
+			return fmt.Errorf("rank %d: Barrier succeeded with rank %d dead", w.Rank(), victim)
+		}
+		return nil
+	}
+	return fmt.Errorf("unknown scenario %q", scenario)
+}
+
+func freePort(t *testing.T) int {
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer ln.Close()
+	return ln.Addr().(*net.TCPAddr).Port
+}
+
+type child struct {
+	cmd         *exec.Cmd
+	out, stderr bytes.Buffer
+}
+
+// launch starts n ranks torchrun-style; extra adds variables for every rank.
+func launch(t *testing.T, n int, scenario string, extra ...string) []*child {
+	t.Helper()
+	nonce := make([]byte, 8)
+	rand.Read(nonce)
+	port := freePort(t)
+	kids := make([]*child, n)
+	for r := range kids {
+		c := &child{cmd: exec.Command(os.Args[0])}
+		c.cmd.Env = append(os.Environ(), childScenario+"="+scenario, childNonce+"="+hex.EncodeToString(nonce),
+			"RANK="+itoa(r), "WORLD_SIZE="+itoa(n), "MASTER_ADDR=127.0.0.1", "MASTER_PORT="+itoa(port))
+		c.cmd.Env = append(c.cmd.Env, extra...)
+		c.cmd.Stdout, c.cmd.Stderr = &c.out, &c.stderr
+		if err := c.cmd.Start(); err != nil {
+			t.Fatal(err)
+		}
+		kids[r] = c
+	}
+	return kids
+}
+
+func TestAllGatherAcrossProcesses(t *testing.T) {
+	for _, n := range []int{1, 2, 4} {
+		kids := launch(t, n, "gather")
+		for r, c := range kids {
+			err := c.cmd.Wait()
+			want := fmt.Sprintf("rank %d of %d local %d of %d\n", r, n, r, n)
+			if err != nil || c.out.String() != want {
+				t.Errorf("n=%d rank %d: %v, stdout %q (want %q), stderr %q", n, r, err, c.out.String(), want, c.stderr.String())
+			}
+		}
+	}
+}
+
+func TestDeadProcessFailsOthersFast(t *testing.T) {
+	for _, victim := range []int{2, 0} {
+		start := time.Now()
+		kids := launch(t, 4, "die", childVictim+"="+itoa(victim))
+		for r, c := range kids {
+			err := c.cmd.Wait()
+			if r == victim {
+				if err == nil {
+					t.Errorf("victim rank %d exited cleanly", r)
+				}
+				continue
+			}
+			out := c.out.String()
+			if err != nil || !strings.Contains(out, "rank "+itoa(victim)) || strings.Count(out, "\n") != 1 {
+				t.Errorf("victim %d, rank %d: %v, stdout %q, stderr %q: want one line naming rank %d",
+					victim, r, err, out, c.stderr.String(), victim)
+			}
+		}
+		// Every process fails on the closed connection, well before its 10 s timeout.
+		if el := time.Since(start); el > 5*time.Second {
+			t.Errorf("victim %d: the run took %v to fail", victim, el)
+		}
+	}
+}
+
+func TestConnectTimeoutNamesAddress(t *testing.T) {
+	port := freePort(t)
+	t.Setenv("RANK", "1")
+	t.Setenv("WORLD_SIZE", "2")
+	t.Setenv("MASTER_ADDR", "127.0.0.1")
+	t.Setenv("MASTER_PORT", itoa(port))
+	_, err := FromEnv(300 * time.Millisecond)
+	want := fmt.Sprintf("bootstrap: rank 1 could not reach 127.0.0.1:%d within 300ms", port)
+	if err == nil || !strings.HasPrefix(err.Error(), want) {
+		t.Errorf("FromEnv error = %v, want prefix %q", err, want)
+	}
+}
+
+func TestRootTimeoutNamesMissingRanks(t *testing.T) {
+	t.Setenv("RANK", "0")
+	t.Setenv("WORLD_SIZE", "3")
+	t.Setenv("MASTER_ADDR", "127.0.0.1")
+	t.Setenv("MASTER_PORT", itoa(freePort(t)))
+	_, err := FromEnv(200 * time.Millisecond)
+	if err == nil || !strings.Contains(err.Error(), "for ranks [1 2] to connect") {
+		t.Errorf("FromEnv error = %v, want it to name ranks [1 2]", err)
+	}
+}
+
+func TestSingleProcess(t *testing.T) {
+	for _, k := range []string{"RANK", "WORLD_SIZE", "OMPI_COMM_WORLD_RANK", "PMI_RANK", "SLURM_PROCID"} {
+		t.Setenv(k, "")
+	}
+	w, err := FromEnv(time.Second)
+	if err != nil {
+		t.Fatal(err)
+	}
+	data := []byte{1, 2, 3}
+	parts, err := w.AllGather(data)
+	data[0] = 9
+	if err != nil || len(parts) != 1 || !bytes.Equal(parts[0], []byte{1, 2, 3}) || w.Barrier() != nil {
+		t.Errorf("single-process AllGather = %v, %v", parts, err)
+	}
+	if w.Size() != 1 || w.Rank() != 0 || w.LocalSize() != 1 || w.Close() != nil {
+		t.Errorf("single-process world: rank %d size %d local size %d", w.Rank(), w.Size(), w.LocalSize())
+	}
+}
+
+func TestDecodePartsRejectsCorruptResults(t *testing.T) {
+	good := encodeParts([][]byte{[]byte("ab"), nil, []byte("c")})
+	if parts, err := decodeParts(good, 3); err != nil || string(parts[0]) != "ab" || len(parts[1]) != 0 || string(parts[2]) != "c" {
+		t.Fatalf("decodeParts(good) = %q, %v", parts, err)
+	}
+	for _, bad := range [][]byte{good[:len(good)-1], append(good, 0), good[:3]} {
+		if _, err := decodeParts(bad, 3); err == nil {
+			t.Errorf("decodeParts(%v) accepted a corrupt result", bad)
+		}
+	}
+}
