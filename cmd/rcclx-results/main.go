@@ -6,6 +6,7 @@ package main
 import (
 	"errors"
 	"fmt"
+	"io"
 	"os"
 
 	"github.com/spf13/cobra"
@@ -23,6 +24,11 @@ const (
 var errGateFailed = errors.New("gate failed")
 
 func main() {
+	os.Exit(run(os.Args[1:], os.Stdout, os.Stderr))
+}
+
+// run executes the command line args and returns the exit status.
+func run(args []string, stdout, stderr io.Writer) int {
 	root := &cobra.Command{
 		Use:   "rcclx-results",
 		Short: "Compare, gate and plot collective benchmark results",
@@ -38,15 +44,18 @@ Exit status: 0 success; 1 the gate found a regression or wrong results;
 		SilenceErrors: true,
 	}
 	root.AddCommand(compareCmd(), gateCmd(), plotCmd())
+	root.SetArgs(args)
+	root.SetOut(stdout)
+	root.SetErr(stderr)
 	err := root.Execute()
 	switch {
 	case err == nil:
-		os.Exit(exitOK)
+		return exitOK
 	case errors.Is(err, errGateFailed):
-		os.Exit(exitGateFailed)
+		return exitGateFailed
 	default:
-		fmt.Fprintf(os.Stderr, "rcclx-results: %v\n", err)
-		os.Exit(exitUsage)
+		fmt.Fprintf(stderr, "rcclx-results: %v\n", err)
+		return exitUsage
 	}
 }
 

@@ -1,0 +1,97 @@
+package main
+
+import (
+	"bytes"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"rcclx-tests/results"
+)
+
+const anchor = "../../results/testdata/nccl-tests-all_reduce.json"
+
+func runCLI(t *testing.T, args ...string) (int, string, string) {
+	t.Helper()
+	var out, errOut bytes.Buffer
+	code := run(args, &out, &errOut)
+	return code, out.String(), errOut.String()
+}
+
+// slowed writes a copy of the anchor with the out-of-place time at 64 MiB
+// raised by factor.
+func slowed(t *testing.T, factor float64) string {
+	t.Helper()
+	rec, err := results.Load(anchor)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for i := range rec.Results {
+		if rec.Results[i].Size == 64<<20 {
+			*rec.Results[i].OutOfPlace.Time *= factor
+		}
+	}
+	path, err := results.Write(filepath.Join(t.TempDir(), "slow.json"), rec)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return path
+}
+
+func TestGateExitCodes(t *testing.T) {
+	if code, out, _ := runCLI(t, "gate", "--baseline", anchor, anchor); code != exitOK || !strings.HasPrefix(out, "gate: PASS") {
+		t.Fatalf("self gate: %d %q", code, out)
+	}
+	code, out, _ := runCLI(t, "gate", "--baseline", anchor, slowed(t, 1.25))
+	if code != exitGateFailed || !strings.Contains(out, "FAIL 64MiB out-of-place: busbw -20.0%") {
+		t.Fatalf("planted slowdown: %d %q", code, out)
+	}
+	if code, _, _ := runCLI(t, "gate", "--baseline", anchor, "--threshold", "25%", slowed(t, 1.25)); code != exitOK {
+		t.Fatalf("25%% threshold: %d", code)
+	}
+	if code, _, _ := runCLI(t, "gate", "--baseline", anchor, "--range", "32M-128M=30%", slowed(t, 1.25)); code != exitOK {
+		t.Fatalf("range threshold: %d", code)
+	}
+}
+
+func TestUsageAndInputErrors(t *testing.T) {
+	bad := filepath.Join(t.TempDir(), "bad.json")
+	if err := os.WriteFile(bad, []byte("{\n \"version\": 3,\n \"results\": [1]\n}"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	for _, args := range [][]string{
+		{"gate", anchor},
+		{"gate", "--baseline", anchor, "--threshold", "ten", anchor},
+		{"gate", "--baseline", anchor, "--range", "64K=1%", anchor},
+		{"gate", "--baseline", anchor, "--metric", "speed", anchor},
+		{"gate", "--baseline", bad, anchor},
+		{"compare", "--nope", anchor},
+		{"compare", "missing.json"},
+		{"plot", anchor},
+		{"plot", "--ab", anchor, "-o", filepath.Join(t.TempDir(), "x.png")},
+		{"frobnicate"},
+	} {
+		code, _, errOut := runCLI(t, args...)
+		if code != exitUsage || strings.Count(errOut, "\n") != 1 || !strings.HasPrefix(errOut, "rcclx-results: ") {
+			t.Errorf("%v: exit %d, stderr %q", args, code, errOut)
+		}
+	}
+	if _, _, errOut := runCLI(t, "gate", "--baseline", bad, anchor); !strings.Contains(errOut, "bad.json: line 3") {
+		t.Errorf("malformed file error does not name file and line: %q", errOut)
+	}
+}
+
+func TestCompareAndPlot(t *testing.T) {
+	code, out, _ := runCLI(t, "compare", anchor, slowed(t, 2))
+	if code != exitOK || !strings.Contains(out, "0.500x") {
+		t.Fatalf("compare: %d\n%s", code, out)
+	}
+	png := filepath.Join(t.TempDir(), "busbw.png")
+	if code, _, errOut := runCLI(t, "plot", anchor, "-o", png); code != exitOK {
+		t.Fatalf("plot: %d %s", code, errOut)
+	}
+	if st, err := os.Stat(png); err != nil || st.Size() < 10000 {
+		t.Fatalf("plot output: %v %v", st, err)
+	}
+}

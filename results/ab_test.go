@@ -1,0 +1,71 @@
+package results
+
+import (
+	"bytes"
+	"math"
+	"path/filepath"
+	"strings"
+	"testing"
+)
+
+// abRounds draws n interleaved rounds of two arms whose true speedup (time
+// A / time B) is speedup, with a shared per-round drift and private noise.
+func abRounds(n int, speedup, noise float64) (a, b []float64) {
+	rng := newRand()
+	for i := 0; i < n; i++ {
+		drift := 1 + 0.2*rng.Float64()
+		a = append(a, 100*drift*(1+noise*rng.NormFloat64()))
+		b = append(b, 100/speedup*drift*(1+noise*rng.NormFloat64()))
+	}
+	return a, b
+}
+
+func TestAnalyzeAB(t *testing.T) {
+	fa, fb := abRounds(30, 1.5, 0.01)
+	sa, sb := abRounds(30, 0.8, 0.01)
+	ea, eb := abRounds(30, 1, 0)
+	rows := AnalyzeAB([]int64{1024, 2048, 4096, 8192}, [][]float64{fa, sa, ea, {5}}, [][]float64{fb, sb, eb, {4}})
+	want := []string{VerdictFaster, VerdictSlower, VerdictNoise, VerdictTooFewAB}
+	for i, r := range rows {
+		if r.Verdict != want[i] {
+			t.Errorf("size %d: verdict %q, want %q (%+v)", r.Size, r.Verdict, want[i], r)
+		}
+		if r.Lo > r.Speedup || r.Hi < r.Speedup {
+			t.Errorf("size %d: speedup %v outside [%v, %v]", r.Size, r.Speedup, r.Lo, r.Hi)
+		}
+	}
+	// The shared drift cancels in the paired ratios: the interval is tight around the truth.
+	if r := rows[0]; r.Lo > 1.5 || r.Hi < 1.5 || r.Hi-r.Lo > 0.05 {
+		t.Errorf("interval [%v, %v] should be tight around 1.5", r.Lo, r.Hi)
+	}
+	if r := rows[3]; r.Speedup != 1.25 || math.IsNaN(r.Lo) {
+		t.Errorf("single round: %+v", r)
+	}
+}
+
+func TestRenderABAndRecordKey(t *testing.T) {
+	a, b := abRounds(10, 1.2, 0.01)
+	rows := AnalyzeAB([]int64{1 << 20}, [][]float64{a}, [][]float64{b})
+	var out bytes.Buffer
+	if err := RenderAB(&out, "nccl", "dda", rows); err != nil {
+		t.Fatal(err)
+	}
+	for _, want := range []string{"nccl us", "dda us", "1MiB", VerdictFaster, "1.2"} {
+		if !strings.Contains(out.String(), want) {
+			t.Errorf("table lacks %q:\n%s", want, out.String())
+		}
+	}
+	rec := synthRecord(newRand(), 2, 1, 0, 0)
+	rec.AB = &ABReport{Arms: [2]string{"nccl", "dda"}, Rows: rows}
+	path, err := Write(filepath.Join(t.TempDir(), "ab.json"), rec)
+	if err != nil {
+		t.Fatal(err)
+	}
+	back, err := Load(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if back.AB == nil || back.AB.Arms[1] != "dda" || len(back.AB.Rows[0].TimesB) != 10 || back.AB.Rows[0].TimesB[9] != b[9] {
+		t.Fatalf("ab key did not round-trip: %+v", back.AB)
+	}
+}
