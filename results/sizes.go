@@ -5,33 +5,9 @@ import (
 	"math"
 	"strconv"
 	"strings"
-)
 
-// ParseSize reads a byte count with an optional K, M or G suffix (powers of
-// 1024, as nccl-tests reads -b/-e), optionally followed by "B" or "iB".
-func ParseSize(s string) (int64, error) {
-	t := strings.ToUpper(strings.TrimSpace(s))
-	t = strings.TrimSuffix(strings.TrimSuffix(t, "B"), "I")
-	mult := int64(1)
-	if n := len(t); n > 0 {
-		switch t[n-1] {
-		case 'K':
-			mult = 1 << 10
-		case 'M':
-			mult = 1 << 20
-		case 'G':
-			mult = 1 << 30
-		}
-		if mult > 1 {
-			t = t[:n-1]
-		}
-	}
-	v, err := strconv.ParseInt(t, 10, 64)
-	if err != nil || v < 0 || v > math.MaxInt64/mult {
-		return 0, fmt.Errorf("bad size %q (want a byte count like 4096, 64K, 1M, 2G)", s)
-	}
-	return v * mult, nil
-}
+	"rcclx-tests/collectives"
+)
 
 // FormatSize writes a byte count the short way: 64MiB, 12KiB, 100B.
 func FormatSize(n int64) string {
@@ -72,12 +48,12 @@ func ParseSizeRange(s string) (SizeRange, error) {
 	}
 	var r SizeRange
 	var err error
-	if r.Min, err = ParseSize(lo); err != nil {
+	if r.Min, err = collectives.ParseSize(lo); err != nil {
 		return SizeRange{}, bad
 	}
 	r.Max = math.MaxInt64
 	if strings.TrimSpace(hi) != "" {
-		if r.Max, err = ParseSize(hi); err != nil {
+		if r.Max, err = collectives.ParseSize(hi); err != nil {
 			return SizeRange{}, bad
 		}
 	}

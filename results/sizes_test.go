@@ -5,20 +5,6 @@ import (
 	"testing"
 )
 
-func TestParseSize(t *testing.T) {
-	for in, want := range map[string]int64{"0": 0, "4096": 4096, "64K": 65536, "64k": 65536, "1M": 1 << 20, "2G": 2 << 30, "8KiB": 8192, "3MB": 3 << 20} {
-		got, err := ParseSize(in)
-		if err != nil || got != want {
-			t.Errorf("ParseSize(%q) = %d, %v; want %d", in, got, err, want)
-		}
-	}
-	for _, in := range []string{"", "K", "-1", "1.5M", "12X", "99999999999G"} {
-		if _, err := ParseSize(in); err == nil {
-			t.Errorf("ParseSize(%q) accepted", in)
-		}
-	}
-}
-
 func TestFormatSize(t *testing.T) {
 	for in, want := range map[int64]string{0: "0B", 8: "8B", 1000: "1000B", 1024: "1KiB", 1536: "1536B", 64 << 20: "64MiB", 1 << 30: "1GiB", 3 << 30: "3GiB"} {
 		if got := FormatSize(in); got != want {
