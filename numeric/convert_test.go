@@ -185,7 +185,8 @@ func TestKnownValues(t *testing.T) {
 		{"f16 1", uint32(F32ToF16(1)), 0x3c00},
 		{"bf16 1", uint32(F32ToBF16(1)), 0x3f80},
 		{"bf16 MaxFloat32", uint32(F32ToBF16(math.MaxFloat32)), 0x7f80},
-		{"bf16 -NaN", uint32(F32ToBF16(math.Float32frombits(0xff800001))), 0xffc0},
+		{"bf16 -NaN", uint32(F32ToBF16(math.Float32frombits(0xff800001))), 0x7fff},
+		{"f16 NaN", uint32(F32ToF16(nan)), 0x7fff},
 	}
 	for _, c := range cases {
 		if c.got != c.want {

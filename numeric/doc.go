@@ -9,8 +9,8 @@
 // Overflow and special values:
 //
 //   - fp16 and bf16 follow IEEE: a value that rounds past the largest finite
-//     becomes +-Inf, Inf stays Inf, NaN stays NaN (quiet bit set; sign and the
-//     top payload bits are kept). -0 stays -0.
+//     becomes +-Inf, Inf stays Inf, -0 stays -0. Every NaN becomes the quiet
+//     NaN 0x7fff, as on NVIDIA GPUs (sign and payload are not kept).
 //   - FP8.Encode saturates, as CUDA's __NV_SATFINITE and PTX
 //     cvt.rn.satfinite do: any finite value whose rounded magnitude would
 //     exceed Max, and +-Inf, become +-Max. For E4M3 that means 464 (the
@@ -27,6 +27,6 @@
 //
 // The OCP encoders match NVIDIA hardware (PTX cvt.rn.satfinite.e4m3x2.f32 and
 // .e5m2x2.f32) bit for bit, as does F32ToF16 / F32ToBF16 with cvt.rn.f16.f32 /
-// cvt.rn.bf16.f32 apart from NaN payloads; hw_test.go checks all 2^32 inputs
-// on a GPU when one is present.
+// cvt.rn.bf16.f32; hw_test.go checks all 2^32 inputs on a GPU when one is
+// present.
 package numeric

@@ -92,8 +92,7 @@ func (r *refFormat) encode(x float32, sat bool) uint32 {
 		if r.width == 8 {
 			return r.nan
 		}
-		payload := u >> (23 - r.manBits) & (1<<r.manBits - 1)
-		return sign | (r.maxCode + 1) | 1<<(r.manBits-1) | payload
+		return 0x7fff
 	}
 	c, ok := r.round(math.Abs(float64(x)))
 	switch {
