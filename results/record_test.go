@@ -149,3 +149,19 @@ func TestWriteNeverOverwrites(t *testing.T) {
 		t.Fatalf("temporary files left behind: %d entries", len(entries))
 	}
 }
+
+func TestWriteEmptyListsNotNull(t *testing.T) {
+	name, err := Write(filepath.Join(t.TempDir(), "empty.json"), &Record{Version: SchemaVersion})
+	if err != nil {
+		t.Fatal(err)
+	}
+	data, err := os.ReadFile(name)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, key := range []string{`"args": []`, `"env": []`, `"results": []`, `"errors": []`, `"devices": []`} {
+		if !strings.Contains(string(data), key) {
+			t.Errorf("written record lacks %s:\n%s", key, data)
+		}
+	}
+}

@@ -17,11 +17,29 @@ const maxSuffix = 10000
 // appears atomically (written to a temporary file in the same directory, then
 // linked into place). It returns the name used.
 func Write(path string, rec *Record) (string, error) {
-	data, err := json.MarshalIndent(rec, "", " ")
+	data, err := json.MarshalIndent(withEmptyLists(rec), "", " ")
 	if err != nil {
 		return "", fmt.Errorf("%s: %w", path, err)
 	}
 	return writeNew(path, append(data, '\n'))
+}
+
+// withEmptyLists returns rec with nil lists as empty ones: nccl-tests always
+// writes its lists, and its readers may not expect null.
+func withEmptyLists(rec *Record) *Record {
+	c := *rec
+	for _, list := range []*[]string{&c.Args, &c.Env, &c.Errors} {
+		if *list == nil {
+			*list = []string{}
+		}
+	}
+	if c.Results == nil {
+		c.Results = []Result{}
+	}
+	if c.Config.Devices == nil {
+		c.Config.Devices = []Device{}
+	}
+	return &c
 }
 
 // writeNew writes data to a temporary file and links it to the first free
