@@ -5,6 +5,8 @@ import (
 	"io"
 	"math"
 	"strings"
+
+	"gonum.org/v1/gonum/stat"
 )
 
 // Metric names accepted by the gate and the plots.
@@ -149,12 +151,12 @@ func Gate(base, cur []*Record, opt GateOptions) (*GateReport, error) {
 // positive (nothing to compare against).
 func (chk *GateCheck) compare(bt, ct []float64, metric string) bool {
 	diff, dlo, dhi, noise := diffInterval(bt, ct)
-	mb := chk.mean(bt)
+	mb := stat.Mean(bt, nil)
 	if mb <= 0 {
 		return false
 	}
 	chk.BaseUs, chk.CurUs, chk.Noise = mb, mb+diff, noise
-	regression := 0.0
+	var regression float64
 	if metric == MetricTime {
 		chk.Change, chk.Lo, chk.Hi = diff/mb, dlo/mb, dhi/mb
 		regression = chk.Change
@@ -165,11 +167,6 @@ func (chk *GateCheck) compare(bt, ct []float64, metric string) bool {
 	// dlo > 0: the current time is higher beyond the noise.
 	chk.Failed = regression > chk.Threshold && (!noise || dlo > 0)
 	return true
-}
-
-func (*GateCheck) mean(xs []float64) float64 {
-	m, _, _ := meanVarOfMean(xs)
-	return m
 }
 
 // inverseChange is the busbw change when the time moves from mb to mb+d.
