@@ -11,96 +11,67 @@ import (
 	"path/filepath"
 	"sync"
 	"unsafe"
-
-	"github.com/ebitengine/purego"
 )
 
-var driverFuncs []*cfunc
+var driverLib library
 
-// driverFunc declares a libcuda entry point; later names are fallbacks for older drivers.
-func driverFunc(names ...string) *cfunc {
-	f := &cfunc{names: names, name: names[0]}
-	driverFuncs = append(driverFuncs, f)
-	return f
-}
+func init() { driverLib.newError = driverError }
 
 var (
-	cuInit                      = driverFunc("cuInit")
-	cuDriverGetVersion          = driverFunc("cuDriverGetVersion")
-	cuGetErrorName              = driverFunc("cuGetErrorName")
-	cuGetErrorString            = driverFunc("cuGetErrorString")
-	cuDeviceGetCount            = driverFunc("cuDeviceGetCount")
-	cuDeviceGet                 = driverFunc("cuDeviceGet")
-	cuDeviceGetName             = driverFunc("cuDeviceGetName")
-	cuDeviceGetPCIBusId         = driverFunc("cuDeviceGetPCIBusId")
-	cuDeviceGetAttribute        = driverFunc("cuDeviceGetAttribute")
-	cuDeviceTotalMem            = driverFunc("cuDeviceTotalMem_v2")
-	cuDeviceCanAccessPeer       = driverFunc("cuDeviceCanAccessPeer")
-	cuDevicePrimaryCtxRetain    = driverFunc("cuDevicePrimaryCtxRetain")
-	cuDevicePrimaryCtxRelease   = driverFunc("cuDevicePrimaryCtxRelease_v2")
-	cuCtxSetCurrent             = driverFunc("cuCtxSetCurrent")
-	cuCtxEnablePeerAccess       = driverFunc("cuCtxEnablePeerAccess")
-	cuMemAlloc                  = driverFunc("cuMemAlloc_v2")
-	cuMemFree                   = driverFunc("cuMemFree_v2")
-	cuMemGetInfo                = driverFunc("cuMemGetInfo_v2")
-	cuMemcpyHtoD                = driverFunc("cuMemcpyHtoD_v2")
-	cuMemcpyDtoH                = driverFunc("cuMemcpyDtoH_v2")
-	cuMemcpyDtoD                = driverFunc("cuMemcpyDtoD_v2")
-	cuMemcpyDtoDAsync           = driverFunc("cuMemcpyDtoDAsync_v2")
-	cuMemcpyPeerAsync           = driverFunc("cuMemcpyPeerAsync")
-	cuMemsetD8                  = driverFunc("cuMemsetD8_v2")
-	cuMemsetD32Async            = driverFunc("cuMemsetD32Async")
-	cuMemHostAlloc              = driverFunc("cuMemHostAlloc")
-	cuMemFreeHost               = driverFunc("cuMemFreeHost")
-	cuMemHostGetDevicePointer   = driverFunc("cuMemHostGetDevicePointer_v2")
-	cuStreamCreate              = driverFunc("cuStreamCreate")
-	cuStreamSynchronize         = driverFunc("cuStreamSynchronize")
-	cuStreamQuery               = driverFunc("cuStreamQuery")
-	cuStreamDestroy             = driverFunc("cuStreamDestroy_v2")
-	cuStreamWaitEvent           = driverFunc("cuStreamWaitEvent")
-	cuStreamBeginCapture        = driverFunc("cuStreamBeginCapture_v2")
-	cuStreamEndCapture          = driverFunc("cuStreamEndCapture")
-	cuEventCreate               = driverFunc("cuEventCreate")
-	cuEventRecord               = driverFunc("cuEventRecord")
-	cuEventSynchronize          = driverFunc("cuEventSynchronize")
-	cuEventQuery                = driverFunc("cuEventQuery")
-	cuEventDestroy              = driverFunc("cuEventDestroy_v2")
-	cuEventElapsedTime          = driverFunc("cuEventElapsedTime_v2", "cuEventElapsedTime")
-	cuIpcGetMemHandle           = driverFunc("cuIpcGetMemHandle")
-	cuIpcOpenMemHandle          = driverFunc("cuIpcOpenMemHandle_v2")
-	cuIpcCloseMemHandle         = driverFunc("cuIpcCloseMemHandle")
-	cuModuleLoadData            = driverFunc("cuModuleLoadData")
-	cuModuleGetFunction         = driverFunc("cuModuleGetFunction")
-	cuModuleUnload              = driverFunc("cuModuleUnload")
-	cuFuncSetAttribute          = driverFunc("cuFuncSetAttribute")
-	cuLaunchKernel              = driverFunc("cuLaunchKernel")
-	cuGraphInstantiateWithFlags = driverFunc("cuGraphInstantiateWithFlags")
-	cuGraphLaunch               = driverFunc("cuGraphLaunch")
-	cuGraphExecDestroy          = driverFunc("cuGraphExecDestroy")
-	cuGraphDestroy              = driverFunc("cuGraphDestroy")
+	cuInit                      = driverLib.fn("cuInit")
+	cuDriverGetVersion          = driverLib.fn("cuDriverGetVersion")
+	cuGetErrorName              = driverLib.fn("cuGetErrorName")
+	cuGetErrorString            = driverLib.fn("cuGetErrorString")
+	cuDeviceGetCount            = driverLib.fn("cuDeviceGetCount")
+	cuDeviceGet                 = driverLib.fn("cuDeviceGet")
+	cuDeviceGetName             = driverLib.fn("cuDeviceGetName")
+	cuDeviceGetPCIBusId         = driverLib.fn("cuDeviceGetPCIBusId")
+	cuDeviceGetAttribute        = driverLib.fn("cuDeviceGetAttribute")
+	cuDeviceTotalMem            = driverLib.fn("cuDeviceTotalMem_v2")
+	cuDeviceCanAccessPeer       = driverLib.fn("cuDeviceCanAccessPeer")
+	cuDevicePrimaryCtxRetain    = driverLib.fn("cuDevicePrimaryCtxRetain")
+	cuDevicePrimaryCtxRelease   = driverLib.fn("cuDevicePrimaryCtxRelease_v2")
+	cuCtxSetCurrent             = driverLib.fn("cuCtxSetCurrent")
+	cuCtxEnablePeerAccess       = driverLib.fn("cuCtxEnablePeerAccess")
+	cuMemAlloc                  = driverLib.fn("cuMemAlloc_v2")
+	cuMemFree                   = driverLib.fn("cuMemFree_v2")
+	cuMemGetInfo                = driverLib.fn("cuMemGetInfo_v2")
+	cuMemcpyHtoD                = driverLib.fn("cuMemcpyHtoD_v2")
+	cuMemcpyDtoH                = driverLib.fn("cuMemcpyDtoH_v2")
+	cuMemcpyDtoD                = driverLib.fn("cuMemcpyDtoD_v2")
+	cuMemcpyDtoDAsync           = driverLib.fn("cuMemcpyDtoDAsync_v2")
+	cuMemcpyPeerAsync           = driverLib.fn("cuMemcpyPeerAsync")
+	cuMemsetD8                  = driverLib.fn("cuMemsetD8_v2")
+	cuMemsetD32Async            = driverLib.fn("cuMemsetD32Async")
+	cuMemHostAlloc              = driverLib.fn("cuMemHostAlloc")
+	cuMemFreeHost               = driverLib.fn("cuMemFreeHost")
+	cuMemHostGetDevicePointer   = driverLib.fn("cuMemHostGetDevicePointer_v2")
+	cuStreamCreate              = driverLib.fn("cuStreamCreate")
+	cuStreamSynchronize         = driverLib.fn("cuStreamSynchronize")
+	cuStreamQuery               = driverLib.fn("cuStreamQuery")
+	cuStreamDestroy             = driverLib.fn("cuStreamDestroy_v2")
+	cuStreamWaitEvent           = driverLib.fn("cuStreamWaitEvent")
+	cuStreamBeginCapture        = driverLib.fn("cuStreamBeginCapture_v2")
+	cuStreamEndCapture          = driverLib.fn("cuStreamEndCapture")
+	cuEventCreate               = driverLib.fn("cuEventCreate")
+	cuEventRecord               = driverLib.fn("cuEventRecord")
+	cuEventSynchronize          = driverLib.fn("cuEventSynchronize")
+	cuEventQuery                = driverLib.fn("cuEventQuery")
+	cuEventDestroy              = driverLib.fn("cuEventDestroy_v2")
+	cuEventElapsedTime          = driverLib.fn("cuEventElapsedTime_v2", "cuEventElapsedTime")
+	cuIpcGetMemHandle           = driverLib.fn("cuIpcGetMemHandle")
+	cuIpcOpenMemHandle          = driverLib.fn("cuIpcOpenMemHandle_v2")
+	cuIpcCloseMemHandle         = driverLib.fn("cuIpcCloseMemHandle")
+	cuModuleLoadData            = driverLib.fn("cuModuleLoadData")
+	cuModuleGetFunction         = driverLib.fn("cuModuleGetFunction")
+	cuModuleUnload              = driverLib.fn("cuModuleUnload")
+	cuFuncSetAttribute          = driverLib.fn("cuFuncSetAttribute")
+	cuLaunchKernel              = driverLib.fn("cuLaunchKernel")
+	cuGraphInstantiateWithFlags = driverLib.fn("cuGraphInstantiateWithFlags")
+	cuGraphLaunch               = driverLib.fn("cuGraphLaunch")
+	cuGraphExecDestroy          = driverLib.fn("cuGraphExecDestroy")
+	cuGraphDestroy              = driverLib.fn("cuGraphDestroy")
 )
-
-// raw calls f with integer/pointer arguments and returns the C int result.
-//
-//go:uintptrescapes
-func (f *cfunc) raw(args ...uintptr) uint32 {
-	r, _, _ := purego.SyscallN(f.addr, args...)
-	return uint32(r)
-}
-
-// call calls a driver function and turns a non-zero CUresult into *Error.
-//
-//go:uintptrescapes
-func (f *cfunc) call(args ...uintptr) error {
-	if f.addr == 0 {
-		return errNotLoaded
-	}
-	r, _, _ := purego.SyscallN(f.addr, args...)
-	if r := uint32(r); r != 0 {
-		return driverError(f.name, int(r))
-	}
-	return nil
-}
 
 var driver struct {
 	sync.Mutex
@@ -133,12 +104,12 @@ func Load() error {
 	if err != nil {
 		return fmt.Errorf("cuda: %w", err)
 	}
-	if err := resolve(path, h, driverFuncs); err != nil {
-		unresolve(driverFuncs)
+	if err := resolve(path, h, driverLib.funcs); err != nil {
+		unresolve(driverLib.funcs)
 		return fmt.Errorf("cuda: %w", err)
 	}
 	if err := cuInit.call(0); err != nil {
-		unresolve(driverFuncs)
+		unresolve(driverLib.funcs)
 		if e, ok := err.(*Error); ok && e.Code == errorStubLibrary {
 			return fmt.Errorf("cuda: %s is the toolkit's stub, not a driver: %w", path, err)
 		}

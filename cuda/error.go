@@ -32,11 +32,11 @@ const (
 func driverError(call string, code int) *Error {
 	e := &Error{Call: strings.TrimSuffix(call, "_v2"), Code: code, Name: fmt.Sprintf("CUDA_ERROR_%d", code)}
 	var p *byte
-	if cuGetErrorName.addr != 0 && cuGetErrorName.raw(uintptr(code), uintptr(unsafe.Pointer(&p))) == 0 && p != nil {
+	if cuGetErrorName.addr != 0 && int32(cuGetErrorName.raw(uintptr(code), uintptr(unsafe.Pointer(&p)))) == 0 && p != nil {
 		e.Name = goString(p)
 	}
 	p = nil
-	if cuGetErrorString.addr != 0 && cuGetErrorString.raw(uintptr(code), uintptr(unsafe.Pointer(&p))) == 0 && p != nil {
+	if cuGetErrorString.addr != 0 && int32(cuGetErrorString.raw(uintptr(code), uintptr(unsafe.Pointer(&p)))) == 0 && p != nil {
 		e.Msg = goString(p)
 	}
 	return e

@@ -28,11 +28,47 @@ func openFirst(what string, candidates []string) (handle uintptr, path string, e
 	return 0, "", fmt.Errorf("cannot load %s; tried:\n%s", what, strings.Join(tried, "\n"))
 }
 
+// library is the set of entry points bound from one shared library.
+type library struct {
+	funcs    []*cfunc
+	newError func(call string, code int) *Error // turns a non-zero result into *Error
+}
+
+// fn declares an entry point; later names are fallbacks for older libraries.
+func (l *library) fn(names ...string) *cfunc {
+	f := &cfunc{lib: l, names: names, name: names[0]}
+	l.funcs = append(l.funcs, f)
+	return f
+}
+
 // cfunc is one C entry point, resolved by the first of its names the library exports.
 type cfunc struct {
+	lib   *library
 	names []string
 	name  string // the name that resolved, or names[0]
 	addr  uintptr
+}
+
+// raw calls f with integer/pointer arguments and returns the C result.
+//
+//go:uintptrescapes
+func (f *cfunc) raw(args ...uintptr) uintptr {
+	r, _, _ := purego.SyscallN(f.addr, args...)
+	return r
+}
+
+// call calls f and turns a non-zero int result into *Error.
+//
+//go:uintptrescapes
+func (f *cfunc) call(args ...uintptr) error {
+	if f.addr == 0 {
+		return errNotLoaded
+	}
+	r, _, _ := purego.SyscallN(f.addr, args...)
+	if r := int32(r); r != 0 {
+		return f.lib.newError(f.name, int(r))
+	}
+	return nil
 }
 
 // resolve looks up every function in fns; missing ones are reported together.

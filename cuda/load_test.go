@@ -2,6 +2,7 @@ package cuda
 
 import (
 	"errors"
+	"os"
 	"path/filepath"
 	"strings"
 	"testing"
@@ -51,8 +52,9 @@ func TestOpenFirstLoadsLibc(t *testing.T) {
 	if err != nil || h == 0 || path != "libc.so.6" {
 		t.Fatalf("openFirst = %x, %q, %v", h, path, err)
 	}
-	fns := []*cfunc{{names: []string{"labs"}}, {names: []string{"no_such_fn_v2", "llabs"}}, {names: []string{"no_such_fn"}}}
-	err = resolve("libc", h, fns)
+	var libc library
+	fns := []*cfunc{libc.fn("labs"), libc.fn("no_such_fn_v2", "llabs"), libc.fn("no_such_fn")}
+	err = resolve("libc", h, libc.funcs)
 	if err == nil || !strings.Contains(err.Error(), "no_such_fn") || strings.Contains(err.Error(), "labs") {
 		t.Fatalf("resolve error should name only the missing symbol: %v", err)
 	}
@@ -76,7 +78,7 @@ func TestErrorText(t *testing.T) {
 }
 
 func TestCallBeforeLoad(t *testing.T) {
-	f := &cfunc{names: []string{"cuNothing"}, name: "cuNothing"}
+	f := new(library).fn("cuNothing")
 	if err := f.call(1); !errors.Is(err, errNotLoaded) {
 		t.Errorf("call on an unresolved symbol = %v, want errNotLoaded", err)
 	}
@@ -97,5 +99,28 @@ func TestDoneOrNotReady(t *testing.T) {
 	}
 	if _, err := doneOrNotReady(&Error{Code: 700}); err == nil {
 		t.Error("other errors must pass through")
+	}
+}
+
+func TestLoadErrorsNameEveryPath(t *testing.T) {
+	t.Setenv("RCCLX_TESTS_LIBCUDA", "/nonexistent/rcclx/libcuda.so.1")
+	t.Setenv("RCCLX_TESTS_LIBNVRTC", "/nonexistent/rcclx/libnvrtc.so")
+	if err := Load(); err == nil {
+		t.Log("a CUDA driver loaded; its failure text is not checked")
+	} else {
+		for _, want := range driverCandidates(os.Getenv) {
+			if !strings.Contains(err.Error(), want) {
+				t.Errorf("Load error does not name %s:\n%v", want, err)
+			}
+		}
+	}
+	if err := LoadNVRTC(); err == nil {
+		t.Log("NVRTC loaded; its failure text is not checked")
+	} else {
+		for _, want := range []string{"/nonexistent/rcclx/libnvrtc.so", "libnvrtc.so.13", "/usr/local/cuda/lib64/libnvrtc.so.13"} {
+			if !strings.Contains(err.Error(), want) {
+				t.Errorf("LoadNVRTC error does not name %s:\n%v", want, err)
+			}
+		}
 	}
 }

@@ -1,0 +1,195 @@
+package cuda
+
+import (
+	"fmt"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"runtime"
+	"strings"
+	"sync"
+	"unsafe"
+)
+
+var nvrtcLib library
+
+func init() { nvrtcLib.newError = nvrtcError }
+
+var (
+	nvrtcVersion           = nvrtcLib.fn("nvrtcVersion")
+	nvrtcGetErrorString    = nvrtcLib.fn("nvrtcGetErrorString")
+	nvrtcCreateProgram     = nvrtcLib.fn("nvrtcCreateProgram")
+	nvrtcDestroyProgram    = nvrtcLib.fn("nvrtcDestroyProgram")
+	nvrtcCompileProgram    = nvrtcLib.fn("nvrtcCompileProgram")
+	nvrtcGetProgramLogSize = nvrtcLib.fn("nvrtcGetProgramLogSize")
+	nvrtcGetProgramLog     = nvrtcLib.fn("nvrtcGetProgramLog")
+	nvrtcGetCUBINSize      = nvrtcLib.fn("nvrtcGetCUBINSize")
+	nvrtcGetCUBIN          = nvrtcLib.fn("nvrtcGetCUBIN")
+)
+
+func nvrtcError(call string, code int) *Error {
+	e := &Error{Call: call, Code: code, Name: fmt.Sprintf("NVRTC_ERROR_%d", code)}
+	if nvrtcGetErrorString.addr != 0 {
+		r := nvrtcGetErrorString.raw(uintptr(code))
+		if p := *(**byte)(unsafe.Pointer(&r)); p != nil { // a C string in static memory
+			e.Name = goString(p)
+		}
+	}
+	return e
+}
+
+var nvrtc struct {
+	sync.Mutex
+	path string
+}
+
+// siteDirs lists Python site-packages directories where pip installs NVIDIA's
+// wheels: the system ones, the user's, and those of every python on PATH.
+func siteDirs(glob func(string) ([]string, error), home string, pythonPrefixes []string) []string {
+	var patterns []string
+	for _, root := range append([]string{"/usr/lib", "/usr/local/lib", filepath.Join(home, ".local/lib")}, prefixLibs(pythonPrefixes)...) {
+		patterns = append(patterns, filepath.Join(root, "python3*", "site-packages"), filepath.Join(root, "python3*", "dist-packages"))
+	}
+	var dirs []string
+	for _, p := range patterns {
+		m, _ := glob(p) // the patterns are well-formed; no match is not an error
+		dirs = append(dirs, m...)
+	}
+	return dirs
+}
+
+func prefixLibs(prefixes []string) []string {
+	libs := make([]string, len(prefixes))
+	for i, p := range prefixes {
+		libs[i] = filepath.Join(p, "lib")
+	}
+	return libs
+}
+
+// pythonPrefixes returns the installation prefixes of python3 and python on PATH.
+func pythonPrefixes() []string {
+	var prefixes []string
+	for _, name := range []string{"python3", "python"} {
+		p, err := exec.LookPath(name)
+		if err != nil {
+			continue
+		}
+		if real, err := filepath.EvalSymlinks(p); err == nil {
+			p = real
+		}
+		prefixes = append(prefixes, filepath.Dir(filepath.Dir(p)))
+	}
+	return prefixes
+}
+
+// nvrtcCandidates lists where LoadNVRTC looks, in order.
+func nvrtcCandidates(getenv func(string) string, glob func(string) ([]string, error), home string, pyPrefixes []string) []string {
+	var c []string
+	if p := getenv("RCCLX_TESTS_LIBNVRTC"); p != "" {
+		c = append(c, p)
+	}
+	c = append(c, "libnvrtc.so.13", "libnvrtc.so", "/usr/local/cuda/lib64/libnvrtc.so.13", "/usr/local/cuda/lib64/libnvrtc.so")
+	seen := map[string]bool{}
+	for _, site := range siteDirs(glob, home, pyPrefixes) {
+		for _, sub := range []string{"nvidia/cu13/lib", "nvidia/cuda_nvrtc/lib"} {
+			m, _ := glob(filepath.Join(site, sub, "libnvrtc.so*"))
+			for _, lib := range m {
+				if !seen[lib] {
+					seen[lib] = true
+					c = append(c, lib)
+				}
+			}
+		}
+	}
+	return append(c, "libnvrtc.so.12")
+}
+
+// LoadNVRTC opens the NVRTC library; safe to call many times.
+func LoadNVRTC() error {
+	nvrtc.Lock()
+	defer nvrtc.Unlock()
+	if nvrtc.path != "" {
+		return nil
+	}
+	home, _ := os.UserHomeDir()
+	h, path, err := openFirst("NVRTC (libnvrtc.so.13)", nvrtcCandidates(os.Getenv, filepath.Glob, home, pythonPrefixes()))
+	if err != nil {
+		return fmt.Errorf("cuda: %w", err)
+	}
+	if err := resolve(path, h, nvrtcLib.funcs); err != nil {
+		unresolve(nvrtcLib.funcs)
+		return fmt.Errorf("cuda: %w", err)
+	}
+	nvrtc.path = path
+	return nil
+}
+
+// NVRTCVersion returns the NVRTC version, e.g. 13, 0.
+func NVRTCVersion() (major, minor int, err error) {
+	var ma, mi int32
+	err = nvrtcVersion.call(uintptr(unsafe.Pointer(&ma)), uintptr(unsafe.Pointer(&mi)))
+	return int(ma), int(mi), err
+}
+
+// Compile compiles CUDA C++ source to a CUBIN for sm_<arch> (e.g. 90) with
+// -default-device -std=c++17 and opts. NVRTC has no default include path:
+// pass -I<dir> for toolkit headers. On failure the error holds the compile log.
+func Compile(src, name string, arch int, opts ...string) (cubin []byte, log string, err error) {
+	if err := LoadNVRTC(); err != nil {
+		return nil, "", err
+	}
+	var prog uintptr
+	csrc, cname := cString(src), cString(name)
+	if err := nvrtcCreateProgram.call(uintptr(unsafe.Pointer(&prog)), uintptr(unsafe.Pointer(&csrc[0])), uintptr(unsafe.Pointer(&cname[0])), 0, 0, 0); err != nil {
+		return nil, "", err
+	}
+	defer nvrtcDestroyProgram.call(uintptr(unsafe.Pointer(&prog)))
+	all := append([]string{fmt.Sprintf("--gpu-architecture=sm_%d", arch), "-default-device", "-std=c++17"}, opts...)
+	cerr := compileProgram(prog, all)
+	log, err = programLog(prog)
+	if err != nil {
+		return nil, "", err
+	}
+	if cerr != nil {
+		return nil, log, fmt.Errorf("nvrtc: compiling %s for sm_%d: %w\n%s", name, arch, cerr, log)
+	}
+	var size uintptr
+	if err := nvrtcGetCUBINSize.call(prog, uintptr(unsafe.Pointer(&size))); err != nil {
+		return nil, log, err
+	}
+	cubin = make([]byte, size)
+	if size > 0 {
+		if err := nvrtcGetCUBIN.call(prog, uintptr(unsafe.Pointer(&cubin[0]))); err != nil {
+			return nil, log, err
+		}
+	}
+	return cubin, log, nil
+}
+
+// compileProgram passes opts as a C array of C strings, pinned for the call.
+func compileProgram(prog uintptr, opts []string) error {
+	var pin runtime.Pinner
+	defer pin.Unpin()
+	ptrs := make([]*byte, len(opts))
+	for i, o := range opts {
+		b := cString(o)
+		pin.Pin(&b[0])
+		ptrs[i] = &b[0]
+	}
+	return nvrtcCompileProgram.call(prog, uintptr(len(ptrs)), uintptr(unsafe.Pointer(&ptrs[0])))
+}
+
+func programLog(prog uintptr) (string, error) {
+	var size uintptr
+	if err := nvrtcGetProgramLogSize.call(prog, uintptr(unsafe.Pointer(&size))); err != nil {
+		return "", err
+	}
+	if size <= 1 {
+		return "", nil
+	}
+	buf := make([]byte, size)
+	if err := nvrtcGetProgramLog.call(prog, uintptr(unsafe.Pointer(&buf[0]))); err != nil {
+		return "", err
+	}
+	return strings.TrimRight(string(buf), "\x00\n"), nil
+}
