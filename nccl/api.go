@@ -1,0 +1,124 @@
+package nccl
+
+import (
+	"unsafe"
+
+	"rcclx-tests/cuda"
+)
+
+// Comm is ncclComm_t.
+type Comm uintptr
+
+// UniqueID is ncclUniqueId, passed by value to CommInitRank.
+type UniqueID struct{ Internal [128]byte }
+
+// GetUniqueID is ncclGetUniqueId: rank 0 makes it, every rank passes it to CommInitRank.
+func (l *Library) GetUniqueID() (UniqueID, error) {
+	var id UniqueID
+	err := l.call(&l.getUniqueID, uintptr(unsafe.Pointer(&id)))
+	return id, err
+}
+
+// CommInitRank is ncclCommInitRank, on the current device (the context current on this thread).
+func (l *Library) CommInitRank(nranks int, id UniqueID, rank int) (Comm, error) {
+	var c Comm
+	err := l.check("ncclCommInitRank", l.commInitRank(&c, int32(nranks), id, int32(rank)))
+	return c, err
+}
+
+// CommInitAll is ncclCommInitAll: one communicator per listed device, all in this process.
+func (l *Library) CommInitAll(devices []int32) ([]Comm, error) {
+	comms := make([]Comm, len(devices))
+	err := l.call(&l.commInitAll, uintptr(unsafe.Pointer(&comms[0])), uintptr(len(devices)),
+		uintptr(unsafe.Pointer(&devices[0])))
+	return comms, err
+}
+
+// CommDestroy is ncclCommDestroy.
+func (l *Library) CommDestroy(c Comm) error { return l.call(&l.commDestroy, uintptr(c)) }
+
+// CommAbort is ncclCommAbort: frees the communicator without waiting for its operations.
+func (l *Library) CommAbort(c Comm) error { return l.call(&l.commAbort, uintptr(c)) }
+
+// CommGetAsyncError is ncclCommGetAsyncError: the communicator's state (Success, InProgress or a failure).
+func (l *Library) CommGetAsyncError(c Comm) (Result, error) {
+	var r Result
+	err := l.call(&l.commGetAsyncError, uintptr(c), uintptr(unsafe.Pointer(&r)))
+	return r, err
+}
+
+// Check turns a Result from CommGetAsyncError into an error, as a failed call would.
+func (l *Library) Check(call string, r Result) error { return l.check(call, r) }
+
+// GroupStart and GroupEnd are ncclGroupStart and ncclGroupEnd (group state is per OS thread).
+func (l *Library) GroupStart() error { return l.call(&l.groupStart) }
+func (l *Library) GroupEnd() error   { return l.call(&l.groupEnd) }
+
+// AllReduce is ncclAllReduce.
+func (l *Library) AllReduce(send, recv cuda.DevicePtr, count int64, dt DataType, op RedOp, c Comm, s cuda.Stream) error {
+	return l.call(&l.allReduce, uintptr(send), uintptr(recv), uintptr(count), uintptr(dt), uintptr(op), uintptr(c), uintptr(s))
+}
+
+// AllGather is ncclAllGather; count is each rank's send count.
+func (l *Library) AllGather(send, recv cuda.DevicePtr, count int64, dt DataType, c Comm, s cuda.Stream) error {
+	return l.call(&l.allGather, uintptr(send), uintptr(recv), uintptr(count), uintptr(dt), uintptr(c), uintptr(s))
+}
+
+// ReduceScatter is ncclReduceScatter; count is each rank's receive count.
+func (l *Library) ReduceScatter(send, recv cuda.DevicePtr, count int64, dt DataType, op RedOp, c Comm, s cuda.Stream) error {
+	return l.call(&l.reduceScatter, uintptr(send), uintptr(recv), uintptr(count), uintptr(dt), uintptr(op), uintptr(c), uintptr(s))
+}
+
+// AlltoAll is ncclAlltoAll (RCCL: ncclAllToAll); count is per peer. Libraries without it report
+// collectives.ErrUnsupported: use grouped Send/Recv.
+func (l *Library) AlltoAll(send, recv cuda.DevicePtr, count int64, dt DataType, c Comm, s cuda.Stream) error {
+	return l.call(&l.alltoAll, uintptr(send), uintptr(recv), uintptr(count), uintptr(dt), uintptr(c), uintptr(s))
+}
+
+// Broadcast is ncclBroadcast.
+func (l *Library) Broadcast(send, recv cuda.DevicePtr, count int64, dt DataType, root int, c Comm, s cuda.Stream) error {
+	return l.call(&l.broadcast, uintptr(send), uintptr(recv), uintptr(count), uintptr(dt), uintptr(root), uintptr(c), uintptr(s))
+}
+
+// Reduce is ncclReduce.
+func (l *Library) Reduce(send, recv cuda.DevicePtr, count int64, dt DataType, op RedOp, root int, c Comm, s cuda.Stream) error {
+	return l.call(&l.reduce, uintptr(send), uintptr(recv), uintptr(count), uintptr(dt), uintptr(op), uintptr(root), uintptr(c), uintptr(s))
+}
+
+// Send and Recv are ncclSend and ncclRecv (point to point; group them).
+func (l *Library) Send(send cuda.DevicePtr, count int64, dt DataType, peer int, c Comm, s cuda.Stream) error {
+	return l.call(&l.send, uintptr(send), uintptr(count), uintptr(dt), uintptr(peer), uintptr(c), uintptr(s))
+}
+
+func (l *Library) Recv(recv cuda.DevicePtr, count int64, dt DataType, peer int, c Comm, s cuda.Stream) error {
+	return l.call(&l.recv, uintptr(recv), uintptr(count), uintptr(dt), uintptr(peer), uintptr(c), uintptr(s))
+}
+
+// scalarHostImmediate is ncclScalarHostImmediate: the scalar is read from host memory during the call.
+const scalarHostImmediate = 1
+
+// RedOpCreatePreMulSum is ncclRedOpCreatePreMulSum with a host scalar: scalar holds one element of dt
+// (see Scalar).
+func (l *Library) RedOpCreatePreMulSum(scalar []byte, dt DataType, c Comm) (RedOp, error) {
+	var op RedOp
+	err := l.call(&l.redOpCreatePreMulSum, uintptr(unsafe.Pointer(&op)), uintptr(unsafe.Pointer(&scalar[0])),
+		uintptr(dt), scalarHostImmediate, uintptr(c))
+	return op, err
+}
+
+// RedOpDestroy is ncclRedOpDestroy.
+func (l *Library) RedOpDestroy(op RedOp, c Comm) error {
+	return l.call(&l.redOpDestroy, uintptr(op), uintptr(c))
+}
+
+// CommRegister is ncclCommRegister: registers a buffer with the communicator and returns its handle.
+func (l *Library) CommRegister(c Comm, p cuda.DevicePtr, bytes int64) (uintptr, error) {
+	var h uintptr
+	err := l.call(&l.commRegister, uintptr(c), uintptr(p), uintptr(bytes), uintptr(unsafe.Pointer(&h)))
+	return h, err
+}
+
+// CommDeregister is ncclCommDeregister.
+func (l *Library) CommDeregister(c Comm, handle uintptr) error {
+	return l.call(&l.commDeregister, uintptr(c), handle)
+}

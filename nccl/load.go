@@ -1,0 +1,201 @@
+// Package nccl binds the NCCL C ABI (NCCL itself, or RCCL and RCCLX, which export the same functions) through
+// purego, without cgo. A Library is one loaded shared object; its methods are the C functions, with result
+// codes turned into *Error. NCCL's group state is per OS thread: make a group's calls from one locked thread.
+package nccl
+
+import (
+	"fmt"
+	"os"
+	"path/filepath"
+	"runtime"
+	"strings"
+	"unsafe"
+
+	"github.com/ebitengine/purego"
+)
+
+// Library is a loaded NCCL-ABI library.
+type Library struct {
+	Path    string // what was opened: a name the loader resolved, or a path
+	version int32
+
+	getVersion, getUniqueID, commInitAll, commDestroy, commAbort, commGetAsyncError, getErrorString cfunc
+	groupStart, groupEnd, allReduce, allGather, reduceScatter, broadcast, reduce                    cfunc
+	// Optional: absent from older or other libraries; calls report collectives.ErrUnsupported.
+	getLastError, send, recv, alltoAll, redOpCreatePreMulSum, redOpDestroy, commRegister, commDeregister cfunc
+
+	// ncclCommInitRank takes the 128-byte unique id by value, which SyscallN cannot pass.
+	commInitRank func(comm *Comm, nranks int32, id UniqueID, rank int32) Result
+}
+
+// cfunc is one C function: the names it may be exported under (NCCL and RCCL spell some differently) and the
+// address of the one found.
+type cfunc struct {
+	names []string
+	addr  uintptr
+}
+
+func (f *cfunc) name() string { return f.names[0] }
+
+// DefaultNames are the libraries Open tries by name when given none: NCCL, then RCCL (RCCLX builds librccl).
+var DefaultNames = []string{"libnccl.so.2", "librccl.so.1"}
+
+// Open loads an NCCL-ABI library. nameOrPath is a path (used alone), a file name (searched for by the dynamic
+// loader, then in the known install directories), or "" for DefaultNames. A failure is one line naming every
+// path tried and why each failed.
+func Open(nameOrPath string) (*Library, error) {
+	var tried []string
+	for _, c := range Candidates(nameOrPath, os.Getenv, filepath.Glob) {
+		lib, err := openOne(c)
+		if err == nil {
+			return lib, nil
+		}
+		tried = append(tried, fmt.Sprintf("%s (%s)", c, oneLine(strings.TrimPrefix(err.Error(), c+": "))))
+	}
+	return nil, fmt.Errorf("nccl: no usable NCCL library; tried %s", strings.Join(tried, "; "))
+}
+
+// Candidates lists what Open tries for nameOrPath, in order.
+func Candidates(nameOrPath string, getenv func(string) string, glob func(string) ([]string, error)) []string {
+	if strings.Contains(nameOrPath, "/") {
+		return []string{nameOrPath}
+	}
+	names := DefaultNames
+	if nameOrPath != "" {
+		names = []string{nameOrPath}
+	}
+	var dirs []string
+	for _, sp := range pythonPackageDirs(getenv, glob) {
+		dirs = append(dirs, filepath.Join(sp, "nvidia", "nccl", "lib"))
+	}
+	dirs = append(dirs, "/opt/rocm/lib")
+	out := append([]string(nil), names...)
+	for _, name := range names {
+		for _, d := range dirs {
+			if nameOrPath != "" || installs(d, name) {
+				out = append(out, filepath.Join(d, name))
+			}
+		}
+	}
+	return out
+}
+
+// installs says whether dir is where name is installed by default (NCCL's wheel, or ROCm).
+func installs(dir, name string) bool {
+	return strings.HasPrefix(name, "librccl") == strings.HasPrefix(dir, "/opt/rocm")
+}
+
+// pythonPackageDirs finds site-packages and dist-packages directories: the system's, the user's, the active
+// virtual or conda environment's, and those of every python3 on PATH.
+func pythonPackageDirs(getenv func(string) string, glob func(string) ([]string, error)) []string {
+	prefixes := []string{"/usr", "/usr/local", getenv("VIRTUAL_ENV"), getenv("CONDA_PREFIX")}
+	if home := getenv("HOME"); home != "" {
+		prefixes = append(prefixes, filepath.Join(home, ".local"))
+	}
+	for _, dir := range filepath.SplitList(getenv("PATH")) {
+		if pys, _ := glob(filepath.Join(dir, "python3*")); len(pys) > 0 && dir != "" {
+			prefixes = append(prefixes, filepath.Dir(dir))
+		}
+	}
+	seen := map[string]bool{}
+	var out []string
+	for _, p := range prefixes {
+		if p == "" {
+			continue
+		}
+		for _, kind := range []string{"site-packages", "dist-packages"} {
+			matches, _ := glob(filepath.Join(p, "lib", "python3*", kind))
+			for _, m := range matches {
+				real, err := filepath.EvalSymlinks(m) // /lib is often /usr/lib
+				if err != nil {
+					real = m
+				}
+				if !seen[real] {
+					seen[real] = true
+					out = append(out, m)
+				}
+			}
+		}
+	}
+	return out
+}
+
+func oneLine(s string) string { return strings.Join(strings.Fields(s), " ") }
+
+// openOne loads path and resolves its functions; a library lacking a required one is closed again.
+func openOne(path string) (*Library, error) {
+	runtime.LockOSThread() // dlerror is per thread
+	defer runtime.UnlockOSThread()
+	h, err := purego.Dlopen(path, purego.RTLD_NOW|purego.RTLD_LOCAL)
+	if err != nil {
+		return nil, err
+	}
+	lib := &Library{Path: path}
+	if err := lib.resolve(h); err != nil {
+		purego.Dlclose(h)
+		return nil, err
+	}
+	if err := lib.call(&lib.getVersion, uintptr(unsafe.Pointer(&lib.version))); err != nil {
+		purego.Dlclose(h)
+		return nil, err
+	}
+	return lib, nil
+}
+
+func (l *Library) resolve(h uintptr) error {
+	fn := func(f *cfunc, names ...string) *cfunc { f.names = names; return f }
+	required := []*cfunc{
+		fn(&l.getVersion, "ncclGetVersion"), fn(&l.getUniqueID, "ncclGetUniqueId"),
+		fn(&l.commInitAll, "ncclCommInitAll"), fn(&l.commDestroy, "ncclCommDestroy"),
+		fn(&l.commAbort, "ncclCommAbort"), fn(&l.commGetAsyncError, "ncclCommGetAsyncError"),
+		fn(&l.getErrorString, "ncclGetErrorString"), fn(&l.groupStart, "ncclGroupStart"),
+		fn(&l.groupEnd, "ncclGroupEnd"), fn(&l.allReduce, "ncclAllReduce"), fn(&l.allGather, "ncclAllGather"),
+		fn(&l.reduceScatter, "ncclReduceScatter"), fn(&l.broadcast, "ncclBroadcast"), fn(&l.reduce, "ncclReduce"),
+	}
+	optional := []*cfunc{
+		fn(&l.getLastError, "ncclGetLastError"), fn(&l.send, "ncclSend"), fn(&l.recv, "ncclRecv"),
+		fn(&l.alltoAll, "ncclAlltoAll", "ncclAllToAll"),
+		fn(&l.redOpCreatePreMulSum, "ncclRedOpCreatePreMulSum"), fn(&l.redOpDestroy, "ncclRedOpDestroy"),
+		fn(&l.commRegister, "ncclCommRegister"), fn(&l.commDeregister, "ncclCommDeregister"),
+	}
+	var missing []string
+	for _, f := range append(required, optional...) {
+		for _, n := range f.names {
+			if a, err := purego.Dlsym(h, n); err == nil && a != 0 {
+				f.addr = a
+				break
+			}
+		}
+	}
+	for _, f := range required {
+		if f.addr == 0 {
+			missing = append(missing, f.name())
+		}
+	}
+	initRank, err := purego.Dlsym(h, "ncclCommInitRank")
+	if err != nil || initRank == 0 {
+		missing = append(missing, "ncclCommInitRank")
+	}
+	if len(missing) > 0 {
+		return fmt.Errorf("loads, but lacks %s: not an NCCL-ABI library", strings.Join(missing, ", "))
+	}
+	purego.RegisterFunc(&l.commInitRank, initRank)
+	return nil
+}
+
+// Has reports whether the library exports the named optional function ("ncclSend", "ncclAlltoAll",
+// "ncclRedOpCreatePreMulSum", "ncclCommRegister", ...), under any of its spellings.
+func (l *Library) Has(name string) bool {
+	for _, f := range []*cfunc{&l.getLastError, &l.send, &l.recv, &l.alltoAll, &l.redOpCreatePreMulSum,
+		&l.redOpDestroy, &l.commRegister, &l.commDeregister} {
+		for _, n := range f.names {
+			if n == name {
+				return f.addr != 0
+			}
+		}
+	}
+	return false
+}
+
+// Version is the library's version code, e.g. 22803 for 2.28.3.
+func (l *Library) Version() int { return int(l.version) }
