@@ -20,7 +20,11 @@ func openFirst(what string, candidates []string) (handle uintptr, path string, e
 		if err == nil {
 			return h, c, nil
 		}
-		tried = append(tried, fmt.Sprintf("  %s: %v", c, err))
+		msg := err.Error()
+		if !strings.Contains(msg, c) {
+			msg = c + ": " + msg
+		}
+		tried = append(tried, "  "+msg)
 	}
 	if len(tried) == 0 {
 		return 0, "", fmt.Errorf("cannot load %s: no candidate paths", what)

@@ -1,0 +1,442 @@
+package main
+
+import (
+	"bytes"
+	"crypto/sha256"
+	"encoding/binary"
+	"encoding/hex"
+	"fmt"
+	"math/rand/v2"
+	"os"
+	"os/exec"
+	"strings"
+	"time"
+
+	"rcclx-tests/cuda"
+)
+
+const kernels = `
+extern "C" __global__ void nop() {}
+extern "C" __global__ void nop5(void* a, void* b, unsigned c, long long d, float e) {}
+extern "C" __global__ void add_iota(unsigned* y, unsigned base, unsigned n) {
+  unsigned i = blockIdx.x * blockDim.x + threadIdx.x;
+  if (i < n) y[i] += base + i;
+}
+`
+
+// gpu is one device with its context current on the main thread when used.
+type gpu struct {
+	dev                cuda.Device
+	ctx                *cuda.Context
+	nop, nop5, addIota cuda.Function
+}
+
+func (g *gpu) use() error { return g.ctx.SetCurrent() }
+
+// runChecks runs every functional check; gpus is nil if no device is usable.
+func runChecks() ([]result, []*gpu) {
+	var out []result
+	add := func(step, detail string, err error) bool {
+		out = append(out, result{step, detail, err})
+		return err == nil
+	}
+	if !add("load driver", "", cuda.Load()) {
+		return out, nil
+	}
+	v, err := cuda.DriverVersion()
+	n, err2 := cuda.DeviceCount()
+	if !add("driver version", fmt.Sprintf("API %d, %d device(s)", v, n), firstErr(err, err2)) || n == 0 {
+		return out, nil
+	}
+	if !add("load NVRTC", "", cuda.LoadNVRTC()) {
+		return out, nil
+	}
+	major, minor, err := cuda.NVRTCVersion()
+	add("NVRTC version", fmt.Sprintf("%d.%d", major, minor), err)
+	cubin, detail, err := compileTwice()
+	if !add("compile cold, then cached", detail, err) {
+		return out, nil
+	}
+	var gpus []*gpu
+	for i := range n {
+		g, detail, err := openGPU(cuda.Device(i), cubin)
+		if !add(fmt.Sprintf("device %d", i), detail, err) {
+			return out, nil
+		}
+		gpus = append(gpus, g)
+		detail, err = copyRoundTrip(g)
+		add(fmt.Sprintf("copy round trip dev%d", i), detail, err)
+		detail, err = launchAndCheck(g)
+		add(fmt.Sprintf("NVRTC kernel dev%d", i), detail, err)
+	}
+	detail, err = copyBandwidth(gpus[0])
+	add("DtoD bandwidth dev0", detail, err)
+	detail, err = graphReplay(gpus[0])
+	add("graph capture/replay", detail, err)
+	peer := gpus[len(gpus)-1]
+	detail, err = ipcRoundTrip(gpus[0], peer)
+	add(fmt.Sprintf("IPC dev0 -> child dev%d", peer.dev), detail, err)
+	if len(gpus) > 1 {
+		detail, err = peerCopy(gpus[0], gpus[1])
+		add("peer copy dev0 -> dev1", detail, err)
+	}
+	return out, gpus
+}
+
+func firstErr(errs ...error) error {
+	for _, e := range errs {
+		if e != nil {
+			return e
+		}
+	}
+	return nil
+}
+
+func compileTwice() ([]byte, string, error) {
+	dir, err := os.MkdirTemp("", "cudasmoke-cache-")
+	if err != nil {
+		return nil, "", err
+	}
+	defer os.RemoveAll(dir)
+	os.Setenv("RCCLX_TESTS_KERNEL_CACHE", dir)
+	major, minor, err := cuda.Device(0).ComputeCapability()
+	if err != nil {
+		return nil, "", err
+	}
+	arch := major*10 + minor
+	t0 := time.Now()
+	cold, err := cuda.CompileCached(kernels, "smoke.cu", arch)
+	if err != nil {
+		return nil, "", err
+	}
+	t1 := time.Now()
+	warm, err := cuda.CompileCached(kernels, "smoke.cu", arch)
+	if err != nil {
+		return nil, "", err
+	}
+	t2 := time.Now()
+	if !bytes.Equal(cold, warm) {
+		return nil, "", fmt.Errorf("cached CUBIN differs from the compiled one")
+	}
+	return cold, fmt.Sprintf("sm_%d, %d B CUBIN, cold %v, cached %v", arch, len(cold), t1.Sub(t0).Round(time.Millisecond), t2.Sub(t1).Round(time.Microsecond)), nil
+}
+
+func openGPU(d cuda.Device, cubin []byte) (*gpu, string, error) {
+	name, err := d.Name()
+	bus, err2 := d.PCIBusID()
+	major, minor, err3 := d.ComputeCapability()
+	sms, err4 := d.Attribute(cuda.MultiprocessorCount)
+	mem, err5 := d.TotalMem()
+	if err := firstErr(err, err2, err3, err4, err5); err != nil {
+		return nil, "", err
+	}
+	g := &gpu{dev: d}
+	if g.ctx, err = d.RetainPrimaryContext(); err != nil {
+		return nil, "", err
+	}
+	if err := g.use(); err != nil {
+		return nil, "", err
+	}
+	m, err := cuda.ModuleLoadData(cubin)
+	if err != nil {
+		return nil, "", err
+	}
+	for name, f := range map[string]*cuda.Function{"nop": &g.nop, "nop5": &g.nop5, "add_iota": &g.addIota} {
+		if *f, err = m.Function(name); err != nil {
+			return nil, "", err
+		}
+	}
+	return g, fmt.Sprintf("%s [%s] sm_%d%d, %d SMs, %.1f GiB", name, bus, major, minor, sms, float64(mem)/(1<<30)), nil
+}
+
+func copyRoundTrip(g *gpu) (string, error) {
+	if err := g.use(); err != nil {
+		return "", err
+	}
+	const n = 64 << 20
+	in := make([]byte, n)
+	for i := 0; i < n; i += 8 {
+		binary.LittleEndian.PutUint64(in[i:], rand.Uint64())
+	}
+	a, b, free, err := alloc2(n)
+	if err != nil {
+		return "", err
+	}
+	defer free()
+	out := bytes.Repeat([]byte{0xCD}, n)
+	err = firstErr(cuda.MemsetD8(b, 0xAB, n), cuda.MemcpyHtoD(a, in), cuda.MemcpyDtoD(b, a, n), cuda.MemcpyDtoH(out, b))
+	if err != nil {
+		return "", err
+	}
+	if !bytes.Equal(in, out) {
+		return "", fmt.Errorf("64 MiB HtoD/DtoD/DtoH round trip changed the data")
+	}
+	return "64 MiB random bytes HtoD, DtoD, DtoH", nil
+}
+
+// alloc2 allocates two device buffers in the current context.
+func alloc2(n int64) (a, b cuda.DevicePtr, free func(), err error) {
+	if a, err = cuda.MemAlloc(n); err != nil {
+		return 0, 0, nil, err
+	}
+	if b, err = cuda.MemAlloc(n); err != nil {
+		cuda.MemFree(a)
+		return 0, 0, nil, err
+	}
+	return a, b, func() { cuda.MemFree(a); cuda.MemFree(b) }, nil
+}
+
+// fillIota zeroes y and adds base+i to each of its n words on s.
+func fillIota(g *gpu, y cuda.DevicePtr, base uint32, n int, s cuda.Stream) error {
+	if err := cuda.MemsetD32Async(y, 0, int64(n), s); err != nil {
+		return err
+	}
+	return cuda.Launch(g.addIota, [3]uint32{uint32((n + 255) / 256), 1, 1}, [3]uint32{256, 1, 1}, 0, s, y, base, uint32(n))
+}
+
+// checkIota downloads n words of y and checks y[i] == k*(base+i).
+func checkIota(y cuda.DevicePtr, base uint32, k uint32, n int) error {
+	buf := make([]byte, 4*n)
+	if err := cuda.MemcpyDtoH(buf, y); err != nil {
+		return err
+	}
+	for i := range n {
+		if got, want := binary.LittleEndian.Uint32(buf[4*i:]), k*(base+uint32(i)); got != want {
+			return fmt.Errorf("word %d = %d, want %d", i, got, want)
+		}
+	}
+	return nil
+}
+
+func launchAndCheck(g *gpu) (string, error) {
+	if err := g.use(); err != nil {
+		return "", err
+	}
+	const n = 1<<20 + 3
+	y, err := cuda.MemAlloc(4 * n)
+	if err != nil {
+		return "", err
+	}
+	defer cuda.MemFree(y)
+	base := rand.Uint32() >> 4
+	if err := firstErr(fillIota(g, y, base, n, 0), cuda.Stream(0).Synchronize()); err != nil {
+		return "", err
+	}
+	return fmt.Sprintf("add_iota over %d words checked", n), checkIota(y, base, 1, n)
+}
+
+func copyBandwidth(g *gpu) (string, error) {
+	if err := g.use(); err != nil {
+		return "", err
+	}
+	const n, reps = 1 << 30, 5
+	a, b, free, err := alloc2(n)
+	if err != nil {
+		return "", err
+	}
+	defer free()
+	dt, err := timeOnStream(func(s cuda.Stream) error {
+		for range reps {
+			if err := cuda.MemcpyDtoDAsync(b, a, n, s); err != nil {
+				return err
+			}
+		}
+		return nil
+	})
+	if err != nil {
+		return "", err
+	}
+	return fmt.Sprintf("%d x 1 GiB in %v: %.0f GB/s read+write", reps, dt.Round(time.Microsecond), 2*reps*n/dt.Seconds()/1e9), nil
+}
+
+// timeOnStream times the work that enqueue puts on a fresh stream with events.
+func timeOnStream(enqueue func(s cuda.Stream) error) (time.Duration, error) {
+	s, err := cuda.StreamCreate(true)
+	if err != nil {
+		return 0, err
+	}
+	defer s.Destroy()
+	start, err := cuda.EventCreate(true)
+	if err != nil {
+		return 0, err
+	}
+	defer start.Destroy()
+	end, err := cuda.EventCreate(true)
+	if err != nil {
+		return 0, err
+	}
+	defer end.Destroy()
+	if err := firstErr(start.Record(s), enqueue(s), end.Record(s), end.Synchronize()); err != nil {
+		return 0, err
+	}
+	return cuda.EventElapsed(start, end)
+}
+
+func graphReplay(g *gpu) (string, error) {
+	if err := g.use(); err != nil {
+		return "", err
+	}
+	const n, launches, replays = 1 << 16, 4, 3
+	y, err := cuda.MemAlloc(4 * n)
+	if err != nil {
+		return "", err
+	}
+	defer cuda.MemFree(y)
+	base := rand.Uint32() >> 8
+	if err := firstErr(cuda.MemsetD32Async(y, 0, n, 0), cuda.Stream(0).Synchronize()); err != nil {
+		return "", err
+	}
+	exec, err := capture(func(s cuda.Stream) error {
+		for range launches {
+			err := cuda.Launch(g.addIota, [3]uint32{n / 256, 1, 1}, [3]uint32{256, 1, 1}, 0, s, y, base, uint32(n))
+			if err != nil {
+				return err
+			}
+		}
+		return nil
+	})
+	if err != nil {
+		return "", err
+	}
+	defer exec.Destroy()
+	for range replays {
+		if err := exec.Launch(0); err != nil {
+			return "", err
+		}
+	}
+	if err := cuda.Stream(0).Synchronize(); err != nil {
+		return "", err
+	}
+	return fmt.Sprintf("%d launches captured, replayed %d times, result checked", launches, replays), checkIota(y, base, launches*replays, n)
+}
+
+// capture records what enqueue puts on a capture stream and instantiates it.
+func capture(enqueue func(s cuda.Stream) error) (cuda.GraphExec, error) {
+	s, err := cuda.StreamCreate(true)
+	if err != nil {
+		return 0, err
+	}
+	defer s.Destroy()
+	if err := s.BeginCapture(); err != nil {
+		return 0, err
+	}
+	err = enqueue(s)
+	graph, endErr := s.EndCapture()
+	if err := firstErr(err, endErr); err != nil {
+		return 0, err
+	}
+	defer graph.Destroy()
+	return graph.Instantiate()
+}
+
+func ipcRoundTrip(owner, peer *gpu) (string, error) {
+	if err := owner.use(); err != nil {
+		return "", err
+	}
+	const n = 16 << 20
+	in := make([]byte, n)
+	for i := 0; i < n; i += 8 {
+		binary.LittleEndian.PutUint64(in[i:], rand.Uint64())
+	}
+	p, err := cuda.MemAlloc(n)
+	if err != nil {
+		return "", err
+	}
+	defer cuda.MemFree(p)
+	if err := cuda.MemcpyHtoD(p, in); err != nil {
+		return "", err
+	}
+	h, err := cuda.IpcGetMemHandle(p)
+	if err != nil {
+		return "", err
+	}
+	self, err := os.Executable()
+	if err != nil {
+		return "", err
+	}
+	cmd := exec.Command(self, "--ipc-child", hex.EncodeToString(h[:]), "--ipc-device", fmt.Sprint(peer.dev), "--ipc-bytes", fmt.Sprint(n))
+	cmd.Stderr = os.Stderr
+	got, err := cmd.Output()
+	if err != nil {
+		return "", fmt.Errorf("child: %w", err)
+	}
+	sum := sha256.Sum256(in)
+	if want := hex.EncodeToString(sum[:]); strings.TrimSpace(string(got)) != want {
+		return "", fmt.Errorf("child read %q, want SHA-256 %s", strings.TrimSpace(string(got)), want)
+	}
+	return "16 MiB opened and read by a second process", nil
+}
+
+func runIPCChild(handleHex string, dev int, n int64) error {
+	raw, err := hex.DecodeString(handleHex)
+	if err != nil || len(raw) != len(cuda.IpcMemHandle{}) {
+		return fmt.Errorf("bad handle %q: %v", handleHex, err)
+	}
+	var h cuda.IpcMemHandle
+	copy(h[:], raw)
+	if err := cuda.Load(); err != nil {
+		return err
+	}
+	ctx, err := cuda.Device(dev).RetainPrimaryContext()
+	if err != nil {
+		return err
+	}
+	defer ctx.Release()
+	if err := ctx.SetCurrent(); err != nil {
+		return err
+	}
+	p, err := cuda.IpcOpenMemHandle(h)
+	if err != nil {
+		return err
+	}
+	defer cuda.IpcCloseMemHandle(p)
+	buf := make([]byte, n)
+	if err := cuda.MemcpyDtoH(buf, p); err != nil {
+		return err
+	}
+	sum := sha256.Sum256(buf)
+	fmt.Println(hex.EncodeToString(sum[:]))
+	return nil
+}
+
+func peerCopy(src, dst *gpu) (string, error) {
+	const n = 1 << 30
+	words := n / 4
+	if err := dst.use(); err != nil {
+		return "", err
+	}
+	to, err := cuda.MemAlloc(n)
+	if err != nil {
+		return "", err
+	}
+	defer func() { dst.use(); cuda.MemFree(to); src.use() }()
+	if err := cuda.MemsetD8(to, 0xFF, n); err != nil {
+		return "", err
+	}
+	if err := src.use(); err != nil {
+		return "", err
+	}
+	if err := cuda.EnablePeerAccess(dst.ctx); err != nil {
+		return "", err
+	}
+	from, err := cuda.MemAlloc(n)
+	if err != nil {
+		return "", err
+	}
+	defer cuda.MemFree(from)
+	base := rand.Uint32() >> 4
+	if err := firstErr(fillIota(src, from, base, words, 0), cuda.Stream(0).Synchronize()); err != nil {
+		return "", err
+	}
+	dt, err := timeOnStream(func(s cuda.Stream) error { return cuda.MemcpyPeerAsync(to, dst.ctx, from, src.ctx, n, s) })
+	if err != nil {
+		return "", err
+	}
+	if err := dst.use(); err != nil {
+		return "", err
+	}
+	if err := checkIota(to, base, 1, words); err != nil {
+		return "", err
+	}
+	return fmt.Sprintf("1 GiB in %v: %.0f GB/s, checked", dt.Round(time.Microsecond), n/dt.Seconds()/1e9), src.use()
+}
