@@ -65,11 +65,7 @@ func TestGPULaunchPassesEveryArgumentType(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	out, err := MemAlloc(9 * 8)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer MemFree(out)
+	out := devAlloc(t, 9*8)
 	if err := MemsetD8(out, 0xEE, 9*8); err != nil {
 		t.Fatal(err)
 	}
@@ -113,11 +109,7 @@ func TestGPUCompileErrorHasLog(t *testing.T) {
 // floats uploads v to a new device buffer.
 func floats(t *testing.T, v []float32) DevicePtr {
 	t.Helper()
-	p, err := MemAlloc(int64(4 * len(v)))
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { _ = MemFree(p) })
+	p := devAlloc(t, int64(4*len(v)))
 	if err := MemcpyHtoD(p, unsafe.Slice((*byte)(unsafe.Pointer(&v[0])), 4*len(v))); err != nil {
 		t.Fatal(err)
 	}

@@ -31,6 +31,17 @@ func onGPU(t *testing.T) *Context {
 	return ctx
 }
 
+// devAlloc allocates n bytes in the current context, freed when the test ends.
+func devAlloc(t *testing.T, n int64) DevicePtr {
+	t.Helper()
+	p, err := MemAlloc(n)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = MemFree(p) })
+	return p
+}
+
 func randomBytes(n int) []byte {
 	b := make([]byte, n)
 	for i := range b {
@@ -77,16 +88,8 @@ func TestGPUCopyRoundTrip(t *testing.T) {
 	onGPU(t)
 	const n = 1<<20 + 12
 	in := randomBytes(n)
-	a, err := MemAlloc(n)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer MemFree(a)
-	b, err := MemAlloc(n)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer MemFree(b)
+	a := devAlloc(t, n)
+	b := devAlloc(t, n)
 	if err := MemsetD8(b, 0xA5, n); err != nil {
 		t.Fatal(err)
 	}
@@ -147,16 +150,8 @@ func TestGPUEventsAndStreams(t *testing.T) {
 	}
 	defer end.Destroy()
 	const n = 256 << 20
-	a, err := MemAlloc(n)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer MemFree(a)
-	b, err := MemAlloc(n)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer MemFree(b)
+	a := devAlloc(t, n)
+	b := devAlloc(t, n)
 	if err := start.Record(s); err != nil {
 		t.Fatal(err)
 	}
