@@ -13,27 +13,27 @@ type DeviceAttribute int32
 
 // Device attributes (values of CUdevice_attribute).
 const (
-	MaxThreadsPerBlock             DeviceAttribute = 1
-	MaxSharedMemoryPerBlock        DeviceAttribute = 8
-	WarpSize                       DeviceAttribute = 10
-	ClockRate                      DeviceAttribute = 13 // kHz
-	MultiprocessorCount            DeviceAttribute = 16
-	CanMapHostMemory               DeviceAttribute = 19
-	ConcurrentKernels              DeviceAttribute = 31
-	PCIBusIDAttr                   DeviceAttribute = 33
-	PCIDeviceID                    DeviceAttribute = 34
-	MemoryClockRate                DeviceAttribute = 36 // kHz
-	GlobalMemoryBusWidth           DeviceAttribute = 37 // bits
-	L2CacheSize                    DeviceAttribute = 38 // bytes
-	MaxThreadsPerMultiprocessor    DeviceAttribute = 39
-	AsyncEngineCount               DeviceAttribute = 40
-	UnifiedAddressing              DeviceAttribute = 41
-	PCIDomainID                    DeviceAttribute = 50
-	ComputeCapabilityMajor         DeviceAttribute = 75
-	ComputeCapabilityMinor         DeviceAttribute = 76
-	MaxSharedMemoryPerMultiprocess DeviceAttribute = 81
-	CooperativeLaunch              DeviceAttribute = 95
-	MaxSharedMemoryPerBlockOptin   DeviceAttribute = 97
+	MaxThreadsPerBlock               DeviceAttribute = 1
+	MaxSharedMemoryPerBlock          DeviceAttribute = 8
+	WarpSize                         DeviceAttribute = 10
+	ClockRate                        DeviceAttribute = 13 // kHz
+	MultiprocessorCount              DeviceAttribute = 16
+	CanMapHostMemory                 DeviceAttribute = 19
+	ConcurrentKernels                DeviceAttribute = 31
+	PCIBusIDAttr                     DeviceAttribute = 33
+	PCIDeviceID                      DeviceAttribute = 34
+	MemoryClockRate                  DeviceAttribute = 36 // kHz
+	GlobalMemoryBusWidth             DeviceAttribute = 37 // bits
+	L2CacheSize                      DeviceAttribute = 38 // bytes
+	MaxThreadsPerMultiprocessor      DeviceAttribute = 39
+	AsyncEngineCount                 DeviceAttribute = 40
+	UnifiedAddressing                DeviceAttribute = 41
+	PCIDomainID                      DeviceAttribute = 50
+	ComputeCapabilityMajor           DeviceAttribute = 75
+	ComputeCapabilityMinor           DeviceAttribute = 76
+	MaxSharedMemoryPerMultiprocessor DeviceAttribute = 81
+	CooperativeLaunch                DeviceAttribute = 95
+	MaxSharedMemoryPerBlockOptin     DeviceAttribute = 97
 )
 
 // DeviceCount returns the number of CUDA devices visible to this process.
