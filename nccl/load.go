@@ -17,6 +17,7 @@ import (
 // Library is a loaded NCCL-ABI library.
 type Library struct {
 	Path    string // what was opened: a name the loader resolved, or a path
+	File    string // the file the loader mapped for Path, where /proc/self/maps says
 	version int32
 
 	getVersion, getUniqueID, commInitAll, commDestroy, commAbort, commGetAsyncError, getErrorString cfunc
@@ -130,7 +131,7 @@ func openOne(path string) (*Library, error) {
 	if err != nil {
 		return nil, err
 	}
-	lib := &Library{Path: path}
+	lib := &Library{Path: path, File: path}
 	if err := lib.resolve(h); err != nil {
 		purego.Dlclose(h)
 		return nil, err
@@ -139,7 +140,24 @@ func openOne(path string) (*Library, error) {
 		purego.Dlclose(h)
 		return nil, err
 	}
+	if maps, err := os.ReadFile("/proc/self/maps"); err == nil {
+		lib.File = mappedFile(string(maps), path)
+	}
 	return lib, nil
+}
+
+// mappedFile finds the file a bare library name resolved to in a /proc/self/maps listing (libnccl.so.2 is
+// usually a link to libnccl.so.2.<minor>.<patch>); a path, or a name not found, is returned as is.
+func mappedFile(maps, name string) string {
+	if strings.Contains(name, "/") {
+		return name
+	}
+	for _, line := range strings.Split(maps, "\n") {
+		if i := strings.IndexByte(line, '/'); i >= 0 && strings.HasPrefix(filepath.Base(line[i:]), name) {
+			return line[i:]
+		}
+	}
+	return name
 }
 
 func (l *Library) resolve(h uintptr) error {

@@ -130,3 +130,19 @@ func TestErrorText(t *testing.T) {
 		t.Errorf("Result(42) = %q", got)
 	}
 }
+
+func TestMappedFile(t *testing.T) {
+	maps := "7f00-7f01 r--p 00000000 08:01 123 /usr/lib/x86_64-linux-gnu/libc.so.6\n" +
+		"7f02-7f03 r-xp 00001000 08:01 456 /usr/lib/x86_64-linux-gnu/libnccl.so.2.28.3\n" +
+		"7f04-7f05 rw-p 00000000 00:00 0 [heap]\n"
+	cases := map[string]string{
+		"libnccl.so.2":        "/usr/lib/x86_64-linux-gnu/libnccl.so.2.28.3",
+		"librccl.so.1":        "librccl.so.1",
+		"/opt/x/libnccl.so.2": "/opt/x/libnccl.so.2",
+	}
+	for name, want := range cases {
+		if got := mappedFile(maps, name); got != want {
+			t.Errorf("mappedFile(%q) = %q, want %q", name, got, want)
+		}
+	}
+}

@@ -1,0 +1,126 @@
+package vendorengine
+
+import (
+	"errors"
+	"fmt"
+	"runtime"
+	"sync"
+	"time"
+
+	"rcclx-tests/collectives"
+	"rcclx-tests/cuda"
+	"rcclx-tests/nccl"
+)
+
+// comm is the communicators of this process's ranks.
+type comm struct {
+	lib            *nccl.Library
+	nranks         int
+	timeout        time.Duration
+	register       bool
+	nativeAlltoAll bool
+	ranks          []*rank // local ranks, in local order
+	groups         []*group
+	devices        []collectives.Device
+
+	abortMu  sync.Mutex
+	abortErr error // why the communicators were aborted; after ncclCommAbort they are gone
+}
+
+// rank is one local rank: its device, context, stream and communicator.
+type rank struct {
+	global int
+	dev    cuda.Device
+	ctx    *cuda.Context
+	stream cuda.Stream // 0 with -y: the legacy default stream
+	comm   nccl.Comm
+	sm90   bool // FP8 needs sm_90 or later
+}
+
+func (r *rank) open(streamNull bool) error {
+	var err error
+	if r.ctx, err = r.dev.RetainPrimaryContext(); err != nil {
+		return err
+	}
+	if err := r.ctx.SetCurrent(); err != nil {
+		return err
+	}
+	major, _, err := r.dev.ComputeCapability()
+	if err != nil {
+		return err
+	}
+	r.sm90 = major >= 9
+	if !streamNull {
+		r.stream, err = cuda.StreamCreate(true)
+	}
+	return err
+}
+
+func (c *comm) NRanks() int                   { return c.nranks }
+func (c *comm) Devices() []collectives.Device { return c.devices }
+func (c *comm) Library() string               { return fmt.Sprintf("nccl-library=%d", c.lib.Version()) }
+func (c *comm) Version() int                  { return c.lib.Version() }
+func (c *comm) LibraryPath() string           { return c.lib.File }
+func (c *comm) Groups() []collectives.Group {
+	out := make([]collectives.Group, len(c.groups))
+	for i, g := range c.groups {
+		out[i] = g
+	}
+	return out
+}
+
+// abort ends every communicator of the process without waiting for their work (after a timeout or an
+// asynchronous error), once, and returns the first cause, which every later call reports.
+func (c *comm) abort(cause error) error {
+	c.abortMu.Lock()
+	defer c.abortMu.Unlock()
+	if c.abortErr != nil {
+		return c.abortErr
+	}
+	c.abortErr = cause
+	for _, r := range c.ranks {
+		if r.comm != 0 {
+			c.lib.CommAbort(r.comm)
+		}
+	}
+	return cause
+}
+
+// usable fails once the communicators are aborted (another thread may have timed out).
+func (c *comm) usable() error {
+	c.abortMu.Lock()
+	defer c.abortMu.Unlock()
+	return c.abortErr
+}
+
+// Close destroys what Open made. After an abort only the CUDA resources remain to free, and their errors
+// (the device may be in a bad state) are not reported.
+func (c *comm) Close() error {
+	runtime.LockOSThread()
+	defer runtime.UnlockOSThread()
+	aborted := c.usable() != nil
+	var errs []error
+	keep := func(err error) {
+		if err != nil && !aborted {
+			errs = append(errs, err)
+		}
+	}
+	for _, g := range c.groups {
+		keep(g.close(aborted))
+	}
+	for _, r := range c.ranks {
+		if r.comm != 0 && !aborted {
+			keep(libraryError(c.lib.CommDestroy(r.comm)))
+		}
+		if r.ctx == nil {
+			continue
+		}
+		keep(runtimeError(r.ctx.SetCurrent()))
+		if r.stream != 0 {
+			keep(runtimeError(r.stream.Destroy()))
+		}
+		keep(runtimeError(r.ctx.Release()))
+	}
+	c.ranks, c.groups = nil, nil
+	return errors.Join(errs...)
+}

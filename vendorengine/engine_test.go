@@ -1,0 +1,130 @@
+package vendorengine
+
+import (
+	"errors"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+	"unsafe"
+
+	"github.com/ebitengine/purego"
+
+	"rcclx-tests/collectives"
+	"rcclx-tests/nccl"
+)
+
+var (
+	_ collectives.Prober         = engine{}
+	_ collectives.Grapher        = (*group)(nil)
+	_ collectives.EventTimer     = (*group)(nil)
+	_ collectives.MemoryReporter = (*group)(nil)
+)
+
+func TestName(t *testing.T) {
+	if New().Name() != "vendor" {
+		t.Errorf("Name = %q", New().Name())
+	}
+}
+
+func TestOpenWithoutLibraryIsOneLineLibraryError(t *testing.T) {
+	notLib := filepath.Join(t.TempDir(), "libnccl.so.2")
+	os.WriteFile(notLib, []byte("#!/bin/sh\n"), 0o644)
+	for _, lib := range []string{notLib, "/nonexistent/librccl.so.1", "libc.so.6"} {
+		_, err := New().Open(collectives.Config{Library: lib, NGpus: 1})
+		var le *collectives.LibraryError
+		if !errors.As(err, &le) || !strings.Contains(err.Error(), lib+" (") || strings.Contains(err.Error(), "\n") {
+			t.Errorf("Open(--lib %s) = %v, want one-line *LibraryError naming it", lib, err)
+		}
+	}
+}
+
+// cGetenv reads the C library's environment, which NCCL reads.
+func cGetenv(t *testing.T) func(string) string {
+	h, err := purego.Dlopen("libc.so.6", purego.RTLD_NOW)
+	if err != nil {
+		t.Skip("no libc:", err)
+	}
+	var getenv func(string) *byte
+	purego.RegisterLibFunc(&getenv, h, "getenv")
+	return func(k string) string {
+		p := getenv(k)
+		if p == nil {
+			return ""
+		}
+		var b []byte
+		for q := p; *q != 0; q = (*byte)(unsafe.Add(unsafe.Pointer(q), 1)) {
+			b = append(b, *q)
+		}
+		return string(b)
+	}
+}
+
+func TestOverrideEnvReachesCAndIsRestored(t *testing.T) {
+	getenv := cGetenv(t)
+	t.Setenv("RCCLX_TESTS_A", "before")
+	os.Unsetenv("RCCLX_TESTS_B")
+	restore := overrideEnv(map[string]string{"RCCLX_TESTS_A": "1", "RCCLX_TESTS_B": "2"})
+	for k, want := range map[string]string{"RCCLX_TESTS_A": "1", "RCCLX_TESTS_B": "2"} {
+		if os.Getenv(k) != want || getenv(k) != want {
+			t.Errorf("during: %s = %q (Go), %q (C), want %q", k, os.Getenv(k), getenv(k), want)
+		}
+	}
+	restore()
+	if os.Getenv("RCCLX_TESTS_A") != "before" || getenv("RCCLX_TESTS_A") != "before" {
+		t.Errorf("after: RCCLX_TESTS_A = %q (C %q), want before", os.Getenv("RCCLX_TESTS_A"), getenv("RCCLX_TESTS_A"))
+	}
+	if _, set := os.LookupEnv("RCCLX_TESTS_B"); set || getenv("RCCLX_TESTS_B") != "" {
+		t.Error("after: RCCLX_TESTS_B still set")
+	}
+}
+
+func TestOverrideEnvTurnsMulticastOffUnlessSet(t *testing.T) {
+	t.Setenv("NCCL_NVLS_ENABLE", "")
+	os.Unsetenv("NCCL_NVLS_ENABLE")
+	overrideEnv(nil)()
+	if got := os.Getenv("NCCL_NVLS_ENABLE"); got != "0" {
+		t.Errorf("NCCL_NVLS_ENABLE = %q after Open without it, want 0", got)
+	}
+	t.Setenv("NCCL_NVLS_ENABLE", "1")
+	overrideEnv(nil)()
+	if got := os.Getenv("NCCL_NVLS_ENABLE"); got != "1" {
+		t.Errorf("NCCL_NVLS_ENABLE = %q, want the user's 1", got)
+	}
+	restore := overrideEnv(map[string]string{"NCCL_NVLS_ENABLE": "0"})
+	if got := os.Getenv("NCCL_NVLS_ENABLE"); got != "0" {
+		t.Errorf("NCCL_NVLS_ENABLE = %q with -E NCCL_NVLS_ENABLE=0", got)
+	}
+	restore()
+}
+
+// fakeWorld answers AllGather with fixed parts, as process rank of a run would see them.
+type fakeWorld struct {
+	rank  int
+	parts [][]byte
+}
+
+func (w fakeWorld) Rank() int                          { return w.rank }
+func (w fakeWorld) Size() int                          { return len(w.parts) }
+func (w fakeWorld) AllGather([]byte) ([][]byte, error) { return w.parts, nil }
+func (w fakeWorld) Barrier() error                     { return nil }
+
+func TestExchange(t *testing.T) {
+	host, _ := os.Hostname()
+	var want nccl.UniqueID
+	for i := range want.Internal {
+		want.Internal[i] = byte(i*7 + 3)
+	}
+	part := func(h string, id nccl.UniqueID) []byte { return append([]byte(h+"\x00"), id.Internal[:]...) }
+	w := fakeWorld{rank: 3, parts: [][]byte{part(host, want), part("elsewhere", nccl.UniqueID{}),
+		part(host, nccl.UniqueID{}), part(host, nccl.UniqueID{})}}
+	var id nccl.UniqueID
+	idx, err := exchange(w, &id)
+	if err != nil || idx != 2 || id != want {
+		t.Errorf("exchange = host index %d, %v, id ok %v; want 2", idx, err, id == want)
+	}
+	w.parts[0] = []byte("truncated")
+	if _, err := exchange(w, &id); err == nil {
+		t.Error("exchange accepted a malformed unique id")
+	}
+}

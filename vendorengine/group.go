@@ -1,0 +1,128 @@
+package vendorengine
+
+import (
+	"errors"
+	"fmt"
+
+	"rcclx-tests/collectives"
+	"rcclx-tests/cuda"
+	"rcclx-tests/nccl"
+)
+
+// group drives the ranks of one harness thread; all its methods run on that thread (NCCL's group state is
+// per OS thread).
+type group struct {
+	c        *comm
+	ranks    []*rank
+	global   []int
+	lastCall string // for the timeout message
+
+	ops    []nccl.RedOp // per local rank, reused by every Launch
+	premul map[premulKey]nccl.RedOp
+	marks  markPool
+}
+
+// premulKey names a PreMulSum operation, made once per local rank and type.
+type premulKey struct {
+	local int
+	dtype collectives.DType
+}
+
+func newGroup(c *comm, ranks []*rank) *group {
+	g := &group{c: c, ranks: ranks, ops: make([]nccl.RedOp, len(ranks)), premul: map[premulKey]nccl.RedOp{}}
+	for _, r := range ranks {
+		g.global = append(g.global, r.global)
+	}
+	g.marks.init(len(ranks))
+	return g
+}
+
+func (g *group) Ranks() []int { return g.global }
+
+// Algorithm is the library's own choice, which it does not tell.
+func (g *group) Algorithm(*collectives.Call) string { return "nccl" }
+
+// on makes local rank l's context current on this thread.
+func (g *group) on(l int) error { return runtimeError(g.ranks[l].ctx.SetCurrent()) }
+
+// buffer is device memory of one local rank, registered with its communicator under -R.
+type buffer struct {
+	ptr    cuda.DevicePtr
+	n      int64
+	local  int
+	handle uintptr // ncclCommRegister's, or 0
+}
+
+func (b *buffer) Len() int64 { return b.n }
+
+func devicePtr(v collectives.View) cuda.DevicePtr { return v.Buf.(*buffer).ptr + cuda.DevicePtr(v.Off) }
+
+func (g *group) Alloc(local int, bytes int64) (collectives.Buffer, error) {
+	if err := g.on(local); err != nil {
+		return nil, err
+	}
+	p, err := cuda.MemAlloc(max(bytes, 1))
+	if err != nil {
+		return nil, runtimeError(fmt.Errorf("vendor: rank %d: %w", g.global[local], err))
+	}
+	b := &buffer{ptr: p, n: bytes, local: local}
+	if g.c.register {
+		if b.handle, err = g.c.lib.CommRegister(g.ranks[local].comm, p, max(bytes, 1)); err != nil {
+			cuda.MemFree(p)
+			return nil, libraryError(err)
+		}
+	}
+	return b, nil
+}
+
+func (g *group) Free(buf collectives.Buffer) error {
+	b := buf.(*buffer)
+	var errs []error
+	if b.handle != 0 && g.c.usable() == nil {
+		errs = append(errs, libraryError(g.c.lib.CommDeregister(g.ranks[b.local].comm, b.handle)))
+	}
+	if err := g.on(b.local); err != nil {
+		return errors.Join(append(errs, err)...)
+	}
+	return errors.Join(append(errs, runtimeError(cuda.MemFree(b.ptr)))...)
+}
+
+// Write copies host bytes in and waits for the copy: a copy from pageable memory may return before its DMA
+// ends, and the collectives' non-blocking streams do not wait for the legacy stream it runs on.
+func (g *group) Write(dst collectives.View, src []byte) error {
+	b := dst.Buf.(*buffer)
+	if err := g.on(b.local); err != nil {
+		return err
+	}
+	if err := cuda.MemcpyHtoD(devicePtr(dst), src); err != nil {
+		return runtimeError(err)
+	}
+	return runtimeError(cuda.Stream(0).Synchronize())
+}
+
+func (g *group) Read(dst []byte, src collectives.View) error {
+	if err := g.on(src.Buf.(*buffer).local); err != nil {
+		return err
+	}
+	return runtimeError(cuda.MemcpyDtoH(dst, devicePtr(src)))
+}
+
+// FreeMemory is the device memory local rank may still allocate.
+func (g *group) FreeMemory(local int) (int64, error) {
+	if err := g.on(local); err != nil {
+		return 0, err
+	}
+	free, _, err := cuda.MemGetInfo()
+	return free, runtimeError(err)
+}
+
+func (g *group) close(aborted bool) error {
+	var errs []error
+	if !aborted {
+		for k, op := range g.premul {
+			errs = append(errs, libraryError(g.c.lib.RedOpDestroy(op, g.ranks[k.local].comm)))
+		}
+	}
+	errs = append(errs, g.marks.destroy(g))
+	return errors.Join(errs...)
+}

@@ -1,0 +1,192 @@
+package vendorengine
+
+import (
+	"fmt"
+	"time"
+
+	"rcclx-tests/collectives"
+	"rcclx-tests/cuda"
+	"rcclx-tests/nccl"
+)
+
+// Launch issues c on every local rank in one NCCL group, on this thread, and returns without waiting.
+func (g *group) Launch(c *collectives.Call) error {
+	if err := g.c.usable(); err != nil {
+		return err
+	}
+	dt, err := g.dataType(c.DType)
+	if err != nil {
+		return err
+	}
+	if c.Coll.Reduces {
+		if err := g.redOps(c.Op, c.DType, dt); err != nil {
+			return err
+		}
+	}
+	g.lastCall = g.c.callName(c)
+	lib := g.c.lib
+	if err := lib.GroupStart(); err != nil {
+		return libraryError(err)
+	}
+	var first error
+	for l, r := range g.ranks {
+		if first = g.launchOne(c, l, r, dt); first != nil {
+			break
+		}
+	}
+	if err := lib.GroupEnd(); first == nil {
+		first = err
+	}
+	if first != nil {
+		return libraryError(fmt.Errorf("vendor: %w", first))
+	}
+	return nil
+}
+
+func (g *group) launchOne(c *collectives.Call, l int, r *rank, dt nccl.DataType) error {
+	lib, count := g.c.lib, c.Counts[l].Param
+	if count == 0 {
+		return nil // nothing to move; the library would return at once too
+	}
+	send, recv := devicePtr(c.Send[l]), devicePtr(c.Recv[l])
+	switch c.Coll {
+	case collectives.AllReduce:
+		return lib.AllReduce(send, recv, count, dt, g.ops[l], r.comm, r.stream)
+	case collectives.AllGather:
+		return lib.AllGather(send, recv, count, dt, r.comm, r.stream)
+	case collectives.ReduceScatter:
+		return lib.ReduceScatter(send, recv, count, dt, g.ops[l], r.comm, r.stream)
+	case collectives.AllToAll:
+		if g.c.nativeAlltoAll && !c.InPlace(l) {
+			return lib.AlltoAll(send, recv, count, dt, r.comm, r.stream)
+		}
+		// As nccl-tests does: a send and a receive per peer (in place too, where the libraries' alltoall
+		// refuses; nccl-tests does not check in-place alltoall results).
+		block := cuda.DevicePtr(count * int64(c.DType.Size()))
+		for p := range g.c.nranks {
+			if err := lib.Send(send+cuda.DevicePtr(p)*block, count, dt, p, r.comm, r.stream); err != nil {
+				return err
+			}
+			if err := lib.Recv(recv+cuda.DevicePtr(p)*block, count, dt, p, r.comm, r.stream); err != nil {
+				return err
+			}
+		}
+		return nil
+	}
+	return fmt.Errorf("vendor: %s: %w", c.Coll.Name, collectives.ErrUnsupported)
+}
+
+// callName names the library call of c, for messages.
+func (c *comm) callName(call *collectives.Call) string {
+	switch call.Coll {
+	case collectives.AllReduce:
+		return "ncclAllReduce"
+	case collectives.AllGather:
+		return "ncclAllGather"
+	case collectives.ReduceScatter:
+		return "ncclReduceScatter"
+	case collectives.AllToAll:
+		if c.nativeAlltoAll {
+			return "ncclAlltoAll"
+		}
+		return "ncclSend/ncclRecv"
+	}
+	return call.Coll.Name
+}
+
+// dataType maps d, refusing FP8 on devices before sm_90 (NCCL's requirement).
+func (g *group) dataType(d collectives.DType) (nccl.DataType, error) {
+	dt, err := nccl.DataTypeOf(d, g.c.lib.Version())
+	if err != nil {
+		return 0, err
+	}
+	if d == collectives.F8E4M3 || d == collectives.F8E5M2 {
+		for _, r := range g.ranks {
+			if !r.sm90 {
+				return 0, fmt.Errorf("%s needs an sm_90 or newer GPU (device %d is older): %w", d, r.dev, collectives.ErrUnsupported)
+			}
+		}
+	}
+	return dt, nil
+}
+
+// redOps fills g.ops for op: the built-in operation, or each rank's PreMulSum operation with its scalar
+// (made once per rank and type).
+func (g *group) redOps(op collectives.Op, d collectives.DType, dt nccl.DataType) error {
+	if op != collectives.MulSum {
+		o, err := nccl.RedOpOf(op, g.c.lib.Version())
+		for l := range g.ops {
+			g.ops[l] = o
+		}
+		return err
+	}
+	for l, r := range g.ranks {
+		k := premulKey{l, d}
+		o, ok := g.premul[k]
+		if !ok {
+			var err error
+			scalar := nccl.Scalar(d, collectives.PreMulScalar(r.global))
+			if o, err = g.c.lib.RedOpCreatePreMulSum(scalar, dt, r.comm); err != nil {
+				return libraryError(err)
+			}
+			g.premul[k] = o
+		}
+		g.ops[l] = o
+	}
+	return nil
+}
+
+// Wait polls the streams and the communicators' asynchronous errors until everything launched has finished.
+// Past the timeout, or on an asynchronous error, it aborts every communicator of the process.
+func (g *group) Wait() error {
+	start := time.Now()
+	legacy := g.ranks[0].stream == 0 // -y: each device's legacy stream, queried in its context
+	if !legacy {
+		if err := g.on(0); err != nil {
+			return err
+		}
+	}
+	for {
+		pending := -1
+		for l, r := range g.ranks {
+			if legacy {
+				if err := g.on(l); err != nil {
+					return err
+				}
+			}
+			done, err := r.stream.Query()
+			if err != nil {
+				return runtimeError(fmt.Errorf("vendor: rank %d after %s: %w", r.global, g.lastCall, err))
+			}
+			if !done && pending < 0 {
+				pending = l
+			}
+		}
+		if pending < 0 {
+			return nil
+		}
+		if err := g.c.usable(); err != nil {
+			return err
+		}
+		if err := g.asyncError(); err != nil {
+			return g.c.abort(err)
+		}
+		if g.c.timeout > 0 && time.Since(start) > g.c.timeout {
+			return g.c.abort(&collectives.TimeoutError{Rank: g.global[pending], Phase: g.lastCall, After: g.c.timeout})
+		}
+	}
+}
+
+// asyncError reports the first communicator of this group in a failed state.
+func (g *group) asyncError() error {
+	for _, r := range g.ranks {
+		state, err := g.c.lib.CommGetAsyncError(r.comm)
+		if err == nil && state != nccl.Success && state != nccl.InProgress {
+			err = g.c.lib.Check("ncclCommGetAsyncError", state)
+		}
+		if err != nil {
+			return libraryError(fmt.Errorf("vendor: rank %d after %s: %w", r.global, g.lastCall, err))
+		}
+	}
+	return nil
+}

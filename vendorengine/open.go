@@ -1,0 +1,218 @@
+package vendorengine
+
+import (
+	"bytes"
+	"errors"
+	"fmt"
+	"os"
+	"runtime"
+	"sync"
+
+	"rcclx-tests/collectives"
+	"rcclx-tests/cuda"
+	"rcclx-tests/nccl"
+)
+
+// Open creates one communicator per local rank. Ranks are numbered as nccl-tests numbers them: process, then
+// thread, then GPU; local rank l of the p-th process on a host drives device (p*local ranks + l) mod devices.
+func (engine) Open(cfg collectives.Config) (collectives.Comm, error) {
+	lib, err := nccl.Open(cfg.Library)
+	if err != nil {
+		return nil, &collectives.LibraryError{Err: fmt.Errorf("vendor: %w", err)}
+	}
+	if cfg.Register && !lib.Has("ncclCommRegister") {
+		return nil, &collectives.LibraryError{Err: fmt.Errorf("vendor: -R: %s does not export ncclCommRegister", lib.File)}
+	}
+	if err := cuda.Load(); err != nil {
+		return nil, runtimeError(err)
+	}
+	runtime.LockOSThread()
+	defer runtime.UnlockOSThread()
+
+	world := cfg.World
+	if world == nil {
+		world = single{}
+	}
+	nthreads, ngpus := max(cfg.NThreads, 1), max(cfg.NGpus, 1)
+	nlocal := nthreads * ngpus
+	c := &comm{lib: lib, nranks: world.Size() * nlocal, timeout: cfg.Timeout, register: cfg.Register,
+		nativeAlltoAll: lib.Has("ncclAlltoAll") || lib.Has("ncclAllToAll")}
+
+	// CommInitAll makes every communicator of a single-process run in one call; otherwise rank 0's unique id
+	// reaches every rank through the world.
+	initAll := world.Size() == 1 && !cfg.ParallelInit
+	var id nccl.UniqueID
+	if !initAll && world.Rank() == 0 {
+		if id, err = lib.GetUniqueID(); err != nil {
+			return nil, libraryError(err)
+		}
+	}
+	hostIndex, err := exchange(world, &id)
+	if err != nil {
+		return nil, err
+	}
+	if err := c.openRanks(world.Rank()*nlocal, hostIndex*nlocal, nlocal, ngpus, cfg.StreamNull); err != nil {
+		c.Close()
+		return nil, err
+	}
+	restore := overrideEnv(cfg.Env)
+	err = c.initComms(initAll, cfg.ParallelInit, id, ngpus)
+	restore()
+	if err != nil {
+		c.Close()
+		return nil, libraryError(err)
+	}
+	for t := range nthreads {
+		c.groups = append(c.groups, newGroup(c, c.ranks[t*ngpus:(t+1)*ngpus]))
+	}
+	return c, nil
+}
+
+// exchange shares rank 0's unique id with every process and returns how many processes of lower rank run on
+// this host.
+func exchange(world collectives.World, id *nccl.UniqueID) (hostIndex int, err error) {
+	if world.Size() == 1 {
+		return 0, nil
+	}
+	host, _ := os.Hostname()
+	msg := append([]byte(host+"\x00"), id.Internal[:]...)
+	all, err := world.AllGather(msg)
+	if err != nil {
+		return 0, err
+	}
+	if i := bytes.IndexByte(all[0], 0); i >= 0 && len(all[0]) == i+1+len(id.Internal) {
+		copy(id.Internal[:], all[0][i+1:])
+	} else {
+		return 0, fmt.Errorf("vendor: rank 0 sent a malformed unique id (%d bytes)", len(all[0]))
+	}
+	for r := range world.Rank() {
+		if bytes.HasPrefix(all[r], []byte(host+"\x00")) {
+			hostIndex++
+		}
+	}
+	return hostIndex, nil
+}
+
+// openRanks retains each local rank's device context and creates its stream.
+func (c *comm) openRanks(firstRank, firstDevice, nlocal, ngpus int, streamNull bool) error {
+	ndev, err := cuda.DeviceCount()
+	if err != nil {
+		return runtimeError(err)
+	}
+	if nlocal > ndev {
+		return runtimeError(fmt.Errorf("vendor: this process drives %d ranks but sees %d GPUs; NCCL needs a GPU per rank", nlocal, ndev))
+	}
+	host, _ := os.Hostname()
+	for l := range nlocal {
+		r := &rank{global: firstRank + l, dev: cuda.Device((firstDevice + l) % ndev)}
+		c.ranks = append(c.ranks, r)
+		if err := r.open(streamNull); err != nil {
+			return runtimeError(fmt.Errorf("vendor: rank %d on device %d: %w", r.global, r.dev, err))
+		}
+		name, _ := r.dev.Name()
+		c.devices = append(c.devices, collectives.Device{Rank: r.global, Group: l / ngpus, Pid: os.Getpid(),
+			Hostname: host, Index: int(r.dev), BusID: busID(r.dev), Name: name})
+	}
+	return nil
+}
+
+// busID is the device's PCI domain:bus:device as nccl-tests prints it ("0000:00:06").
+func busID(d cuda.Device) string {
+	var id [3]int
+	for i, a := range []cuda.DeviceAttribute{cuda.PCIDomainID, cuda.PCIBusIDAttr, cuda.PCIDeviceID} {
+		id[i], _ = d.Attribute(a)
+	}
+	return fmt.Sprintf("%04x:%02x:%02x", id[0], id[1], id[2])
+}
+
+// initComms creates the communicators: in one ncclCommInitAll, in one group of ncclCommInitRank calls, or
+// (-p) in one such group per thread, each on its own OS thread.
+func (c *comm) initComms(initAll, parallel bool, id nccl.UniqueID, ngpus int) error {
+	if initAll {
+		devs := make([]int32, len(c.ranks))
+		for l, r := range c.ranks {
+			devs[l] = int32(r.dev)
+		}
+		comms, err := c.lib.CommInitAll(devs)
+		if err == nil {
+			for l, r := range c.ranks {
+				r.comm = comms[l]
+			}
+		}
+		return err
+	}
+	if !parallel {
+		return c.initRanks(c.ranks, id)
+	}
+	errs := make([]error, len(c.ranks)/ngpus)
+	var wg sync.WaitGroup
+	for t := range errs {
+		wg.Go(func() {
+			runtime.LockOSThread()
+			defer runtime.UnlockOSThread()
+			errs[t] = c.initRanks(c.ranks[t*ngpus:(t+1)*ngpus], id)
+		})
+	}
+	wg.Wait()
+	return errors.Join(errs...)
+}
+
+// initRanks makes the communicators of ranks in one NCCL group on the calling (locked) thread.
+func (c *comm) initRanks(ranks []*rank, id nccl.UniqueID) error {
+	if err := c.lib.GroupStart(); err != nil {
+		return err
+	}
+	var first error
+	for _, r := range ranks {
+		if err := r.ctx.SetCurrent(); err != nil {
+			first = runtimeError(err)
+			break
+		}
+		var err error
+		if r.comm, err = c.lib.CommInitRank(c.nranks, id, r.global); err != nil {
+			first = err
+			break
+		}
+	}
+	if err := c.lib.GroupEnd(); first == nil {
+		first = err
+	}
+	return first
+}
+
+// overrideEnv sets the communicator's variables in the process environment, where the library reads them
+// when it creates communicators, and returns a function restoring the previous values. NVLink multicast is
+// turned off for the rest of the process unless the user chose otherwise (the lent machines require it, and
+// the library may read the variable after creating a communicator).
+func overrideEnv(env map[string]string) (restore func()) {
+	if _, set := os.LookupEnv("NCCL_NVLS_ENABLE"); !set {
+		os.Setenv("NCCL_NVLS_ENABLE", "0")
+	}
+	type saved struct {
+		value string
+		set   bool
+	}
+	before := map[string]saved{}
+	for k, v := range env {
+		old, set := os.LookupEnv(k)
+		before[k] = saved{old, set}
+		os.Setenv(k, v)
+	}
+	return func() {
+		for k, s := range before {
+			if s.set {
+				os.Setenv(k, s.value)
+			} else {
+				os.Unsetenv(k)
+			}
+		}
+	}
+}
+
+// single is the world of a run in one process, for a Config without one.
+type single struct{}
+
+func (single) Rank() int                               { return 0 }
+func (single) Size() int                               { return 1 }
+func (single) AllGather(data []byte) ([][]byte, error) { return [][]byte{data}, nil }
+func (single) Barrier() error                          { return nil }

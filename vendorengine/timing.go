@@ -1,0 +1,150 @@
+package vendorengine
+
+import (
+	"errors"
+	"fmt"
+	"time"
+
+	"rcclx-tests/collectives"
+	"rcclx-tests/cuda"
+)
+
+// mark is one Mark: an event recorded on each local rank's stream.
+type mark []cuda.Event
+
+// markPool keeps each local rank's timing events (created in its context). A series of marks ends when the
+// harness reads it (Elapsed); the next Mark starts a new series and reuses the earlier events.
+type markPool struct {
+	free, used [][]cuda.Event // per local rank
+	read       bool
+}
+
+func (p *markPool) init(nlocal int) {
+	p.free, p.used = make([][]cuda.Event, nlocal), make([][]cuda.Event, nlocal)
+}
+
+func (p *markPool) take(g *group, l int) (cuda.Event, error) {
+	var e cuda.Event
+	if n := len(p.free[l]); n > 0 {
+		e, p.free[l] = p.free[l][n-1], p.free[l][:n-1]
+	} else {
+		if err := g.on(l); err != nil {
+			return 0, err
+		}
+		var err error
+		if e, err = cuda.EventCreate(true); err != nil {
+			return 0, runtimeError(err)
+		}
+	}
+	p.used[l] = append(p.used[l], e)
+	return e, nil
+}
+
+func (p *markPool) destroy(g *group) error {
+	var errs []error
+	for l := range p.free {
+		if len(p.free[l])+len(p.used[l]) > 0 {
+			errs = append(errs, g.on(l))
+		}
+		for _, e := range append(p.free[l], p.used[l]...) {
+			errs = append(errs, runtimeError(e.Destroy()))
+		}
+	}
+	p.init(len(p.free))
+	return errors.Join(errs...)
+}
+
+// Mark records an event after the work launched so far on every local rank.
+func (g *group) Mark() (collectives.Event, error) {
+	p := &g.marks
+	if p.read {
+		for l := range p.used {
+			p.free[l], p.used[l] = append(p.free[l], p.used[l]...), p.used[l][:0]
+		}
+		p.read = false
+	}
+	m := make(mark, len(g.ranks))
+	for l, r := range g.ranks {
+		e, err := p.take(g, l)
+		if err != nil {
+			return nil, err
+		}
+		if err := e.Record(r.stream); err != nil {
+			return nil, runtimeError(err)
+		}
+		m[l] = e
+	}
+	return m, nil
+}
+
+// Elapsed is the time between two marks on the slowest local rank.
+func (g *group) Elapsed(from, to collectives.Event) (time.Duration, error) {
+	g.marks.read = true
+	a, b := from.(mark), to.(mark)
+	var longest time.Duration
+	for l := range a {
+		d, err := cuda.EventElapsed(a[l], b[l])
+		if err != nil {
+			return 0, runtimeError(err)
+		}
+		longest = max(longest, d)
+	}
+	return longest, nil
+}
+
+// graph is one captured graph per local rank, replayed on its stream.
+type graph struct {
+	g     *group
+	execs []cuda.GraphExec
+}
+
+// Capture records the library calls that record makes into one graph per local rank.
+func (g *group) Capture(record func() error) (collectives.Graph, error) {
+	if g.ranks[0].stream == 0 {
+		return nil, fmt.Errorf("vendor: -G with -y: the legacy default stream cannot be captured: %w", collectives.ErrUnsupported)
+	}
+	for l, r := range g.ranks {
+		if err := r.stream.BeginCapture(); err != nil {
+			for _, begun := range g.ranks[:l] {
+				begun.stream.EndCapture()
+			}
+			return nil, runtimeError(err)
+		}
+	}
+	errs := []error{record()}
+	gr := &graph{g: g}
+	for _, r := range g.ranks {
+		cg, err := r.stream.EndCapture()
+		errs = append(errs, runtimeError(err))
+		if err != nil {
+			continue
+		}
+		exec, err := cg.Instantiate()
+		errs = append(errs, runtimeError(err), runtimeError(cg.Destroy()))
+		if err == nil {
+			gr.execs = append(gr.execs, exec)
+		}
+	}
+	if err := errors.Join(errs...); err != nil {
+		return nil, errors.Join(err, gr.Destroy())
+	}
+	return gr, nil
+}
+
+func (gr *graph) Launch() error {
+	for l, x := range gr.execs {
+		if err := x.Launch(gr.g.ranks[l].stream); err != nil {
+			return runtimeError(err)
+		}
+	}
+	return nil
+}
+
+func (gr *graph) Destroy() error {
+	var errs []error
+	for _, x := range gr.execs {
+		errs = append(errs, runtimeError(x.Destroy()))
+	}
+	gr.execs = nil
+	return errors.Join(errs...)
+}
