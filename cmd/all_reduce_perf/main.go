@@ -1,0 +1,11 @@
+// Command all_reduce_perf measures and validates all_reduce like nccl-tests' binary of the same name.
+package main
+
+import (
+	"os"
+
+	"rcclx-tests/collectives"
+	"rcclx-tests/harness"
+)
+
+func main() { os.Exit(harness.Main(collectives.AllReduce, os.Args[1:])) }

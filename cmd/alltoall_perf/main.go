@@ -1,0 +1,11 @@
+// Command alltoall_perf measures and validates alltoall like nccl-tests' binary of the same name.
+package main
+
+import (
+	"os"
+
+	"rcclx-tests/collectives"
+	"rcclx-tests/harness"
+)
+
+func main() { os.Exit(harness.Main(collectives.AllToAll, os.Args[1:])) }

@@ -1,0 +1,65 @@
+// Package engines maps the names --engine accepts to the engines that implement them.
+package engines
+
+import (
+	"errors"
+	"fmt"
+	"strings"
+
+	"rcclx-tests/collectives"
+	"rcclx-tests/hostengine"
+)
+
+// Auto is the --engine value that picks the first available engine among the auto candidates.
+const Auto = "auto"
+
+// entry is one engine --engine can name.
+type entry struct {
+	name string
+	new  func() collectives.Engine
+	auto bool // a candidate of --engine auto
+}
+
+// registry lists the engines; --engine auto tries its candidates in this order. Adding an engine is one line.
+var registry = []entry{
+	{"host", hostengine.New, true},
+}
+
+// Names lists the values --engine accepts.
+func Names() []string {
+	out := []string{Auto}
+	for _, e := range registry {
+		out = append(out, e.name)
+	}
+	return out
+}
+
+// New creates the engine called name; "auto" is the first candidate whose Prober reports it available (an
+// engine that cannot probe counts as available).
+func New(name string) (collectives.Engine, error) {
+	if name != Auto {
+		for _, e := range registry {
+			if e.name == name {
+				return e.new(), nil
+			}
+		}
+		return nil, fmt.Errorf("unknown engine %q (want one of %s)", name, strings.Join(Names(), ", "))
+	}
+	var reasons []string
+	for _, e := range registry {
+		if !e.auto {
+			continue
+		}
+		eng := e.new()
+		p, ok := eng.(collectives.Prober)
+		if !ok {
+			return eng, nil
+		}
+		err := p.Available()
+		if err == nil {
+			return eng, nil
+		}
+		reasons = append(reasons, e.name+": "+err.Error())
+	}
+	return nil, errors.New("no engine available: " + strings.Join(reasons, "; "))
+}

@@ -1,0 +1,128 @@
+package harness
+
+import (
+	"bytes"
+	"sync"
+
+	"rcclx-tests/collectives"
+)
+
+// poisonByte fills receive buffers before a validation run, so an engine that writes nothing is caught.
+const poisonByte = 0xA5
+
+// truth is the validation data of one point, computed once and shared by both halves, every -c repetition and
+// every thread: each local rank's input, and the expected outputs (memoized per rank and tolerance).
+type truth struct {
+	coll   *collectives.Collective
+	p      point
+	nranks int
+	seed   uint64
+	inputs map[int][]byte // by global rank
+
+	mu      sync.Mutex
+	expects map[expectKey]*expectOnce
+}
+
+type expectKey struct {
+	rank int // -1 when every rank expects the same data
+	lp   bool
+}
+
+type expectOnce struct {
+	once sync.Once
+	e    *collectives.Expectation
+}
+
+// newTruth generates the inputs of ranks for p.
+func newTruth(coll *collectives.Collective, p point, nranks int, ranks []int, seed uint64) *truth {
+	tr := &truth{coll: coll, p: p, nranks: nranks, seed: seed, inputs: map[int][]byte{},
+		expects: map[expectKey]*expectOnce{}}
+	for _, r := range ranks {
+		k := coll.Counts(p.size, nranks, r, p.dt)
+		tr.inputs[r] = coll.Input(p.dt, p.op, r, nranks, k, seed)
+	}
+	return tr
+}
+
+// sameOnEveryRank reports whether every rank receives the same data: all_reduce and all_gather results do not
+// depend on the receiving rank, so one expectation serves them all.
+func sameOnEveryRank(c *collectives.Collective) bool {
+	return c == collectives.AllReduce || c == collectives.AllGather
+}
+
+// expect returns rank's expectation, computing it on first use; lp selects the low-precision tolerance.
+func (tr *truth) expect(rank int, lp bool) *collectives.Expectation {
+	key := expectKey{rank, lp}
+	if sameOnEveryRank(tr.coll) {
+		key.rank = -1
+	}
+	tr.mu.Lock()
+	eo := tr.expects[key]
+	if eo == nil {
+		eo = &expectOnce{}
+		tr.expects[key] = eo
+	}
+	tr.mu.Unlock()
+	eo.once.Do(func() {
+		k := tr.coll.Counts(tr.p.size, tr.nranks, rank, tr.p.dt)
+		tol := tr.coll.Tolerance(tr.p.dt, tr.p.op, tr.nranks, lp)
+		eo.e = tr.coll.Expect(tr.p.dt, tr.p.op, rank, tr.nranks, k, tr.seed, tol)
+	})
+	return eo.e
+}
+
+// check runs one validation of a half on this thread: poison every receive buffer, write the inputs, launch
+// once, wait, read every rank's output back and compare it with the truth. Reading is serial (one thread owns
+// the group) and comparing overlaps it on other cores.
+func (t *thread) check(tr *truth, inPlace bool, poison []byte) (summary, error) {
+	c := t.call(tr.p, inPlace, 0)
+	es := int64(tr.p.dt.Size())
+	for l, r := range t.ranks {
+		if err := t.group.Write(c.Recv[l], poison[:c.Counts[l].Recv*es]); err != nil {
+			return summary{}, err
+		}
+		if err := t.group.Write(c.Send[l], tr.inputs[r]); err != nil {
+			return summary{}, err
+		}
+	}
+	if err := t.group.Launch(c); err != nil {
+		return summary{}, err
+	}
+	if err := t.group.Wait(); err != nil {
+		return summary{}, err
+	}
+	lp := t.group.Algorithm(c) == collectives.LowPrecision
+	var (
+		mu   sync.Mutex
+		v    summary
+		wg   sync.WaitGroup
+		bufs = make(chan []byte, len(t.scratch))
+	)
+	for _, b := range t.scratch {
+		bufs <- b
+	}
+	defer wg.Wait()
+	for l, r := range t.ranks {
+		buf := (<-bufs)[:c.Counts[l].Recv*es]
+		if err := t.group.Read(buf, c.Recv[l]); err != nil {
+			return summary{}, err
+		}
+		e := tr.expect(r, lp)
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			wrong, rel := e.Check(buf)
+			mu.Lock()
+			v.merge(summary{Wrong: wrong, MaxRelErr: rel})
+			mu.Unlock()
+			bufs <- buf[:cap(buf)]
+		}()
+	}
+	wg.Wait()
+	return v, nil
+}
+
+// poisonBuffer returns n bytes of the poison pattern.
+func poisonBuffer(n int64) []byte {
+	return bytes.Repeat([]byte{poisonByte}, int(n))
+}

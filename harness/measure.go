@@ -1,0 +1,189 @@
+package harness
+
+import (
+	"time"
+
+	"rcclx-tests/collectives"
+)
+
+// timing is one thread's measurement of one half, per operation.
+type timing struct {
+	sec    float64   // completion time: launch of the first operation to the end of the last
+	cpuSec float64   // host time spent launching (-C)
+	iters  []float64 // -I: seconds per operation in each iteration
+}
+
+// measure runs the warmup and the timed iterations of one half on this thread and returns its timing. Threads
+// (and processes) start the clock together after a barrier.
+func (t *thread) measure(p point, inPlace bool, bar *barrier) (timing, error) {
+	o := t.opts
+	ops := o.Iters * o.AggIters
+	calls := t.timedCalls(p, inPlace, max(ops, o.Warmup))
+	launch := func(i int) error { return t.group.Launch(calls[i%len(calls)]) }
+	for i := range o.Warmup {
+		if err := launch(i); err != nil {
+			return timing{}, err
+		}
+	}
+	if err := t.group.Wait(); err != nil {
+		return timing{}, err
+	}
+	if err := bar.wait(); err != nil {
+		return timing{}, err
+	}
+	if graph, ok := t.group.(collectives.Grapher); ok && o.Graph > 0 {
+		return t.measureGraph(graph, launch, ops, bar)
+	}
+	clock := stopwatch{start: time.Now()}
+	iters := iterClock{t: t, perOp: o.AggIters}
+	if err := iters.start(o.PerIter == 1); err != nil {
+		return timing{}, err
+	}
+	for it := range o.Iters {
+		for a := range o.AggIters {
+			if err := launch(it*o.AggIters + a); err != nil {
+				return timing{}, err
+			}
+			if err := t.block(o.Blocking, bar); err != nil {
+				return timing{}, err
+			}
+		}
+		if o.Blocking == 3 {
+			if err := t.group.Wait(); err != nil {
+				return timing{}, err
+			}
+			pause := time.Now()
+			if err := bar.wait(); err != nil {
+				return timing{}, err
+			}
+			clock.exclude(time.Since(pause))
+		}
+		if err := iters.lap(); err != nil {
+			return timing{}, err
+		}
+	}
+	cpu := clock.elapsed()
+	if err := t.group.Wait(); err != nil {
+		return timing{}, err
+	}
+	total := clock.elapsed()
+	times, err := iters.times()
+	if err != nil {
+		return timing{}, err
+	}
+	return timing{sec: total.Seconds() / float64(ops), cpuSec: cpu.Seconds() / float64(ops), iters: times}, nil
+}
+
+// block applies -z 1 (wait and barrier after each operation) and -z 2 (wait only).
+func (t *thread) block(mode int, bar *barrier) error {
+	if mode != 1 && mode != 2 {
+		return nil
+	}
+	if err := t.group.Wait(); err != nil {
+		return err
+	}
+	if mode == 1 {
+		return bar.wait()
+	}
+	return nil
+}
+
+// measureGraph captures the ops launches once, then times -G replays of the graph.
+func (t *thread) measureGraph(g collectives.Grapher, launch func(int) error, ops int, bar *barrier) (timing, error) {
+	graph, err := g.Capture(func() error {
+		for i := range ops {
+			if err := launch(i); err != nil {
+				return err
+			}
+		}
+		return nil
+	})
+	if err != nil {
+		return timing{}, err
+	}
+	defer graph.Destroy()
+	if err := bar.wait(); err != nil {
+		return timing{}, err
+	}
+	clock := stopwatch{start: time.Now()}
+	for range t.opts.Graph {
+		if err := graph.Launch(); err != nil {
+			return timing{}, err
+		}
+	}
+	cpu := clock.elapsed()
+	if err := t.group.Wait(); err != nil {
+		return timing{}, err
+	}
+	n := float64(ops * t.opts.Graph)
+	return timing{sec: clock.elapsed().Seconds() / n, cpuSec: cpu.Seconds() / n}, nil
+}
+
+// stopwatch measures wall time less the excluded pauses (-z 3 barriers).
+type stopwatch struct {
+	start  time.Time
+	paused time.Duration
+}
+
+func (s *stopwatch) exclude(d time.Duration) { s.paused += d }
+func (s *stopwatch) elapsed() time.Duration  { return time.Since(s.start) - s.paused }
+
+// iterClock times each iteration for -I: with device events when the group is an EventTimer, else on the host
+// clock with a wait after each iteration.
+type iterClock struct {
+	t      *thread
+	perOp  int
+	on     bool
+	events []collectives.Event
+	host   []float64
+	last   time.Time
+}
+
+func (c *iterClock) start(on bool) error {
+	c.on = on
+	if !on {
+		return nil
+	}
+	if et, ok := c.t.group.(collectives.EventTimer); ok {
+		ev, err := et.Mark()
+		c.events = append(c.events, ev)
+		return err
+	}
+	c.last = time.Now()
+	return nil
+}
+
+func (c *iterClock) lap() error {
+	if !c.on {
+		return nil
+	}
+	if et, ok := c.t.group.(collectives.EventTimer); ok {
+		ev, err := et.Mark()
+		c.events = append(c.events, ev)
+		return err
+	}
+	if err := c.t.group.Wait(); err != nil {
+		return err
+	}
+	now := time.Now()
+	c.host = append(c.host, now.Sub(c.last).Seconds()/float64(c.perOp))
+	c.last = now
+	return nil
+}
+
+// times returns the per-operation time of each iteration; call it after Wait.
+func (c *iterClock) times() ([]float64, error) {
+	if !c.on || c.host != nil {
+		return c.host, nil
+	}
+	et := c.t.group.(collectives.EventTimer)
+	out := make([]float64, 0, len(c.events)-1)
+	for i := 1; i < len(c.events); i++ {
+		d, err := et.Elapsed(c.events[i-1], c.events[i])
+		if err != nil {
+			return nil, err
+		}
+		out = append(out, d.Seconds()/float64(c.perOp))
+	}
+	return out, nil
+}

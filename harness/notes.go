@@ -1,0 +1,163 @@
+package harness
+
+import (
+	"encoding/json"
+	"fmt"
+	"maps"
+	"slices"
+	"strings"
+
+	"rcclx-tests/collectives"
+	"rcclx-tests/engines"
+)
+
+// gatherDevices collects every process's devices in rank order for the "# Using devices" lines.
+func gatherDevices(w collectives.World, local []collectives.Device) ([]collectives.Device, error) {
+	if w.Size() == 1 {
+		return local, nil
+	}
+	data, err := json.Marshal(local)
+	if err != nil {
+		return nil, err
+	}
+	all, err := w.AllGather(data)
+	if err != nil {
+		return nil, fmt.Errorf("gathering devices: %w", err)
+	}
+	var out []collectives.Device
+	for _, d := range all {
+		var ds []collectives.Device
+		if err := json.Unmarshal(d, &ds); err != nil {
+			return nil, fmt.Errorf("gathering devices: %w", err)
+		}
+		out = append(out, ds...)
+	}
+	return out, nil
+}
+
+// makeNotes works out the "#" lines this suite adds to nccl-tests' header: the engine, the algorithms the rows
+// will use, the seed, and the flags that do not apply to this engine.
+func (s *session) makeNotes() error {
+	o, name := s.o, s.eng.Name()
+	if !s.multi {
+		engine := name
+		if s.engineName == engines.Auto {
+			engine += " (auto)"
+		}
+		s.note("Engine: %s", engine)
+	}
+	if len(o.env) > 0 {
+		var kv []string
+		for _, k := range slices.Sorted(maps.Keys(o.env)) {
+			kv = append(kv, k+"="+o.env[k])
+		}
+		s.note("Env: %s", strings.Join(kv, " "))
+	}
+	algos, err := s.algorithms()
+	if err != nil {
+		return err
+	}
+	s.notes = append(s.notes, algos...)
+	if o.Check > 0 {
+		s.note("Seed: %d", s.seed)
+	}
+	group := s.threads[0].group
+	s.graph = o.Graph
+	if _, ok := group.(collectives.Grapher); !ok && o.Graph > 0 {
+		s.graph = 0
+		s.note("-G %d ignored: engine %s cannot capture graphs", o.Graph, name)
+	}
+	if name == "host" && o.StreamNull == 1 {
+		s.note("-y 1 ignored: the host engine has no streams")
+	}
+	if name == "host" && o.Register > 0 {
+		s.note("-R %d ignored: the host engine has no library to register buffers with", o.Register)
+	}
+	if _, ok := group.(collectives.MemoryReporter); !ok && o.Memory == 1 {
+		s.note("-M 1 ignored: engine %s cannot report device memory", name)
+	}
+	if o.changed["root"] {
+		s.note("-r %d ignored: %s has no root", o.Root, s.a.coll.Name)
+	}
+	if o.PerIter == 1 {
+		s.notes = append(s.notes, perIterNote(group, o.IterSkip))
+	}
+	return nil
+}
+
+func (s *session) note(format string, args ...any) {
+	s.notes = append(s.notes, fmt.Sprintf(format, args...))
+}
+
+// perIterNote is nccl-tests' per-iteration header line, naming how this engine times iterations.
+func perIterNote(g collectives.Group, skip int) string {
+	clock := "host clock timing with a wait after each iteration"
+	if _, ok := g.(collectives.EventTimer); ok {
+		clock = "device event timing"
+	}
+	line := "Per-Iteration Report: " + clock + "; i_* uses max over process rows"
+	if skip > 0 {
+		line += fmt.Sprintf("; summary skips first %d iterations", skip)
+	}
+	return line + " "
+}
+
+// algorithms asks the engine which algorithm each row will use and summarizes it: one line when every row
+// uses the same one, else the size ranges of each, per type and operation when there are several.
+func (s *session) algorithms() ([]string, error) {
+	type block struct {
+		label string
+		spans []string
+	}
+	var blocks []block
+	all := map[string]bool{}
+	err := s.team.each(func(t int) error {
+		if t != 0 {
+			return nil
+		}
+		th := s.threads[0]
+		for _, dt := range s.o.dtypes {
+			for _, op := range s.ops() {
+				b := block{label: dt.String() + " " + s.a.coll.RedOpName(op)}
+				var last string
+				var from, to int64
+				flush := func() {
+					if last != "" {
+						b.spans = append(b.spans, fmt.Sprintf("%d-%d %s", from, to, last))
+					}
+				}
+				for _, size := range s.sizes() {
+					p := point{dt: dt, op: op, root: -1, size: size}
+					algo := th.group.Algorithm(th.call(p, !s.o.runOutOfPlace(), 0))
+					col := s.a.coll.Bytes(th.counts(p, 0), dt)
+					if algo != last {
+						flush()
+						last, from = algo, col
+					}
+					to = col
+					all[algo] = true
+				}
+				flush()
+				blocks = append(blocks, b)
+			}
+		}
+		return nil
+	})
+	if err != nil || len(all) == 0 {
+		return nil, err
+	}
+	if len(all) == 1 {
+		for a := range all {
+			return []string{"Algorithm: " + a}, nil
+		}
+	}
+	var out []string
+	for _, b := range blocks {
+		label := "Algorithms"
+		if len(blocks) > 1 {
+			label += " " + b.label
+		}
+		out = append(out, label+": "+strings.Join(b.spans, ", "))
+	}
+	return out, nil
+}

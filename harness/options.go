@@ -1,0 +1,64 @@
+// Package harness is the nccl-tests-compatible driver shared by the four perf binaries: flags, the size sweep,
+// timing, validation and the text and JSON reports. It drives any collectives.Engine and knows nothing of the
+// devices behind it.
+package harness
+
+import (
+	"time"
+
+	"rcclx-tests/collectives"
+)
+
+// Options are the parsed command line. Field names follow nccl-tests' variables; the comments give the flags.
+type Options struct {
+	NThreads, NGpus    int   // -t, -g
+	MinBytes, MaxBytes int64 // -b, -e
+	StepBytes          int64 // -i
+	StepFactor         int64 // -f
+	Iters, AggIters    int   // -n, -m
+	Warmup             int   // -w
+	Cycles             int   // -N (0 = until interrupted)
+	Check              int   // -c
+	Op, DType          string
+	Root               int      // -r
+	Blocking           int      // -z
+	StreamNull         int      // -y
+	TimeoutSec         int      // -T
+	Graph              int      // -G
+	CPUTime            int      // -C
+	Timestamps         int      // -S
+	Average            int      // -a
+	Unalign            int      // -u
+	PerIter, IterSkip  int      // -I, -K
+	Memory             int      // -M
+	OutputFile         string   // -J
+	ParallelInit       int      // -p
+	Register           int      // -R
+	Halves             halves   // -O
+	Engine, Library    string   // --engine, --lib
+	Seed               seed     // --seed
+	AB                 string   // --ab KEY=v1,v2
+	ABRounds           int      // --ab-rounds
+	Env                []string // -E KEY=VALUE
+	DDA, LP            bool     // --dda, --lp
+	LPMode             string   // --lp-mode
+	Oversubscribe      bool
+	AlgoColumn         bool
+
+	// Derived by validate.
+	dtypes  []collectives.DType
+	ops     []collectives.Op
+	engines []string
+	env     map[string]string // communicator overrides: -E, --dda, --lp, --lp-mode
+	abKey   string
+	abVals  [2]string
+	// changed records which flags the user gave, for "ignored" notes.
+	changed map[string]bool
+}
+
+// Timeout is -T as a duration (0 waits forever).
+func (o *Options) Timeout() time.Duration { return time.Duration(o.TimeoutSec) * time.Second }
+
+// runOutOfPlace and runInPlace say which halves -O selects.
+func (o *Options) runOutOfPlace() bool { return o.Halves != inPlaceOnly }
+func (o *Options) runInPlace() bool    { return o.Halves != outOfPlaceOnly }

@@ -1,0 +1,261 @@
+package harness
+
+import (
+	"fmt"
+	"io"
+	"math"
+	"strconv"
+	"strings"
+	"time"
+
+	"rcclx-tests/collectives"
+)
+
+// Version is this suite's version, printed where nccl-tests prints its own.
+const Version = "0.1.0"
+
+// timeLayout is nccl-tests' time format (JSON start/end times, -S timestamps).
+const timeLayout = "2006-01-02 15:04:05"
+
+// fitNumber formats v in width columns the way nccl-tests does: two decimals, else one, else none, else
+// scientific notation.
+func fitNumber(v float64, width int) string {
+	for _, prec := range []int{2, 1, 0} {
+		if s := fmt.Sprintf("%*.*f", width, prec, v); len(s) <= width {
+			return s
+		}
+	}
+	if width >= 7 {
+		return fmt.Sprintf("%*.1e", width, v)
+	}
+	return fmt.Sprintf("%*.0e", width, v)
+}
+
+// cG formats v like C's printf %g (six significant digits, no trailing zeros).
+func cG(v float64) string { return strconv.FormatFloat(v, 'g', 6, 64) }
+
+// header is what the lines before the table say.
+type header struct {
+	binary  string // "all_reduce_perf"
+	library string // Comm.Library()
+	graph   int    // -G as it applies to this engine (0 when ignored)
+	notes   []string
+	devices []collectives.Device
+	reduced int64 // maxBytes after the memory limit, 0 when unchanged
+	noTable bool  // --ab prints tables of its own instead of nccl-tests' rows
+}
+
+func writeHeader(w io.Writer, o *Options, h header) {
+	step, kind := o.StepBytes, "bytes"
+	if o.StepFactor > 1 {
+		step, kind = o.StepFactor, "factor"
+	}
+	lines := []string{
+		fmt.Sprintf("# rcclx-tests version %s %s", Version, h.library),
+		"# Collective test starting: " + h.binary,
+		fmt.Sprintf("# nThread %d nGpus %d minBytes %d maxBytes %d step: %d(%s) warmup iters: %d iters: %d "+
+			"agg iters: %d validation: %d graph: %d unalign: %d", o.NThreads, o.NGpus, o.MinBytes, o.MaxBytes, step,
+			kind, o.Warmup, o.Iters, o.AggIters, o.Check, h.graph, o.Unalign),
+	}
+	switch o.Blocking {
+	case 1:
+		lines = append(lines, "# Blocking Enabled: wait and barrier after each inner iteration (-m) ")
+	case 2:
+		lines = append(lines, "# Blocking Enabled: wait after each inner iteration (-m), no barrier ")
+	case 3:
+		lines = append(lines, "# Blocking Enabled: wait and barrier after each outer iteration (-n); time excludes barrier ")
+	}
+	if o.ParallelInit == 1 {
+		lines = append(lines, "# Parallel Init Enabled: threads call into NcclInitRank concurrently ")
+	}
+	for _, n := range h.notes {
+		lines = append(lines, "# "+n)
+	}
+	lines = append(lines, "#", "# Using devices")
+	for _, d := range h.devices {
+		lines = append(lines, fmt.Sprintf("#  Rank %2d Group %2d Pid %6d on %10s device %2d [%s] %s",
+			d.Rank, d.Group, d.Pid, d.Hostname, d.Index, d.BusID, d.Name))
+	}
+	if h.reduced > 0 {
+		lines = append(lines, "#", fmt.Sprintf("# Reducing maxBytes to %d due to memory limitation", h.reduced))
+	}
+	lines = append(lines, "#")
+	if !h.noTable {
+		lines = append(lines, columnHeader(o)...)
+	}
+	fmt.Fprint(w, strings.Join(lines, "\n")+"\n")
+}
+
+// columnHeader is the table's three header lines, with nccl-tests' widths and trailing spaces.
+func columnHeader(o *Options) []string {
+	timeName := "time"
+	if o.CPUTime == 1 {
+		timeName = "cputime"
+	}
+	tsName, tsFmt, tsPad := "", "", 0
+	if o.Timestamps == 1 {
+		tsName, tsFmt, tsPad = "timestamp", "%Y-%m-%d %H:%M:%S", 19
+	}
+	lead := func(a, b string) string { return fmt.Sprintf("# %10s  %12s  %8s  %6s  %6s", a, b, "", "", "") }
+	names := fmt.Sprintf("# %10s  %12s  %8s  %6s  %6s", "size", "count", "type", "redop", "root")
+	half := func(t, a, b, wrong string) string { return fmt.Sprintf("  %7s  %6s  %6s  %6s", t, a, b, wrong) }
+	iter := func(a, b, c, d string) string { return fmt.Sprintf("  %7s  %7s  %7s  %7s", a, b, c, d) }
+	var top, nameHalf, unitHalf string
+	if o.PerIter == 1 {
+		top = lead("", "") + "              out-of-place (+ per-iteration)                                in-place (+ per-iteration)"
+		nameHalf = half(timeName, "algbw", "busbw", "#wrong") + iter("i_min", "i_max", "i_p99", "i_cv%")
+		unitHalf = half("(us)", "(GB/s)", "(GB/s)", "") + iter("(us)", "(us)", "(us)", "(%)")
+	} else {
+		top = lead("", "") + "           out-of-place                       in-place          "
+		nameHalf = half(timeName, "algbw", "busbw", "#wrong")
+		unitHalf = half("(us)", "(GB/s)", "(GB/s)", "")
+	}
+	nameLine := names + nameHalf + nameHalf + fmt.Sprintf(" %*s", tsPad, tsName)
+	unitLine := lead("(B)", "(elements)") + unitHalf + unitHalf + fmt.Sprintf(" %*s", tsPad, tsFmt)
+	if o.AlgoColumn {
+		nameLine += "  algorithm"
+	}
+	return []string{top, nameLine, unitLine}
+}
+
+// halfResult is one half of a row, combined over ranks.
+type halfResult struct {
+	ran          bool
+	sec          float64 // reported time per operation (completion time, or host time with -C)
+	algBW, busBW float64
+	checked      bool
+	wrong        int64
+	maxRelErr    float64
+	iters        [][]float64 // -I: per process, seconds per operation of each iteration
+	rounds       []float64   // --ab: seconds per operation of each round
+	algorithm    string
+}
+
+// wrongText is the #wrong column: the count, or N/A when the half was not checked.
+func (h halfResult) wrongText() string {
+	if !h.checked {
+		return "N/A"
+	}
+	return cG(float64(h.wrong))
+}
+
+// row is one line of the table.
+type row struct {
+	size, count  int64
+	dtype, redop string
+	root         int
+	halves       [2]halfResult // out-of-place, in-place
+	when         time.Time
+	engine       string
+	label        string // --ab: the arm ("KEY=value"), JSON's experiment_name
+}
+
+// algorithm names the row's algorithm: the halves' when they agree, else both.
+func (r row) algorithm() string {
+	a, b := r.halves[0], r.halves[1]
+	switch {
+	case !a.ran:
+		return b.algorithm
+	case !b.ran || a.algorithm == b.algorithm:
+		return a.algorithm
+	}
+	return a.algorithm + "/" + b.algorithm
+}
+
+// formatRow renders r as nccl-tests prints it; a half that did not run (-O) is left blank.
+func formatRow(r row, o *Options) string {
+	var b strings.Builder
+	fmt.Fprintf(&b, "%12d  %12d  %8s  %6s  %6d", r.size, r.count, r.dtype, r.redop, r.root)
+	for _, h := range r.halves {
+		if !h.ran {
+			b.WriteString(strings.Repeat(" ", 33))
+			if o.PerIter == 1 {
+				b.WriteString(strings.Repeat(" ", 36))
+			}
+			continue
+		}
+		fmt.Fprintf(&b, "  %7s  %6s  %6s", fitNumber(h.sec*1e6, 7), fitNumber(h.algBW, 6), fitNumber(h.busBW, 6))
+		fmt.Fprintf(&b, "  %6s", h.wrongText())
+		if o.PerIter == 1 {
+			s := iterSummary(h.iters, o.IterSkip)
+			fmt.Fprintf(&b, "  %7s  %7s  %7s  %7s", fitNumber(s.MinUs, 7), fitNumber(s.MaxUs, 7),
+				fitNumber(s.P99Us, 7), fitNumber(s.CVPct, 7))
+		}
+	}
+	if o.Timestamps == 1 {
+		fmt.Fprintf(&b, "%21s", r.when.Format(timeLayout))
+	}
+	if o.AlgoColumn {
+		b.WriteString("  " + r.algorithm())
+	}
+	return b.String()
+}
+
+// trailer is what the lines after the table say.
+type trailer struct {
+	binary    string
+	oob       int     // (size, half) cases with wrong elements
+	avgBusBW  float64 // mean busbw of every half of every row
+	minBW     float64 // NCCL_TESTS_MIN_BW, or -1 when unset
+	memory    string  // -M line, "" without
+	lastError string
+}
+
+// bandwidthOK reports whether the average bus bandwidth meets NCCL_TESTS_MIN_BW (within 10%).
+func (t trailer) bandwidthOK() bool { return t.minBW < 0 || t.avgBusBW >= t.minBW*0.9 }
+
+func writeTrailer(w io.Writer, t trailer) {
+	oob := "OK"
+	if t.oob > 0 {
+		oob = "FAILED"
+	}
+	bw := ""
+	if t.minBW >= 0 {
+		bw = "OK"
+		if !t.bandwidthOK() {
+			bw = "FAILED"
+		}
+	}
+	avg := t.avgBusBW
+	if math.IsNaN(avg) {
+		avg = 0
+	}
+	lines := []string{
+		fmt.Sprintf("# %-20s : %d %s", "Out of bounds values", t.oob, oob),
+		fmt.Sprintf("# %-20s : %s %s", "Avg bus bandwidth", cG(avg), bw),
+		"#",
+		"# Collective test concluded: " + t.binary,
+	}
+	if t.memory != "" {
+		lines = append(lines, fmt.Sprintf("# %-20s : %s", "GPU memory usage", t.memory))
+	}
+	lines = append(lines, "#")
+	if t.lastError != "" {
+		lines = append(lines, "# error: "+t.lastError)
+	} else {
+		lines = append(lines, "")
+	}
+	fmt.Fprint(w, strings.Join(lines, "\n")+"\n")
+}
+
+// memoryString spells a byte count as nccl-tests' memory report does ("1.50 GB", "12.3 MB", "512 B").
+func memoryString(v float64) string {
+	unit := " B"
+	for _, u := range []struct {
+		size float64
+		name string
+	}{{1 << 30, " GB"}, {1 << 20, " MB"}, {1 << 10, " KB"}} {
+		if math.Abs(v) >= u.size {
+			v, unit = v/u.size, u.name
+			break
+		}
+	}
+	prec := 0
+	switch {
+	case math.Abs(v) < 10:
+		prec = 2
+	case math.Abs(v) < 100:
+		prec = 1
+	}
+	return strconv.FormatFloat(v, 'f', prec, 64) + unit
+}

@@ -1,0 +1,235 @@
+package harness
+
+import (
+	"errors"
+	"fmt"
+	"io"
+
+	"rcclx-tests/collectives"
+	"rcclx-tests/engines"
+)
+
+// session is the run of one engine: its communicator, threads and buffers, the sweep and its report.
+type session struct {
+	a          *app
+	o          *Options
+	world      collectives.World
+	seed       uint64
+	out        io.Writer
+	engineName string // as --engine spells it (may be "auto")
+	multi      bool   // one of several engines: a "# Engine:" line precedes the whole table instead
+
+	eng      collectives.Engine
+	comm     collectives.Comm
+	team     *team
+	threads  []*thread
+	nranks   int
+	devices  []collectives.Device // every process's, in rank order
+	minBytes int64                // -b and -e after the memory limit
+	maxBytes int64
+	reduced  int64 // maxBytes after the memory limit, 0 when it fits
+	poison   []byte
+	graph    int // -G as it applies to this engine
+	notes    []string
+	freeMem  [][]int64 // -M: free memory per local rank after Open, after allocation, after the sweep
+
+	rows    []row
+	oob     int
+	bwSum   float64
+	bwN     int
+	at      int64 // size column of the row being run, for error messages
+	stopped bool  // interrupted (SIGINT/SIGTERM)
+	err     error // what ended the run early
+}
+
+// run opens the engine, sweeps and reports; it returns the exit code.
+func (s *session) run() int {
+	if err := s.start(); err != nil {
+		return s.a.fail(err)
+	}
+	defer s.close()
+	writeHeader(s.out, s.o, s.header())
+	if err := s.sweep(); err != nil {
+		return s.abort(err)
+	}
+	return s.finish(s.trailer())
+}
+
+// start opens the engine and prepares the buffers; after an error there is nothing to close.
+func (s *session) start() error {
+	if err := s.open(); err != nil {
+		s.err = err
+		return err
+	}
+	if err := s.prepare(); err != nil {
+		s.err = err
+		s.close()
+		return err
+	}
+	return nil
+}
+
+// abort reports an error that stopped the sweep, naming the row for a timeout, and returns the exit code.
+func (s *session) abort(err error) int {
+	s.err = err
+	var te *collectives.TimeoutError
+	if errors.As(err, &te) {
+		fmt.Fprintln(s.a.stderr, timeoutLine(s.a.coll, te, s.at))
+		return exitTimeout
+	}
+	return s.a.fail(err)
+}
+
+// finish prints the trailer and returns the exit code it implies.
+func (s *session) finish(t trailer) int {
+	writeTrailer(s.out, t)
+	switch {
+	case s.stopped:
+		return exitInterrupted
+	case t.oob > 0 || !t.bandwidthOK():
+		return exitTestFailed
+	}
+	return exitOK
+}
+
+// open creates the engine, the threads and the communicator (on thread 0, which drives group 0).
+func (s *session) open() error {
+	eng, err := s.a.engines.open(s.engineName)
+	if err != nil {
+		return err
+	}
+	// "auto" has already probed the engine it chose.
+	if p, ok := eng.(collectives.Prober); ok && s.engineName != engines.Auto {
+		if err := p.Available(); err != nil {
+			return fmt.Errorf("engine %s is not available: %w", eng.Name(), err)
+		}
+	}
+	s.eng = eng
+	o := s.o
+	cfg := collectives.Config{NThreads: o.NThreads, NGpus: o.NGpus, World: s.world, Env: o.env,
+		Timeout: o.Timeout(), StreamNull: o.StreamNull == 1, Register: o.Register > 0,
+		ParallelInit: o.ParallelInit == 1, Oversubscribe: o.Oversubscribe, Library: o.Library}
+	s.team = newTeam(o.NThreads, s.world)
+	comm, err := s.openComm(cfg)
+	if err != nil {
+		s.team.close()
+		return err
+	}
+	s.comm = comm
+	return s.attach()
+}
+
+func (s *session) openComm(cfg collectives.Config) (collectives.Comm, error) {
+	var comm collectives.Comm
+	err := s.team.each(func(t int) error {
+		if t != 0 {
+			return nil
+		}
+		var err error
+		comm, err = s.eng.Open(cfg)
+		return err
+	})
+	return comm, err
+}
+
+// attach binds each thread to its group.
+func (s *session) attach() error {
+	groups := s.comm.Groups()
+	if len(groups) != s.o.NThreads {
+		return fmt.Errorf("engine %s returned %d groups for %d threads", s.eng.Name(), len(groups), s.o.NThreads)
+	}
+	s.nranks = s.comm.NRanks()
+	s.threads = make([]*thread, len(groups))
+	for i, g := range groups {
+		s.threads[i] = &thread{coll: s.a.coll, group: g, nranks: s.nranks, opts: s.o}
+	}
+	return s.team.each(func(t int) error {
+		s.threads[t].ranks = s.threads[t].group.Ranks()
+		return nil
+	})
+}
+
+// close frees the buffers and the communicator; a broken team (a thread stuck in the engine) is left alone.
+func (s *session) close() {
+	if !s.team.broken {
+		_ = s.team.each(func(t int) error { return s.threads[t].free() })
+		if err := s.comm.Close(); err != nil && s.err == nil {
+			fmt.Fprintf(s.a.stderr, "%s: closing engine %s: %v\n", s.a.binary(), s.eng.Name(), err)
+		}
+	}
+	s.team.close()
+}
+
+// localRanks lists this process's ranks, in thread order.
+func (s *session) localRanks() []int {
+	var out []int
+	for _, t := range s.threads {
+		out = append(out, t.ranks...)
+	}
+	return out
+}
+
+// prepare fits -e to the memory, allocates every buffer and works out the header's notes.
+func (s *session) prepare() error {
+	var err error
+	if s.devices, err = gatherDevices(s.world, s.comm.Devices()); err != nil {
+		return err
+	}
+	if err := s.fitMemory(); err != nil {
+		return err
+	}
+	bufBytes := s.bufferBytes()
+	for _, t := range s.threads {
+		t.bufBytes = bufBytes
+	}
+	if err := s.snapshotMemory(); err != nil {
+		return err
+	}
+	if err := s.team.each(func(t int) error { return s.threads[t].alloc() }); err != nil {
+		return err
+	}
+	s.poison = poisonBuffer(bufBytes)
+	if err := s.team.each(func(t int) error { return s.threads[t].touch(s.poison) }); err != nil {
+		return err
+	}
+	if s.o.Check > 0 {
+		for _, t := range s.threads {
+			for range min(len(t.ranks), 2) {
+				t.scratch = append(t.scratch, make([]byte, bufBytes))
+			}
+		}
+	}
+	if err := s.snapshotMemory(); err != nil {
+		return err
+	}
+	return s.makeNotes()
+}
+
+// bufferBytes is the size of every rank's send and receive buffer: the largest view any type needs at -e,
+// plus the -u shift.
+func (s *session) bufferBytes() int64 {
+	var need int64
+	for _, dt := range s.o.dtypes {
+		es := int64(dt.Size())
+		for _, r := range s.localRanks() {
+			k := s.a.coll.Counts(s.maxBytes, s.nranks, r, dt)
+			need = max(need, max(k.Send, k.Recv)*es+int64(s.o.Unalign)*es)
+		}
+	}
+	return max(need, 64)
+}
+
+// header describes this session for the lines before the table.
+func (s *session) header() header {
+	return header{binary: s.a.binary(), library: s.comm.Library(), graph: s.graph, notes: s.notes,
+		devices: s.devices, reduced: s.reduced}
+}
+
+// trailer sums up the table.
+func (s *session) trailer() trailer {
+	t := trailer{binary: s.a.binary(), oob: s.oob, minBW: s.a.minBW(), memory: s.memoryLine()}
+	if s.bwN > 0 {
+		t.avgBusBW = s.bwSum / float64(s.bwN)
+	}
+	return t
+}

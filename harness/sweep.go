@@ -1,0 +1,185 @@
+package harness
+
+import (
+	"errors"
+	"fmt"
+
+	"rcclx-tests/collectives"
+)
+
+// ops are the reduction operations to run: -o for reducing collectives, one pass otherwise.
+func (s *session) ops() []collectives.Op {
+	if !s.a.coll.Reduces {
+		return []collectives.Op{collectives.Sum}
+	}
+	return s.o.ops
+}
+
+// sizes is the sweep between -b and -e (as the memory limit left them).
+func (s *session) sizes() []int64 {
+	return sweepSizes(s.minBytes, s.maxBytes, s.o.StepBytes, s.o.StepFactor)
+}
+
+// sweepSizes lists lo, then each size multiplied by factor when it is above 1 (else increased by step), up to
+// hi. It never overflows, and a multiplicative sweep from 0 stops at 0.
+func sweepSizes(lo, hi, step, factor int64) []int64 {
+	var out []int64
+	for s := lo; s <= hi; {
+		out = append(out, s)
+		if factor > 1 {
+			if s == 0 || s > hi/factor {
+				break
+			}
+			s *= factor
+		} else {
+			if step < 1 || s > hi-step {
+				break
+			}
+			s += step
+		}
+	}
+	return out
+}
+
+// sweep runs every row, in nccl-tests' nesting: type, operation, root (the four collectives have none), cycle
+// (-N), size.
+func (s *session) sweep() error {
+	for _, dt := range s.o.dtypes {
+		for _, op := range s.ops() {
+			for cycle := 0; s.o.Cycles == 0 || cycle < s.o.Cycles; cycle++ {
+				skipped, err := s.cycle(dt, op)
+				if err != nil || s.stopped {
+					return err
+				}
+				if skipped {
+					fmt.Fprintf(s.out, "# %s %s skipped: not supported by engine %s\n", dt, s.a.coll.RedOpName(op),
+						s.eng.Name())
+					break
+				}
+			}
+		}
+	}
+	return s.snapshotMemory()
+}
+
+// cycle runs one pass over the sizes; skipped reports that the engine does not support this type and operation.
+func (s *session) cycle(dt collectives.DType, op collectives.Op) (skipped bool, err error) {
+	for _, size := range s.sizes() {
+		p := point{dt: dt, op: op, root: -1, size: size}
+		r, err := s.runPoint(p)
+		if errors.Is(err, collectives.ErrUnsupported) {
+			return true, nil
+		}
+		if err != nil {
+			return false, err
+		}
+		fmt.Fprintln(s.out, formatRow(r, s.o))
+		s.rows = append(s.rows, r)
+		if s.stopped {
+			return false, nil
+		}
+	}
+	return false, nil
+}
+
+// runPoint measures and validates the halves -O selects of one row.
+func (s *session) runPoint(p point) (row, error) {
+	th := s.threads[0]
+	k := th.counts(p, 0)
+	r := row{size: s.a.coll.Bytes(k, p.dt), count: k.Param, dtype: p.dt.String(),
+		redop: s.a.coll.RedOpName(p.op), root: p.root, engine: s.eng.Name()}
+	s.at = r.size
+	var tr *truth
+	if s.o.Check > 0 {
+		tr = newTruth(s.a.coll, p, s.nranks, s.localRanks(), s.seed)
+	}
+	for i, inPlace := range []bool{false, true} {
+		if (inPlace && !s.o.runInPlace()) || (!inPlace && !s.o.runOutOfPlace()) {
+			continue
+		}
+		h, err := s.runHalf(p, k, inPlace, tr)
+		if err != nil {
+			return r, err
+		}
+		r.halves[i] = h
+		if s.a.interrupted() {
+			s.stopped = true
+			break
+		}
+	}
+	r.when = s.a.now()
+	return r, nil
+}
+
+// runHalf times one half on every thread, then validates it -c times (stopping at the first failure).
+func (s *session) runHalf(p point, k collectives.Counts, inPlace bool, tr *truth) (halfResult, error) {
+	h, err := s.timeHalf(p, k, inPlace)
+	if err != nil {
+		return h, err
+	}
+	if tr != nil {
+		if err := s.validate(tr, inPlace, &h); err != nil {
+			return halfResult{}, err
+		}
+	}
+	s.bwSum += h.busBW
+	s.bwN++
+	return h, nil
+}
+
+// timeHalf times one half on every thread and combines the threads' and processes' times per -a.
+func (s *session) timeHalf(p point, k collectives.Counts, inPlace bool) (halfResult, error) {
+	ts := make([]timing, len(s.threads))
+	algos := make([]string, len(s.threads))
+	err := s.team.each(func(t int) error {
+		var err error
+		ts[t], err = s.threads[t].measure(p, inPlace, s.team.bar)
+		algos[t] = s.threads[t].group.Algorithm(s.threads[t].call(p, inPlace, 0))
+		return err
+	})
+	if err != nil {
+		return halfResult{}, err
+	}
+	sum, err := overWorld(s.world, timingSummary(ts))
+	if err != nil {
+		return halfResult{}, err
+	}
+	sec := sum.Time.pick(s.o.Average)
+	h := halfResult{ran: true, sec: sec, algBW: s.a.coll.AlgBW(k, p.dt, sec),
+		busBW: s.a.coll.BusBW(k, p.dt, sec, s.nranks), iters: sum.Iters, algorithm: algos[0]}
+	if s.o.CPUTime == 1 {
+		h.sec = sum.CPU.pick(s.o.Average)
+	}
+	return h, nil
+}
+
+// validate runs the -c validation runs of a half; every process sees the same totals and stops together.
+func (s *session) validate(tr *truth, inPlace bool, h *halfResult) error {
+	h.checked = true
+	for range s.o.Check {
+		vs := make([]summary, len(s.threads))
+		err := s.team.each(func(t int) error {
+			var err error
+			vs[t], err = s.threads[t].check(tr, inPlace, s.poison)
+			return err
+		})
+		if err != nil {
+			return err
+		}
+		var local summary
+		for _, v := range vs {
+			local.merge(v)
+		}
+		total, err := overWorld(s.world, local)
+		if err != nil {
+			return err
+		}
+		h.wrong = total.Wrong
+		h.maxRelErr = max(h.maxRelErr, total.MaxRelErr)
+		if total.Wrong > 0 {
+			s.oob++
+			break
+		}
+	}
+	return nil
+}

@@ -1,0 +1,121 @@
+package harness
+
+import (
+	"fmt"
+
+	"rcclx-tests/collectives"
+)
+
+// point is one row of the sweep: a collective call shape.
+type point struct {
+	dt   collectives.DType
+	op   collectives.Op
+	root int
+	size int64 // requested bytes (-b .. -e)
+}
+
+// thread is what one harness thread owns: its group and its ranks' buffers. Every method runs on the thread's
+// own goroutine (see team).
+type thread struct {
+	coll   *collectives.Collective
+	group  collectives.Group
+	ranks  []int // global ranks, in local order
+	nranks int
+	opts   *Options
+	send   []collectives.Buffer
+	recv   []collectives.Buffer
+	// bufBytes is the usable length of every buffer: the largest view at -e plus the -u shift.
+	bufBytes int64
+	scratch  [][]byte // host copies of received data for validation
+}
+
+// alloc allocates each rank's send and receive buffer of bufBytes, freeing what it got on failure.
+func (t *thread) alloc() error {
+	for l, r := range t.ranks {
+		s, err := t.group.Alloc(l, t.bufBytes)
+		if err != nil {
+			return fmt.Errorf("rank %d: allocating %d bytes: %w", r, t.bufBytes, err)
+		}
+		t.send = append(t.send, s)
+		d, err := t.group.Alloc(l, t.bufBytes)
+		if err != nil {
+			return fmt.Errorf("rank %d: allocating %d bytes: %w", r, t.bufBytes, err)
+		}
+		t.recv = append(t.recv, d)
+	}
+	return nil
+}
+
+// touch writes every buffer once, so that memory an engine maps lazily (host pages) is in place before the
+// first timed iteration rather than faulted in by it.
+func (t *thread) touch(pattern []byte) error {
+	for l := range t.ranks {
+		for _, b := range []collectives.Buffer{t.send[l], t.recv[l]} {
+			if err := t.group.Write(collectives.View{Buf: b}, pattern[:t.bufBytes]); err != nil {
+				return err
+			}
+		}
+	}
+	return nil
+}
+
+// free releases every buffer; it reports the first error but frees them all.
+func (t *thread) free() error {
+	var first error
+	for _, b := range append(t.send, t.recv...) {
+		if err := t.group.Free(b); err != nil && first == nil {
+			first = err
+		}
+	}
+	t.send, t.recv = nil, nil
+	return first
+}
+
+// counts are local rank l's counts for p.
+func (t *thread) counts(p point, l int) collectives.Counts {
+	return t.coll.Counts(p.size, t.nranks, t.ranks[l], p.dt)
+}
+
+// call builds the call of p on every local rank with views shifted by shift bytes (plus -u elements). In place,
+// both views point into the receive buffer at the collective's in-place offsets.
+func (t *thread) call(p point, inPlace bool, shift int64) *collectives.Call {
+	g := len(t.ranks)
+	c := &collectives.Call{Coll: t.coll, DType: p.dt, Op: p.op, Root: p.root,
+		Counts: make([]collectives.Counts, g), Send: make([]collectives.View, g), Recv: make([]collectives.View, g)}
+	es := int64(p.dt.Size())
+	base := shift + int64(t.opts.Unalign)*es
+	for l := range t.ranks {
+		k := t.counts(p, l)
+		c.Counts[l] = k
+		if inPlace {
+			c.Send[l] = collectives.View{Buf: t.recv[l], Off: base + k.SendInPlace*es}
+			c.Recv[l] = collectives.View{Buf: t.recv[l], Off: base + k.RecvInPlace*es}
+		} else {
+			c.Send[l] = collectives.View{Buf: t.send[l], Off: base}
+			c.Recv[l] = collectives.View{Buf: t.recv[l], Off: base}
+		}
+	}
+	return c
+}
+
+// rotation is how many distinct buffer offsets the timed iterations cycle through: like nccl-tests, successive
+// iterations move along the buffer so small sizes do not run from cache. Steps are 64-byte multiples so the
+// alignment an algorithm sees (and so the algorithm) is the same in every iteration.
+const maxRotation = 64
+
+func (t *thread) timedCalls(p point, inPlace bool, iterations int) []*collectives.Call {
+	es := int64(p.dt.Size())
+	k := t.counts(p, 0)
+	span := max(k.Send, k.Recv) * es
+	stride := (span + 63) &^ 63
+	steps := int64(1)
+	if stride > 0 {
+		steps = max(1, (t.bufBytes-int64(t.opts.Unalign)*es-span)/stride+1)
+	}
+	n := min(steps, int64(max(iterations, 1)), maxRotation)
+	calls := make([]*collectives.Call, n)
+	for i := range calls {
+		calls[i] = t.call(p, inPlace, int64(i)*stride)
+	}
+	return calls
+}

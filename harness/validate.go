@@ -1,0 +1,147 @@
+package harness
+
+import (
+	"fmt"
+	"slices"
+	"strings"
+
+	"github.com/spf13/pflag"
+
+	"rcclx-tests/collectives"
+)
+
+// usageError is bad command-line input: one line naming the flag and the value, exit code 1.
+type usageError struct{ msg string }
+
+func (e *usageError) Error() string { return e.msg }
+
+func badValue(fs *pflag.FlagSet, name, why string) error {
+	f := fs.Lookup(name)
+	flag := "--" + name
+	if f.Shorthand != "" {
+		flag = "-" + f.Shorthand + "/" + flag
+	}
+	return &usageError{fmt.Sprintf("invalid value %q for %s: %s", f.Value.String(), flag, why)}
+}
+
+// intRule bounds one integer flag.
+type intRule struct {
+	name     string
+	v        int
+	min, max int
+}
+
+// validate checks the parsed flags and derives the run's lists. engineNames are the engines --engine accepts.
+func (o *Options) validate(fs *pflag.FlagSet, engineNames []string) error {
+	const unbounded = int(^uint(0) >> 1)
+	for _, r := range []intRule{
+		{"nthreads", o.NThreads, 1, 1 << 12}, {"ngpus", o.NGpus, 1, 1 << 12}, {"iters", o.Iters, 1, unbounded},
+		{"agg_iters", o.AggIters, 1, unbounded}, {"warmup_iters", o.Warmup, 0, unbounded},
+		{"run_cycles", o.Cycles, 0, unbounded}, {"check", o.Check, 0, unbounded}, {"root", o.Root, -1, unbounded},
+		{"blocking", o.Blocking, 0, 3}, {"stream_null", o.StreamNull, 0, 1}, {"timeout", o.TimeoutSec, 0, 1 << 30},
+		{"cudagraph", o.Graph, 0, unbounded}, {"report_cputime", o.CPUTime, 0, 1},
+		{"report_timestamps", o.Timestamps, 0, 1}, {"average", o.Average, 0, 3}, {"unalign", o.Unalign, 0, 1 << 20},
+		{"per_iter_timing", o.PerIter, 0, 1}, {"per_iter_skip", o.IterSkip, 0, unbounded}, {"memory", o.Memory, 0, 1},
+		{"parallel_init", o.ParallelInit, 0, 1}, {"local_register", o.Register, 0, 2}, {"ab-rounds", o.ABRounds, 1, 1 << 20},
+	} {
+		if r.v < r.min || r.v > r.max {
+			why := fmt.Sprintf("must be at least %d", r.min)
+			if r.max != unbounded {
+				why = fmt.Sprintf("must be between %d and %d", r.min, r.max)
+			}
+			return badValue(fs, r.name, why)
+		}
+	}
+	if err := o.validateSweep(fs); err != nil {
+		return err
+	}
+	if o.PerIter == 1 && o.IterSkip >= o.Iters {
+		return badValue(fs, "per_iter_skip", fmt.Sprintf("must be below -n (%d)", o.Iters))
+	}
+	if o.PerIter == 1 && o.Graph > 0 {
+		return badValue(fs, "per_iter_timing", "cannot be combined with -G (a graph replays all iterations at once)")
+	}
+	var err error
+	if o.dtypes, err = collectives.ParseDTypes(o.DType); err != nil {
+		return badValue(fs, "datatype", err.Error())
+	}
+	if o.ops, err = collectives.ParseOps(o.Op); err != nil {
+		return badValue(fs, "op", err.Error())
+	}
+	if err := o.validateEngines(fs, engineNames); err != nil {
+		return err
+	}
+	if err := o.buildEnv(fs); err != nil {
+		return err
+	}
+	o.changed = map[string]bool{}
+	fs.Visit(func(f *pflag.Flag) { o.changed[f.Name] = true })
+	return nil
+}
+
+func (o *Options) validateSweep(fs *pflag.FlagSet) error {
+	switch {
+	case o.MinBytes > o.MaxBytes:
+		return badValue(fs, "minbytes", fmt.Sprintf("larger than -e (%d)", o.MaxBytes))
+	case o.StepFactor < 1:
+		return badValue(fs, "stepfactor", "must be at least 1")
+	case o.StepFactor == 1 && o.StepBytes < 1 && o.MinBytes < o.MaxBytes:
+		return badValue(fs, "stepbytes", "must be at least 1 when -f is 1")
+	case o.StepFactor > 1 && o.MinBytes == 0 && o.MaxBytes > 0:
+		return badValue(fs, "minbytes", "a multiplicative sweep (-f above 1) cannot start at 0")
+	}
+	return nil
+}
+
+func (o *Options) validateEngines(fs *pflag.FlagSet, known []string) error {
+	o.engines = nil
+	for _, name := range strings.Split(o.Engine, ",") {
+		name = strings.TrimSpace(name)
+		if !slices.Contains(known, name) {
+			return badValue(fs, "engine", "want one of "+strings.Join(known, ", ")+", or a comma list")
+		}
+		if slices.Contains(o.engines, name) {
+			return badValue(fs, "engine", "names "+name+" twice")
+		}
+		o.engines = append(o.engines, name)
+	}
+	if o.AB != "" && len(o.engines) > 1 {
+		return badValue(fs, "ab", "cannot be combined with several engines")
+	}
+	return nil
+}
+
+// buildEnv gathers the communicator overrides: -E pairs, then the convenience flags, then the A/B key.
+func (o *Options) buildEnv(fs *pflag.FlagSet) error {
+	o.env = map[string]string{}
+	for _, kv := range o.Env {
+		k, v, ok := strings.Cut(kv, "=")
+		if !ok || k == "" || strings.ContainsAny(k, " \t") {
+			return &usageError{fmt.Sprintf("invalid value %q for -E/--env: want KEY=VALUE", kv)}
+		}
+		o.env[k] = v
+	}
+	if o.DDA {
+		o.env["RCCL_DDA_ENABLE"] = "1"
+	}
+	if o.LP {
+		o.env["RCCL_LOW_PRECISION_ENABLE"] = "1"
+	}
+	switch o.LPMode {
+	case "":
+	case collectives.LPModeRCCLX, collectives.LPModeScaled:
+		o.env["RCCLX_TESTS_LP_MODE"] = o.LPMode
+	default:
+		return badValue(fs, "lp-mode", "want rcclx or scaled")
+	}
+	if o.AB == "" {
+		return nil
+	}
+	k, vals, ok := strings.Cut(o.AB, "=")
+	v := strings.Split(vals, ",")
+	if !ok || k == "" || len(v) != 2 {
+		return badValue(fs, "ab", "want KEY=v1,v2")
+	}
+	o.abKey, o.abVals = k, [2]string{v[0], v[1]}
+	return nil
+}

@@ -1,0 +1,110 @@
+package harness
+
+import (
+	"crypto/rand"
+	"encoding/binary"
+	"fmt"
+	"strconv"
+
+	"rcclx-tests/collectives"
+)
+
+// sizeValue is a byte count flag: an integer with an optional K, M or G suffix (powers of 1024).
+type sizeValue struct{ p *int64 }
+
+func (v sizeValue) String() string {
+	if v.p == nil {
+		return "0"
+	}
+	return formatSize(*v.p)
+}
+
+func (v sizeValue) Set(s string) error {
+	n, err := collectives.ParseSize(s)
+	if err != nil {
+		return err
+	}
+	*v.p = n
+	return nil
+}
+
+func (sizeValue) Type() string { return "size" }
+
+// formatSize spells n with the largest exact K/M/G suffix, as users write it.
+func formatSize(n int64) string {
+	for _, u := range []struct {
+		shift  uint
+		suffix string
+	}{{30, "G"}, {20, "M"}, {10, "K"}} {
+		if n != 0 && n%(1<<u.shift) == 0 {
+			return strconv.FormatInt(n>>u.shift, 10) + u.suffix
+		}
+	}
+	return strconv.FormatInt(n, 10)
+}
+
+// halves is -O: which of the out-of-place and in-place halves run.
+type halves int
+
+const (
+	bothHalves     halves = -1
+	inPlaceOnly    halves = 0
+	outOfPlaceOnly halves = 1
+)
+
+func (h *halves) String() string {
+	if *h == bothHalves {
+		return "both"
+	}
+	return strconv.Itoa(int(*h))
+}
+
+func (h *halves) Set(s string) error {
+	switch s {
+	case "both":
+		*h = bothHalves
+	case "0":
+		*h = inPlaceOnly
+	case "1":
+		*h = outOfPlaceOnly
+	default:
+		return fmt.Errorf("want 0 (in-place only), 1 (out-of-place only) or both")
+	}
+	return nil
+}
+
+func (*halves) Type() string { return "0|1|both" }
+
+// seed is --seed: the inputs' seed, random unless given.
+type seed struct {
+	value uint64
+	set   bool
+}
+
+func (s *seed) String() string {
+	if !s.set {
+		return "random"
+	}
+	return strconv.FormatUint(s.value, 10)
+}
+
+func (s *seed) Set(v string) error {
+	n, err := strconv.ParseUint(v, 0, 64)
+	if err != nil {
+		return fmt.Errorf("want an unsigned 64-bit integer")
+	}
+	s.value, s.set = n, true
+	return nil
+}
+
+func (*seed) Type() string { return "uint64" }
+
+// resolve returns the seed, drawing a random one the first time when none was given.
+func (s *seed) resolve() uint64 {
+	if !s.set {
+		var b [8]byte
+		_, _ = rand.Read(b[:])
+		s.value, s.set = binary.LittleEndian.Uint64(b[:]), true
+	}
+	return s.value
+}
