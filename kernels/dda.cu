@@ -1,0 +1,85 @@
+// dda.cu: RCCLX's direct-data-access algorithms (SPEC section 5), sum only. Each rank copies its input into its
+// own peer-visible buffer, passes the barrier, and reads what it needs straight from every peer's buffer.
+// Block b copies and reads the same sub-range on every rank, so the per-block barrier orders exactly the data
+// it reads. The buffer has two halves used by alternate launches (Comm::next_half): a rank can only start
+// launch L+1 after its launch L passed a barrier, which every peer reached only after finishing launch L-1,
+// the last user of that half; so no closing barrier is needed.
+//
+// Reduction order (as hostengine's dda.go): rank 0's value, then ranks 1..n-1 added in order, in the step
+// type (float for half and bfloat16), rounded to T once.
+
+#if RX_OP == RX_SUM
+
+// One-shot all_reduce: every rank reads the whole vector from every peer.
+RX_KERNEL dda_all_reduce_flat(Args a) {
+  RX_COMM(c, a);
+  const int h = c.next_half();
+  i64 lo, hi;
+  c.part(a.count, RX_VE, lo, hi);
+  copy_elems((T*)c.data(c.r, h) + lo, (const T*)a.send + lo, hi - lo);
+  if (!barrier(c, 1)) return;
+  sum_sources((T*)a.recv + lo, [&](int q) { return (const T*)c.data(q, h) + lo; }, c.n, hi - lo);
+  c.save();
+}
+
+// Two-shot all_reduce (count % n == 0): reduce-scatter of slices, barrier, all-gather of the reduced slices.
+// Slices sit RX_VE-aligned in the buffers.
+RX_KERNEL dda_all_reduce_tree(Args a) {
+  RX_COMM(c, a);
+  const int h = c.next_half();
+  const i64 S = a.count / c.n, Sp = roundup(S, RX_VE);
+  i64 lo, hi;
+  c.part(S, RX_VE, lo, hi);
+  T* mine = (T*)c.data(c.r, h);
+  for (int q = 0; q < c.n; q++) copy_elems(mine + q * Sp + lo, (const T*)a.send + q * S + lo, hi - lo);
+  if (!barrier(c, 1)) return;
+  const i64 at = c.r * Sp + lo;
+  sum_sources(mine + at, [&](int q) { return (const T*)c.data(q, h) + at; }, c.n, hi - lo);
+  if (!barrier(c, 2)) return;
+  RX_FOR_PEERS(c, q) copy_elems((T*)a.recv + q * S + lo, (const T*)c.data(q, h) + q * Sp + lo, hi - lo);
+  c.save();
+}
+
+#endif
+
+// all_gather: the piece of rank q lands at q*count.
+RX_KERNEL dda_all_gather(Args a) {
+  RX_COMM(c, a);
+  const int h = c.next_half();
+  const i64 p = a.count;
+  i64 lo, hi;
+  c.part(p, RX_VE, lo, hi);
+  copy_elems((T*)c.data(c.r, h) + lo, (const T*)a.send + lo, hi - lo);
+  if (!barrier(c, 1)) return;
+  RX_FOR_PEERS(c, q) copy_elems((T*)a.recv + q * p + lo, (const T*)c.data(q, h) + lo, hi - lo);
+  c.save();
+}
+
+#if RX_OP == RX_SUM
+// reduce_scatter: rank r sums piece r of every rank.
+RX_KERNEL dda_reduce_scatter(Args a) {
+  RX_COMM(c, a);
+  const int h = c.next_half();
+  const i64 p = a.count;
+  i64 lo, hi;
+  c.part(p, RX_VE, lo, hi);
+  for (int q = 0; q < c.n; q++) copy_elems((T*)c.data(c.r, h) + q * p + lo, (const T*)a.send + q * p + lo, hi - lo);
+  if (!barrier(c, 1)) return;
+  const i64 at = c.r * p + lo;
+  sum_sources((T*)a.recv + lo, [&](int q) { return (const T*)c.data(q, h) + at; }, c.n, hi - lo);
+  c.save();
+}
+#endif
+
+// alltoall: piece r of rank q lands at q*count.
+RX_KERNEL dda_alltoall(Args a) {
+  RX_COMM(c, a);
+  const int h = c.next_half();
+  const i64 p = a.count;
+  i64 lo, hi;
+  c.part(p, RX_VE, lo, hi);
+  for (int q = 0; q < c.n; q++) copy_elems((T*)c.data(c.r, h) + q * p + lo, (const T*)a.send + q * p + lo, hi - lo);
+  if (!barrier(c, 1)) return;
+  RX_FOR_PEERS(c, q) copy_elems((T*)a.recv + q * p + lo, (const T*)c.data(q, h) + c.r * p + lo, hi - lo);
+  c.save();
+}

@@ -1,0 +1,59 @@
+// prelude.cuh: the only file with vendor-specific intrinsics or PTX. NVRTC has no default include path, so
+// nothing here includes a toolkit header: integer types, a 16-byte vector, system-scope acquire/release,
+// L2-coherent loads, block barriers with a vote, and float bit casts.
+// A HIP build takes the __HIPCC__ branch; everything after this file is plain C++ over these names.
+
+typedef signed char i8;
+typedef unsigned char u8;
+typedef short i16;
+typedef unsigned short u16;
+typedef int i32;
+typedef unsigned int u32;
+typedef long long i64;
+typedef unsigned long long u64;
+
+#define RX_DEV __device__ __forceinline__
+#define RX_KERNEL extern "C" __global__ void __launch_bounds__(512)
+
+struct alignas(16) V16 {
+  u32 w[4];
+};
+
+#if defined(__HIPCC__)
+RX_DEV u64 ld_acquire_sys(const u64* p) { return __hip_atomic_load(p, __ATOMIC_ACQUIRE, __HIP_MEMORY_SCOPE_SYSTEM); }
+RX_DEV void st_release_sys(u64* p, u64 v) { __hip_atomic_store(p, v, __ATOMIC_RELEASE, __HIP_MEMORY_SCOPE_SYSTEM); }
+RX_DEV void fence_sys() { __threadfence_system(); }
+RX_DEV V16 ld_cg(const V16* p) { return __builtin_nontemporal_load(p); }
+#else
+RX_DEV u64 ld_acquire_sys(const u64* p) {
+  u64 v;
+  asm volatile("ld.acquire.sys.global.u64 %0, [%1];" : "=l"(v) : "l"(p) : "memory");
+  return v;
+}
+RX_DEV void st_release_sys(u64* p, u64 v) {
+  asm volatile("st.release.sys.global.u64 [%0], %1;" ::"l"(p), "l"(v) : "memory");
+}
+RX_DEV void fence_sys() { asm volatile("fence.sc.sys;" ::: "memory"); }
+// Loads through L2 only: data another GPU wrote into this GPU's memory, or this GPU reads from a peer's.
+RX_DEV V16 ld_cg(const V16* p) {
+  V16 v;
+  asm volatile("ld.global.cg.v4.u32 {%0,%1,%2,%3}, [%4];"
+               : "=r"(v.w[0]), "=r"(v.w[1]), "=r"(v.w[2]), "=r"(v.w[3])
+               : "l"(p)
+               : "memory");
+  return v;
+}
+#endif
+
+// A scalar load that bypasses the non-coherent L1 (the scalar twin of ld_cg).
+template <class X>
+RX_DEV X ld_volatile(const X* p) {
+  return *(const volatile X*)p;
+}
+
+RX_DEV void block_sync() { __syncthreads(); }
+// Block barrier that also reports whether any thread passed pred true.
+RX_DEV bool block_any(bool pred) { return __syncthreads_or(pred) != 0; }
+
+RX_DEV u32 f32_bits(float f) { return __float_as_uint(f); }
+RX_DEV float bits_f32(u32 u) { return __uint_as_float(u); }
