@@ -1,0 +1,229 @@
+package nccl
+
+import (
+	"encoding/binary"
+	"math"
+	"math/rand/v2"
+	"os"
+	"runtime"
+	"testing"
+	"time"
+	"unsafe"
+
+	"rcclx-tests/cuda"
+)
+
+// rig is one communicator per GPU, made by ncclCommInitRank in one group (the by-value unique id path).
+type rig struct {
+	lib     *Library
+	ctxs    []*cuda.Context
+	streams []cuda.Stream
+	comms   []Comm
+}
+
+func newRig(t *testing.T) *rig {
+	t.Helper()
+	lib, err := Open(os.Getenv("RCCLX_TESTS_LIB"))
+	if err != nil {
+		t.Skip("no NCCL library: " + err.Error())
+	}
+	if err := cuda.Load(); err != nil {
+		t.Skip("no CUDA driver: " + err.Error())
+	}
+	n, err := cuda.DeviceCount()
+	if err != nil || n == 0 {
+		t.Skipf("no CUDA device: %d, %v", n, err)
+	}
+	runtime.LockOSThread()
+	t.Cleanup(runtime.UnlockOSThread)
+	t.Setenv("NCCL_NVLS_ENABLE", "0")
+	r := &rig{lib: lib}
+	id, err := lib.GetUniqueID()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := lib.GroupStart(); err != nil {
+		t.Fatal(err)
+	}
+	for d := range min(n, 4) {
+		ctx, err := cuda.Device(d).RetainPrimaryContext()
+		if err != nil {
+			t.Fatal(err)
+		}
+		ctx.SetCurrent()
+		s, err := cuda.StreamCreate(true)
+		if err != nil {
+			t.Fatal(err)
+		}
+		c, err := lib.CommInitRank(min(n, 4), id, d)
+		if err != nil {
+			t.Fatal(err)
+		}
+		r.ctxs, r.streams, r.comms = append(r.ctxs, ctx), append(r.streams, s), append(r.comms, c)
+	}
+	if err := lib.GroupEnd(); err != nil {
+		t.Fatal("ncclGroupEnd after ncclCommInitRank:", err)
+	}
+	t.Cleanup(func() {
+		for d, c := range r.comms {
+			if err := lib.CommDestroy(c); err != nil {
+				t.Error(err)
+			}
+			r.ctxs[d].SetCurrent()
+			r.streams[d].Destroy()
+			r.ctxs[d].Release()
+		}
+	})
+	return r
+}
+
+func (r *rig) sync(t *testing.T) {
+	for _, s := range r.streams {
+		if err := s.Synchronize(); err != nil {
+			t.Fatal(err)
+		}
+	}
+	for _, c := range r.comms {
+		if st, err := r.lib.CommGetAsyncError(c); err != nil || st != Success {
+			t.Fatalf("async state %v, %v", st, err)
+		}
+	}
+}
+
+// group runs one call per rank inside ncclGroupStart/End.
+func (r *rig) group(t *testing.T, call func(d int) error) {
+	t.Helper()
+	if err := r.lib.GroupStart(); err != nil {
+		t.Fatal(err)
+	}
+	for d := range r.comms {
+		if err := call(d); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if err := r.lib.GroupEnd(); err != nil {
+		t.Fatal(err)
+	}
+}
+
+func floats(vals []float32) []byte {
+	b := make([]byte, 4*len(vals))
+	for i, v := range vals {
+		binary.LittleEndian.PutUint32(b[4*i:], math.Float32bits(v))
+	}
+	return b
+}
+
+func TestGPUAllReducePreMulSumAlltoAll(t *testing.T) {
+	r := newRig(t)
+	n, count := len(r.comms), 1024*len(r.comms)
+	in := make([][]float32, n)
+	send, recv := make([]cuda.DevicePtr, n), make([]cuda.DevicePtr, n)
+	for d := range n {
+		r.ctxs[d].SetCurrent()
+		in[d] = make([]float32, count)
+		for i := range in[d] {
+			in[d][i] = float32(rand.IntN(1000))
+		}
+		var err error
+		if send[d], err = cuda.MemAlloc(int64(4 * count)); err != nil {
+			t.Fatal(err)
+		}
+		if recv[d], err = cuda.MemAlloc(int64(4 * count)); err != nil {
+			t.Fatal(err)
+		}
+		defer cuda.MemFree(send[d])
+		defer cuda.MemFree(recv[d])
+		cuda.MemcpyHtoD(send[d], floats(in[d]))
+	}
+	verify := func(what string, want func(d, i int) float32) {
+		t.Helper()
+		r.sync(t)
+		for d := range n {
+			got := make([]byte, 4*count)
+			cuda.MemcpyDtoH(got, recv[d])
+			for i := range count {
+				if g := math.Float32frombits(binary.LittleEndian.Uint32(got[4*i:])); g != want(d, i) {
+					t.Fatalf("%s: rank %d element %d = %v, want %v", what, d, i, g, want(d, i))
+				}
+			}
+		}
+	}
+	r.group(t, func(d int) error {
+		return r.lib.AllReduce(send[d], recv[d], int64(count), Float32, OpSum, r.comms[d], r.streams[d])
+	})
+	verify("sum", func(_, i int) float32 {
+		var s float32
+		for p := range n {
+			s += in[p][i]
+		}
+		return s
+	})
+	if r.lib.Has("ncclRedOpCreatePreMulSum") {
+		ops := make([]RedOp, n)
+		for d := range n {
+			var err error
+			if ops[d], err = r.lib.RedOpCreatePreMulSum(floats([]float32{float32(d + 2)}), Float32, r.comms[d]); err != nil {
+				t.Fatal(err)
+			}
+			defer r.lib.RedOpDestroy(ops[d], r.comms[d])
+		}
+		r.group(t, func(d int) error {
+			return r.lib.AllReduce(send[d], recv[d], int64(count), Float32, ops[d], r.comms[d], r.streams[d])
+		})
+		verify("premulsum", func(_, i int) float32 {
+			var s float32
+			for p := range n {
+				s += float32(p+2) * in[p][i]
+			}
+			return s
+		})
+	}
+	if r.lib.Has("ncclAlltoAll") || r.lib.Has("ncclAllToAll") {
+		per := count / n
+		r.group(t, func(d int) error {
+			return r.lib.AlltoAll(send[d], recv[d], int64(per), Float32, r.comms[d], r.streams[d])
+		})
+		verify("alltoall", func(d, i int) float32 { return in[i/per][d*per+i%per] })
+	}
+}
+
+// TestGPUCallCost measures the host cost of the calls the vendor engine makes per operation: a trivial call
+// (ncclGetVersion: purego's own cost), an empty group, and a group of one small all-reduce per GPU.
+func TestGPUCallCost(t *testing.T) {
+	r := newRig(t)
+	r.ctxs[0].SetCurrent()
+	buf := make([]cuda.DevicePtr, len(r.comms))
+	for d := range r.comms {
+		r.ctxs[d].SetCurrent()
+		var err error
+		if buf[d], err = cuda.MemAlloc(64); err != nil {
+			t.Fatal(err)
+		}
+		defer cuda.MemFree(buf[d])
+	}
+	per := func(n int, f func()) time.Duration {
+		best := time.Duration(math.MaxInt64)
+		for range 5 {
+			start := time.Now()
+			for range n {
+				f()
+			}
+			best = min(best, time.Since(start)/time.Duration(n))
+			r.sync(t)
+		}
+		return best
+	}
+	var v int32
+	version := per(100000, func() { r.lib.call(&r.lib.getVersion, uintptr(unsafe.Pointer(&v))) })
+	empty := per(10000, func() { r.lib.GroupStart(); r.lib.GroupEnd() })
+	enqueue := per(200, func() {
+		r.lib.GroupStart()
+		for d, c := range r.comms {
+			r.lib.AllReduce(buf[d], buf[d], 2, Float32, OpSum, c, r.streams[d])
+		}
+		r.lib.GroupEnd()
+	})
+	t.Logf("per call: ncclGetVersion %v; ncclGroupStart+ncclGroupEnd %v; ncclGroupStart + %d x ncclAllReduce(8 B) + ncclGroupEnd %v (enqueue only, host time)",
+		version, empty, len(r.comms), enqueue)
+}
