@@ -5,8 +5,8 @@
 // launch L+1 after its launch L passed a barrier, which every peer reached only after finishing launch L-1,
 // the last user of that half; so no closing barrier is needed.
 //
-// Reduction order (as hostengine's dda.go): rank 0's value, then ranks 1..n-1 added in order, in the step
-// type (float for half and bfloat16), rounded to T once.
+// Reduction order (as hostengine's dda.go): ((in_0 + in_1) + in_2) + ... + in_n-1 in rank order, stored as T
+// after every addition.
 
 #if RX_OP == RX_SUM
 
@@ -18,7 +18,7 @@ RX_KERNEL dda_all_reduce_flat(Args a) {
   c.part(a.count, RX_VE, lo, hi);
   copy_elems((T*)c.data(c.r, h) + lo, (const T*)a.send + lo, hi - lo);
   if (!barrier(c, 1)) return;
-  sum_sources((T*)a.recv + lo, [&](int q) { return (const T*)c.data(q, h) + lo; }, c.n, hi - lo);
+  reduce_sources((T*)a.recv + lo, [&](int q) { return (const T*)c.data(q, h) + lo; }, c.n, hi - lo);
   c.save();
 }
 
@@ -34,7 +34,7 @@ RX_KERNEL dda_all_reduce_tree(Args a) {
   for (int q = 0; q < c.n; q++) copy_elems(mine + q * Sp + lo, (const T*)a.send + q * S + lo, hi - lo);
   if (!barrier(c, 1)) return;
   const i64 at = c.r * Sp + lo;
-  sum_sources(mine + at, [&](int q) { return (const T*)c.data(q, h) + at; }, c.n, hi - lo);
+  reduce_sources(mine + at, [&](int q) { return (const T*)c.data(q, h) + at; }, c.n, hi - lo);
   if (!barrier(c, 2)) return;
   RX_FOR_PEERS(c, q) copy_elems((T*)a.recv + q * S + lo, (const T*)c.data(q, h) + q * Sp + lo, hi - lo);
   c.save();
@@ -66,7 +66,7 @@ RX_KERNEL dda_reduce_scatter(Args a) {
   for (int q = 0; q < c.n; q++) copy_elems((T*)c.data(c.r, h) + q * p + lo, (const T*)a.send + q * p + lo, hi - lo);
   if (!barrier(c, 1)) return;
   const i64 at = c.r * p + lo;
-  sum_sources((T*)a.recv + lo, [&](int q) { return (const T*)c.data(q, h) + at; }, c.n, hi - lo);
+  reduce_sources((T*)a.recv + lo, [&](int q) { return (const T*)c.data(q, h) + at; }, c.n, hi - lo);
   c.save();
 }
 #endif

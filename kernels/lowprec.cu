@@ -1,21 +1,25 @@
 // lowprec.cu: RCCLX's low-precision (FP8 E4M3) collectives for float and bfloat16, sum only, DDA-style over
 // the data halves (see dda.cu), in rounds the host launches one after another (Args.x0: the round's first
-// element, x1: its length, x2: the LP block, x3: 0 for mode rcclx, 1 for mode scaled).
+// element, x1: its length (a multiple of the unit below), x2: the LP block, x3: 0 for mode rcclx, 1 for
+// mode scaled).
 //
 // As hostengine's lowprec.go: mode rcclx quantizes with a plain saturating cast to E4M3; mode scaled keeps one
-// fp32 scale per LP block (scale = block amax / 448, or 1 for an all-zero block; code = E4M3(x / scale);
-// value = decode(code) * scale). Blocks count from the start of each piece (all_reduce: of each rank's slice,
-// whose length is a multiple of the block). Ranks exchange codes and scales, dequantize and accumulate in
-// fp32 in rank order 0..n-1. all_reduce re-quantizes the reduced slice (new scales) for its gather phase and
-// every rank dequantizes every slice, its own included, so all ranks hold the same bits. reduce_scatter rounds
-// the fp32 sum to T directly; all_gather and alltoall dequantize what they receive.
+// fp32 scale per LP block (scale = block amax / 448, or 1 where that is 0; code = E4M3(x / scale); value =
+// decode(code) * scale). Blocks count from the start of each piece (all_reduce: each rank's slice; the others:
+// each per-rank piece), so rounds start at multiples of the block. Ranks exchange codes and scales, dequantize
+// and accumulate in fp32 in rank order 0..n-1. all_reduce re-quantizes the reduced slice (new scales) for its
+// gather phase and every rank dequantizes every slice, its own included, so all ranks hold the same bits.
+// reduce_scatter rounds the fp32 sum to T directly; all_gather and alltoall dequantize what they receive.
 //
 // Layout of a data half: the codes, then (16-byte aligned) the fp32 scales, one per LP block of codes.
 
 #if RX_OP == RX_SUM && (RX_DTYPE == RX_FLOAT || RX_DTYPE == RX_BFLOAT16)
 
 RX_DEV float abs32(float x) { return bits_f32(f32_bits(x) & 0x7fffffffu); }
-RX_DEV float fmax32(float a, float b) { return a > b ? a : b; }
+RX_DEV float scale_of(float amax) {
+  float s = amax / 448.0f;
+  return s == 0 ? 1.0f : s;
+}
 
 // 16 elements at a 16-byte aligned address, as floats.
 RX_DEV void load16(const T* p, float* f) {
@@ -107,8 +111,8 @@ struct LP {
       for (i64 s0 = lo + threadIdx.x * B; s0 < hi; s0 += blockDim.x * B) {
         i64 s1 = s0 + B < hi ? s0 + B : hi;
         float amax = 0;
-        for (i64 i = s0; i < s1; i++) amax = fmax32(amax, abs32(to_acc(src[i])));
-        float scale = amax > 0 ? amax / 448.0f : 1.0f;
+        for (i64 i = s0; i < s1; i++) amax = go_max(amax, abs32(to_acc(src[i])));
+        float scale = scale_of(amax);
         for (i64 i = s0; i < s1; i++) q[i] = f32_to_e4m3(to_acc(src[i]) / scale);
         scales(c.r)[(at + s0) / B] = scale;
       }
@@ -147,8 +151,8 @@ struct LP {
           continue;
         }
         float amax = 0;
-        for (i64 i = s0; i < s1; i++) amax = fmax32(amax, abs32(sum(at + i)));
-        float scale = amax > 0 ? amax / 448.0f : 1.0f;
+        for (i64 i = s0; i < s1; i++) amax = go_max(amax, abs32(sum(at + i)));
+        float scale = scale_of(amax);
         for (i64 i = s0; i < s1; i++) mine[i] = f32_to_e4m3(sum(at + i) / scale);
         scales(c.r)[(at + s0) / B] = scale;
       }
@@ -180,24 +184,24 @@ struct LP {
   }
 };
 
-// Upper end of a block's sub-range within a piece of len elements starting at s0 of a shorter whole.
 RX_DEV i64 clip(i64 hi, i64 len) { return hi < len ? hi : len; }
 
-// all_reduce round: slices of roundup(ceil(len/n), unit) elements; rank r reduces slice r.
+// all_reduce round: rank q's slice is [q*count/n, (q+1)*count/n) (as hostengine), and a round covers
+// elements [x0, x0+x1) of every slice; slice q's codes sit at q*x1.
 RX_KERNEL lp_all_reduce(Args a) {
   RX_COMM(c, a);
   LP lp(c, a);
-  const i64 len = a.x1, sl = roundup(cdiv(len, c.n), lp.unit);
-  lp.scaleOff = roundup(len, 16);
+  const i64 R = a.x1;
+  lp.scaleOff = c.n * R;
   i64 lo, hi;
-  c.part(sl, lp.unit, lo, hi);
-  const T* in = (const T*)a.send + a.x0;
-  T* out = (T*)a.recv + a.x0;
-  for (int q = 0; q < c.n; q++) lp.quantize(q * sl, in + q * sl, lo, clip(hi, len - q * sl));
+  c.part(R, lp.unit, lo, hi);
+  auto first = [&](int q) { return q * a.count / c.n + a.x0; };  // the round's first element of slice q
+  auto end = [&](int q) { return clip(hi, (q + 1) * a.count / c.n - first(q)); };
+  for (int q = 0; q < c.n; q++) lp.quantize(q * R, (const T*)a.send + first(q), lo, end(q));
   if (!barrier(c, 1)) return;
-  lp.reduce((T*)0, c.r * sl, lo, clip(hi, len - c.r * sl));
+  lp.reduce((T*)0, c.r * R, lo, end(c.r));
   if (!barrier(c, 2)) return;
-  RX_FOR_PEERS(c, q) lp.dequantize(out + q * sl, q, q * sl, lo, clip(hi, len - q * sl));
+  RX_FOR_PEERS(c, q) lp.dequantize((T*)a.recv + first(q), q, q * R, lo, end(q));
   c.save();
 }
 

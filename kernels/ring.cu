@@ -6,9 +6,11 @@
 // head flag (release, system scope); the receiver waits for the flag, uses the slot and returns it by
 // publishing its received count in the sender's tail word. Sequence numbers persist across launches.
 //
-// Reduction order (as hostengine's ring.go): segment s is started by rank s+1 with its own input, each next
-// rank combines (received partial, own input), and rank s finishes it: x[s+1] op x[s+2] op ... op x[s], every
-// partial result stored as T.
+// Reduction order (as hostengine's ring.go): all_reduce's segment j is started by rank j with its own input and
+// completed by rank j-1; reduce_scatter's segment j starts at rank j+1 and ends at rank j. Each rank on the way
+// combines (received partial, own input): pre(x[j]) op pre(x[j+1]) op ..., every partial result stored as T.
+// The completing rank then starts the all-gather of its segment (all_reduce); all_gather starts with each
+// rank's own piece.
 //
 // Segments: all_reduce splits N elements into n segments of roundup(ceil(N/n), RX_VE) elements (the last ones
 // shorter or empty); all_gather and reduce_scatter use the per-rank pieces. Each segment is split over the grid
@@ -81,34 +83,38 @@ RX_DEV void ring_run(const Args& args) {
     };
     auto src = [&](int s) { return in + (COLL == RX_AG ? 0 : s * seg) + off; };
     auto dst = [&](int s) { return out + (COLL == RX_RS ? 0 : s * seg) + off; };
+    // Reduce-scatter: at step k rank r handles segment r+o-k (o = 0 for all_reduce, -1 for reduce_scatter);
+    // the last step completes segment done = r+o+1. All-gather step k forwards segment done-k.
+    const int o = COLL == RX_AR ? 0 : -1;
+    const int done = COLL == RX_AG ? r : mod(r + o + 1);
     int stepNo = 0;
     if (COLL == RX_AG) {
-      i64 m = len(r);
       if (!ring.step(false, true, stepNo++, [&](T* d1, const T*) {
-            map2(dst(r) == src(r) ? (T*)0 : dst(r), d1, 0, src(r), m, [](T, T x) { return x; });
+            map2(dst(r) == src(r) ? (T*)0 : dst(r), d1, 0, src(r), len(r), [](T, T x) { return x; });
           }))
         return;
     } else {
-      int s = mod(r - 1);
+      int s = mod(r + o);
       if (!ring.step(false, true, stepNo++, [&](T* d1, const T*) {
             map2(d1, 0, 0, src(s), len(s), [r](T, T x) { return premul(x, r); });
           }))
         return;
       for (int k = 1; k < n - 1; k++) {
-        s = mod(r - 1 - k);
+        s = mod(r + o - k);
         if (!ring.step(true, true, stepNo++, [&](T* d1, const T* p) {
               map2(d1, 0, p, src(s), len(s), [r](T pv, T x) { return combine(pv, premul(x, r)); });
             }))
           return;
       }
       if (!ring.step(true, COLL == RX_AR, stepNo++, [&](T* d1, const T* p) {
-            map2(dst(r), d1, p, src(r), len(r), [r, n](T pv, T x) { return finish(combine(pv, premul(x, r)), n); });
+            map2(dst(done), d1, p, src(done), len(done),
+                 [r, n](T pv, T x) { return finish(combine(pv, premul(x, r)), n); });
           }))
         return;
     }
     if (COLL != RX_RS) {
       for (int k = 1; k < n; k++) {
-        int s = mod(r - k);
+        int s = mod(done - k);
         if (!ring.step(true, k < n - 1, stepNo++, [&](T* d1, const T* p) {
               map2(dst(s), d1, p, 0, len(s), [](T pv, T) { return pv; });
             }))

@@ -99,6 +99,20 @@ RX_DEV T from_acc(A a) {
 #endif
 }
 
+// Go's max and min (package hostengine uses the builtins): NaN wins, max(-0, +0) = +0, min(-0, +0) = -0.
+template <class X>
+RX_DEV X go_max(X a, X b) {
+  if (a != a || b != b) return a != a ? a : b;
+  if (a == b) return a < X(0) || a > X(0) || (f32_bits((float)a) >> 31) ? b : a;
+  return a > b ? a : b;
+}
+template <class X>
+RX_DEV X go_min(X a, X b) {
+  if (a != a || b != b) return a != a ? a : b;
+  if (a == b) return a < X(0) || a > X(0) || (f32_bits((float)a) >> 31) ? a : b;
+  return a < b ? a : b;
+}
+
 // One reduction step of two stored elements.
 RX_DEV T combine(T x, T y) {
   A a = to_acc(x), b = to_acc(y);
@@ -109,9 +123,9 @@ RX_DEV T combine(T x, T y) {
   return from_acc(a * b);
 #endif
 #elif RX_OP == RX_MAX
-  return from_acc(a > b ? a : b);
+  return from_acc(go_max(a, b));
 #elif RX_OP == RX_MIN
-  return from_acc(a < b ? a : b);
+  return from_acc(go_min(a, b));
 #elif RX_INTEGER
   return (T)((U)a + (U)b);
 #else

@@ -33,30 +33,25 @@ RX_DEV void map2(T* d0, T* d1, const T* p, const T* x, i64 n, F f) {
   }
 }
 
-// d[i] = src(0)[i] + src(1)[i] + ... + src(nsrc-1)[i], summed in that order in the step type A and rounded to
-// T once; src(q) returns source q's pointer, all at the same 16-byte alignment.
+// d[i] = ((src(0)[i] op src(1)[i]) op src(2)[i]) ... op src(nsrc-1)[i], stored as T after every step (as
+// hostengine's DDA); src(q) returns source q's pointer, all at the same 16-byte alignment.
 template <class S>
-RX_DEV void sum_sources(T* d, S src, int nsrc, i64 n) {
+RX_DEV void reduce_sources(T* d, S src, int nsrc, i64 n) {
   bool vec = al16(d) && al16(src(0));
   i64 nv = vec ? n / RX_VE : 0;
   for (i64 v = threadIdx.x; v < nv; v += blockDim.x) {
-    A acc[RX_VE];
-    Pack P = {ld_cg((const V16*)src(0) + v)};
-#pragma unroll
-    for (int k = 0; k < RX_VE; k++) acc[k] = to_acc(P.e[k]);
+    Pack acc = {ld_cg((const V16*)src(0) + v)}, P;
     for (int q = 1; q < nsrc; q++) {
       P.v = ld_cg((const V16*)src(q) + v);
 #pragma unroll
-      for (int k = 0; k < RX_VE; k++) acc[k] += to_acc(P.e[k]);
+      for (int k = 0; k < RX_VE; k++) acc.e[k] = combine(acc.e[k], P.e[k]);
     }
-#pragma unroll
-    for (int k = 0; k < RX_VE; k++) P.e[k] = from_acc(acc[k]);
-    ((V16*)d)[v] = P.v;
+    ((V16*)d)[v] = acc.v;
   }
   for (i64 i = nv * RX_VE + threadIdx.x; i < n; i += blockDim.x) {
-    A acc = to_acc(ld_volatile(src(0) + i));
-    for (int q = 1; q < nsrc; q++) acc += to_acc(ld_volatile(src(q) + i));
-    d[i] = from_acc(acc);
+    T acc = ld_volatile(src(0) + i);
+    for (int q = 1; q < nsrc; q++) acc = combine(acc, ld_volatile(src(q) + i));
+    d[i] = acc;
   }
 }
 

@@ -1,0 +1,132 @@
+package gpuengine
+
+import (
+	"errors"
+	"fmt"
+	"sync"
+	"sync/atomic"
+	"time"
+	"unsafe"
+
+	"rcclx-tests/collectives"
+	"rcclx-tests/cuda"
+)
+
+// comm is the communicator of this process's ranks.
+type comm struct {
+	nranks   int
+	policy   collectives.Policy
+	hooks    hooks
+	tuning   tuning
+	timeout  time.Duration
+	half     int64 // bytes of one data half of every rank's buffer
+	blockCap int   // most blocks per kernel: kernels of ranks that share a GPU must all fit at once
+	ranks    []*rank
+	groups   []*group
+	devices  []collectives.Device
+	modules  modules
+
+	// Host-mapped words: [0] the abort flag every kernel wait polls, [1+l] local rank l's stuck phase.
+	flagsHost unsafe.Pointer
+	flagsDev  cuda.DevicePtr
+
+	abortMu  sync.Mutex
+	abortErr error // set once a wait timed out: the kernels gave up and the counters are out of step
+}
+
+// rank is one local rank: its device, context, stream and peer-visible buffer.
+type rank struct {
+	global, local int
+	dev           cuda.Device
+	ctx           *cuda.Context
+	stream        cuda.Stream // 0 with -y: the legacy default stream
+	arch          int         // compute capability as 90
+	sms           int
+	buf           cuda.DevicePtr   // this rank's peer-visible buffer
+	peers         cuda.DevicePtr   // device table: every rank's buffer as this rank addresses it
+	mapped        []cuda.DevicePtr // IPC mappings of other processes' buffers, closed with the comm
+	last          string           // collective and algorithm of the last launch, for timeout messages
+	events        eventRing
+}
+
+func (c *comm) NRanks() int                   { return c.nranks }
+func (c *comm) Devices() []collectives.Device { return c.devices }
+func (c *comm) Library() string               { return fmt.Sprintf("rcclx-gpu=%d", version) }
+func (c *comm) Version() int                  { return 0 }
+func (c *comm) Groups() []collectives.Group {
+	out := make([]collectives.Group, len(c.groups))
+	for i, g := range c.groups {
+		out[i] = g
+	}
+	return out
+}
+
+// abortFlag is the host side of the word every kernel wait polls.
+func (c *comm) abortFlag() *uint32 { return (*uint32)(c.flagsHost) }
+
+// phaseWord is the host side of local rank l's stuck-phase word.
+func (c *comm) phaseWord(l int) *uint32 { return (*uint32)(unsafe.Add(c.flagsHost, 4*(1+l))) }
+
+// statusDev is the device address of local rank l's stuck-phase word.
+func (c *comm) statusDev(l int) cuda.DevicePtr { return c.flagsDev + cuda.DevicePtr(4*(1+l)) }
+
+// abort makes every kernel of this process give up its waits, once, and records why; later calls fail with
+// the same error.
+func (c *comm) abort(cause error) error {
+	c.abortMu.Lock()
+	defer c.abortMu.Unlock()
+	if c.abortErr == nil {
+		c.abortErr = cause
+		atomic.StoreUint32(c.abortFlag(), 1)
+	}
+	return c.abortErr
+}
+
+func (c *comm) usable() error {
+	c.abortMu.Lock()
+	defer c.abortMu.Unlock()
+	return c.abortErr
+}
+
+// Close frees what Open made; after an abort the kernels have returned, so this still works.
+func (c *comm) Close() error {
+	c.modules.unload()
+	var errs []error
+	for _, r := range c.ranks {
+		errs = append(errs, r.close())
+	}
+	if c.flagsHost != nil {
+		errs = append(errs, cuda.HostFree(c.flagsHost))
+		c.flagsHost = nil
+	}
+	return errors.Join(errs...)
+}
+
+func (r *rank) close() error {
+	if r.ctx == nil {
+		return nil
+	}
+	var errs []error
+	keep := func(err error) {
+		if err != nil {
+			errs = append(errs, runtimeError(r, err))
+		}
+	}
+	keep(r.ctx.SetCurrent())
+	keep(r.stream.Synchronize())
+	r.events.destroy()
+	for _, p := range r.mapped {
+		keep(cuda.IpcCloseMemHandle(p))
+	}
+	for _, p := range []cuda.DevicePtr{r.peers, r.buf} {
+		if p != 0 {
+			keep(cuda.MemFree(p))
+		}
+	}
+	if r.stream != 0 {
+		keep(r.stream.Destroy())
+	}
+	keep(r.ctx.Release())
+	r.ctx = nil
+	return errors.Join(errs...)
+}

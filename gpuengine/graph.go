@@ -1,0 +1,87 @@
+package gpuengine
+
+import (
+	"errors"
+
+	"rcclx-tests/collectives"
+	"rcclx-tests/cuda"
+)
+
+// Capture records the launches of record on every local rank's stream (one graph per rank) and returns a
+// graph that replays them all. The kernels keep their counters in device memory, so replays stay in step.
+func (g *group) Capture(record func() error) (collectives.Graph, error) {
+	for i, r := range g.ranks {
+		if err := r.ctx.SetCurrent(); err == nil {
+			err = r.stream.BeginCapture()
+		} else {
+			g.endCaptures(i)
+			return nil, runtimeError(r, err)
+		}
+	}
+	recErr := record()
+	graphs, endErr := g.endCaptures(len(g.ranks))
+	if err := errors.Join(recErr, endErr); err != nil {
+		for _, x := range graphs {
+			x.Destroy()
+		}
+		return nil, err
+	}
+	out := &graph{g: g}
+	for i, r := range g.ranks {
+		r.ctx.SetCurrent()
+		x, err := graphs[i].Instantiate()
+		graphs[i].Destroy()
+		if err != nil {
+			out.Destroy()
+			return nil, runtimeError(r, err)
+		}
+		out.execs = append(out.execs, x)
+	}
+	return out, nil
+}
+
+// endCaptures ends the captures of the first n ranks and returns their graphs.
+func (g *group) endCaptures(n int) ([]cuda.Graph, error) {
+	var graphs []cuda.Graph
+	var errs []error
+	for _, r := range g.ranks[:n] {
+		r.ctx.SetCurrent()
+		x, err := r.stream.EndCapture()
+		if err != nil {
+			errs = append(errs, runtimeError(r, err))
+			continue
+		}
+		graphs = append(graphs, x)
+	}
+	return graphs, errors.Join(errs...)
+}
+
+type graph struct {
+	g     *group
+	execs []cuda.GraphExec
+}
+
+func (x *graph) Launch() error {
+	if err := x.g.c.usable(); err != nil {
+		return err
+	}
+	for i, r := range x.g.ranks {
+		if err := r.ctx.SetCurrent(); err != nil {
+			return runtimeError(r, err)
+		}
+		if err := x.execs[i].Launch(r.stream); err != nil {
+			return runtimeError(r, err)
+		}
+	}
+	return nil
+}
+
+func (x *graph) Destroy() error {
+	var errs []error
+	for i, e := range x.execs {
+		x.g.ranks[i].ctx.SetCurrent()
+		errs = append(errs, e.Destroy())
+	}
+	x.execs = nil
+	return errors.Join(errs...)
+}

@@ -1,0 +1,65 @@
+package gpuengine
+
+import (
+	"rcclx-tests/collectives"
+	"rcclx-tests/cuda"
+)
+
+// launch enqueues call on local rank l (its context is current): the algorithm's kernels, then the corrupt
+// hook's bit flip.
+func (c *comm) launch(r *rank, call *collectives.Call, l int, algo string) error {
+	k := call.Counts[l]
+	size := call.DType.Size()
+	send, recv := ptr(call.Send[l]), ptr(call.Recv[l])
+	r.last = call.Coll.Name + " " + algo
+	if k.Send == 0 && k.Recv == 0 {
+		return nil
+	}
+	if c.nranks == 1 && algo != collectives.LowPrecision {
+		if send != recv {
+			return cuda.MemcpyDtoDAsync(recv, send, k.Recv*int64(size), r.stream)
+		}
+	} else if err := c.launchAlgo(r, call, l, algo, send, recv); err != nil {
+		return err
+	}
+	if r.global != c.hooks.corruptRank || k.Recv == 0 {
+		return nil
+	}
+	f, err := c.modules.function(r, call.DType, moduleOp(call.Coll, call.Op), flipKernel)
+	if err != nil {
+		return err
+	}
+	return cuda.Launch(f, [3]uint32{1, 1, 1}, [3]uint32{1, 1, 1}, 0, r.stream,
+		recv+cuda.DevicePtr(size-1), uint32(0x40))
+}
+
+func (c *comm) launchAlgo(r *rank, call *collectives.Call, l int, algo string, send, recv cuda.DevicePtr) error {
+	k := call.Counts[l]
+	p, err := c.makePlan(call.Coll, algo, k, call.DType.Size())
+	if err != nil {
+		return err
+	}
+	f, err := c.modules.function(r, call.DType, moduleOp(call.Coll, call.Op), p.kernel)
+	if err != nil {
+		return err
+	}
+	a := kernelArgs{Send: send, Recv: recv, Count: k.Param, Rank: int64(r.global), NRanks: int64(c.nranks),
+		Peers: r.peers, Abort: c.flagsDev, Status: c.statusDev(r.local), Half: c.half,
+		X2: int64(c.policy.LPBlock), X3: p.lpMode}
+	grid, block := [3]uint32{uint32(p.blocks), 1, 1}, [3]uint32{blockThreads, 1, 1}
+	if p.rounds == nil {
+		return cuda.Launch(f, grid, block, 0, r.stream, &a)
+	}
+	for _, rd := range p.rounds {
+		a.X0, a.X1 = rd.off, rd.len
+		if err := cuda.Launch(f, grid, block, 0, r.stream, &a); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// ptr is the device address of a view of one of this engine's buffers.
+func ptr(v collectives.View) cuda.DevicePtr {
+	return v.Buf.(*buffer).ptr + cuda.DevicePtr(v.Off)
+}

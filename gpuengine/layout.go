@@ -1,0 +1,34 @@
+package gpuengine
+
+import "rcclx-tests/cuda"
+
+// The layout of each rank's peer-visible buffer, as kernels/comm.cuh defines it (a test compares the numbers).
+const (
+	maxBlocks       = 128    // RX_MAXB
+	maxBarrierRanks = 64     // RX_MAXR
+	fifoSlots       = 8      // RX_NSLOTS
+	slotBytes       = 32768  // RX_SLOT_BYTES
+	ctrlBytes       = 131072 // RX_CTRL_BYTES
+	argsBytes       = 104    // RX_ARGS_BYTES
+	dataOffset      = ctrlBytes + maxBlocks*fifoSlots*slotBytes
+
+	blockThreads = 512 // every kernel's block size (__launch_bounds__ in the prelude)
+	minHalf      = 4 << 20
+)
+
+// kernelArgs is struct Args of kernels/comm.cuh, every kernel's one by-value parameter.
+type kernelArgs struct {
+	Send, Recv     cuda.DevicePtr
+	Count          int64
+	Rank, NRanks   int64
+	Peers          cuda.DevicePtr
+	Abort, Status  cuda.DevicePtr
+	Half           int64
+	X0, X1, X2, X3 int64
+}
+
+// halfBytes is the size of one data half: the DDA send buffer (RCCL_DDA_SENDBUF_BYTES), at least minHalf so
+// that LP and direct alltoall rounds stay large, in whole pages.
+func halfBytes(sendBuf int64) int64 {
+	return (max(sendBuf, minHalf) + 4095) / 4096 * 4096
+}

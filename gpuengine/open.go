@@ -1,0 +1,301 @@
+package gpuengine
+
+import (
+	"bytes"
+	"encoding/binary"
+	"fmt"
+	"os"
+	"runtime"
+	"unsafe"
+
+	"rcclx-tests/collectives"
+	"rcclx-tests/cuda"
+)
+
+// Open creates the communicator of this process's ranks. Ranks are numbered as nccl-tests numbers them:
+// process, then thread, then GPU; local rank l of the p-th process on a host uses device (p*local ranks + l)
+// mod devices.
+func (engine) Open(cfg collectives.Config) (collectives.Comm, error) {
+	if err := cuda.Load(); err != nil {
+		return nil, runtimeError(nil, err)
+	}
+	if err := cuda.LoadNVRTC(); err != nil {
+		return nil, runtimeError(nil, err)
+	}
+	getenv := func(k string) string { return cfg.Getenv(os.Getenv, k) }
+	policy, err := collectives.PolicyFromEnv(getenv)
+	if err != nil {
+		return nil, fmt.Errorf("gpu: %w", err)
+	}
+	tun, err := readTuning(getenv)
+	if err != nil {
+		return nil, fmt.Errorf("gpu: %w", err)
+	}
+	world := cfg.World
+	if world == nil {
+		world = single{}
+	}
+	nlocal := max(cfg.NThreads, 1) * max(cfg.NGpus, 1)
+	c := &comm{nranks: world.Size() * nlocal, policy: policy, tuning: tun, timeout: cfg.Timeout,
+		half: halfBytes(policy.SendBuf)}
+	if c.hooks, err = readHooks(getenv, c.nranks); err != nil {
+		return nil, fmt.Errorf("gpu: %w", err)
+	}
+	runtime.LockOSThread()
+	defer runtime.UnlockOSThread()
+	if err := c.open(cfg, world, nlocal); err != nil {
+		c.Close()
+		return nil, err
+	}
+	for t := range max(cfg.NThreads, 1) {
+		g := &group{c: c, ranks: c.ranks[t*max(cfg.NGpus, 1) : (t+1)*max(cfg.NGpus, 1)]}
+		c.groups = append(c.groups, g)
+	}
+	return c, nil
+}
+
+func (c *comm) open(cfg collectives.Config, world collectives.World, nlocal int) error {
+	ndev, err := cuda.DeviceCount()
+	if err != nil {
+		return runtimeError(nil, err)
+	}
+	if nlocal > ndev && !cfg.Oversubscribe {
+		return runtimeError(nil, fmt.Errorf("gpu: this process drives %d ranks but sees %d GPUs (allow sharing with --oversubscribe)", nlocal, ndev))
+	}
+	host, _ := os.Hostname()
+	hostIndex, err := hostIndex(world, host)
+	if err != nil {
+		return err
+	}
+	c.flagsHost, c.flagsDev, err = cuda.HostAllocMapped(int64(4 * (1 + nlocal)))
+	if err != nil {
+		return runtimeError(nil, err)
+	}
+	clear(unsafe.Slice((*byte)(c.flagsHost), 4*(1+nlocal)))
+	shared := map[cuda.Device]int{} // local ranks per device
+	for l := range nlocal {
+		r := &rank{global: world.Rank()*nlocal + l, local: l, dev: cuda.Device((hostIndex*nlocal + l) % ndev)}
+		c.ranks = append(c.ranks, r)
+		shared[r.dev]++
+		if err := c.openRank(r, cfg.StreamNull); err != nil {
+			return runtimeError(r, err)
+		}
+		name, _ := r.dev.Name()
+		c.devices = append(c.devices, collectives.Device{Rank: r.global, Group: l / max(cfg.NGpus, 1),
+			Pid: os.Getpid(), Hostname: host, Index: int(r.dev), BusID: busID(r.dev), Name: name})
+	}
+	if cfg.StreamNull && len(shared) < nlocal {
+		return runtimeError(nil, fmt.Errorf("gpu: -y (the default stream) with ranks sharing a GPU would serialize kernels that wait for each other"))
+	}
+	var table [][]cuda.DevicePtr
+	if world.Size() == 1 {
+		table, err = c.peerLocal(shared)
+	} else {
+		table, err = c.peerRemote(world, host)
+	}
+	if err != nil {
+		return err
+	}
+	for _, r := range c.ranks {
+		if err := r.uploadPeers(table[r.local]); err != nil {
+			return runtimeError(r, err)
+		}
+	}
+	return nil
+}
+
+// openRank retains the rank's context, creates its stream and its peer-visible buffer (control words zeroed).
+func (c *comm) openRank(r *rank, streamNull bool) error {
+	var err error
+	if r.ctx, err = r.dev.RetainPrimaryContext(); err != nil {
+		return err
+	}
+	if err := r.ctx.SetCurrent(); err != nil {
+		return err
+	}
+	major, minor, err := r.dev.ComputeCapability()
+	if err != nil {
+		return err
+	}
+	r.arch = major*10 + minor
+	if r.sms, err = r.dev.Attribute(cuda.MultiprocessorCount); err != nil {
+		return err
+	}
+	if !streamNull {
+		if r.stream, err = cuda.StreamCreate(true); err != nil {
+			return err
+		}
+	}
+	if r.buf, err = cuda.MemAlloc(dataOffset + 2*c.half); err != nil {
+		return err
+	}
+	return cuda.MemsetD8(r.buf, 0, ctrlBytes)
+}
+
+// peerLocal enables peer access between the GPUs of this process and returns each rank's view of every
+// buffer (the same pointers everywhere). The block cap keeps the kernels of ranks sharing a GPU co-resident.
+func (c *comm) peerLocal(shared map[cuda.Device]int) ([][]cuda.DevicePtr, error) {
+	done := map[cuda.Device]bool{}
+	for _, r := range c.ranks {
+		if done[r.dev] {
+			continue // ranks on one device share its primary context
+		}
+		done[r.dev] = true
+		if err := r.ctx.SetCurrent(); err != nil {
+			return nil, runtimeError(r, err)
+		}
+		for _, p := range c.ranks {
+			if p.dev == r.dev {
+				continue
+			}
+			if ok, err := r.dev.CanAccessPeer(p.dev); err != nil || !ok {
+				return nil, runtimeError(r, fmt.Errorf("no peer access to device %d (%v)", p.dev, err))
+			}
+			if err := cuda.EnablePeerAccess(p.ctx); err != nil {
+				return nil, runtimeError(r, err)
+			}
+		}
+	}
+	row := make([]cuda.DevicePtr, len(c.ranks))
+	c.blockCap = maxBlocks
+	for i, r := range c.ranks {
+		row[i] = r.buf
+		c.blockCap = min(c.blockCap, r.sms/shared[r.dev])
+	}
+	table := make([][]cuda.DevicePtr, len(c.ranks))
+	for i := range table {
+		table[i] = row
+	}
+	return table, c.checkCap()
+}
+
+func (c *comm) checkCap() error {
+	if c.blockCap < 1 {
+		return runtimeError(nil, fmt.Errorf("gpu: more ranks share a GPU than it has multiprocessors"))
+	}
+	return nil
+}
+
+// rankInfo is what every process tells the others about each of its ranks.
+type rankInfo struct {
+	Handle cuda.IpcMemHandle
+	SMs    int32
+	BusID  [16]byte
+}
+
+// peerRemote exchanges IPC handles of every rank's buffer through the world and maps the other processes'
+// buffers into each local rank's context (once per device).
+func (c *comm) peerRemote(world collectives.World, host string) ([][]cuda.DevicePtr, error) {
+	var msg bytes.Buffer
+	for _, r := range c.ranks {
+		if err := r.ctx.SetCurrent(); err != nil {
+			return nil, runtimeError(r, err)
+		}
+		h, err := cuda.IpcGetMemHandle(r.buf)
+		if err != nil {
+			return nil, runtimeError(r, err)
+		}
+		info := rankInfo{Handle: h, SMs: int32(r.sms)}
+		copy(info.BusID[:], host+"/"+busID(r.dev))
+		binary.Write(&msg, binary.LittleEndian, info)
+	}
+	all, err := world.AllGather(msg.Bytes())
+	if err != nil {
+		return nil, err
+	}
+	infos := make([]rankInfo, 0, c.nranks)
+	for p, b := range all {
+		n := len(b) / binary.Size(rankInfo{})
+		if n != len(c.ranks) || len(b)%binary.Size(rankInfo{}) != 0 {
+			return nil, fmt.Errorf("gpu: process %d sent %d bytes of rank info; want %d ranks", p, len(b), len(c.ranks))
+		}
+		part := make([]rankInfo, n)
+		binary.Read(bytes.NewReader(b), binary.LittleEndian, part)
+		infos = append(infos, part...)
+	}
+	perGPU := map[[16]byte]int{}
+	for _, in := range infos {
+		perGPU[in.BusID]++
+	}
+	c.blockCap = maxBlocks
+	for _, in := range infos {
+		c.blockCap = min(c.blockCap, int(in.SMs)/perGPU[in.BusID])
+	}
+	table := make([][]cuda.DevicePtr, len(c.ranks))
+	opened := map[[2]int]cuda.DevicePtr{} // (device, global rank) -> mapping
+	first := c.ranks[0].global
+	for _, r := range c.ranks {
+		if err := r.ctx.SetCurrent(); err != nil {
+			return nil, runtimeError(r, err)
+		}
+		table[r.local] = make([]cuda.DevicePtr, c.nranks)
+		for g := range c.nranks {
+			if g >= first && g < first+len(c.ranks) {
+				table[r.local][g] = c.ranks[g-first].buf
+				continue
+			}
+			key := [2]int{int(r.dev), g}
+			p, ok := opened[key]
+			if !ok {
+				if p, err = cuda.IpcOpenMemHandle(infos[g].Handle); err != nil {
+					return nil, runtimeError(r, fmt.Errorf("mapping rank %d's buffer: %w", g, err))
+				}
+				opened[key] = p
+				r.mapped = append(r.mapped, p)
+			}
+			table[r.local][g] = p
+		}
+	}
+	return table, c.checkCap()
+}
+
+// uploadPeers copies the rank's peer table to the device.
+func (r *rank) uploadPeers(row []cuda.DevicePtr) error {
+	if err := r.ctx.SetCurrent(); err != nil {
+		return err
+	}
+	b := make([]byte, 8*len(row))
+	for i, p := range row {
+		binary.LittleEndian.PutUint64(b[8*i:], uint64(p))
+	}
+	var err error
+	if r.peers, err = cuda.MemAlloc(int64(len(b))); err != nil {
+		return err
+	}
+	return cuda.MemcpyHtoD(r.peers, b)
+}
+
+// hostIndex is how many processes of lower rank run on this host.
+func hostIndex(world collectives.World, host string) (int, error) {
+	if world.Size() == 1 {
+		return 0, nil
+	}
+	all, err := world.AllGather([]byte(host))
+	if err != nil {
+		return 0, err
+	}
+	n := 0
+	for r := range world.Rank() {
+		if string(all[r]) == host {
+			n++
+		}
+	}
+	return n, nil
+}
+
+// busID is the device's PCI domain:bus:device as nccl-tests prints it ("0000:00:06").
+func busID(d cuda.Device) string {
+	var id [3]int
+	for i, a := range []cuda.DeviceAttribute{cuda.PCIDomainID, cuda.PCIBusIDAttr, cuda.PCIDeviceID} {
+		id[i], _ = d.Attribute(a)
+	}
+	return fmt.Sprintf("%04x:%02x:%02x", id[0], id[1], id[2])
+}
+
+// single is the world of a run in one process, for a Config without one.
+type single struct{}
+
+func (single) Rank() int                               { return 0 }
+func (single) Size() int                               { return 1 }
+func (single) AllGather(data []byte) ([][]byte, error) { return [][]byte{data}, nil }
+func (single) Barrier() error                          { return nil }

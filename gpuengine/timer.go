@@ -1,0 +1,77 @@
+package gpuengine
+
+import (
+	"time"
+
+	"rcclx-tests/collectives"
+	"rcclx-tests/cuda"
+)
+
+// eventRing is a rank's timing events, reused round-robin so that an endless run (-N 0) allocates a bounded
+// number; a mark stays valid until ringEvents later marks.
+type eventRing struct {
+	events []cuda.Event
+	next   int
+}
+
+const ringEvents = 4096
+
+func (e *eventRing) take() (cuda.Event, error) {
+	if len(e.events) < ringEvents {
+		ev, err := cuda.EventCreate(true)
+		if err != nil {
+			return 0, err
+		}
+		e.events = append(e.events, ev)
+		return ev, nil
+	}
+	ev := e.events[e.next]
+	e.next = (e.next + 1) % ringEvents
+	return ev, nil
+}
+
+func (e *eventRing) destroy() {
+	for _, ev := range e.events {
+		ev.Destroy()
+	}
+	e.events = nil
+}
+
+// mark is one event per local rank.
+type mark []cuda.Event
+
+// Mark records an event on every local rank's stream after the work launched so far.
+func (g *group) Mark() (collectives.Event, error) {
+	m := make(mark, len(g.ranks))
+	for i, r := range g.ranks {
+		if err := r.ctx.SetCurrent(); err != nil {
+			return nil, runtimeError(r, err)
+		}
+		ev, err := r.events.take()
+		if err == nil {
+			err = ev.Record(r.stream)
+		}
+		if err != nil {
+			return nil, runtimeError(r, err)
+		}
+		m[i] = ev
+	}
+	return m, nil
+}
+
+// Elapsed is the longest time between the two marks over the local ranks.
+func (g *group) Elapsed(from, to collectives.Event) (time.Duration, error) {
+	a, b := from.(mark), to.(mark)
+	var longest time.Duration
+	for i, r := range g.ranks {
+		if err := r.ctx.SetCurrent(); err != nil {
+			return 0, runtimeError(r, err)
+		}
+		d, err := cuda.EventElapsed(a[i], b[i])
+		if err != nil {
+			return 0, runtimeError(r, err)
+		}
+		longest = max(longest, d)
+	}
+	return longest, nil
+}
