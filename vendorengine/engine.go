@@ -25,16 +25,17 @@ func New() collectives.Engine { return engine{} }
 
 func (engine) Name() string { return Name }
 
-// Available reports whether the default library loads and a GPU exists.
+// Available reports whether the default library loads (else a *LibraryError) and a GPU exists (else a
+// *RuntimeError).
 func (engine) Available() error {
 	if _, err := nccl.Open(""); err != nil {
-		return err
+		return &collectives.LibraryError{Err: err}
 	}
 	if err := cuda.Load(); err != nil {
-		return err
+		return runtimeError(err)
 	}
 	if n, err := cuda.DeviceCount(); err != nil || n == 0 {
-		return fmt.Errorf("vendor: no GPU (%d devices, %v)", n, err)
+		return runtimeError(fmt.Errorf("vendor: no GPU (%d devices, %v)", n, err))
 	}
 	return nil
 }
