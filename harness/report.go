@@ -175,7 +175,11 @@ func formatRow(r row, o *Options) string {
 			continue
 		}
 		fmt.Fprintf(&b, "  %7s  %6s  %6s", fitNumber(h.sec*1e6, 7), fitNumber(h.algBW, 6), fitNumber(h.busBW, 6))
-		fmt.Fprintf(&b, "  %6s", h.wrongText())
+		if h.checked {
+			fmt.Fprintf(&b, "  %6s", h.wrongText())
+		} else {
+			b.WriteString("    N/A") // one column narrower than a count, as nccl-tests prints it
+		}
 		if o.PerIter == 1 {
 			s := iterSummary(h.iters, o.IterSkip)
 			fmt.Fprintf(&b, "  %7s  %7s  %7s  %7s", fitNumber(s.MinUs, 7), fitNumber(s.MaxUs, 7),

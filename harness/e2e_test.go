@@ -1,0 +1,75 @@
+package harness
+
+import (
+	"strings"
+	"testing"
+	"time"
+
+	"rcclx-tests/collectives"
+	"rcclx-tests/engines"
+)
+
+// The perf binaries' path with the registered engines (the host engine on this machine).
+func hostRun(t *testing.T, coll *collectives.Collective, args ...string) run {
+	t.Helper()
+	return runWith(t, coll, append([]string{"--engine", "host"}, args...),
+		engineSource{names: engines.Names, open: engines.New}, func() bool { return false })
+}
+
+func TestHostEngineAllCollectives(t *testing.T) {
+	for _, coll := range collectives.All() {
+		r := hostRun(t, coll, "-b", "8", "-e", "256K", "-f", "8", "-t", "2", "-g", "3", "-n", "3", "-c", "2")
+		rows := tableRows(r.stdout)
+		if r.code != exitOK || len(rows) != 6 {
+			t.Fatalf("%s: exit %d, %d rows\n%s%s", coll.Name, r.code, len(rows), r.stdout, r.stderr)
+		}
+		for _, f := range rows {
+			if f[8] != "0" || f[12] != "0" {
+				t.Errorf("%s: %v", coll.Name, f)
+			}
+		}
+	}
+}
+
+// TestHostEngineTypesAndOps runs every type and operation the host engine has, at a few sizes.
+func TestHostEngineTypesAndOps(t *testing.T) {
+	if testing.Short() {
+		t.Skip("-short: every type and operation is slow on 2 cores")
+	}
+	r := hostRun(t, collectives.AllReduce, "-b", "64", "-e", "4K", "-f", "64", "-d", "all", "-o", "all", "-g", "3",
+		"-n", "1")
+	if r.code != exitOK || len(tableRows(r.stdout)) != 2*len(collectives.AllDTypes())*len(collectives.AllOps()) {
+		t.Fatalf("exit %d\n%s%s", r.code, r.stdout, r.stderr)
+	}
+}
+
+// TestHostEngineDDA: the RCCLX switches reach the engine and show in the header's algorithm lines.
+func TestHostEngineDDA(t *testing.T) {
+	r := hostRun(t, collectives.AllReduce, "--dda", "-b", "64K", "-e", "1M", "-f", "4", "-g", "8", "-n", "2")
+	if r.code != exitOK || !strings.Contains(r.stdout, "# Env: RCCL_DDA_ENABLE=1") ||
+		!strings.Contains(r.stdout, "# Algorithms: 65536-65536 dda_flat, 262144-1048576 dda_tree") {
+		t.Fatalf("exit %d\n%s%s", r.code, r.stdout, r.stderr)
+	}
+}
+
+// TestHostEngineCorruptRank uses the host engine's hook: a flipped bit on one rank fails validation.
+func TestHostEngineCorruptRank(t *testing.T) {
+	r := hostRun(t, collectives.AllGather, "-b", "1K", "-e", "1K", "-g", "4", "-n", "1", "-E", "RCCLX_TESTS_CORRUPT_RANK=3")
+	rows := tableRows(r.stdout)
+	if r.code != exitTestFailed || len(rows) != 1 || rows[0][8] != "1" || rows[0][12] != "1" {
+		t.Fatalf("exit %d\n%s%s", r.code, r.stdout, r.stderr)
+	}
+}
+
+// TestHostEngineTimeout uses the host engine's hook: a rank that never takes part makes its peers time out.
+func TestHostEngineTimeout(t *testing.T) {
+	start := time.Now()
+	r := hostRun(t, collectives.AllReduce, "-b", "1K", "-e", "1K", "-g", "4", "-T", "1", "-E", "RCCLX_TESTS_SKIP_RANK=2")
+	if r.code != exitTimeout || !strings.HasPrefix(r.stderr, "timeout: rank ") || strings.Count(r.stderr, "\n") != 1 ||
+		!strings.Contains(r.stderr, "all_reduce size 1024 phase ") {
+		t.Fatalf("exit %d, stderr %q", r.code, r.stderr)
+	}
+	if d := time.Since(start); d > 10*time.Second {
+		t.Errorf("took %v", d)
+	}
+}

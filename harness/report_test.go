@@ -1,0 +1,180 @@
+package harness
+
+import (
+	"bytes"
+	"os"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"testing"
+
+	"rcclx-tests/collectives"
+)
+
+// anchor is a real nccl-tests output (testdata/anchors, copied from shared/anchors).
+type anchor struct {
+	name  string
+	lines []string
+}
+
+func loadAnchors(t *testing.T) []anchor {
+	t.Helper()
+	files, err := filepath.Glob("testdata/anchors/*.txt")
+	if err != nil || len(files) == 0 {
+		t.Fatalf("no anchors in testdata/anchors: %v", err)
+	}
+	var out []anchor
+	for _, f := range files {
+		data, err := os.ReadFile(f)
+		if err != nil {
+			t.Fatal(err)
+		}
+		out = append(out, anchor{filepath.Base(f), strings.Split(string(data), "\n")})
+	}
+	return out
+}
+
+// anchorRow rebuilds a row from an anchor's numbers.
+func anchorRow(t *testing.T, f []string) row {
+	t.Helper()
+	num := func(s string) float64 {
+		v, err := strconv.ParseFloat(s, 64)
+		if err != nil {
+			t.Fatalf("bad number %q", s)
+		}
+		return v
+	}
+	r := row{size: int64(num(f[0])), count: int64(num(f[1])), dtype: f[2], redop: f[3], root: int(num(f[4]))}
+	for i := range 2 {
+		h := f[5+4*i : 9+4*i]
+		r.halves[i] = halfResult{ran: true, sec: num(h[0]) / 1e6, algBW: num(h[1]), busBW: num(h[2]),
+			checked: h[3] != "N/A"}
+		if r.halves[i].checked {
+			r.halves[i].wrong = int64(num(h[3]))
+		}
+	}
+	return r
+}
+
+// TestRowsMatchAnchors renders every anchor row from its numbers and compares it byte for byte.
+func TestRowsMatchAnchors(t *testing.T) {
+	o := &Options{Halves: bothHalves}
+	n := 0
+	for _, a := range loadAnchors(t) {
+		for _, line := range a.lines {
+			f := strings.Fields(line)
+			if len(f) != 13 || strings.HasPrefix(line, "#") {
+				continue
+			}
+			if got := formatRow(anchorRow(t, f), o); got != line {
+				t.Errorf("%s:\n got %q\nwant %q", a.name, got, line)
+			}
+			n++
+		}
+	}
+	if n < 100 {
+		t.Fatalf("only %d anchor rows compared", n)
+	}
+}
+
+// anchorOptions are the command lines the anchors were taken with (see shared/anchors/README.md).
+func anchorOptions() *Options {
+	return &Options{NThreads: 1, NGpus: 2, MinBytes: 8, MaxBytes: 1 << 30, StepFactor: 2, StepBytes: 1 << 20,
+		Warmup: 20, Iters: 50, AggIters: 1, Check: 1, Halves: bothHalves}
+}
+
+// TestHeaderAndTrailerMatchAnchors prints the lines around the table for each anchor's run and compares them with
+// the anchor, our suite name and version standing in for nccl-tests'.
+func TestHeaderAndTrailerMatchAnchors(t *testing.T) {
+	for _, a := range loadAnchors(t) {
+		graph := 0
+		if strings.Contains(a.lines[2], "graph: 20") {
+			graph = 20
+		}
+		var devices []collectives.Device
+		var pid int
+		for _, line := range a.lines {
+			if strings.HasPrefix(line, "#  Rank") {
+				f := strings.Fields(line)
+				pid, _ = strconv.Atoi(f[6])
+				r, _ := strconv.Atoi(f[2])
+				devices = append(devices, collectives.Device{Rank: r, Pid: pid, Hostname: f[8], Index: r,
+					BusID: strings.Trim(f[11], "[]"), Name: strings.Join(f[12:], " ")})
+			}
+		}
+		binary := strings.TrimPrefix(a.lines[1], "# Collective test starting: ")
+		var buf bytes.Buffer
+		writeHeader(&buf, anchorOptions(),
+			header{binary: binary, library: "nccl-headers=22803 nccl-library=22803", graph: graph, devices: devices})
+		want := append([]string{}, a.lines...)
+		want[0] = strings.Replace(want[0], "nccl-tests version 2.19.6", "rcclx-tests version "+Version, 1)
+		got := strings.Split(strings.TrimSuffix(buf.String(), "\n"), "\n")
+		compareLines(t, a.name+" header", got, want[:len(got)])
+
+		avg := strings.TrimSpace(strings.Split(a.lines[len(a.lines)-6], ":")[1])
+		bw, _ := strconv.ParseFloat(avg, 64)
+		buf.Reset()
+		writeTrailer(&buf, trailer{binary: binary, avgBusBW: bw, minBW: -1})
+		got = strings.Split(buf.String(), "\n")
+		compareLines(t, a.name+" trailer", got, a.lines[len(a.lines)-len(got):])
+	}
+}
+
+func compareLines(t *testing.T, what string, got, want []string) {
+	t.Helper()
+	if len(got) != len(want) {
+		t.Fatalf("%s: %d lines, want %d:\n%s", what, len(got), len(want), strings.Join(got, "\n"))
+	}
+	for i := range got {
+		if got[i] != want[i] {
+			t.Errorf("%s line %d:\n got %q\nwant %q", what, i+1, got[i], want[i])
+		}
+	}
+}
+
+func TestFitNumber(t *testing.T) {
+	for _, c := range []struct {
+		v     float64
+		width int
+		want  string
+	}{
+		{0, 6, "  0.00"}, {18.6, 7, "  18.60"}, {3259.7, 7, "3259.70"}, {51702.14, 7, "51702.1"},
+		{103274.4, 7, " 103274"}, {9999999, 7, "9999999"}, {12345678, 7, "1.2e+07"}, {1234.5, 6, "1234.5"},
+		{123456, 6, "123456"}, {1234567, 6, " 1e+06"}, {0.004, 6, "  0.00"},
+	} {
+		if got := fitNumber(c.v, c.width); got != c.want {
+			t.Errorf("fitNumber(%v, %d) = %q, want %q", c.v, c.width, got, c.want)
+		}
+	}
+}
+
+func TestCG(t *testing.T) {
+	for v, want := range map[float64]string{86.56523: "86.5652", 0: "0", 1234567: "1.23457e+06", 2.5: "2.5"} {
+		if got := cG(v); got != want {
+			t.Errorf("cG(%v) = %q, want %q", v, got, want)
+		}
+	}
+}
+
+func TestColumnHeaderVariants(t *testing.T) {
+	o := &Options{PerIter: 1, Timestamps: 1, CPUTime: 1}
+	h := columnHeader(o)
+	if !strings.Contains(h[1], "cputime") || !strings.Contains(h[1], "i_cv%") || !strings.HasSuffix(h[1], " timestamp") {
+		t.Errorf("names line %q", h[1])
+	}
+	if !strings.HasSuffix(h[2], " %Y-%m-%d %H:%M:%S") {
+		t.Errorf("units line %q", h[2])
+	}
+	// Every name ends where its unit ends (columns are right-aligned).
+	if len(h[1]) != len(h[2]) {
+		t.Errorf("names and units lines differ in length: %d, %d", len(h[1]), len(h[2]))
+	}
+}
+
+func TestMemoryString(t *testing.T) {
+	for v, want := range map[float64]string{512: "512 B", 1536: "1.50 KB", 50 << 20: "50.0 MB", 3 << 30: "3.00 GB"} {
+		if got := memoryString(v); got != want {
+			t.Errorf("memoryString(%v) = %q, want %q", v, got, want)
+		}
+	}
+}
