@@ -1,0 +1,142 @@
+// Package hostengine is the pure-Go RCCLX engine: every rank is a long-lived goroutine of this process and
+// buffers are host memory. It runs the algorithms of SPEC section 5 for real (ring, direct alltoall, DDA flat
+// and tree, FP8 low precision) with the flag and barrier protocols a GPU implementation uses, and is the
+// bit-level reference for the GPU kernels: each algorithm's file states the order in which it reduces.
+package hostengine
+
+import (
+	"errors"
+	"fmt"
+	"os"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"rcclx-tests/collectives"
+)
+
+// Version is the engine's version, reported as "rcclx-host=<Version>" in the output header.
+const Version = 1
+
+// defaultChunkBytes is how much of a segment moves per ring step: small enough that a chunk written by one
+// rank is still in cache when its neighbour reads it, large enough to amortize the per-chunk flags.
+const defaultChunkBytes = 128 << 10
+
+type engine struct{}
+
+// New returns the host engine, named "host".
+func New() collectives.Engine { return engine{} }
+
+func (engine) Name() string { return "host" }
+
+// Open starts cfg.NThreads*cfg.NGpus rank goroutines. The host engine is single-process.
+func (engine) Open(cfg collectives.Config) (collectives.Comm, error) {
+	if cfg.World != nil && cfg.World.Size() != 1 {
+		return nil, fmt.Errorf("host engine: runs in one process, but the run has %d processes (use the gpu or vendor engine across processes)", cfg.World.Size())
+	}
+	if cfg.NThreads < 1 || cfg.NGpus < 1 {
+		return nil, fmt.Errorf("host engine: need at least one thread and one rank per thread (got -t %d -g %d)", cfg.NThreads, cfg.NGpus)
+	}
+	getenv := func(key string) string { return cfg.Getenv(os.Getenv, key) }
+	policy, err := collectives.PolicyFromEnv(getenv)
+	if err != nil {
+		return nil, fmt.Errorf("host engine: %w", err)
+	}
+	n := cfg.NThreads * cfg.NGpus
+	hk, err := readHooks(getenv, n)
+	if err != nil {
+		return nil, fmt.Errorf("host engine: %w", err)
+	}
+	c := &comm{
+		nranks:     n,
+		policy:     policy,
+		timeout:    cfg.Timeout,
+		hooks:      hk,
+		chunkBytes: defaultChunkBytes,
+		barrier:    newBarrier(n, 1),
+		done:       make(chan struct{}),
+	}
+	c.devices = devices(cfg.NThreads, cfg.NGpus)
+	for r := range n {
+		rk := &rank{c: c, id: r, queue: make(chan *task, queueDepth)}
+		c.ranks = append(c.ranks, rk)
+		c.running.Add(1)
+		go rk.loop()
+	}
+	for t := range cfg.NThreads {
+		c.groups = append(c.groups, &group{c: c, ranks: c.ranks[t*cfg.NGpus : (t+1)*cfg.NGpus]})
+	}
+	return c, nil
+}
+
+func devices(nthreads, ngpus int) []collectives.Device {
+	host, _ := os.Hostname()
+	var out []collectives.Device
+	for r := range nthreads * ngpus {
+		out = append(out, collectives.Device{
+			Rank: r, Group: r / ngpus, Pid: os.Getpid(), Hostname: host, Index: r, BusID: "host", Name: "host",
+		})
+	}
+	return out
+}
+
+// comm is the communicator of all ranks.
+type comm struct {
+	nranks     int
+	policy     collectives.Policy
+	timeout    time.Duration
+	hooks      hooks
+	chunkBytes int64 // ring chunk size; tests shrink it
+	barrier    *barrier
+	ranks      []*rank
+	groups     []*group
+	devices    []collectives.Device
+
+	aborted   atomic.Bool
+	abortOnce sync.Once
+	abortErr  error // set once, before aborted becomes true
+	closeOnce sync.Once
+	done      chan struct{} // closed by Close
+	running   sync.WaitGroup
+}
+
+var errClosed = errors.New("host engine: communicator closed")
+
+func (c *comm) NRanks() int                   { return c.nranks }
+func (c *comm) Devices() []collectives.Device { return c.devices }
+func (c *comm) Library() string               { return fmt.Sprintf("rcclx-host=%d", Version) }
+func (c *comm) Version() int                  { return 0 }
+func (c *comm) Groups() []collectives.Group {
+	out := make([]collectives.Group, len(c.groups))
+	for i, g := range c.groups {
+		out[i] = g
+	}
+	return out
+}
+
+// abort stops every rank's current and future calls with err (the first error wins): waiting ranks see the
+// flag and return it.
+func (c *comm) abort(err error) {
+	c.abortOnce.Do(func() {
+		c.abortErr = err
+		c.aborted.Store(true)
+	})
+}
+
+// err is the error that aborted the communicator, nil if it runs.
+func (c *comm) err() error {
+	if c.aborted.Load() {
+		return c.abortErr
+	}
+	return nil
+}
+
+// Close aborts anything still running, stops the rank goroutines and waits for them.
+func (c *comm) Close() error {
+	c.closeOnce.Do(func() {
+		c.abort(errClosed)
+		close(c.done)
+		c.running.Wait()
+	})
+	return nil
+}

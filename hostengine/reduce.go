@@ -1,0 +1,163 @@
+package hostengine
+
+import (
+	"unsafe"
+
+	"rcclx-tests/collectives"
+	"rcclx-tests/numeric"
+)
+
+// Element-wise reduction of one (dtype, op), the single primitive every algorithm reduces with:
+//
+//	combine(dst, a, b, preA, preB):  dst[i] = pre(a[i], preA) ⊕ pre(b[i], preB)
+//
+// rounded to the element type once per call, as a GPU kernel that stores the element type does. pre(x, p) is
+// x*p in the element type for mulsum (p = collectives.PreMulScalar of the rank the input came from; 1 for a
+// partial result) and x for every other op. ⊕ is + for sum, avg and mulsum, * for prod, max and min for
+// max and min (Go's builtins: NaN propagates, max(-0, +0) = +0). Integers wrap. half, bfloat16 and the FP8
+// formats are decoded to float32 exactly, combined in float32 and encoded back with round-to-nearest-even
+// (FP8 saturating); under mulsum the product pre(x, p) is itself rounded to the element type first.
+// finish applies avg's division by the rank count to the final result: in the element type for float and
+// double, in float32 then rounded for the narrow formats, and as truncating division of the wrapped sum
+// for integers (unsigned division for unsigned types).
+type reducer struct {
+	combine func(dst, a, b []byte, preA, preB int)
+	finish  func(buf []byte, nranks int) // nil unless op is avg
+}
+
+type integer interface {
+	~int8 | ~uint8 | ~int32 | ~uint32 | ~int64 | ~uint64
+}
+
+type float interface{ ~float32 | ~float64 }
+
+type number interface{ integer | float }
+
+// newReducer returns the reduction of op over elements of dt.
+func newReducer(dt collectives.DType, op collectives.Op) reducer {
+	switch dt {
+	case collectives.Int8:
+		return nativeReducer(op, divideInt[int8])
+	case collectives.Uint8:
+		return nativeReducer(op, divideInt[uint8])
+	case collectives.Int32:
+		return nativeReducer(op, divideInt[int32])
+	case collectives.Uint32:
+		return nativeReducer(op, divideInt[uint32])
+	case collectives.Int64:
+		return nativeReducer(op, divideInt[int64])
+	case collectives.Uint64:
+		return nativeReducer(op, divideInt[uint64])
+	case collectives.Float:
+		return nativeReducer(op, divideFloat[float32])
+	case collectives.Double:
+		return nativeReducer(op, divideFloat[float64])
+	case collectives.Half:
+		return narrowReducer(op, halfCodec)
+	case collectives.BFloat16:
+		return narrowReducer(op, bf16Codec)
+	case collectives.F8E4M3:
+		return narrowReducer(op, fp8Codec(numeric.E4M3))
+	case collectives.F8E5M2:
+		return narrowReducer(op, fp8Codec(numeric.E5M2))
+	}
+	panic("hostengine: no reduction for " + dt.String())
+}
+
+// as reinterprets b as a slice of T (b's address is T-aligned: buffers are 64-byte aligned and views sit at
+// whole elements).
+func as[T any](b []byte) []T {
+	if len(b) == 0 {
+		return nil
+	}
+	var zero T
+	return unsafe.Slice((*T)(unsafe.Pointer(&b[0])), len(b)/int(unsafe.Sizeof(zero)))
+}
+
+// kernel is combine over native elements.
+type kernel[T number] func(dst, a, b []T, preA, preB T)
+
+func nativeReducer[T number](op collectives.Op, divide func([]T, int)) reducer {
+	k := kernelFor[T](op)
+	r := reducer{combine: func(dst, a, b []byte, preA, preB int) {
+		k(as[T](dst), as[T](a), as[T](b), T(preA), T(preB))
+	}}
+	if op == collectives.Avg {
+		r.finish = func(buf []byte, n int) { divide(as[T](buf), n) }
+	}
+	return r
+}
+
+// kernelFor returns op's loop for T. Each loop is instantiated per element type, so float32/float64/int32 sum
+// (the benchmark cases) compile to plain typed loops over the reinterpreted buffers.
+func kernelFor[T number](op collectives.Op) kernel[T] {
+	switch op {
+	case collectives.Sum, collectives.Avg:
+		return sumKernel[T]
+	case collectives.MulSum:
+		return mulSumKernel[T]
+	case collectives.Prod:
+		return prodKernel[T]
+	case collectives.Max:
+		return maxKernel[T]
+	case collectives.Min:
+		return minKernel[T]
+	}
+	panic("hostengine: no reduction for op " + op.String())
+}
+
+func sumKernel[T number](dst, a, b []T, _, _ T) {
+	a, b = a[:len(dst)], b[:len(dst)]
+	for i := range dst {
+		dst[i] = a[i] + b[i]
+	}
+}
+
+func mulSumKernel[T number](dst, a, b []T, preA, preB T) {
+	a, b = a[:len(dst)], b[:len(dst)]
+	for i := range dst {
+		// The conversions keep each product rounded on its own (no fused multiply-add).
+		dst[i] = T(a[i]*preA) + T(b[i]*preB)
+	}
+}
+
+func prodKernel[T number](dst, a, b []T, _, _ T) {
+	a, b = a[:len(dst)], b[:len(dst)]
+	for i := range dst {
+		dst[i] = a[i] * b[i]
+	}
+}
+
+func maxKernel[T number](dst, a, b []T, _, _ T) {
+	a, b = a[:len(dst)], b[:len(dst)]
+	for i := range dst {
+		dst[i] = max(a[i], b[i])
+	}
+}
+
+func minKernel[T number](dst, a, b []T, _, _ T) {
+	a, b = a[:len(dst)], b[:len(dst)]
+	for i := range dst {
+		dst[i] = min(a[i], b[i])
+	}
+}
+
+func divideFloat[T float](buf []T, n int) {
+	d := T(n)
+	for i := range buf {
+		buf[i] /= d
+	}
+}
+
+// divideInt divides in 64 bits so that rank counts beyond the element type's range still divide correctly.
+func divideInt[T integer](buf []T, n int) {
+	if ^T(0) < 0 { // signed
+		for i := range buf {
+			buf[i] = T(int64(buf[i]) / int64(n))
+		}
+		return
+	}
+	for i := range buf {
+		buf[i] = T(uint64(buf[i]) / uint64(n))
+	}
+}
