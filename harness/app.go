@@ -44,22 +44,27 @@ type app struct {
 	argv           []string    // the whole command line, for JSON
 	interrupted    func() bool // SIGINT/SIGTERM received: stop after the current half
 	now            func() time.Time
+	world          func(timeout time.Duration) (collectives.World, error)
 }
 
 // Main runs the perf binary of coll with the command-line arguments args and returns its exit code.
 func Main(coll *collectives.Collective, args []string) int {
+	a := &app{coll: coll, stdout: os.Stdout, stderr: os.Stderr, getenv: os.Getenv, environ: os.Environ,
+		engines: engineSource{names: engines.Names, open: engines.New}, argv: append([]string{os.Args[0]}, args...),
+		now: time.Now, world: openWorld}
 	var stop atomic.Bool
-	sig := make(chan os.Signal, 1)
+	a.interrupted = stop.Load
+	sig := make(chan os.Signal, 2)
 	signal.Notify(sig, syscall.SIGINT, syscall.SIGTERM)
 	defer signal.Stop(sig)
 	go func() {
-		if _, ok := <-sig; ok {
-			stop.Store(true)
-		}
+		// The first signal stops the sweep after the current half; a second one does not wait for it.
+		<-sig
+		stop.Store(true)
+		<-sig
+		fmt.Fprintf(a.stderr, "%s: interrupted again: exiting now\n", a.binary())
+		os.Exit(exitInterrupted)
 	}()
-	a := &app{coll: coll, stdout: os.Stdout, stderr: os.Stderr, getenv: os.Getenv, environ: os.Environ,
-		engines: engineSource{names: engines.Names, open: engines.New}, argv: append([]string{os.Args[0]}, args...),
-		interrupted: stop.Load, now: time.Now}
 	return a.main(args)
 }
 
@@ -110,7 +115,7 @@ func (a *app) parse(args []string) (o *Options, run bool, err error) {
 
 // run executes a validated command line: the A/B comparison, or each engine of --engine in turn.
 func (a *app) run(o *Options) int {
-	world, err := openWorld(o.Timeout())
+	world, err := a.world(o.Timeout())
 	if err != nil {
 		return a.fail(err)
 	}

@@ -1,19 +1,22 @@
 package harness
 
 import (
+	"os"
+	"path/filepath"
 	"strings"
 	"testing"
 	"time"
 
 	"rcclx-tests/collectives"
 	"rcclx-tests/engines"
+	"rcclx-tests/results"
 )
 
 // The perf binaries' path with the registered engines (the host engine on this machine).
 func hostRun(t *testing.T, coll *collectives.Collective, args ...string) run {
 	t.Helper()
 	return runWith(t, coll, append([]string{"--engine", "host"}, args...),
-		engineSource{names: engines.Names, open: engines.New}, func() bool { return false })
+		engineSource{names: engines.Names, open: engines.New}, nil)
 }
 
 func TestHostEngineAllCollectives(t *testing.T) {
@@ -71,5 +74,31 @@ func TestHostEngineTimeout(t *testing.T) {
 	}
 	if d := time.Since(start); d > 10*time.Second {
 		t.Errorf("took %v", d)
+	}
+}
+
+// TestMainEntryPoint runs the binaries' entry point itself (standard streams redirected to files) with the host engine.
+func TestMainEntryPoint(t *testing.T) {
+	dir := t.TempDir()
+	stdout, stderr := os.Stdout, os.Stderr
+	defer func() { os.Stdout, os.Stderr = stdout, stderr }()
+	for _, coll := range collectives.All() {
+		out, err := os.Create(filepath.Join(dir, coll.Name+".txt"))
+		if err != nil {
+			t.Fatal(err)
+		}
+		os.Stdout, os.Stderr = out, out
+		code := Main(coll, []string{"-b", "8", "-e", "64K", "-f", "16", "-g", "4", "-u", "3", "-n", "2",
+			"-J", filepath.Join(dir, coll.Name+".json")})
+		out.Close()
+		os.Stdout, os.Stderr = stdout, stderr
+		data, _ := os.ReadFile(out.Name())
+		rows := tableRows(string(data))
+		if code != exitOK || len(rows) != 4 || rows[3][8] != "0" {
+			t.Errorf("%s: exit %d\n%s", coll.Name, code, data)
+		}
+		if _, err := results.Load(filepath.Join(dir, coll.Name+".json")); err != nil {
+			t.Errorf("%s: %v", coll.Name, err)
+		}
 	}
 }

@@ -224,9 +224,11 @@ type graphGroup struct{ *fakeGroup }
 // fakeGraph replays the captured launches.
 type fakeGraph struct{ record func() error }
 
-func (g graphGroup) Capture(record func() error) (collectives.Graph, error) { return fakeGraph{record}, nil }
-func (g fakeGraph) Launch() error                                             { return g.record() }
-func (g fakeGraph) Destroy() error                                            { return nil }
+func (g graphGroup) Capture(record func() error) (collectives.Graph, error) {
+	return fakeGraph{record}, nil
+}
+func (g fakeGraph) Launch() error  { return g.record() }
+func (g fakeGraph) Destroy() error { return nil }
 
 // run is the outcome of one invocation.
 type run struct {
@@ -254,15 +256,20 @@ func testRun(t *testing.T, coll *collectives.Collective, args []string, engs ...
 			return nil, fmt.Errorf("no engine %q", name)
 		},
 	}
-	return runWith(t, coll, args, src, func() bool { return false })
+	return runWith(t, coll, args, src, nil)
 }
 
-func runWith(t *testing.T, coll *collectives.Collective, args []string, src engineSource, stop func() bool) run {
+// runWith runs with the engines of src; tweak, when not nil, adjusts the app (environment, world, signals).
+func runWith(t *testing.T, coll *collectives.Collective, args []string, src engineSource, tweak func(*app)) run {
 	t.Helper()
 	var out, errOut bytes.Buffer
 	a := &app{coll: coll, stdout: &out, stderr: &errOut, getenv: func(string) string { return "" },
 		environ: func() []string { return []string{"NCCL_PROTO=Simple", "HOME=/root"} }, engines: src,
-		argv: append([]string{coll.Name + "_perf"}, args...), interrupted: stop, now: time.Now}
+		argv: append([]string{coll.Name + "_perf"}, args...), interrupted: func() bool { return false },
+		now: time.Now, world: openWorld}
+	if tweak != nil {
+		tweak(a)
+	}
 	code := a.main(args)
 	return run{code: code, stdout: out.String(), stderr: errOut.String()}
 }

@@ -101,7 +101,8 @@ func TestInterrupt(t *testing.T) {
 	file := filepath.Join(t.TempDir(), "r.json")
 	var halves atomic.Int32
 	stop := func() bool { return halves.Add(1) >= 3 }
-	r := runWith(t, collectives.AllReduce, append(small, "-J", file), testSource(newFake(1)), stop)
+	r := runWith(t, collectives.AllReduce, append(small, "-J", file), testSource(newFake(1)),
+		func(a *app) { a.interrupted = stop })
 	if r.code != exitInterrupted {
 		t.Fatalf("exit %d\n%s", r.code, r.stdout)
 	}
@@ -435,4 +436,17 @@ func equalInts(a, b []int) bool {
 		}
 	}
 	return true
+}
+
+// TestMinimumBandwidth: NCCL_TESTS_MIN_BW fails a run whose average bus bandwidth is under 90% of it.
+func TestMinimumBandwidth(t *testing.T) {
+	for bw, want := range map[string]int{"1e12": exitTestFailed, "0": exitOK} {
+		r := runWith(t, collectives.AllReduce, append(small, "-g", "2", "-c", "0"), testSource(newFake(1)), func(a *app) {
+			a.getenv = func(k string) string { return map[string]string{"NCCL_TESTS_MIN_BW": bw}[k] }
+		})
+		verdict := map[int]string{exitOK: " OK\n", exitTestFailed: " FAILED\n"}[want]
+		if r.code != want || !regexp.MustCompile(`# Avg bus bandwidth    : \S+`+verdict).MatchString(r.stdout) {
+			t.Errorf("NCCL_TESTS_MIN_BW=%s: exit %d\n%s", bw, r.code, r.stdout)
+		}
+	}
 }

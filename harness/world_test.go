@@ -1,0 +1,160 @@
+package harness
+
+import (
+	"math/rand/v2"
+	"path/filepath"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"rcclx-tests/collectives"
+)
+
+// procs lets goroutines stand in for the processes of a multi-process run.
+type procs struct {
+	n       int
+	mu      sync.Mutex
+	cond    *sync.Cond
+	gen     int
+	arrived int
+	slots   [][]byte
+	result  [][]byte
+}
+
+func newProcs(n int) *procs {
+	p := &procs{n: n, slots: make([][]byte, n)}
+	p.cond = sync.NewCond(&p.mu)
+	return p
+}
+
+func (p *procs) gather(rank int, data []byte) [][]byte {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	gen := p.gen
+	p.slots[rank] = data
+	p.arrived++
+	if p.arrived == p.n {
+		p.result, p.slots = p.slots, make([][]byte, p.n)
+		p.arrived = 0
+		p.gen++
+		p.cond.Broadcast()
+	}
+	for gen == p.gen {
+		p.cond.Wait()
+	}
+	return p.result
+}
+
+type procWorld struct {
+	p    *procs
+	rank int
+}
+
+func (w procWorld) Rank() int                               { return w.rank }
+func (w procWorld) Size() int                               { return w.p.n }
+func (w procWorld) AllGather(data []byte) ([][]byte, error) { return w.p.gather(w.rank, data), nil }
+func (w procWorld) Barrier() error                          { w.p.gather(w.rank, nil); return nil }
+
+// multiRun runs the harness as n processes; engine makes each process's engine.
+func multiRun(t *testing.T, n int, args []string, engine func(rank int) *fakeEngine) []run {
+	t.Helper()
+	p := newProcs(n)
+	out := make([]run, n)
+	var wg sync.WaitGroup
+	for rank := range n {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			out[rank] = runWith(t, collectives.AllReduce, args, testSource(engine(rank)), func(a *app) {
+				a.world = func(time.Duration) (collectives.World, error) { return procWorld{p, rank}, nil }
+			})
+		}()
+	}
+	wg.Wait()
+	return out
+}
+
+// TestMultiProcess: two processes of two threads each; rank 0 prints everyone's devices and the combined rows,
+// the other prints nothing; a wrong element on the other process fails both.
+func TestMultiProcess(t *testing.T) {
+	seed := rand.Uint64()
+	file := filepath.Join(t.TempDir(), "r.json")
+	args := seedArgs(seed, append(small, "-t", "2", "-a", "3", "-J", file)...)
+	runs := multiRun(t, 2, args, func(int) *fakeEngine { return newFake(seed) })
+	if runs[0].code != exitOK || runs[1].code != exitOK || runs[1].stdout != "" {
+		t.Fatalf("exits %d %d\n%s%s%s", runs[0].code, runs[1].code, runs[0].stdout, runs[0].stderr, runs[1].stderr)
+	}
+	if n := strings.Count(runs[0].stdout, "#  Rank "); n != 4 {
+		t.Errorf("%d device lines, want 4", n)
+	}
+	if rec := loadRecord(t, file); len(rec.Config.Devices) != 4 || len(rec.Results) != 7 {
+		t.Errorf("JSON: %d devices, %d results", len(rec.Config.Devices), len(rec.Results))
+	}
+
+	runs = multiRun(t, 2, seedArgs(seed, small...), func(rank int) *fakeEngine {
+		e := newFake(seed)
+		e.corruptRank = 1
+		return e
+	})
+	if runs[0].code != exitTestFailed || runs[1].code != exitTestFailed {
+		t.Fatalf("exits %d %d", runs[0].code, runs[1].code)
+	}
+	for _, f := range tableRows(runs[0].stdout) {
+		if f[8] != "1" || f[12] != "1" {
+			t.Errorf("row %v: want the other process's wrong element", f)
+		}
+	}
+}
+
+// TestAverageModes: -a picks rank 0's time, the mean, the minimum or the maximum.
+func TestAverageModes(t *testing.T) {
+	var a agg
+	for _, v := range []float64{3, 1, 8} {
+		a.add(v)
+	}
+	var b agg
+	b.add(4)
+	a.merge(b)
+	for mode, want := range map[int]float64{0: 3, 1: 4, 2: 1, 3: 8} {
+		if got := a.pick(mode); got != want {
+			t.Errorf("pick(%d) = %v, want %v", mode, got, want)
+		}
+	}
+}
+
+// TestBarrier: many generations over several threads, and an abort releases every waiter.
+func TestBarrier(t *testing.T) {
+	const threads, rounds = 4, 200
+	b := newBarrier(threads, singleProcess{})
+	var counter [rounds]int
+	var mu sync.Mutex
+	var wg sync.WaitGroup
+	for range threads {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			for r := range rounds {
+				mu.Lock()
+				counter[r]++
+				mu.Unlock()
+				if err := b.wait(); err != nil {
+					t.Error(err)
+					return
+				}
+				mu.Lock()
+				if counter[r] != threads {
+					t.Errorf("round %d: left the barrier with %d arrivals", r, counter[r])
+				}
+				mu.Unlock()
+			}
+		}()
+	}
+	wg.Wait()
+	done := make(chan error)
+	go func() { done <- b.wait() }()
+	b.abort()
+	if err := <-done; err != errAborted {
+		t.Errorf("after abort: %v", err)
+	}
+}
