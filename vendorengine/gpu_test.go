@@ -12,6 +12,7 @@ import (
 
 	"rcclx-tests/collectives"
 	"rcclx-tests/cuda"
+	"rcclx-tests/nccl"
 )
 
 // openGPU opens the vendor engine over every GPU (at most 4) on a locked thread, or skips.
@@ -197,9 +198,14 @@ func TestGPUTimeoutAborts(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
+	// Both ranks run the all-reduce once, so that the library has connected them (it connects lazily, on the
+	// host, at the first call, where no timeout can help); then rank 0 alone runs it again.
+	if check(t, g, collectives.AllReduce, collectives.Float, collectives.Sum, 4096, false) != 0 {
+		t.Fatal("the warm-up all-reduce is wrong")
+	}
 	r := g.ranks[0]
 	g.lastCall = "ncclAllReduce"
-	if err := c.lib.AllReduce(b.(*buffer).ptr, b.(*buffer).ptr, 1024, 7, 0, r.comm, r.stream); err != nil {
+	if err := c.lib.AllReduce(b.(*buffer).ptr, b.(*buffer).ptr, 1024, nccl.Float32, nccl.OpSum, r.comm, r.stream); err != nil {
 		t.Fatal(err)
 	}
 	start := time.Now()

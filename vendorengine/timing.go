@@ -98,35 +98,45 @@ type graph struct {
 	execs []cuda.GraphExec
 }
 
-// Capture records the library calls that record makes into one graph per local rank.
+// Capture records the library calls that record makes into one graph per local rank. Every capture ends
+// before any graph is instantiated: CUDA refuses to instantiate while this thread still captures a stream.
 func (g *group) Capture(record func() error) (collectives.Graph, error) {
 	if g.ranks[0].stream == 0 {
 		return nil, fmt.Errorf("vendor: -G with -y: the legacy default stream cannot be captured: %w", collectives.ErrUnsupported)
 	}
-	for l, r := range g.ranks {
-		if err := r.stream.BeginCapture(); err != nil {
-			for _, begun := range g.ranks[:l] {
-				begun.stream.EndCapture()
-			}
-			return nil, runtimeError(err)
-		}
-	}
-	errs := []error{record()}
-	gr := &graph{g: g}
+	begun := 0
+	var first error
 	for _, r := range g.ranks {
-		cg, err := r.stream.EndCapture()
-		errs = append(errs, runtimeError(err))
-		if err != nil {
-			continue
+		if first = r.stream.BeginCapture(); first != nil {
+			break
 		}
-		exec, err := cg.Instantiate()
-		errs = append(errs, runtimeError(err), runtimeError(cg.Destroy()))
+		begun++
+	}
+	if first == nil {
+		first = record()
+	}
+	captured := make([]cuda.Graph, 0, begun)
+	for _, r := range g.ranks[:begun] {
+		cg, err := r.stream.EndCapture()
 		if err == nil {
-			gr.execs = append(gr.execs, exec)
+			captured = append(captured, cg)
+		} else if first == nil {
+			first = err
 		}
 	}
-	if err := errors.Join(errs...); err != nil {
-		return nil, errors.Join(err, gr.Destroy())
+	gr := &graph{g: g}
+	for _, cg := range captured {
+		if first == nil {
+			var exec cuda.GraphExec
+			if exec, first = cg.Instantiate(); first == nil {
+				gr.execs = append(gr.execs, exec)
+			}
+		}
+		cg.Destroy()
+	}
+	if first != nil {
+		gr.Destroy()
+		return nil, runtimeError(fmt.Errorf("vendor: -G capture: %w", first))
 	}
 	return gr, nil
 }
