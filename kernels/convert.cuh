@@ -1,6 +1,6 @@
 // convert.cuh: fp16, bf16 and fp8 conversions as plain bit arithmetic (portable, and compiled on the host by
 // gpuengine's tests to compare with package numeric): round to nearest even; fp8 saturates like
-// numeric.FP8.Encode, fp16/bf16 overflow to Inf; NaN becomes the format's NaN.
+// numeric.FP8.Encode, fp16/bf16 overflow to Inf; NaN becomes the format's positive NaN (0x7fff, 0x7f).
 
 // Shifts m right by shift bits (1..31), rounding to nearest even.
 RX_DEV u32 shift_rne(u32 m, int shift) {
@@ -26,7 +26,7 @@ RX_DEV u32 round_mag(u32 a, int man, int bias) {
 
 RX_DEV u16 f32_to_f16(float f) {
   u32 u = f32_bits(f), a = u & 0x7fffffffu, s = (u >> 16) & 0x8000u;
-  if (a > 0x7f800000u) return (u16)(s | 0x7fffu);
+  if (a > 0x7f800000u) return 0x7fffu;
   u32 c = round_mag(a, 10, 15);
   return (u16)(s | (c > 0x7c00u ? 0x7c00u : c));
 }
@@ -38,7 +38,7 @@ RX_DEV float f16_to_f32(u16 h) {
 }
 RX_DEV u16 f32_to_bf16(float f) {
   u32 u = f32_bits(f), a = u & 0x7fffffffu, s = (u >> 16) & 0x8000u;
-  if (a > 0x7f800000u) return (u16)(s | 0x7fffu);
+  if (a > 0x7f800000u) return 0x7fffu;
   u32 c = round_mag(a, 7, 127);
   return (u16)(s | (c > 0x7f80u ? 0x7f80u : c));
 }

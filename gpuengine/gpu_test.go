@@ -1,0 +1,248 @@
+package gpuengine
+
+import (
+	"errors"
+	"math/rand/v2"
+	"testing"
+	"time"
+
+	"rcclx-tests/collectives"
+	"rcclx-tests/cuda"
+)
+
+var (
+	allColls  = collectives.All()
+	ddaTypes  = []collectives.DType{collectives.Float, collectives.Half, collectives.BFloat16}
+	lpTypes   = []collectives.DType{collectives.Float, collectives.BFloat16}
+	sumOnly   = []collectives.Op{collectives.Sum}
+	lpEnv     = map[string]string{"RCCL_LOW_PRECISION_ENABLE": "1", "RCCLX_TESTS_LP_MIN_BYTES": "0"}
+	scaledEnv = map[string]string{"RCCL_LOW_PRECISION_ENABLE": "1", "RCCLX_TESTS_LP_MIN_BYTES": "0",
+		"RCCLX_TESTS_LP_MODE": "scaled", "RCCLX_TESTS_LP_BLOCK": "96"}
+	ddaEnv = map[string]string{"RCCL_DDA_ENABLE": "1"}
+)
+
+// algoCase is one forced algorithm family: the environment that selects it and what it supports.
+type algoCase struct {
+	name   string
+	env    map[string]string
+	dtypes []collectives.DType
+	ops    []collectives.Op
+}
+
+func algoCases() []algoCase {
+	return []algoCase{
+		{"ring", nil, collectives.AllDTypes(), collectives.AllOps()},
+		{"dda", ddaEnv, ddaTypes, sumOnly},
+		{"lp-rcclx", lpEnv, lpTypes, sumOnly},
+		{"lp-scaled", scaledEnv, lpTypes, sumOnly},
+	}
+}
+
+// sizes are the report sizes a collective is tested at: empty, one element, odd counts, one beyond a ring
+// message, and (DDA) the tree's range.
+func sizes(coll *collectives.Collective, dt collectives.DType, n int) []int64 {
+	e := int64(dt.Size())
+	if coll == collectives.AllReduce {
+		return []int64{0, e, 1001 * e, 96<<10 + 3*e, 1<<20 + 5*e}
+	}
+	return []int64{0, int64(n) * 16, int64(n) * 16 * 37, int64(n) * (300<<10 + 48)}
+}
+
+// Every algorithm x collective x dtype x op it supports, in and out of place, on 1, 2, 3 and 8 ranks (8 and 3
+// share the GPUs): exact inputs must validate, and random inputs must give the host engine's bytes.
+func TestGPUAlgorithmsMatchHost(t *testing.T) {
+	onGPU(t)
+	compileAll(t)
+	seed := rand.Uint64()
+	t.Logf("seed %d", seed)
+	rng := rand.New(rand.NewPCG(seed, 7))
+	for _, n := range []int{1, 2, 3, 8} {
+		for _, ac := range algoCases() {
+			gpu, host := open(t, New(), n, ac.env, 0), newHost(t, n, ac.env)
+			for _, coll := range allColls {
+				for _, dt := range ac.dtypes {
+					for _, op := range opsFor(coll, ac.ops, n, dt) {
+						for _, bytes := range sizes(coll, dt, n) {
+							for _, inPlace := range []bool{false, true} {
+								s := callSpec{coll, dt, op, bytes, inPlace}
+								in := exactInputs(s, n, seed)
+								out, algo := run(t, gpu, s, in)
+								check(t, s, n, seed, algo, out)
+								sameAsHost(t, host, s, in, out, algo)
+								if coll.Reduces && dt.IsFloat() && !inPlace {
+									rough := roughInputs(s, n, rng)
+									out, _ = run(t, gpu, s, rough)
+									sameAsHost(t, host, s, rough, out, algo)
+								}
+							}
+						}
+					}
+				}
+			}
+		}
+	}
+}
+
+// opsFor trims the matrix on 8 ranks (every op is covered on fewer) and for non-reducing collectives.
+func opsFor(coll *collectives.Collective, ops []collectives.Op, n int, dt collectives.DType) []collectives.Op {
+	if !coll.Reduces {
+		return ops[:1]
+	}
+	if n == 8 && len(ops) > 1 && dt != collectives.Float && dt != collectives.Half {
+		return ops[:1]
+	}
+	return ops
+}
+
+// 64 MiB float sums through every algorithm, several rounds where the algorithm has rounds (4 MiB halves).
+func TestGPULarge(t *testing.T) {
+	onGPU(t)
+	compileAll(t)
+	seed := rand.Uint64()
+	t.Logf("seed %d", seed)
+	small := map[string]string{"RCCL_DDA_SENDBUF_BYTES": "4M"}
+	tree := map[string]string{"RCCL_DDA_ENABLE": "1", "RCCL_DDA_ALL_REDUCE_TREE_MAX_BYTES": "64M",
+		"RCCL_DDA_SENDBUF_BYTES": "64M"}
+	for _, n := range []int{2, 8} {
+		for _, env := range []map[string]string{small, tree, merge(lpEnv, small), merge(scaledEnv, small)} {
+			gpu, host := open(t, New(), n, env, 0), newHost(t, n, env)
+			for _, coll := range allColls {
+				s := callSpec{coll, collectives.Float, collectives.Sum, 64 << 20, n == 8}
+				in := exactInputs(s, n, seed)
+				out, algo := run(t, gpu, s, in)
+				check(t, s, n, seed, algo, out)
+				sameAsHost(t, host, s, in, out, algo)
+			}
+		}
+	}
+}
+
+func merge(a, b map[string]string) map[string]string {
+	out := map[string]string{}
+	for _, m := range []map[string]string{a, b} {
+		for k, v := range m {
+			out[k] = v
+		}
+	}
+	return out
+}
+
+// A rank that never launches: its peers' waits give up at -T and Wait names a waiting rank and its phase.
+func TestGPUTimeout(t *testing.T) {
+	onGPU(t)
+	for _, env := range []map[string]string{nil, ddaEnv} {
+		c := open(t, New(), 2, merge(env, map[string]string{envSkipRank: "1"}), time.Second)
+		s := callSpec{collectives.AllReduce, collectives.Float, collectives.Sum, 4096, false}
+		g := c.Groups()[0]
+		call := buildCall(t, g, s, 2)
+		start := time.Now()
+		must(t, g.Launch(call))
+		err := g.Wait()
+		var te *collectives.TimeoutError
+		if !errors.As(err, &te) || te.Rank != 0 || time.Since(start) > 2*time.Second {
+			t.Fatalf("env %v: Wait returned %v after %v; want a TimeoutError for rank 0 within 2 s", env, err, time.Since(start))
+		}
+		t.Logf("%v", te)
+		if err := g.Launch(call); err == nil {
+			t.Error("a call after the timeout succeeded")
+		}
+	}
+}
+
+// buildCall allocates zeroed buffers for s on every rank of g.
+func buildCall(t *testing.T, g collectives.Group, s callSpec, n int) *collectives.Call {
+	call := &collectives.Call{Coll: s.coll, DType: s.dt, Op: s.op}
+	for l := range n {
+		k := s.coll.Counts(s.bytes, n, l, s.dt)
+		call.Counts = append(call.Counts, k)
+		for _, views := range []*[]collectives.View{&call.Send, &call.Recv} {
+			b, err := g.Alloc(l, max(k.Send, k.Recv)*int64(s.dt.Size()))
+			must(t, err)
+			*views = append(*views, collectives.View{Buf: b})
+		}
+	}
+	return call
+}
+
+// RCCLX_TESTS_CORRUPT_RANK: exactly one wrong element on that rank.
+func TestGPUCorruptHook(t *testing.T) {
+	onGPU(t)
+	for _, env := range []map[string]string{nil, ddaEnv} {
+		c := open(t, New(), 2, merge(env, map[string]string{envCorruptRank: "1"}), 0)
+		s := callSpec{collectives.AllReduce, collectives.Float, collectives.Sum, 4096, false}
+		seed := rand.Uint64()
+		out, algo := run(t, c, s, exactInputs(s, 2, seed))
+		for r := range 2 {
+			k := s.coll.Counts(s.bytes, 2, r, s.dt)
+			wrong, _ := s.coll.Expect(s.dt, s.op, r, 2, k, seed, collectives.Tolerance{}).Check(out[r])
+			if want := int64(r); wrong != want {
+				t.Errorf("%s: rank %d has %d wrong elements, want %d", algo, r, wrong, want)
+			}
+		}
+	}
+}
+
+// Graph capture and replay (-G): the counters live on the device, so replays and later plain launches stay
+// in step; events time the replays.
+func TestGPUGraphReplayAndEvents(t *testing.T) {
+	onGPU(t)
+	for _, env := range []map[string]string{nil, ddaEnv, lpEnv} {
+		c := open(t, New(), 2, env, 10*time.Second)
+		g := c.Groups()[0]
+		s := callSpec{collectives.AllReduce, collectives.Float, collectives.Sum, 256 << 10, false}
+		seed := rand.Uint64()
+		call := buildCall(t, g, s, 2)
+		for r, in := range exactInputs(s, 2, seed) {
+			must(t, g.Write(call.Send[r], in))
+		}
+		graph, err := g.(collectives.Grapher).Capture(func() error {
+			for range 3 {
+				if err := g.Launch(call); err != nil {
+					return err
+				}
+			}
+			return nil
+		})
+		must(t, err)
+		timer := g.(collectives.EventTimer)
+		from, err := timer.Mark()
+		must(t, err)
+		for range 5 {
+			must(t, graph.Launch())
+		}
+		to, err := timer.Mark()
+		must(t, err)
+		must(t, g.Launch(call))
+		must(t, g.Wait())
+		d, err := timer.Elapsed(from, to)
+		must(t, err)
+		if d <= 0 {
+			t.Errorf("elapsed %v", d)
+		}
+		must(t, graph.Destroy())
+		out := make([][]byte, 2)
+		for r := range 2 {
+			out[r] = make([]byte, call.Counts[r].Recv*4)
+			must(t, g.Read(out[r], call.Recv[r]))
+		}
+		check(t, s, 2, seed, g.Algorithm(call), out)
+		t.Logf("%s: 15 calls in 5 replays took %v", g.Algorithm(call), d)
+	}
+}
+
+// compileAll compiles every module the tests use, in parallel, before the first launch.
+func compileAll(t *testing.T) {
+	t.Helper()
+	must(t, cuda.Load())
+	major, minor, err := cuda.Device(0).ComputeCapability()
+	must(t, err)
+	var pairs [][2]int
+	for _, dt := range collectives.AllDTypes() {
+		for _, op := range collectives.AllOps() {
+			pairs = append(pairs, [2]int{int(dt), int(op)})
+		}
+	}
+	start := time.Now()
+	must(t, precompile(major*10+minor, pairs))
+	t.Logf("compiled %d modules in %v", len(pairs), time.Since(start))
+}

@@ -1,0 +1,110 @@
+package gpuengine
+
+import (
+	"errors"
+	"testing"
+
+	"rcclx-tests/collectives"
+)
+
+func TestRoundsCoverEveryElementOnce(t *testing.T) {
+	for _, count := range []int64{0, 1, 15, 16, 17, 1000, 1 << 20, 1<<20 + 3} {
+		for _, per := range []int64{16, 96, 4096} {
+			var next int64
+			for _, r := range splitRounds(count, per) {
+				if r.off != next || r.len < 1 || r.len > per {
+					t.Fatalf("count %d per %d: round %+v after %d", count, per, r, next)
+				}
+				next += r.len
+			}
+			if next != count {
+				t.Errorf("count %d per %d: rounds cover %d", count, per, next)
+			}
+			for _, n := range []int64{1, 2, 3, 8} {
+				rounds := sliceRounds(count, n, per)
+				if longest := (count + n - 1) / n; int64(len(rounds))*per < longest || (len(rounds) > 0 && int64(len(rounds)-1)*per >= longest) {
+					t.Errorf("count %d n %d per %d: %d rounds for slices of up to %d", count, n, per, len(rounds), longest)
+				}
+			}
+		}
+	}
+}
+
+func TestLPRoundFitsHalf(t *testing.T) {
+	for _, half := range []int64{minHalf, 32 << 20, 32<<20 + 4096} {
+		for _, pieces := range []int64{1, 2, 3, 8, 64} {
+			for _, block := range []int64{1, 16, 96, 128, 1000} {
+				for _, scaled := range []bool{false, true} {
+					r := lpRoundLen(half, pieces, block, scaled)
+					unit := lpUnit(block, scaled)
+					if r < unit || r%unit != 0 || r%16 != 0 || (scaled && r%block != 0) {
+						t.Errorf("half %d pieces %d block %d scaled %v: round %d (unit %d)", half, pieces, block, scaled, r, unit)
+					}
+					if pieces*r+4*pieces*((r+block-1)/block) > half {
+						t.Errorf("half %d pieces %d block %d: round %d overflows", half, pieces, block, r)
+					}
+				}
+			}
+		}
+	}
+}
+
+func TestPlanBlocksAndUnsupported(t *testing.T) {
+	p, _ := collectives.PolicyFromEnv(func(string) string { return "" })
+	c := &comm{nranks: 2, policy: p, tuning: tuning{ringBlocks: 32, lpBlocks: 64}, half: halfBytes(p.SendBuf), blockCap: 40}
+	k := collectives.AllReduce.Counts(1<<30, 2, 0, collectives.Float)
+	for algo, want := range map[string]int{collectives.Ring: 32, collectives.DDAFlat: 24, collectives.LowPrecision: 40} {
+		pl, err := c.makePlan(collectives.AllReduce, algo, k, 4)
+		if err != nil || pl.blocks != want {
+			t.Errorf("%s: %d blocks, %v; want %d", algo, pl.blocks, err, want)
+		}
+	}
+	small := collectives.AllReduce.Counts(8, 2, 0, collectives.Float)
+	if pl, _ := c.makePlan(collectives.AllReduce, collectives.Ring, small, 4); pl.blocks != 1 {
+		t.Errorf("8 bytes: %d ring blocks", pl.blocks)
+	}
+	if _, err := c.makePlan(collectives.AllToAll, collectives.Ring, k, 4); !errors.Is(err, collectives.ErrUnsupported) {
+		t.Errorf("ring alltoall: %v", err)
+	}
+}
+
+func TestHooksAndTuning(t *testing.T) {
+	env := map[string]string{envSkipRank: "1", envCorruptRank: "0", "RCCLX_TESTS_GPU_RING_BLOCKS": "8"}
+	getenv := func(k string) string { return env[k] }
+	h, err := readHooks(getenv, 2)
+	if err != nil || h.skipRank != 1 || h.corruptRank != 0 {
+		t.Errorf("hooks %+v, %v", h, err)
+	}
+	if tu, err := readTuning(getenv); err != nil || tu.ringBlocks != 8 || tu.lpBlocks != 64 {
+		t.Errorf("tuning %+v, %v", tu, err)
+	}
+	for k, v := range map[string]string{envSkipRank: "2", envCorruptRank: "x", "RCCLX_TESTS_GPU_LP_BLOCKS": "0"} {
+		bad := func(key string) string {
+			if key == k {
+				return v
+			}
+			return ""
+		}
+		_, e1 := readHooks(bad, 2)
+		_, e2 := readTuning(bad)
+		if e1 == nil && e2 == nil {
+			t.Errorf("%s=%s accepted", k, v)
+		}
+	}
+}
+
+// Without a driver the engine says so, and Open fails with a runtime error (exit code 2).
+func TestNoDriver(t *testing.T) {
+	e := New()
+	if e.Name() != "gpu" {
+		t.Errorf("name %q", e.Name())
+	}
+	if err := e.(collectives.Prober).Available(); err == nil {
+		t.Skip("a CUDA driver is present: the no-driver path cannot be seen here")
+	}
+	_, err := e.Open(collectives.Config{NThreads: 1, NGpus: 1})
+	var re *collectives.RuntimeError
+	if !errors.As(err, &re) {
+		t.Errorf("Open without a driver: %v; want a RuntimeError", err)
+	}
+}

@@ -1,0 +1,102 @@
+#!/usr/bin/env bash
+# gpu-check.sh: the GPU engine's check on a GPU machine, from binaries built beforehand on any machine.
+#
+#   scripts/gpu-check.sh --build          build the binaries into $BIN (default .devbin-gpu), CGO_ENABLED=0
+#   scripts/gpu-check.sh [STEP...]        run steps (default: test sweep perf sanitize) and print a summary
+#
+# Steps: test      the gpuengine test binary (every algorithm x collective x dtype x op against hostengine)
+#        sweep     correctness sweep of the perf binaries with --engine gpu (-d all -o all, DDA, LP)
+#        perf      timing of every algorithm next to NCCL (the test binary's TestGPUPerf, and the perf
+#                  binaries with --engine gpu,vendor when they accept it)
+#        sanitize  compute-sanitizer memcheck and racecheck on a small case, if installed
+# Logs go to $OUT (default /tmp/gpu-check); the compiled kernels are cached in $BIN/kcache and packed into
+# $OUT/kcache.tgz, so that the next call can carry them back in $BIN.
+set -uo pipefail
+cd "$(dirname "$0")/.."
+BIN=${BIN:-.devbin-gpu}
+PERF_BINS=(all_reduce_perf all_gather_perf alltoall_perf reduce_scatter_perf)
+
+if [[ ${1:-} == --build ]]; then
+	mkdir -p "$BIN"
+	CGO_ENABLED=0 go test -c -o "$BIN/gpuengine.test" ./gpuengine || exit 1
+	# The perf binaries only matter once the engines registry knows the gpu engine (they are large to carry).
+	if grep -q gpuengine engines/*.go 2>/dev/null; then
+		for b in "${PERF_BINS[@]}"; do
+			CGO_ENABLED=0 go build -o "$BIN/$b" "./cmd/$b" || exit 1
+		done
+	fi
+	ls -la "$BIN"
+	exit 0
+fi
+
+export NCCL_NVLS_ENABLE=0 TORCH_SYMM_MEM_DISABLE_MULTICAST=1 NVSHMEM_DISABLE_NVLS=1
+OUT=${OUT:-/tmp/gpu-check}
+mkdir -p "$OUT" "$BIN/kcache"
+export RCCLX_TESTS_KERNEL_CACHE=$PWD/$BIN/kcache
+[[ -f $BIN/kcache.tgz ]] && tar -xzf "$BIN/kcache.tgz" -C "$BIN/kcache"
+STEPS=("$@")
+[[ ${#STEPS[@]} -eq 0 ]] && STEPS=(test sweep perf sanitize)
+SUMMARY=()
+note() { SUMMARY+=("$(printf '%-9s %-6s %s' "$1" "$2" "$3")"); }
+
+# run_step NAME LOG CMD...: runs CMD with output to $OUT/LOG and records pass/fail.
+run_step() {
+	local name=$1 log=$2
+	shift 2
+	local t0=$SECONDS
+	"$@" >"$OUT/$log" 2>&1
+	local rc=$?
+	note "$name" "$([[ $rc == 0 ]] && echo ok || echo FAIL)" "rc=$rc $((SECONDS - t0))s $log"
+	return $rc
+}
+
+step_test() {
+	run_step test test.log "$BIN/gpuengine.test" -test.v -test.timeout 220s \
+		-test.run 'TestGPU(AlgorithmsMatchHost|Large|Timeout|CorruptHook|GraphReplayAndEvents)|TestNoDriver'
+	grep -E '^(--- |FAIL|ok|PASS)|compiled|wrong|differs' "$OUT/test.log" | head -40
+}
+
+# The perf binaries take --engine gpu once the lead has registered the engine; until then the step says so.
+gpu_engine_known() { "$BIN/all_reduce_perf" --help 2>&1 | grep -q -- '--engine' && "$BIN/all_reduce_perf" --engine gpu -b 8 -e 8 -g 2 -n 1 -w 0 >/dev/null 2>&1; }
+
+step_sweep() {
+	if [[ ! -x $BIN/all_reduce_perf ]] || ! gpu_engine_known; then
+		note sweep skip "perf binaries missing or without --engine gpu"
+		return
+	fi
+	local rc=0
+	for b in "${PERF_BINS[@]}"; do
+		for mode in "" "--dda" "--lp -E RCCLX_TESTS_LP_MIN_BYTES=0" "--lp --lp-mode scaled -E RCCLX_TESTS_LP_MIN_BYTES=0"; do
+			# shellcheck disable=SC2086
+			"$BIN/$b" --engine gpu -g 2 -b 8 -e 4M -f 8 -d all -o all -w 1 -n 2 $mode >>"$OUT/sweep.log" 2>&1 || rc=1
+		done
+		"$BIN/$b" --engine gpu -g 8 --oversubscribe -b 1K -e 1M -f 32 -w 1 -n 2 >>"$OUT/sweep.log" 2>&1 || rc=1
+	done
+	note sweep "$([[ $rc == 0 ]] && echo ok || echo FAIL)" "sweep.log"
+}
+
+step_perf() {
+	RCCLX_TESTS_GPU_PERF=1 run_step perf perf.log "$BIN/gpuengine.test" -test.v -test.timeout 220s -test.run TestGPUPerf
+	if [[ -x $BIN/all_reduce_perf ]] && gpu_engine_known; then
+		"$BIN/all_reduce_perf" --engine gpu,vendor -g 2 -b 8 -e 1G -f 8 -w 5 -n 20 >"$OUT/perf-binaries.log" 2>&1
+		note perf-bin "$([[ $? == 0 ]] && echo ok || echo FAIL)" "perf-binaries.log"
+	fi
+}
+
+step_sanitize() {
+	local cs
+	cs=$(command -v compute-sanitizer || ls /usr/local/cuda*/bin/compute-sanitizer 2>/dev/null | head -1)
+	if [[ -z $cs ]]; then
+		note sanitize skip "compute-sanitizer not installed"
+		return
+	fi
+	for tool in memcheck racecheck; do
+		run_step "$tool" "$tool.log" "$cs" --tool "$tool" --error-exitcode 9 "$BIN/gpuengine.test" \
+			-test.run 'TestGPUCorruptHook' -test.v
+	done
+}
+
+for s in "${STEPS[@]}"; do "step_$s"; done
+tar -czf "$OUT/kcache.tgz" -C "$BIN/kcache" . 2>/dev/null
+grep -A40 'algo  ' "$OUT/perf.log" 2>/dev/null | grep -v '^---' | sed 's/^ *perf_test.go:[0-9]*: *//' | head -40
+printf '%s\n' "${SUMMARY[@]}"
