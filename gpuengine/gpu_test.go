@@ -64,6 +64,9 @@ func TestGPUAlgorithmsMatchHost(t *testing.T) {
 					for _, op := range opsFor(coll, ac.ops, n, dt) {
 						for _, bytes := range sizes(coll, dt, n) {
 							for _, inPlace := range []bool{false, true} {
+								if t.Failed() {
+									t.FailNow() // one failing call says enough; the rest would repeat it
+								}
 								s := callSpec{coll, dt, op, bytes, inPlace}
 								in := exactInputs(s, n, seed)
 								out, algo := run(t, gpu, s, in)
