@@ -80,6 +80,12 @@ func (a *app) main(args []string) int {
 	if !run {
 		return exitOK
 	}
+	if v := a.getenv(seedEnv); v != "" && !o.Seed.set {
+		if err := o.Seed.Set(v); err != nil {
+			fmt.Fprintf(a.stderr, "%s: invalid %s=%q: %v\n", a.binary(), seedEnv, v, err)
+			return exitUsage
+		}
+	}
 	return a.run(o)
 }
 
@@ -224,14 +230,9 @@ func timeoutLine(c *collectives.Collective, te *collectives.TimeoutError, size i
 
 // agreeSeed makes every process use rank 0's seed.
 func agreeSeed(w collectives.World, local uint64) (uint64, error) {
-	if w.Size() == 1 {
-		return local, nil
-	}
-	all, err := w.AllGather([]byte(fmt.Sprint(local)))
+	all, err := gatherJSON(w, "the seed", local)
 	if err != nil {
-		return 0, fmt.Errorf("agreeing on the seed: %w", err)
+		return 0, err
 	}
-	var s uint64
-	_, err = fmt.Sscan(string(all[0]), &s)
-	return s, err
+	return all[0], nil
 }

@@ -1,8 +1,7 @@
 package harness
 
 import (
-	"encoding/json"
-	"fmt"
+	"math"
 
 	"rcclx-tests/collectives"
 )
@@ -88,23 +87,13 @@ func (s *summary) merge(o summary) {
 // overWorld combines every process's summary in rank order, so that every process holds the same result (each
 // needs it: a failed check stops the -c repetitions everywhere).
 func overWorld(w collectives.World, local summary) (summary, error) {
-	if w.Size() == 1 {
-		return local, nil
-	}
-	data, err := json.Marshal(local)
+	local.MaxRelErr = min(local.MaxRelErr, math.MaxFloat64) // JSON has no infinity
+	all, err := gatherJSON(w, "results", local)
 	if err != nil {
 		return local, err
 	}
-	all, err := w.AllGather(data)
-	if err != nil {
-		return local, fmt.Errorf("combining results over processes: %w", err)
-	}
 	var out summary
-	for _, d := range all {
-		var s summary
-		if err := json.Unmarshal(d, &s); err != nil {
-			return local, fmt.Errorf("combining results over processes: %w", err)
-		}
+	for _, s := range all {
 		out.merge(s)
 	}
 	return out, nil

@@ -22,15 +22,7 @@ func hostRun(t *testing.T, coll *collectives.Collective, args ...string) run {
 func TestHostEngineAllCollectives(t *testing.T) {
 	for _, coll := range collectives.All() {
 		r := hostRun(t, coll, "-b", "8", "-e", "256K", "-f", "8", "-t", "2", "-g", "3", "-n", "3", "-c", "2")
-		rows := tableRows(r.stdout)
-		if r.code != exitOK || len(rows) != 6 {
-			t.Fatalf("%s: exit %d, %d rows\n%s%s", coll.Name, r.code, len(rows), r.stdout, r.stderr)
-		}
-		for _, f := range rows {
-			if f[8] != "0" || f[12] != "0" {
-				t.Errorf("%s: %v", coll.Name, f)
-			}
-		}
+		allRight(t, coll.Name, r, 6)
 	}
 }
 

@@ -2,7 +2,6 @@ package harness
 
 import (
 	"bufio"
-	"encoding/binary"
 	"fmt"
 	"os"
 	"strconv"
@@ -143,17 +142,9 @@ func (s *session) memoryLine() string {
 
 // worldMin is the smallest v over the processes.
 func worldMin(w collectives.World, v int64) (int64, error) {
-	if w.Size() == 1 {
-		return v, nil
+	all, err := gatherJSON(w, "free memory", v)
+	for _, x := range all {
+		v = min(v, x)
 	}
-	all, err := w.AllGather(binary.LittleEndian.AppendUint64(nil, uint64(v)))
-	if err != nil {
-		return v, err
-	}
-	for _, b := range all {
-		if len(b) == 8 {
-			v = min(v, int64(binary.LittleEndian.Uint64(b)))
-		}
-	}
-	return v, nil
+	return v, err
 }

@@ -1,7 +1,6 @@
 package harness
 
 import (
-	"encoding/json"
 	"fmt"
 	"maps"
 	"slices"
@@ -13,26 +12,12 @@ import (
 
 // gatherDevices collects every process's devices in rank order for the "# Using devices" lines.
 func gatherDevices(w collectives.World, local []collectives.Device) ([]collectives.Device, error) {
-	if w.Size() == 1 {
-		return local, nil
-	}
-	data, err := json.Marshal(local)
-	if err != nil {
-		return nil, err
-	}
-	all, err := w.AllGather(data)
-	if err != nil {
-		return nil, fmt.Errorf("gathering devices: %w", err)
-	}
+	all, err := gatherJSON(w, "devices", local)
 	var out []collectives.Device
-	for _, d := range all {
-		var ds []collectives.Device
-		if err := json.Unmarshal(d, &ds); err != nil {
-			return nil, fmt.Errorf("gathering devices: %w", err)
-		}
+	for _, ds := range all {
 		out = append(out, ds...)
 	}
-	return out, nil
+	return out, err
 }
 
 // makeNotes works out the "#" lines this suite adds to nccl-tests' header: the engine, the algorithms the rows

@@ -23,14 +23,8 @@ func TestAllCollectivesValidate(t *testing.T) {
 	for _, coll := range collectives.All() {
 		seed := rand.Uint64()
 		r := testRun(t, coll, seedArgs(seed, append(small, "-t", "2", "-g", "3")...), newFake(seed))
-		rows := tableRows(r.stdout)
-		if r.code != exitOK || len(rows) != 7 {
-			t.Fatalf("%s: exit %d, %d rows\n%s%s", coll.Name, r.code, len(rows), r.stdout, r.stderr)
-		}
+		rows := allRight(t, coll.Name, r, 7)
 		for _, f := range rows {
-			if f[8] != "0" || f[12] != "0" {
-				t.Errorf("%s: row %v has wrong elements", coll.Name, f)
-			}
 			if want := coll.RedOpName(collectives.Sum); f[3] != want {
 				t.Errorf("%s: redop %q, want %q", coll.Name, f[3], want)
 			}
@@ -448,5 +442,31 @@ func TestMinimumBandwidth(t *testing.T) {
 		if r.code != want || !regexp.MustCompile(`# Avg bus bandwidth    : \S+`+verdict).MatchString(r.stdout) {
 			t.Errorf("NCCL_TESTS_MIN_BW=%s: exit %d\n%s", bw, r.code, r.stdout)
 		}
+	}
+}
+
+// allRight checks a run that must pass: exit 0, n rows, no wrong element. It returns the rows.
+func allRight(t *testing.T, what string, r run, n int) [][]string {
+	t.Helper()
+	rows := tableRows(r.stdout)
+	if r.code != exitOK || len(rows) != n {
+		t.Fatalf("%s: exit %d, %d rows, want %d\n%s%s", what, r.code, len(rows), n, r.stdout, r.stderr)
+	}
+	for _, f := range rows {
+		if f[8] != "0" || f[12] != "0" {
+			t.Errorf("%s: row %v has wrong elements", what, f)
+		}
+	}
+	return rows
+}
+
+// TestSeedFromEnvironment: the seed recorded in JSON replays through the environment.
+func TestSeedFromEnvironment(t *testing.T) {
+	r := runWith(t, collectives.AllReduce, append(small, "-g", "2"), testSource(newFake(77)), func(a *app) {
+		a.getenv = func(k string) string { return map[string]string{seedEnv: "77"}[k] }
+	})
+	allRight(t, "seed 77", r, 7)
+	if !strings.Contains(r.stdout, "# Seed: 77\n") {
+		t.Errorf("no seed line:\n%s", r.stdout)
 	}
 }
