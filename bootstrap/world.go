@@ -41,11 +41,10 @@ func FromEnv(timeout time.Duration) (*World, error) {
 	if err != nil {
 		return nil, err
 	}
-	w := &World{launch: l, timeout: timeout, done: make(chan struct{})}
 	if l.Size == 1 {
-		w.launch.LocalRank, w.launch.LocalSize = 0, 1
-		return w, nil
+		return Single(), nil
 	}
+	w := &World{launch: l, timeout: timeout, done: make(chan struct{})}
 	if w.addr, err = Rendezvous(os.Getenv, l); err != nil {
 		return nil, err
 	}
@@ -69,6 +68,11 @@ func FromEnv(timeout time.Duration) (*World, error) {
 		}
 	}
 	return w, nil
+}
+
+// Single is the world of a run in one process.
+func Single() *World {
+	return &World{launch: Launch{Size: 1, LocalSize: 1}, done: make(chan struct{})}
 }
 
 func (w *World) Rank() int      { return w.launch.Rank }

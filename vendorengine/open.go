@@ -8,6 +8,7 @@ import (
 	"runtime"
 	"sync"
 
+	"rcclx-tests/bootstrap"
 	"rcclx-tests/collectives"
 	"rcclx-tests/cuda"
 	"rcclx-tests/nccl"
@@ -31,7 +32,7 @@ func (engine) Open(cfg collectives.Config) (collectives.Comm, error) {
 
 	world := cfg.World
 	if world == nil {
-		world = single{}
+		world = bootstrap.Single()
 	}
 	nthreads, ngpus := max(cfg.NThreads, 1), max(cfg.NGpus, 1)
 	nlocal := nthreads * ngpus
@@ -208,11 +209,3 @@ func overrideEnv(env map[string]string) (restore func()) {
 		}
 	}
 }
-
-// single is the world of a run in one process, for a Config without one.
-type single struct{}
-
-func (single) Rank() int                               { return 0 }
-func (single) Size() int                               { return 1 }
-func (single) AllGather(data []byte) ([][]byte, error) { return [][]byte{data}, nil }
-func (single) Barrier() error                          { return nil }
