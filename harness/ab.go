@@ -39,6 +39,7 @@ func (a *app) runAB(out io.Writer, o *Options, world collectives.World, seed uin
 			if i == 1 {
 				r.arms[0].close()
 			}
+			j.fail(err.Error())
 			return a.fail(err)
 		}
 	}

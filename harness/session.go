@@ -116,7 +116,12 @@ func (s *session) open() error {
 		return err
 	}
 	s.comm = comm
-	return s.attach()
+	if err := s.attach(); err != nil {
+		_ = comm.Close()
+		s.team.close()
+		return err
+	}
+	return nil
 }
 
 func (s *session) openComm(cfg collectives.Config) (collectives.Comm, error) {
