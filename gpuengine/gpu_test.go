@@ -1,6 +1,7 @@
 package gpuengine
 
 import (
+	"encoding/binary"
 	"errors"
 	"math/rand/v2"
 	"testing"
@@ -248,4 +249,29 @@ func compileAll(t *testing.T) {
 	start := time.Now()
 	must(t, precompile(major*10+minor, pairs))
 	t.Logf("compiled %d modules in %v", len(pairs), time.Since(start))
+}
+
+// On GPUs that convert E4M3 in hardware (the LP kernels' fast path), the hardware codes equal
+// kernels/convert.cuh's (hence package numeric's) for every non-NaN float32, and decoding agrees on every code.
+func TestGPUHardwareE4M3MatchesConvert(t *testing.T) {
+	onGPU(t)
+	c := open(t, New(), 1, nil, 0).(*comm)
+	r := c.ranks[0]
+	if r.arch < 89 {
+		t.Skipf("sm_%d has no E4M3 conversion instructions", r.arch)
+	}
+	must(t, r.ctx.SetCurrent())
+	f, err := c.modules.function(r, collectives.Float, collectives.Sum, "rx_e4m3_check")
+	must(t, err)
+	bad, err := cuda.MemAlloc(16)
+	must(t, err)
+	defer cuda.MemFree(bad)
+	must(t, cuda.MemsetD8(bad, 0, 16))
+	must(t, cuda.Launch(f, [3]uint32{1024, 1, 1}, [3]uint32{512, 1, 1}, 0, r.stream, bad))
+	must(t, r.stream.Synchronize())
+	out := make([]byte, 16)
+	must(t, cuda.MemcpyDtoH(out, bad))
+	if enc, dec := binary.LittleEndian.Uint64(out), binary.LittleEndian.Uint64(out[8:]); enc != 0 || dec != 0 {
+		t.Errorf("hardware E4M3: %d float32 patterns encode differently, %d codes decode differently", enc, dec)
+	}
 }

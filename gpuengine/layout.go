@@ -7,7 +7,7 @@ const (
 	maxBlocks       = 128    // RX_MAXB
 	maxBarrierRanks = 64     // RX_MAXR
 	fifoSlots       = 8      // RX_NSLOTS
-	slotBytes       = 32768  // RX_SLOT_BYTES
+	slotBytes       = 65536  // RX_SLOT_BYTES
 	ctrlBytes       = 131072 // RX_CTRL_BYTES
 	argsBytes       = 104    // RX_ARGS_BYTES
 	dataOffset      = ctrlBytes + maxBlocks*fifoSlots*slotBytes

@@ -67,11 +67,6 @@ func (c *comm) open(cfg collectives.Config, world collectives.World, nlocal int)
 	if err != nil {
 		return err
 	}
-	c.flagsHost, c.flagsDev, err = cuda.HostAllocMapped(int64(4 * (1 + nlocal)))
-	if err != nil {
-		return runtimeError(nil, err)
-	}
-	clear(unsafe.Slice((*byte)(c.flagsHost), 4*(1+nlocal)))
 	shared := map[cuda.Device]int{} // local ranks per device
 	for l := range nlocal {
 		r := &rank{global: world.Rank()*nlocal + l, local: l, dev: cuda.Device((hostIndex*nlocal + l) % ndev)}
@@ -84,6 +79,13 @@ func (c *comm) open(cfg collectives.Config, world collectives.World, nlocal int)
 		c.devices = append(c.devices, collectives.Device{Rank: r.global, Group: l / max(cfg.NGpus, 1),
 			Pid: os.Getpid(), Hostname: host, Index: int(r.dev), BusID: busID(r.dev), Name: name})
 	}
+	// Mapped host memory is portable: one allocation (made with rank 0's context current) serves all ranks.
+	c.ranks[0].ctx.SetCurrent()
+	c.flagsHost, c.flagsDev, err = cuda.HostAllocMapped(int64(4 * (1 + nlocal)))
+	if err != nil {
+		return runtimeError(c.ranks[0], err)
+	}
+	clear(unsafe.Slice((*byte)(c.flagsHost), 4*(1+nlocal)))
 	if cfg.StreamNull && len(shared) < nlocal {
 		return runtimeError(nil, fmt.Errorf("gpu: -y (the default stream) with ranks sharing a GPU would serialize kernels that wait for each other"))
 	}

@@ -75,7 +75,7 @@ func TestHooksAndTuning(t *testing.T) {
 	if err != nil || h.skipRank != 1 || h.corruptRank != 0 {
 		t.Errorf("hooks %+v, %v", h, err)
 	}
-	if tu, err := readTuning(getenv); err != nil || tu.ringBlocks != 8 || tu.lpBlocks != 64 {
+	if tu, err := readTuning(getenv); err != nil || tu.ringBlocks != 8 || tu.lpBlocks != maxBlocks {
 		t.Errorf("tuning %+v, %v", tu, err)
 	}
 	for k, v := range map[string]string{envSkipRank: "2", envCorruptRank: "x", "RCCLX_TESTS_GPU_LP_BLOCKS": "0"} {

@@ -7,8 +7,8 @@ import (
 
 // tuning holds the engine's own knobs, read at Open like the policy (cfg.Env overrides the environment):
 //
-//	RCCLX_TESTS_GPU_RING_BLOCKS  most blocks (ring channels) of a ring kernel (default 32)
-//	RCCLX_TESTS_GPU_LP_BLOCKS    most blocks of an LP or direct alltoall kernel (default 64)
+//	RCCLX_TESTS_GPU_RING_BLOCKS  most blocks (ring channels) of a ring kernel (default 64)
+//	RCCLX_TESTS_GPU_LP_BLOCKS    most blocks of an LP or direct alltoall kernel (default 128)
 //
 // DDA kernels use at most RCCL_DDA_MAX_BLOCKS. Every kernel also stays under the communicator's block cap.
 type tuning struct {
@@ -16,7 +16,7 @@ type tuning struct {
 }
 
 func readTuning(getenv func(string) string) (tuning, error) {
-	t := tuning{ringBlocks: 32, lpBlocks: 64}
+	t := tuning{ringBlocks: 64, lpBlocks: maxBlocks}
 	for _, v := range []struct {
 		name string
 		dst  *int

@@ -2,8 +2,8 @@
 // that it arrived (flag = its epoch, stored with release at system scope into the peer's mailbox, one word per
 // source rank), then waits until every peer's flag in its own mailbox has reached the same epoch (acquire).
 // Epochs only grow and persist across launches, so nothing is reset between calls; a peer may already be one
-// epoch ahead, hence "at least". Every write the block made before the barrier is fenced (system scope) first,
-// so a peer that passes the barrier sees it.
+// epoch ahead, hence "at least". The block's writes before the barrier are ordered before the release store by
+// the block barrier (release is cumulative), so a peer that passes the barrier sees them.
 
 RX_DEV bool barrier(Comm& c, int step) {
   c.epoch++;
@@ -11,7 +11,6 @@ RX_DEV bool barrier(Comm& c, int step) {
   bool ok = true;
   int t = threadIdx.x;
   if (t < c.n) {
-    fence_sys();
     st_release_sys(c.mailbox(t, c.r), c.epoch);
     ok = c.wait_geq(c.mailbox(c.r, t), c.epoch, RX_PH_BARRIER << 16 | step);
   }

@@ -18,7 +18,7 @@ static_assert(sizeof(Args) == RX_ARGS_BYTES, "Args layout");
 #define RX_MAXB 128           // most blocks per kernel
 #define RX_MAXR 64            // most ranks in a barrier
 #define RX_NSLOTS 8           // ring FIFO depth per block
-#define RX_SLOT_BYTES 32768   // ring message size
+#define RX_SLOT_BYTES 65536   // ring message size
 #define RX_CTRL_BYTES 131072  // control words at the start of the buffer
 
 #define RX_OFF_MAILBOX 0                                      // u64[MAXB][MAXR] barrier flags, by source rank
@@ -62,11 +62,11 @@ struct Comm {
   }
   RX_DEV u8* data(int owner, int h) const { return peer[owner] + RX_OFF_DATA + h * a.half; }
 
-  // Waits until *p >= want, looking at the abort flag now and then. On abort it records the phase and
-  // returns false.
+  // Waits until *p >= want (polling relaxed, then one acquire), looking at the abort flag now and then. On
+  // abort it records the phase and returns false.
   RX_DEV bool wait_geq(const u64* p, u64 want, u32 phase) const {
     int spins = 0;
-    while (ld_acquire_sys(p) < want) {
+    while (ld_relaxed_sys(p) < want || ld_acquire_sys(p) < want) {
       if (++spins == RX_ABORT_POLL) {
         spins = 0;
         if (ld_volatile((const u32*)a.abort)) {

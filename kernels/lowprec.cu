@@ -69,14 +69,25 @@ RX_DEV V16 encode16(const float* f) {
   V16 v;
 #pragma unroll
   for (int j = 0; j < 4; j++)
+#ifdef RX_HW_E4M3
+    v.w[j] = e4m3x2_hw(f[4 * j], f[4 * j + 1]) | e4m3x2_hw(f[4 * j + 2], f[4 * j + 3]) << 16;
+#else
     v.w[j] = (u32)f32_to_e4m3(f[4 * j]) | (u32)f32_to_e4m3(f[4 * j + 1]) << 8 |
              (u32)f32_to_e4m3(f[4 * j + 2]) << 16 | (u32)f32_to_e4m3(f[4 * j + 3]) << 24;
+#endif
   return v;
 }
 
 RX_DEV void decode16(V16 v, float* f) {
 #pragma unroll
-  for (int j = 0; j < 16; j++) f[j] = e4m3_to_f32((u8)(v.w[j / 4] >> (8 * (j % 4))));
+  for (int j = 0; j < 8; j++) {
+#ifdef RX_HW_E4M3
+    e4m3x2_decode_hw(v.w[j / 2] >> (16 * (j % 2)), f[2 * j], f[2 * j + 1]);
+#else
+    f[2 * j] = e4m3_to_f32((u8)(v.w[j / 2] >> (16 * (j % 2))));
+    f[2 * j + 1] = e4m3_to_f32((u8)(v.w[j / 2] >> (16 * (j % 2) + 8)));
+#endif
+  }
 }
 
 struct LP {

@@ -22,7 +22,8 @@ struct alignas(16) V16 {
 #if defined(__HIPCC__)
 RX_DEV u64 ld_acquire_sys(const u64* p) { return __hip_atomic_load(p, __ATOMIC_ACQUIRE, __HIP_MEMORY_SCOPE_SYSTEM); }
 RX_DEV void st_release_sys(u64* p, u64 v) { __hip_atomic_store(p, v, __ATOMIC_RELEASE, __HIP_MEMORY_SCOPE_SYSTEM); }
-RX_DEV void fence_sys() { __threadfence_system(); }
+RX_DEV u64 ld_relaxed_sys(const u64* p) { return __hip_atomic_load(p, __ATOMIC_RELAXED, __HIP_MEMORY_SCOPE_SYSTEM); }
+RX_DEV void atomic_add(u64* p, u64 v) { atomicAdd(p, v); }
 RX_DEV V16 ld_cg(const V16* p) { return __builtin_nontemporal_load(p); }
 #else
 RX_DEV u64 ld_acquire_sys(const u64* p) {
@@ -33,7 +34,12 @@ RX_DEV u64 ld_acquire_sys(const u64* p) {
 RX_DEV void st_release_sys(u64* p, u64 v) {
   asm volatile("st.release.sys.global.u64 [%0], %1;" ::"l"(p), "l"(v) : "memory");
 }
-RX_DEV void fence_sys() { asm volatile("fence.sc.sys;" ::: "memory"); }
+RX_DEV u64 ld_relaxed_sys(const u64* p) {
+  u64 v;
+  asm volatile("ld.relaxed.sys.global.u64 %0, [%1];" : "=l"(v) : "l"(p) : "memory");
+  return v;
+}
+RX_DEV void atomic_add(u64* p, u64 v) { atomicAdd(p, v); }
 // Loads through L2 only: data another GPU wrote into this GPU's memory, or this GPU reads from a peer's.
 RX_DEV V16 ld_cg(const V16* p) {
   V16 v;
@@ -57,3 +63,20 @@ RX_DEV bool block_any(bool pred) { return __syncthreads_or(pred) != 0; }
 
 RX_DEV u32 f32_bits(float f) { return __float_as_uint(f); }
 RX_DEV float bits_f32(u32 u) { return __uint_as_float(u); }
+
+#if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 890 && !defined(__HIPCC__)
+// Hopper and Ada convert E4M3 in hardware, rounding to nearest even with saturation: the codes of convert.cuh
+// for every non-NaN float (the kernel rx_e4m3_check verifies it on the device).
+#define RX_HW_E4M3 1
+RX_DEV u32 e4m3x2_hw(float lo, float hi) {
+  u16 r;
+  asm("cvt.rn.satfinite.e4m3x2.f32 %0, %1, %2;" : "=h"(r) : "f"(hi), "f"(lo));
+  return r;
+}
+RX_DEV void e4m3x2_decode_hw(u32 two, float& lo, float& hi) {
+  u32 h2;
+  asm("cvt.rn.f16x2.e4m3x2 %0, %1;" : "=r"(h2) : "h"((u16)two));
+  asm("cvt.f32.f16 %0, %1;" : "=f"(lo) : "h"((u16)(h2 & 0xffffu)));
+  asm("cvt.f32.f16 %0, %1;" : "=f"(hi) : "h"((u16)(h2 >> 16)));
+}
+#endif

@@ -48,10 +48,7 @@ struct Ring {
     f(send ? slot(next, c.sent + 1) : (T*)0, recv ? slot(c.r, c.recvd + 1) : (const T*)0);
     block_sync();
     if (threadIdx.x == 0) {
-      if (send) {
-        fence_sys();
-        st_release_sys(head(next, c.sent + 1), c.sent + 1);
-      }
+      if (send) st_release_sys(head(next, c.sent + 1), c.sent + 1);
       if (recv) st_release_sys(tail(prev), c.recvd + 1);
     }
     if (send) c.sent++;

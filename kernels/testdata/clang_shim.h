@@ -10,3 +10,4 @@
 __device__ inline int __syncthreads_or(int p) { return __nvvm_bar0_or(p); }
 __device__ inline unsigned __float_as_uint(float f) { return __builtin_bit_cast(unsigned, f); }
 __device__ inline float __uint_as_float(unsigned u) { return __builtin_bit_cast(float, u); }
+__device__ inline unsigned long long atomicAdd(unsigned long long* p, unsigned long long v) { return __nvvm_atom_add_gen_ll((long long*)p, (long long)v); }
