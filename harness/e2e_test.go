@@ -22,7 +22,7 @@ func hostRun(t *testing.T, coll *collectives.Collective, args ...string) run {
 func TestHostEngineAllCollectives(t *testing.T) {
 	for _, coll := range collectives.All() {
 		r := hostRun(t, coll, "-b", "8", "-e", "256K", "-f", "8", "-t", "2", "-g", "3", "-n", "3", "-c", "2")
-		allRight(t, coll.Name, r, 6)
+		allRight(t, coll, r, 6)
 	}
 }
 
