@@ -81,15 +81,9 @@ func (tr *truth) expect(rank int, lp bool) *collectives.Expectation {
 // once, wait, read every rank's output back and compare it with the truth. Reading is serial (one thread owns
 // the group) and comparing overlaps it on other cores.
 func (t *thread) check(tr *truth, inPlace bool, poison []byte) (summary, error) {
-	c := t.call(tr.p, inPlace, 0)
-	es := int64(tr.p.dt.Size())
-	for l, r := range t.ranks {
-		if err := t.group.Write(c.Recv[l], poison[:c.Counts[l].Recv*es]); err != nil {
-			return summary{}, err
-		}
-		if err := t.group.Write(c.Send[l], tr.inputs[r]); err != nil {
-			return summary{}, err
-		}
+	c, err := t.writeInputs(tr, inPlace, poison)
+	if err != nil {
+		return summary{}, err
 	}
 	if err := t.group.Launch(c); err != nil {
 		return summary{}, err
@@ -109,7 +103,7 @@ func (t *thread) check(tr *truth, inPlace bool, poison []byte) (summary, error) 
 	}
 	defer wg.Wait()
 	for l, r := range t.ranks {
-		buf := (<-bufs)[:c.Counts[l].Recv*es]
+		buf := (<-bufs)[:c.Counts[l].Recv*int64(tr.p.dt.Size())]
 		if err := t.group.Read(buf, c.Recv[l]); err != nil {
 			return summary{}, err
 		}
@@ -126,6 +120,24 @@ func (t *thread) check(tr *truth, inPlace bool, poison []byte) (summary, error) 
 	}
 	wg.Wait()
 	return v, nil
+}
+
+// writeInputs fills the receive views with poison (when given) and then the send views with the inputs, and
+// returns the call over those views.
+func (t *thread) writeInputs(tr *truth, inPlace bool, poison []byte) (*collectives.Call, error) {
+	c := t.call(tr.p, inPlace, 0)
+	es := int64(tr.p.dt.Size())
+	for l, r := range t.ranks {
+		if poison != nil {
+			if err := t.group.Write(c.Recv[l], poison[:c.Counts[l].Recv*es]); err != nil {
+				return nil, err
+			}
+		}
+		if err := t.group.Write(c.Send[l], tr.inputs[r]); err != nil {
+			return nil, err
+		}
+	}
+	return c, nil
 }
 
 // poisonBuffer returns n bytes of the poison pattern.

@@ -111,8 +111,18 @@ func (s *session) runPoint(p point) (row, error) {
 	return r, nil
 }
 
-// runHalf times one half on every thread, then validates it -c times (stopping at the first failure).
+// runHalf writes the inputs (when validating: nccl-tests times real data too), times one half on every thread,
+// then validates it -c times (stopping at the first failure).
 func (s *session) runHalf(p point, k collectives.Counts, inPlace bool, tr *truth) (halfResult, error) {
+	if tr != nil {
+		err := s.team.each(func(t int) error {
+			_, err := s.threads[t].writeInputs(tr, inPlace, nil)
+			return err
+		})
+		if err != nil {
+			return halfResult{}, err
+		}
+	}
 	h, err := s.timeHalf(p, k, inPlace)
 	if err != nil {
 		return h, err
