@@ -4,6 +4,8 @@ import (
 	"encoding/binary"
 	"errors"
 	"math/rand/v2"
+	"runtime"
+	"sync"
 	"testing"
 	"time"
 
@@ -68,7 +70,7 @@ func TestGPUAlgorithmsMatchHost(t *testing.T) {
 								if t.Failed() {
 									t.FailNow() // one failing call says enough; the rest would repeat it
 								}
-								s := callSpec{coll, dt, op, bytes, inPlace}
+								s := callSpec{coll, dt, op, bytes, inPlace, 0}
 								in := exactInputs(s, n, seed)
 								out, algo := run(t, gpu, s, in)
 								check(t, s, n, seed, algo, out)
@@ -111,7 +113,7 @@ func TestGPULarge(t *testing.T) {
 		for _, env := range []map[string]string{small, tree, merge(lpEnv, small), merge(scaledEnv, small)} {
 			gpu, host := open(t, New(), n, env, 0), newHost(t, n, env)
 			for _, coll := range allColls {
-				s := callSpec{coll, collectives.Float, collectives.Sum, 64 << 20, n == 8}
+				s := callSpec{coll, collectives.Float, collectives.Sum, 64 << 20, n == 8, 0}
 				in := exactInputs(s, n, seed)
 				out, algo := run(t, gpu, s, in)
 				check(t, s, n, seed, algo, out)
@@ -136,7 +138,7 @@ func TestGPUTimeout(t *testing.T) {
 	onGPU(t)
 	for _, env := range []map[string]string{nil, ddaEnv} {
 		c := open(t, New(), 2, merge(env, map[string]string{envSkipRank: "1"}), time.Second)
-		s := callSpec{collectives.AllReduce, collectives.Float, collectives.Sum, 4096, false}
+		s := callSpec{collectives.AllReduce, collectives.Float, collectives.Sum, 4096, false, 0}
 		g := c.Groups()[0]
 		call := buildCall(t, g, s, 2)
 		start := time.Now()
@@ -173,7 +175,7 @@ func TestGPUCorruptHook(t *testing.T) {
 	onGPU(t)
 	for _, env := range []map[string]string{nil, ddaEnv} {
 		c := open(t, New(), 2, merge(env, map[string]string{envCorruptRank: "1"}), 0)
-		s := callSpec{collectives.AllReduce, collectives.Float, collectives.Sum, 4096, false}
+		s := callSpec{collectives.AllReduce, collectives.Float, collectives.Sum, 4096, false, 0}
 		seed := rand.Uint64()
 		out, algo := run(t, c, s, exactInputs(s, 2, seed))
 		for r := range 2 {
@@ -193,7 +195,7 @@ func TestGPUGraphReplayAndEvents(t *testing.T) {
 	for _, env := range []map[string]string{nil, ddaEnv, lpEnv} {
 		c := open(t, New(), 2, env, 10*time.Second)
 		g := c.Groups()[0]
-		s := callSpec{collectives.AllReduce, collectives.Float, collectives.Sum, 256 << 10, false}
+		s := callSpec{collectives.AllReduce, collectives.Float, collectives.Sum, 256 << 10, false, 0}
 		seed := rand.Uint64()
 		call := buildCall(t, g, s, 2)
 		for r, in := range exactInputs(s, 2, seed) {
@@ -274,4 +276,84 @@ func TestGPUHardwareE4M3MatchesConvert(t *testing.T) {
 	if enc, dec := binary.LittleEndian.Uint64(out), binary.LittleEndian.Uint64(out[8:]); enc != 0 || dec != 0 {
 		t.Errorf("hardware E4M3: %d float32 patterns encode differently, %d codes decode differently", enc, dec)
 	}
+}
+
+// Views off 16-byte alignment (-u 1): the kernels fall back to element-wise loops; DDA is not chosen.
+func TestGPUUnaligned(t *testing.T) {
+	onGPU(t)
+	seed := rand.Uint64()
+	t.Logf("seed %d", seed)
+	for _, env := range []map[string]string{nil, ddaEnv, lpEnv, scaledEnv} {
+		gpu, host := open(t, New(), 2, env, 0), newHost(t, 2, env)
+		for _, coll := range allColls {
+			for _, dt := range []collectives.DType{collectives.Float, collectives.BFloat16} {
+				for _, inPlace := range []bool{false, true} {
+					s := callSpec{coll, dt, collectives.Sum, 2*(300<<10) + 32, inPlace, 1}
+					in := exactInputs(s, 2, seed)
+					out, algo := run(t, gpu, s, in)
+					check(t, s, 2, seed, algo, out)
+					sameAsHost(t, host, s, in, out, algo)
+				}
+			}
+		}
+	}
+}
+
+// Two harness threads, one rank each, driving their groups at the same time from their own OS threads.
+func TestGPUTwoThreads(t *testing.T) {
+	onGPU(t)
+	for _, env := range []map[string]string{nil, ddaEnv, lpEnv} {
+		c, err := New().Open(collectives.Config{NThreads: 2, NGpus: 1, Env: env})
+		must(t, err)
+		s := callSpec{collectives.AllReduce, collectives.Float, collectives.Sum, 1 << 20, false, 0}
+		seed := rand.Uint64()
+		in := exactInputs(s, 2, seed)
+		out := make([][]byte, 2)
+		errs := make([]error, 2)
+		var wg sync.WaitGroup
+		for th, g := range c.Groups() {
+			wg.Go(func() {
+				runtime.LockOSThread()
+				defer runtime.UnlockOSThread()
+				out[th], errs[th] = runGroup(g, s, 2, in[th])
+			})
+		}
+		wg.Wait()
+		must(t, errors.Join(errs...))
+		check(t, s, 2, seed, c.Groups()[0].Algorithm(buildCallCounts(s, 2)), out)
+		must(t, c.Close())
+	}
+}
+
+// runGroup makes call s on a group of one rank (global rank Ranks()[0]) and returns its output.
+func runGroup(g collectives.Group, s callSpec, n int, input []byte) ([]byte, error) {
+	r := g.Ranks()[0]
+	k := s.coll.Counts(s.bytes, n, r, s.dt)
+	size := int64(s.dt.Size())
+	send, err := g.Alloc(0, k.Send*size)
+	if err != nil {
+		return nil, err
+	}
+	defer g.Free(send)
+	recv, err := g.Alloc(0, k.Recv*size)
+	if err != nil {
+		return nil, err
+	}
+	defer g.Free(recv)
+	call := &collectives.Call{Coll: s.coll, DType: s.dt, Op: s.op, Counts: []collectives.Counts{k},
+		Send: []collectives.View{{Buf: send}}, Recv: []collectives.View{{Buf: recv}}}
+	out := make([]byte, k.Recv*size)
+	err = errors.Join(g.Write(call.Send[0], input), g.Launch(call), g.Wait(), g.Read(out, call.Recv[0]))
+	return out, err
+}
+
+// buildCallCounts is a call with counts only (what Algorithm looks at).
+func buildCallCounts(s callSpec, n int) *collectives.Call {
+	call := &collectives.Call{Coll: s.coll, DType: s.dt, Op: s.op}
+	for r := range n {
+		call.Counts = append(call.Counts, s.coll.Counts(s.bytes, n, r, s.dt))
+		call.Send = append(call.Send, collectives.View{})
+		call.Recv = append(call.Recv, collectives.View{})
+	}
+	return call
 }

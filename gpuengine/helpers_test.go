@@ -41,6 +41,7 @@ type callSpec struct {
 	op      collectives.Op
 	bytes   int64 // the report's size
 	inPlace bool
+	shift   int64 // elements every view is shifted by (-u): views off 16-byte alignment
 }
 
 func (s callSpec) String() string {
@@ -48,7 +49,7 @@ func (s callSpec) String() string {
 	if s.inPlace {
 		place = "in"
 	}
-	return fmt.Sprintf("%s/%s/%s/%dB/%s", s.coll.Name, s.dt, s.op, s.bytes, place)
+	return fmt.Sprintf("%s/%s/%s/%dB/%s/u%d", s.coll.Name, s.dt, s.op, s.bytes, place, s.shift)
 }
 
 // run makes call s on every rank of the comm's single group with the given inputs (k.Send elements each)
@@ -68,8 +69,9 @@ func run(t *testing.T, c collectives.Comm, s callSpec, inputs [][]byte) ([][]byt
 	for l := range n {
 		k := s.coll.Counts(s.bytes, n, l, s.dt)
 		call.Counts = append(call.Counts, k)
+		skip := s.shift * size
 		alloc := func(elems int64) collectives.Buffer {
-			b, err := g.Alloc(l, elems*size)
+			b, err := g.Alloc(l, elems*size+skip)
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -78,12 +80,12 @@ func run(t *testing.T, c collectives.Comm, s callSpec, inputs [][]byte) ([][]byt
 		}
 		if s.inPlace {
 			b := alloc(max(k.Send, k.Recv))
-			call.Send = append(call.Send, collectives.View{Buf: b, Off: k.SendInPlace * size})
-			call.Recv = append(call.Recv, collectives.View{Buf: b, Off: k.RecvInPlace * size})
+			call.Send = append(call.Send, collectives.View{Buf: b, Off: skip + k.SendInPlace*size})
+			call.Recv = append(call.Recv, collectives.View{Buf: b, Off: skip + k.RecvInPlace*size})
 			must(t, g.Write(collectives.View{Buf: b}, bytes.Repeat([]byte{0xa5}, int(b.Len()))))
 		} else {
-			call.Send = append(call.Send, collectives.View{Buf: alloc(k.Send)})
-			call.Recv = append(call.Recv, collectives.View{Buf: alloc(k.Recv)})
+			call.Send = append(call.Send, collectives.View{Buf: alloc(k.Send), Off: skip})
+			call.Recv = append(call.Recv, collectives.View{Buf: alloc(k.Recv), Off: skip})
 			must(t, g.Write(call.Recv[l], bytes.Repeat([]byte{0xa5}, int(k.Recv*size))))
 		}
 		must(t, g.Write(call.Send[l], inputs[l]))

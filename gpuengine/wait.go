@@ -2,14 +2,19 @@ package gpuengine
 
 import (
 	"fmt"
+	"runtime"
 	"sync/atomic"
 	"time"
 
 	"rcclx-tests/collectives"
 )
 
-// pollInterval is how long Wait sleeps between looks at the streams when a timeout applies.
-const pollInterval = 20 * time.Microsecond
+// With a timeout, Wait polls the streams: spinning for the first spinFor, then sleeping pollInterval between
+// looks.
+const (
+	spinFor      = time.Millisecond
+	pollInterval = 20 * time.Microsecond
+)
 
 // Wait blocks until every local rank's stream is idle. With a timeout, when it passes, the host sets the abort
 // flag every kernel wait polls, waits for the kernels to give up, and returns a *collectives.TimeoutError
@@ -26,7 +31,8 @@ func (g *group) Wait() error {
 		}
 		return g.c.usable()
 	}
-	deadline := time.Now().Add(g.c.timeout)
+	start := time.Now()
+	deadline := start.Add(g.c.timeout)
 	for {
 		idle, err := g.idleAll()
 		if err != nil || idle {
@@ -35,10 +41,15 @@ func (g *group) Wait() error {
 			}
 			return err
 		}
-		if time.Now().After(deadline) {
+		now := time.Now()
+		if now.After(deadline) {
 			return g.timedOut()
 		}
-		time.Sleep(pollInterval)
+		if now.Sub(start) < spinFor {
+			runtime.Gosched() // a sleep costs tens of microseconds: spin while the work is likely short
+		} else {
+			time.Sleep(pollInterval)
+		}
 	}
 }
 
