@@ -2,7 +2,8 @@ package collectives
 
 // AllGather: every rank sends S/n bytes and receives all ranks' pieces, in rank order (S bytes).
 var AllGather = &Collective{
-	Name: "all_gather",
+	Name:            "all_gather",
+	sameOnEveryRank: true,
 	counts: func(elems int64, nranks, rank int, dt DType) Counts {
 		p := perRank(elems, nranks, dt)
 		return Counts{Send: p, Recv: p * int64(nranks), Param: p, SendInPlace: int64(rank) * p}

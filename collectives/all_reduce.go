@@ -2,8 +2,9 @@ package collectives
 
 // AllReduce: every rank sends S bytes and receives the reduction of all ranks' inputs (S bytes).
 var AllReduce = &Collective{
-	Name:    "all_reduce",
-	Reduces: true,
+	Name:            "all_reduce",
+	Reduces:         true,
+	sameOnEveryRank: true,
 	counts: func(elems int64, nranks, rank int, dt DType) Counts {
 		return Counts{Send: elems, Recv: elems, Param: elems}
 	},

@@ -19,6 +19,8 @@ type Counts struct {
 type Collective struct {
 	Name    string // "all_reduce": the report's and JSON's name; binaries are Name+"_perf"
 	Reduces bool   // whether redop applies; the report prints "none" otherwise
+	// sameOnEveryRank: every rank receives the same data, so one expectation serves them all.
+	sameOnEveryRank bool
 	// counts derives the per-rank counts from the requested size in elements (size / element size).
 	counts func(elems int64, nranks, rank int, dt DType) Counts
 	// busFactor converts algorithm bandwidth into bus bandwidth for n ranks.
@@ -67,6 +69,9 @@ func (c *Collective) BusBW(k Counts, dt DType, sec float64, nranks int) float64 
 
 // BusFactor is busbw / algbw for n ranks.
 func (c *Collective) BusFactor(n int) float64 { return c.busFactor(n) }
+
+// SameOnEveryRank reports whether every rank receives the same data (all_reduce, all_gather).
+func (c *Collective) SameOnEveryRank() bool { return c.sameOnEveryRank }
 
 // RedOpName is the report's redop column.
 func (c *Collective) RedOpName(op Op) string {

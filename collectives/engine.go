@@ -149,6 +149,12 @@ type MemoryReporter interface {
 	FreeMemory(local int) (int64, error)
 }
 
+// InPlaceLimiter is a Group whose library defines no in-place form of some collective (NCCL's alltoall): the
+// harness times that in-place half but leaves it unchecked (#wrong N/A), as nccl-tests does.
+type InPlaceLimiter interface {
+	NoInPlace(c *Collective) bool
+}
+
 // Prober is an Engine that can tell, cheaply and without side effects, whether it can run on this machine
 // (a driver and a device for the GPU engine, a loadable library for the vendor backend). --engine auto picks
 // the first available engine.

@@ -24,12 +24,12 @@ func openFirst(what string, candidates []string) (handle uintptr, path string, e
 		if !strings.Contains(msg, c) {
 			msg = c + ": " + msg
 		}
-		tried = append(tried, "  "+msg)
+		tried = append(tried, msg)
 	}
 	if len(tried) == 0 {
 		return 0, "", fmt.Errorf("cannot load %s: no candidate paths", what)
 	}
-	return 0, "", fmt.Errorf("cannot load %s; tried:\n%s", what, strings.Join(tried, "\n"))
+	return 0, "", fmt.Errorf("cannot load %s; tried %s", what, strings.Join(tried, "; "))
 }
 
 // library is the set of entry points bound from one shared library.

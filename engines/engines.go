@@ -7,7 +7,9 @@ import (
 	"strings"
 
 	"rcclx-tests/collectives"
+	"rcclx-tests/gpuengine"
 	"rcclx-tests/hostengine"
+	"rcclx-tests/vendorengine"
 )
 
 // Auto is the --engine value that picks the first available engine among the auto candidates.
@@ -22,7 +24,9 @@ type entry struct {
 
 // registry lists the engines; --engine auto tries its candidates in this order. Adding an engine is one line.
 var registry = []entry{
+	{"gpu", gpuengine.New, true},
 	{"host", hostengine.New, true},
+	{"vendor", vendorengine.New, false},
 }
 
 // Names lists the values --engine accepts.

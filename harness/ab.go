@@ -122,7 +122,7 @@ func (r *abRun) point(p point) error {
 		h := &hs[i]
 		h.ran, h.sec = true, stat.Mean(h.rounds, nil)
 		h.algBW, h.busBW = r.a.coll.AlgBW(k, p.dt, h.sec), r.a.coll.BusBW(k, p.dt, h.sec, s.nranks)
-		if tr != nil && checkable(r.a.coll, inPlace) {
+		if tr != nil && s.checkable(inPlace) {
 			if err := s.validate(tr, inPlace, h); err != nil {
 				return err
 			}

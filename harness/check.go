@@ -44,22 +44,17 @@ func newTruth(coll *collectives.Collective, p point, nranks int, ranks []int, se
 	return tr
 }
 
-// checkable reports whether a half of c can be validated: nccl-tests leaves in-place alltoall unchecked (#wrong
-// N/A) because NCCL does not support it (a rank's incoming pieces may overwrite input it has not sent yet).
-func checkable(c *collectives.Collective, inPlace bool) bool {
-	return !inPlace || c != collectives.AllToAll
-}
-
-// sameOnEveryRank reports whether every rank receives the same data: all_reduce and all_gather results do not
-// depend on the receiving rank, so one expectation serves them all.
-func sameOnEveryRank(c *collectives.Collective) bool {
-	return c == collectives.AllReduce || c == collectives.AllGather
+// checkable reports whether a half can be validated: every half, except the in-place form of a collective the
+// engine's library does not define (NCCL's alltoall), which nccl-tests also leaves unchecked.
+func (s *session) checkable(inPlace bool) bool {
+	l, ok := s.threads[0].group.(collectives.InPlaceLimiter)
+	return !inPlace || !ok || !l.NoInPlace(s.a.coll)
 }
 
 // expect returns rank's expectation, computing it on first use; lp selects the low-precision tolerance.
 func (tr *truth) expect(rank int, lp bool) *collectives.Expectation {
 	key := expectKey{rank, lp}
-	if sameOnEveryRank(tr.coll) {
+	if tr.coll.SameOnEveryRank() {
 		key.rank = -1
 	}
 	tr.mu.Lock()

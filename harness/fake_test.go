@@ -18,15 +18,16 @@ import (
 // the exact expected output (collectives.Expect with the seed the test passes on the command line). Knobs plant
 // the failures the harness must report.
 type fakeEngine struct {
-	name        string
-	seed        uint64
-	corruptRank int   // -1: none; this rank's output gets one byte flipped after each call
-	timeoutRank int   // -1: none; Wait on this rank's group times out after cfg.Timeout
-	free        int64 // > 0: groups report this much free memory per rank (MemoryReporter)
-	failAlloc   bool
-	unsupported map[collectives.DType]bool
-	events      bool // groups are EventTimers
-	graphs      bool // groups are Graphers
+	name         string
+	seed         uint64
+	corruptRank  int   // -1: none; this rank's output gets one byte flipped after each call
+	timeoutRank  int   // -1: none; Wait on this rank's group times out after cfg.Timeout
+	free         int64 // > 0: groups report this much free memory per rank (MemoryReporter)
+	failAlloc    bool
+	unsupported  map[collectives.DType]bool
+	events       bool // groups are EventTimers
+	graphs       bool // groups are Graphers
+	noInPlaceA2A bool // groups are InPlaceLimiters without in-place alltoall, as NCCL
 	// splitAt > 0: rows at or below this size column use algorithm "small", above it "large".
 	splitAt int64
 
@@ -64,6 +65,8 @@ func (e *fakeEngine) wrap(g *fakeGroup) collectives.Group {
 		return eventGroup{g}
 	case e.graphs:
 		return graphGroup{g}
+	case e.noInPlaceA2A:
+		return ncclLikeGroup{g}
 	}
 	return g
 }
@@ -220,6 +223,10 @@ func (g eventGroup) Elapsed(from, to collectives.Event) (time.Duration, error) {
 }
 
 type graphGroup struct{ *fakeGroup }
+
+type ncclLikeGroup struct{ *fakeGroup }
+
+func (g ncclLikeGroup) NoInPlace(c *collectives.Collective) bool { return c == collectives.AllToAll }
 
 // fakeGraph replays the captured launches.
 type fakeGraph struct{ record func() error }

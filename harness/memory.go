@@ -81,7 +81,7 @@ func (s *session) hostCopies() int64 {
 	n := 2*ranks + 1
 	if s.o.Check > 0 {
 		expected := ranks
-		if sameOnEveryRank(s.a.coll) {
+		if s.a.coll.SameOnEveryRank() {
 			expected = 1
 		}
 		n += ranks + expected + 2*int64(len(s.threads))

@@ -31,6 +31,9 @@ func (s *session) makeNotes() error {
 		}
 		s.note("Engine: %s", engine)
 	}
+	if lp, ok := s.comm.(interface{ LibraryPath() string }); ok {
+		s.note("Library: %s", lp.LibraryPath())
+	}
 	if len(o.env) > 0 {
 		var kv []string
 		for _, k := range slices.Sorted(maps.Keys(o.env)) {

@@ -6,7 +6,6 @@ import (
 	"io"
 
 	"rcclx-tests/collectives"
-	"rcclx-tests/engines"
 )
 
 // session is the run of one engine: its communicator, threads and buffers, the sweep and its report.
@@ -98,12 +97,7 @@ func (s *session) open() error {
 	if err != nil {
 		return err
 	}
-	// "auto" has already probed the engine it chose.
-	if p, ok := eng.(collectives.Prober); ok && s.engineName != engines.Auto {
-		if err := p.Available(); err != nil {
-			return fmt.Errorf("engine %s is not available: %w", eng.Name(), err)
-		}
-	}
+	// "auto" has already probed the engine it chose; a named engine says what is missing when it opens.
 	s.eng = eng
 	o := s.o
 	cfg := collectives.Config{NThreads: o.NThreads, NGpus: o.NGpus, World: s.world, Env: o.env,

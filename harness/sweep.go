@@ -127,7 +127,7 @@ func (s *session) runHalf(p point, k collectives.Counts, inPlace bool, tr *truth
 	if err != nil {
 		return h, err
 	}
-	if tr != nil && checkable(s.a.coll, inPlace) {
+	if tr != nil && s.checkable(inPlace) {
 		if err := s.validate(tr, inPlace, &h); err != nil {
 			return halfResult{}, err
 		}

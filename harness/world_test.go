@@ -8,6 +8,7 @@ import (
 	"testing"
 	"time"
 
+	"rcclx-tests/bootstrap"
 	"rcclx-tests/collectives"
 )
 
@@ -126,7 +127,7 @@ func TestAverageModes(t *testing.T) {
 // TestBarrier: many generations over several threads, and an abort releases every waiter.
 func TestBarrier(t *testing.T) {
 	const threads, rounds = 4, 200
-	b := newBarrier(threads, singleProcess{})
+	b := newBarrier(threads, bootstrap.Single())
 	var counter [rounds]int
 	var mu sync.Mutex
 	var wg sync.WaitGroup

@@ -126,3 +126,7 @@ func (g *group) close(aborted bool) error {
 	errs = append(errs, g.marks.destroy(g))
 	return errors.Join(errs...)
 }
+
+// NoInPlace: NCCL defines no in-place alltoall (a rank's incoming pieces may overwrite input it has not sent
+// yet), so its in-place half is timed but not checked, as in nccl-tests.
+func (g *group) NoInPlace(c *collectives.Collective) bool { return c == collectives.AllToAll }
