@@ -22,14 +22,14 @@ type generator struct {
 	dt     DType
 	op     Op
 	n      int
-	seed   uint64
+	seed   uint64 // mixed once; element keys are XORed into it
 	k      int64   // values are +-[1..k] units (floats, sum-like ops)
 	unit   float64 // 2^-s
 	active int     // ranks contributing a non-zero value to each element (floats, sum-like ops)
 }
 
 func newGenerator(dt DType, op Op, nranks int, seed uint64) *generator {
-	g := &generator{dt: dt, op: op, n: nranks, seed: seed, k: 1, unit: 1, active: nranks}
+	g := &generator{dt: dt, op: op, n: nranks, seed: splitmix(seed), k: 1, unit: 1, active: nranks}
 	if !dt.IsFloat() {
 		return g
 	}
@@ -61,30 +61,31 @@ func splitmix(x uint64) uint64 {
 	return x ^ (x >> 31)
 }
 
+// hash draws the random bits of (rank, element): splitmix64 over a key unique for ranks < 2^24 and
+// elements < 2^40.
 func (g *generator) hash(rank int, i int64) uint64 {
-	return splitmix(g.seed ^ splitmix(uint64(rank)<<40^uint64(i)))
+	return splitmix(g.seed ^ (uint64(rank)<<40 | uint64(i)))
 }
 
 // float returns the floating input of rank at element i.
 func (g *generator) float(rank int, i int64) float64 {
 	h := g.hash(rank, i)
-	sign := 1.0
-	if h&1 == 1 {
-		sign = -1
-	}
+	neg := -int64(h & 1) // the sign is random: negate without a branch the CPU would mispredict half the time
 	if g.op == Prod {
+		v := 1.0
 		switch rank {
 		case int(i % int64(g.n)):
-			return 2 * sign
+			v = 2
 		case int((i + 1) % int64(g.n)):
-			return 0.5 * sign
+			v = 0.5
 		}
-		return sign
+		return float64(1+2*neg) * v
 	}
 	if g.active < g.n && (int64(rank)+i)%int64(g.n) >= int64(g.active) {
 		return 0
 	}
-	return sign * float64(1+(h>>1)%uint64(g.k)) * g.unit
+	units := 1 + int64(((h>>32)*uint64(g.k))>>32) // multiply-shift: a uniform draw in [0, k)
+	return float64((units^neg)-neg) * g.unit
 }
 
 // integer returns the integer input of rank at element i, as the type's bits sign- or zero-extended to 64 bits.
@@ -131,7 +132,9 @@ func (c *Collective) Input(dt DType, op Op, rank, nranks int, k Counts, seed uin
 	out := make([]byte, k.Send*int64(dt.Size()))
 	parallel(k.Send, func(lo, hi int64) {
 		for i := lo; i < hi; i++ {
-			if dt.IsFloat() {
+			if dt == Float { // the common case, without the per-element type switches
+				binary.LittleEndian.PutUint32(out[i*4:], math.Float32bits(float32(g.float(rank, i))))
+			} else if dt.IsFloat() {
 				putFloat(dt, out, i, g.float(rank, i))
 			} else {
 				putInt(dt, out, i, g.integer(rank, i))
