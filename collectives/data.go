@@ -22,7 +22,7 @@ type generator struct {
 	dt     DType
 	op     Op
 	n      int
-	seed   uint64 // mixed once; element keys are XORed into it
+	seed   uint64  // mixed once; element keys are XORed into it
 	k      int64   // values are +-[1..k] units (floats, sum-like ops)
 	unit   float64 // 2^-s
 	active int     // ranks contributing a non-zero value to each element (floats, sum-like ops)
