@@ -82,17 +82,28 @@ func (r *abRun) sweep() error {
 	a := r.arms[0]
 	for _, dt := range r.o.dtypes {
 		for _, op := range a.ops() {
+			first := len(r.report.Rows)
+			var err error
 			for _, size := range a.sizes() {
-				if err := r.point(point{dt: dt, op: op, root: -1, size: size}); err != nil || a.stopped {
-					return err
+				if err = r.point(point{dt: dt, op: op, root: -1, size: size}); err != nil || a.stopped {
+					break
 				}
+			}
+			// One table per type and op, every size a row: what the sizes completed, even when interrupted.
+			if len(r.report.Rows) > first {
+				if rerr := results.RenderAB(r.out, r.labels[0], r.labels[1], r.report.Rows[first:]); rerr != nil && err == nil {
+					err = rerr
+				}
+			}
+			if err != nil || a.stopped {
+				return err
 			}
 		}
 	}
 	return nil
 }
 
-// point runs the rounds of one size, validates both arms and prints the comparison table.
+// point runs the rounds of one size, validates both arms and prints a "#" line with both arms' #wrong.
 func (r *abRun) point(p point) error {
 	inPlace := !r.o.runOutOfPlace()
 	half := 0
@@ -138,9 +149,6 @@ func (r *abRun) point(p point) error {
 	r.report.Rows = append(r.report.Rows, rows...)
 	fmt.Fprintf(r.out, "# %s %s, size %d: #wrong %s %s, %s %s\n", p.dt, r.a.coll.RedOpName(p.op),
 		r.arms[0].at, r.labels[0], hs[0].wrongText(), r.labels[1], hs[1].wrongText())
-	if err := results.RenderAB(r.out, r.labels[0], r.labels[1], rows); err != nil {
-		return err
-	}
 	r.arms[0].stopped = r.a.interrupted()
 	return nil
 }

@@ -3,6 +3,7 @@ package results
 import (
 	"fmt"
 	"io"
+	"math"
 
 	"gonum.org/v1/gonum/stat"
 )
@@ -38,8 +39,10 @@ const (
 // AnalyzeAB compares arm B with arm A at each size from their per-round
 // times, a[i] and b[i] for sizes[i], measured interleaved (ABAB...) so that
 // round j of A and round j of B saw the same conditions. The speedup is the
-// mean of the paired ratios tA_j/tB_j with a Student-t 95% interval; rounds
-// without a positive time on both arms are left out of the ratios.
+// geometric mean of the paired ratios tA_j/tB_j, its 95% interval the
+// Student-t interval of the mean log ratio, exponentiated: always positive,
+// and swapping the arms inverts speedup and interval exactly. Rounds without
+// a positive time on both arms are left out of the ratios.
 func AnalyzeAB(sizes []int64, a, b [][]float64) []ABRow {
 	rows := make([]ABRow, len(sizes))
 	for i, size := range sizes {
@@ -47,11 +50,12 @@ func AnalyzeAB(sizes []int64, a, b [][]float64) []ABRow {
 		var ratios []float64
 		for j := 0; j < len(row.TimesA) && j < len(row.TimesB); j++ {
 			if row.TimesA[j] > 0 && row.TimesB[j] > 0 {
-				ratios = append(ratios, row.TimesA[j]/row.TimesB[j])
+				ratios = append(ratios, math.Log(row.TimesA[j]/row.TimesB[j]))
 			}
 		}
 		var ok bool
 		row.Speedup, row.Lo, row.Hi, ok = meanInterval(ratios)
+		row.Speedup, row.Lo, row.Hi = math.Exp(row.Speedup), math.Exp(row.Lo), math.Exp(row.Hi)
 		switch {
 		case !ok:
 			row.Verdict = VerdictTooFewAB

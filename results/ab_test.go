@@ -34,9 +34,15 @@ func TestAnalyzeAB(t *testing.T) {
 			t.Errorf("size %d: speedup %v outside [%v, %v]", r.Size, r.Speedup, r.Lo, r.Hi)
 		}
 	}
-	// The shared drift cancels in the paired ratios: the interval is tight around the truth.
-	if r := rows[0]; r.Lo > 1.5 || r.Hi < 1.5 || r.Hi-r.Lo > 0.05 {
-		t.Errorf("interval [%v, %v] should be tight around 1.5", r.Lo, r.Hi)
+	// The shared drift cancels in the paired ratios: the estimate is close to the truth and the interval
+	// narrow. (Whether a 95% interval holds the truth is a coin with 5% odds: not asserted, or the test flakes.)
+	if r := rows[0]; math.Abs(r.Speedup-1.5) > 0.02 || r.Hi-r.Lo > 0.05 {
+		t.Errorf("speedup %v in [%v, %v]: want within 0.02 of 1.5 and a narrow interval", r.Speedup, r.Lo, r.Hi)
+	}
+	// Swapping the arms inverts the geometric-mean speedup and its interval.
+	if s := AnalyzeAB([]int64{1024}, [][]float64{fb}, [][]float64{fa})[0]; math.Abs(s.Speedup*rows[0].Speedup-1) > 1e-12 ||
+		math.Abs(s.Lo*rows[0].Hi-1) > 1e-12 {
+		t.Errorf("swapped arms: %+v vs %+v", s, rows[0])
 	}
 	if r := rows[3]; r.Speedup != 1.25 || math.IsNaN(r.Lo) {
 		t.Errorf("single round: %+v", r)
