@@ -7,8 +7,13 @@
 # Steps: test      the gpuengine test binary (every algorithm x collective x dtype x op against hostengine)
 #        sweep     correctness sweep of the perf binaries with --engine gpu (-d all -o all, DDA, LP)
 #        perf      timing of every algorithm next to NCCL (the test binary's TestGPUPerf, and the perf
-#                  binaries with --engine gpu,vendor when they accept it)
+#                  binaries with --engine vendor,gpu when they accept it)
 #        sanitize  compute-sanitizer memcheck and racecheck on a small case, if installed
+#        bins      the perf binaries side by side with NCCL (--engine vendor,gpu): ring, DDA with -G, FP8 LP
+#        ab        --ab RCCL_DDA_ENABLE=0,1 on the gpu engine, 8 B .. 32 MiB
+#        multiproc 2 processes x 1 GPU (RANK/WORLD_SIZE/MASTER_ADDR): gpu engine (IPC) and vendor
+#        oversub   the users' command at 8 ranks on the GPUs there are (--oversubscribe), DDA on and off
+#        faults    skipped rank -> exit 4 within -T; corrupted element -> exit 7 (gpu engine)
 # Logs go to $OUT (default /tmp/gpu-check); the compiled kernels are cached in $BIN/kcache and packed into
 # $OUT/kcache.tgz, so that the next call can carry them back in $BIN.
 set -uo pipefail
@@ -66,11 +71,13 @@ step_sweep() {
 	fi
 	local rc=0
 	for b in "${PERF_BINS[@]}"; do
-		for mode in "" "--dda" "--lp -E RCCLX_TESTS_LP_MIN_BYTES=0" "--lp --lp-mode scaled -E RCCLX_TESTS_LP_MIN_BYTES=0"; do
+		# DDA and LP take float/half/bfloat16 sums only: the other types and ops are the default mode's.
+		for mode in "-d all -o all" "--dda -d all" "--lp -d float -E RCCLX_TESTS_LP_MIN_BYTES=0" \
+			"--lp -d bfloat16 --lp-mode scaled -E RCCLX_TESTS_LP_MIN_BYTES=0"; do
 			# shellcheck disable=SC2086
-			"$BIN/$b" --engine gpu -g 2 -b 8 -e 4M -f 8 -d all -o all -w 1 -n 2 $mode >>"$OUT/sweep.log" 2>&1 || rc=1
+			timeout 90 "$BIN/$b" --engine gpu -g 2 -b 8 -e 4M -f 8 -w 1 -n 2 -T 30 $mode >>"$OUT/sweep.log" 2>&1 || rc=1
 		done
-		"$BIN/$b" --engine gpu -g 8 --oversubscribe -b 1K -e 1M -f 32 -w 1 -n 2 >>"$OUT/sweep.log" 2>&1 || rc=1
+		timeout 60 "$BIN/$b" --engine gpu -g 8 --oversubscribe -b 1K -e 1M -f 32 -w 1 -n 2 -T 30 >>"$OUT/sweep.log" 2>&1 || rc=1
 	done
 	note sweep "$([[ $rc == 0 ]] && echo ok || echo FAIL)" "sweep.log"
 }
@@ -78,7 +85,7 @@ step_sweep() {
 step_perf() {
 	RCCLX_TESTS_GPU_PERF=1 run_step perf perf.log "$BIN/gpuengine.test" -test.v -test.timeout 220s -test.run TestGPUPerf
 	if [[ -x $BIN/all_reduce_perf ]] && gpu_engine_known; then
-		"$BIN/all_reduce_perf" --engine gpu,vendor -g 2 -b 8 -e 1G -f 8 -w 5 -n 20 >"$OUT/perf-binaries.log" 2>&1
+		"$BIN/all_reduce_perf" --engine vendor,gpu -g 2 -b 8 -e 1G -f 8 -w 5 -n 20 >"$OUT/perf-binaries.log" 2>&1
 		note perf-bin "$([[ $? == 0 ]] && echo ok || echo FAIL)" "perf-binaries.log"
 	fi
 }
@@ -96,7 +103,59 @@ step_sanitize() {
 	done
 }
 
+# expect NAME WANT LOG CMD...: runs CMD (bounded by timeout 150) and records whether it exited WANT.
+expect() {
+	local name=$1 want=$2 log=$3
+	shift 3
+	local t0=$SECONDS
+	timeout 150 "$@" >>"$OUT/$log" 2>&1
+	local rc=$?
+	note "$name" "$([[ $rc == "$want" ]] && echo ok || echo FAIL)" "rc=$rc want=$want $((SECONDS - t0))s $log"
+}
+
+P="$BIN/all_reduce_perf"
+step_bins() {
+	expect ring 0 bins.log "$P" --engine vendor,gpu -g 2 -b 8 -e 1G -f 4 -w 5 -n 20
+	expect dda-G 0 bins.log "$P" --engine vendor,gpu --dda -G 20 -g 2 -b 8 -e 4M -f 4 -w 5 -n 20
+	expect lp 0 bins.log "$P" --engine vendor,gpu --lp -g 2 -b 64M -e 1G -f 2 -w 5 -n 20
+	for b in all_gather_perf reduce_scatter_perf alltoall_perf; do
+		expect "${b%_perf}" 0 bins.log "$BIN/$b" --engine vendor,gpu -g 2 -b 1M -e 1G -f 32 -w 5 -n 20
+	done
+}
+
+step_ab() {
+	expect ab 0 ab.log "$P" --engine gpu -g 2 -b 8 -e 32M -f 4 -w 5 -n 20 --ab RCCL_DDA_ENABLE=0,1 -J "$OUT/ab.json"
+}
+
+step_multiproc() {
+	for eng in gpu vendor; do
+		local pids=()
+		for r in 0 1; do
+			RANK=$r WORLD_SIZE=2 LOCAL_RANK=$r LOCAL_WORLD_SIZE=2 MASTER_ADDR=127.0.0.1 MASTER_PORT=$((29500 + ${#eng})) \
+				timeout 120 "$P" --engine "$eng" -g 1 -b 8 -e 64M -f 8 -d all -T 60 >"$OUT/mp-$eng-$r.log" 2>&1 &
+			pids+=($!)
+		done
+		local rc=0
+		for p in "${pids[@]}"; do wait "$p" || rc=$?; done
+		note "mp-$eng" "$([[ $rc == 0 ]] && echo ok || echo FAIL)" "rc=$rc mp-$eng-0.log"
+	done
+}
+
+step_oversub() {
+	expect oversub8 0 oversub.log "$P" --engine gpu --oversubscribe -b 4M -e 128M -f 2 -g 8
+	expect oversub8-dda 0 oversub.log "$P" --engine gpu --oversubscribe --dda -b 8 -e 128M -f 8 -g 8
+	expect oversub8-lp 0 oversub.log "$P" --engine gpu --oversubscribe --lp -b 16M -e 128M -f 2 -g 8
+}
+
+step_faults() {
+	RCCLX_TESTS_SKIP_RANK=1 expect skip-T5 4 faults.log "$P" --engine gpu -g 2 -b 1M -e 1M -T 5
+	RCCLX_TESTS_CORRUPT_RANK=1 expect corrupt 7 faults.log "$P" --engine gpu -g 2 -b 1M -e 4M -f 2
+}
+
 for s in "${STEPS[@]}"; do "step_$s"; done
 tar -czf "$OUT/kcache.tgz" -C "$BIN/kcache" . 2>/dev/null
 grep -A40 'algo  ' "$OUT/perf.log" 2>/dev/null | grep -v '^---' | sed 's/^ *perf_test.go:[0-9]*: *//' | head -40
+# The short tables: gpu engine time over NCCL's from one run, and the A/B.
+[[ -f $OUT/bins.log ]] && grep -E '^# (Time ratio|  +size| +[0-9]+ +[a-z0-9]+ +[a-z]+ +[0-9.N/A]+ )' "$OUT/bins.log" | head -60
+[[ -f $OUT/ab.log ]] && grep -E '^[|+]' "$OUT/ab.log" | head -20
 printf '%s\n' "${SUMMARY[@]}"
