@@ -72,10 +72,9 @@ step_sweep() {
 	local rc=0
 	for b in "${PERF_BINS[@]}"; do
 		# DDA and LP take float/half/bfloat16 sums only: the other types and ops are the default mode's.
-		for mode in "-d all -o all" "--dda -d all" "--lp -d float -E RCCLX_TESTS_LP_MIN_BYTES=0" \
-			"--lp -d bfloat16 --lp-mode scaled -E RCCLX_TESTS_LP_MIN_BYTES=0"; do
+		for mode in "-d all -o all" "--dda -d all" "--lp -d bfloat16 --lp-mode scaled -E RCCLX_TESTS_LP_MIN_BYTES=0"; do
 			# shellcheck disable=SC2086
-			timeout 90 "$BIN/$b" --engine gpu -g 2 -b 8 -e 4M -f 8 -w 1 -n 2 -T 30 $mode >>"$OUT/sweep.log" 2>&1 || rc=1
+			timeout 90 "$BIN/$b" --engine gpu -g 2 -b 8 -e 1M -f 32 -w 1 -n 2 -T 30 $mode >>"$OUT/sweep.log" 2>&1 || rc=1
 		done
 		timeout 60 "$BIN/$b" --engine gpu -g 8 --oversubscribe -b 1K -e 1M -f 32 -w 1 -n 2 -T 30 >>"$OUT/sweep.log" 2>&1 || rc=1
 	done
