@@ -92,12 +92,19 @@ func (c *comm) usable() error {
 func (c *comm) Close() error {
 	c.modules.unload()
 	var errs []error
+	// The flags were allocated in rank 0's context: free them while it is still alive, after every kernel that
+	// polls them has ended.
+	if c.flagsHost != nil && len(c.ranks) > 0 && c.ranks[0].ctx != nil {
+		for _, r := range c.ranks {
+			if r.ctx != nil {
+				errs = append(errs, runtimeError(r, r.ctx.SetCurrent()), runtimeError(r, r.stream.Synchronize()))
+			}
+		}
+		errs = append(errs, runtimeError(c.ranks[0], c.ranks[0].ctx.SetCurrent()), cuda.HostFree(c.flagsHost))
+		c.flagsHost = nil
+	}
 	for _, r := range c.ranks {
 		errs = append(errs, r.close())
-	}
-	if c.flagsHost != nil {
-		errs = append(errs, cuda.HostFree(c.flagsHost))
-		c.flagsHost = nil
 	}
 	return errors.Join(errs...)
 }

@@ -72,14 +72,10 @@ func (tr *truth) expect(rank int, lp bool) *collectives.Expectation {
 	return eo.e
 }
 
-// check runs one validation of a half on this thread: poison every receive buffer, write the inputs, launch
-// once, wait, read every rank's output back and compare it with the truth. Reading is serial (one thread owns
-// the group) and comparing overlaps it on other cores.
-func (t *thread) check(tr *truth, inPlace bool, poison []byte) (summary, error) {
-	c, err := t.writeInputs(tr, inPlace, poison)
-	if err != nil {
-		return summary{}, err
-	}
+// check runs one validation of a half on this thread, once every process has written its inputs (writeInputs
+// poisons the receive buffers first): launch once, wait, read every rank's output back and compare it with the
+// truth. Reading is serial (one thread owns the group) and comparing overlaps it on other cores.
+func (t *thread) check(tr *truth, c *collectives.Call) (summary, error) {
 	if err := t.group.Launch(c); err != nil {
 		return summary{}, err
 	}

@@ -167,10 +167,23 @@ func (s *session) timeHalf(p point, k collectives.Counts, inPlace bool) (halfRes
 func (s *session) validate(tr *truth, inPlace bool, h *halfResult) error {
 	h.checked = true
 	for range s.o.Check {
-		vs := make([]summary, len(s.threads))
+		calls := make([]*collectives.Call, len(s.threads))
 		err := s.team.each(func(t int) error {
 			var err error
-			vs[t], err = s.threads[t].check(tr, inPlace, s.poison)
+			calls[t], err = s.threads[t].writeInputs(tr, inPlace, s.poison)
+			return err
+		})
+		// No rank may start (and write into a peer's buffers) before every process has poisoned its own.
+		if err == nil {
+			err = s.world.Barrier()
+		}
+		if err != nil {
+			return err
+		}
+		vs := make([]summary, len(s.threads))
+		err = s.team.each(func(t int) error {
+			var err error
+			vs[t], err = s.threads[t].check(tr, calls[t])
 			return err
 		})
 		if err != nil {
