@@ -14,14 +14,17 @@ import (
 // layouts maps a rank count to the -t x -g split the tests use for it, so that several groups take part.
 var layouts = map[int][2]int{1: {1, 1}, 2: {2, 1}, 3: {3, 1}, 5: {1, 5}, 8: {2, 4}, 16: {4, 4}}
 
-// openComm opens a communicator of nranks ranks with env overrides; chunk > 0 overrides the ring chunk size.
+// openComm opens a communicator of nranks ranks, split into groups as layouts says, with env overrides; chunk >
+// 0 overrides the ring chunk size.
 func openComm(t testing.TB, nranks int, env map[string]string, timeout time.Duration, chunk int64) *comm {
 	t.Helper()
-	tg, ok := layouts[nranks]
-	if !ok {
-		tg = [2]int{1, nranks}
-	}
-	c, err := New().Open(collectives.Config{NThreads: tg[0], NGpus: tg[1], Env: env, Timeout: timeout})
+	tg := layouts[nranks]
+	return openGroups(t, tg[0], tg[1], env, timeout, chunk)
+}
+
+func openGroups(t testing.TB, threads, gpus int, env map[string]string, timeout time.Duration, chunk int64) *comm {
+	t.Helper()
+	c, err := New().Open(collectives.Config{NThreads: threads, NGpus: gpus, Env: env, Timeout: timeout})
 	if err != nil {
 		t.Fatal(err)
 	}
