@@ -16,7 +16,7 @@ import (
 type comm struct {
 	nranks   int
 	policy   collectives.Policy
-	hooks    hooks
+	hooks    collectives.Hooks
 	tuning   tuning
 	timeout  time.Duration
 	half     int64 // bytes of one data half of every rank's buffer

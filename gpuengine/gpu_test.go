@@ -137,7 +137,7 @@ func merge(a, b map[string]string) map[string]string {
 func TestGPUTimeout(t *testing.T) {
 	onGPU(t)
 	for _, env := range []map[string]string{nil, ddaEnv} {
-		c := open(t, New(), 2, merge(env, map[string]string{envSkipRank: "1"}), time.Second)
+		c := open(t, New(), 2, merge(env, map[string]string{collectives.EnvSkipRank: "1"}), time.Second)
 		s := callSpec{collectives.AllReduce, collectives.Float, collectives.Sum, 4096, false, 0}
 		g := c.Groups()[0]
 		call := buildCall(t, g, s, 2)
@@ -174,7 +174,7 @@ func buildCall(t *testing.T, g collectives.Group, s callSpec, n int) *collective
 func TestGPUCorruptHook(t *testing.T) {
 	onGPU(t)
 	for _, env := range []map[string]string{nil, ddaEnv} {
-		c := open(t, New(), 2, merge(env, map[string]string{envCorruptRank: "1"}), 0)
+		c := open(t, New(), 2, merge(env, map[string]string{collectives.EnvCorruptRank: "1"}), 0)
 		s := callSpec{collectives.AllReduce, collectives.Float, collectives.Sum, 4096, false, 0}
 		seed := rand.Uint64()
 		out, algo := run(t, c, s, exactInputs(s, 2, seed))

@@ -94,7 +94,7 @@ func (g *group) Launch(call *collectives.Call) error {
 		return fmt.Errorf("gpu: %s on %d ranks: at most %d: %w", algo, g.c.nranks, maxBarrierRanks, collectives.ErrUnsupported)
 	}
 	for l, r := range g.ranks {
-		if r.global == g.c.hooks.skipRank {
+		if r.global == g.c.hooks.SkipRank {
 			continue
 		}
 		if err := r.ctx.SetCurrent(); err != nil {

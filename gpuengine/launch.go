@@ -22,7 +22,7 @@ func (c *comm) launch(r *rank, call *collectives.Call, l int, algo string) error
 	} else if err := c.launchAlgo(r, call, l, algo, send, recv); err != nil {
 		return err
 	}
-	if r.global != c.hooks.corruptRank || k.Recv == 0 {
+	if r.global != c.hooks.CorruptRank || k.Recv == 0 {
 		return nil
 	}
 	f, err := c.modules.function(r, call.DType, moduleOp(call.Coll, call.Op), flipKernel)
@@ -30,7 +30,7 @@ func (c *comm) launch(r *rank, call *collectives.Call, l int, algo string) error
 		return err
 	}
 	return cuda.Launch(f, [3]uint32{1, 1, 1}, [3]uint32{1, 1, 1}, 0, r.stream,
-		recv+cuda.DevicePtr(size-1), uint32(0x40))
+		recv+cuda.DevicePtr(collectives.CorruptByte(size)), uint32(collectives.CorruptMask))
 }
 
 func (c *comm) launchAlgo(r *rank, call *collectives.Call, l int, algo string, send, recv cuda.DevicePtr) error {

@@ -38,7 +38,7 @@ func (engine) Open(cfg collectives.Config) (collectives.Comm, error) {
 	nlocal := max(cfg.NThreads, 1) * max(cfg.NGpus, 1)
 	c := &comm{nranks: world.Size() * nlocal, policy: policy, tuning: tun, timeout: cfg.Timeout,
 		half: halfBytes(policy.SendBuf)}
-	if c.hooks, err = readHooks(getenv, c.nranks); err != nil {
+	if c.hooks, err = collectives.HooksFromEnv(getenv, c.nranks); err != nil {
 		return nil, fmt.Errorf("gpu: %w", err)
 	}
 	runtime.LockOSThread()

@@ -68,26 +68,20 @@ func TestPlanBlocksAndUnsupported(t *testing.T) {
 	}
 }
 
-func TestHooksAndTuning(t *testing.T) {
-	env := map[string]string{envSkipRank: "1", envCorruptRank: "0", "RCCLX_TESTS_GPU_RING_BLOCKS": "8"}
+func TestTuning(t *testing.T) {
+	env := map[string]string{"RCCLX_TESTS_GPU_RING_BLOCKS": "8"}
 	getenv := func(k string) string { return env[k] }
-	h, err := readHooks(getenv, 2)
-	if err != nil || h.skipRank != 1 || h.corruptRank != 0 {
-		t.Errorf("hooks %+v, %v", h, err)
-	}
 	if tu, err := readTuning(getenv); err != nil || tu.ringBlocks != 8 || tu.lpBlocks != maxBlocks {
 		t.Errorf("tuning %+v, %v", tu, err)
 	}
-	for k, v := range map[string]string{envSkipRank: "2", envCorruptRank: "x", "RCCLX_TESTS_GPU_LP_BLOCKS": "0"} {
+	for k, v := range map[string]string{"RCCLX_TESTS_GPU_RING_BLOCKS": "x", "RCCLX_TESTS_GPU_LP_BLOCKS": "0"} {
 		bad := func(key string) string {
 			if key == k {
 				return v
 			}
 			return ""
 		}
-		_, e1 := readHooks(bad, 2)
-		_, e2 := readTuning(bad)
-		if e1 == nil && e2 == nil {
+		if _, err := readTuning(bad); err == nil {
 			t.Errorf("%s=%s accepted", k, v)
 		}
 	}
