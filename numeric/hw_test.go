@@ -13,51 +13,9 @@ import (
 	"sync"
 	"sync/atomic"
 	"testing"
-	"unsafe"
 
-	"github.com/ebitengine/purego"
+	"rcclx-tests/cuda"
 )
-
-// cudaDriver is the handful of CUDA driver entry points the check needs;
-// every one returns a CUresult (0 = success).
-type cudaDriver struct {
-	init            func(flags uint32) int32
-	deviceGet       func(dev *int32, ordinal int32) int32
-	deviceAttribute func(value *int32, attr int32, dev int32) int32
-	primaryCtx      func(ctx *uintptr, dev int32) int32
-	ctxSetCurrent   func(ctx uintptr) int32
-	moduleLoadData  func(mod *uintptr, image *byte, nOptions uint32, options *int32, values *uintptr) int32
-	moduleFunction  func(fn *uintptr, mod uintptr, name string) int32
-	memAlloc        func(ptr *uintptr, size uint64) int32
-	memFree         func(ptr uintptr) int32
-	launchKernel    func(fn uintptr, gx, gy, gz, bx, by, bz, sharedMem uint32, stream uintptr, params, extra *unsafe.Pointer) int32
-	ctxSynchronize  func() int32
-	memcpyDtoH      func(dst unsafe.Pointer, src uintptr, size uint64) int32
-}
-
-func loadCUDA() (*cudaDriver, error) {
-	lib, err := purego.Dlopen("libcuda.so.1", purego.RTLD_NOW|purego.RTLD_GLOBAL)
-	if err != nil {
-		return nil, err
-	}
-	d := &cudaDriver{}
-	for _, s := range []struct {
-		fn   any
-		name string
-	}{
-		{&d.init, "cuInit"}, {&d.deviceGet, "cuDeviceGet"}, {&d.deviceAttribute, "cuDeviceGetAttribute"},
-		{&d.primaryCtx, "cuDevicePrimaryCtxRetain"}, {&d.ctxSetCurrent, "cuCtxSetCurrent"},
-		{&d.moduleLoadData, "cuModuleLoadDataEx"}, {&d.moduleFunction, "cuModuleGetFunction"},
-		{&d.memAlloc, "cuMemAlloc_v2"}, {&d.memFree, "cuMemFree_v2"}, {&d.launchKernel, "cuLaunchKernel"},
-		{&d.ctxSynchronize, "cuCtxSynchronize"}, {&d.memcpyDtoH, "cuMemcpyDtoH_v2"},
-	} {
-		if _, err := purego.Dlsym(lib, s.name); err != nil {
-			return nil, err
-		}
-		purego.RegisterLibFunc(s.fn, lib, s.name)
-	}
-	return d, nil
-}
 
 // hwKernel is a PTX kernel: thread i converts the float32 with bits base+i
 // (cvt leaves the result in %h1, or %r7 for wider ones) and stores it. It
@@ -120,68 +78,50 @@ func hwPTX() string {
 // hwRunner launches the check's kernels on GPU 0.
 type hwRunner struct {
 	t   *testing.T
-	d   *cudaDriver
-	mod uintptr
-	buf uintptr // device buffer for one chunk
+	mod *cuda.Module
+	buf cuda.DevicePtr // device buffer for one chunk
 }
 
 const hwChunk = 1 << 28 // float32 inputs per launch
 
 func newHWRunner(t *testing.T) *hwRunner {
-	d, err := loadCUDA()
-	if err != nil {
+	if err := cuda.Load(); err != nil {
 		t.Skipf("no CUDA driver: %v", err)
 	}
 	runtime.LockOSThread()
 	t.Cleanup(runtime.UnlockOSThread)
-	r := &hwRunner{t: t, d: d}
-	var dev, major, minor int32
-	if rc := d.init(0); rc != 0 {
-		t.Skipf("no CUDA driver: cuInit = %d", rc)
-	}
-	r.check("cuDeviceGet", d.deviceGet(&dev, 0))
-	r.check("cuDeviceGetAttribute", d.deviceAttribute(&major, 75, dev)) // COMPUTE_CAPABILITY_MAJOR
-	r.check("cuDeviceGetAttribute", d.deviceAttribute(&minor, 76, dev)) // COMPUTE_CAPABILITY_MINOR
+	r := &hwRunner{t: t}
+	major, minor, err := cuda.Device(0).ComputeCapability()
+	r.check(err)
 	if major*10+minor < 89 {
 		t.Skipf("no FP8 cvt: GPU is sm_%d%d, needs sm_89+", major, minor)
 	}
-	var ctx uintptr
-	r.check("cuDevicePrimaryCtxRetain", d.primaryCtx(&ctx, dev))
-	r.check("cuCtxSetCurrent", d.ctxSetCurrent(ctx))
-	ptx := append([]byte(hwPTX()), 0)
-	jitLog := make([]byte, 4096)
-	options := []int32{5, 6} // CU_JIT_ERROR_LOG_BUFFER, CU_JIT_ERROR_LOG_BUFFER_SIZE_BYTES
-	values := []uintptr{uintptr(unsafe.Pointer(&jitLog[0])), uintptr(len(jitLog))}
-	if rc := d.moduleLoadData(&r.mod, &ptx[0], 2, &options[0], &values[0]); rc != 0 {
-		t.Fatalf("cuModuleLoadDataEx: CUresult %d: %s", rc, jitLog[:strings.IndexByte(string(jitLog), 0)])
-	}
-	r.check("cuMemAlloc", d.memAlloc(&r.buf, 4*hwChunk))
-	t.Cleanup(func() { d.memFree(r.buf) })
+	ctx, err := cuda.Device(0).RetainPrimaryContext()
+	r.check(err)
+	t.Cleanup(func() { ctx.Release() })
+	r.check(ctx.SetCurrent())
+	r.mod, err = cuda.ModuleLoadData(append([]byte(hwPTX()), 0)) // the driver JIT-compiles PTX text
+	r.check(err)
+	r.buf, err = cuda.MemAlloc(4 * hwChunk)
+	r.check(err)
+	t.Cleanup(func() { cuda.MemFree(r.buf) })
 	return r
 }
 
-func (r *hwRunner) check(what string, rc int32) {
-	if rc != 0 {
-		r.t.Fatalf("%s: CUresult %d", what, rc)
+func (r *hwRunner) check(err error) {
+	if err != nil {
+		r.t.Fatal(err)
 	}
 }
 
 // run converts the inputs base .. base+n-1 (n a multiple of 256) with the
 // kernel and copies the results into out.
 func (r *hwRunner) run(k hwKernel, base uint32, n int, out []byte) {
-	var fn uintptr
-	r.check("cuModuleGetFunction "+k.name, r.d.moduleFunction(&fn, r.mod, k.name))
-	var pin runtime.Pinner
-	defer pin.Unpin()
-	ptr, b := new(uintptr), new(uint32)
-	*ptr, *b = r.buf, base
-	params := &[2]unsafe.Pointer{unsafe.Pointer(ptr), unsafe.Pointer(b)}
-	pin.Pin(ptr)
-	pin.Pin(b)
-	pin.Pin(params)
-	r.check("cuLaunchKernel "+k.name, r.d.launchKernel(fn, uint32(n/256), 1, 1, 256, 1, 1, 0, 0, &params[0], nil))
-	r.check("cuCtxSynchronize", r.d.ctxSynchronize())
-	r.check("cuMemcpyDtoH", r.d.memcpyDtoH(unsafe.Pointer(&out[0]), r.buf, uint64(n*k.size)))
+	fn, err := r.mod.Function(k.name)
+	r.check(err)
+	r.check(cuda.Launch(fn, [3]uint32{uint32(n / 256), 1, 1}, [3]uint32{256, 1, 1}, 0, 0, r.buf, base))
+	r.check(cuda.Stream(0).Synchronize())
+	r.check(cuda.MemcpyDtoH(out[:n*k.size], r.buf))
 }
 
 // hwMismatches collects disagreements from many goroutines, keeping a few.
