@@ -63,7 +63,8 @@ type GateReport struct {
 	rows              int
 }
 
-// sideSamples pools the times (us) of every record of one side of the gate.
+// sideSamples pools the times (us) of every record of one side of the gate. Rows repeated within a record
+// (-N cycles) are samples of the same row, as rounds are.
 type sideSamples struct {
 	order []rowKey
 	times map[rowKey]*[2][]float64
@@ -74,15 +75,17 @@ func poolSide(recs []*Record) sideSamples {
 	s := sideSamples{times: map[rowKey]*[2][]float64{}, wrong: map[rowKey]*[2]float64{}}
 	for _, rec := range recs {
 		for _, row := range keyRows(rec) {
-			if s.times[row.key] == nil {
-				s.times[row.key] = &[2][]float64{}
-				s.wrong[row.key] = &[2]float64{}
-				s.order = append(s.order, row.key)
+			key := row.key
+			key.Ordinal = 0
+			if s.times[key] == nil {
+				s.times[key] = &[2][]float64{}
+				s.wrong[key] = &[2]float64{}
+				s.order = append(s.order, key)
 			}
 			for i, h := range row.res.halves() {
-				s.times[row.key][i] = append(s.times[row.key][i], timeSamples(h)...)
+				s.times[key][i] = append(s.times[key][i], timeSamples(h)...)
 				if h.NWrong != nil {
-					s.wrong[row.key][i] += *h.NWrong
+					s.wrong[key][i] += *h.NWrong
 				}
 			}
 		}
