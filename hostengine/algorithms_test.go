@@ -67,11 +67,14 @@ func TestRingAndDirectEveryTypeAndOp(t *testing.T) {
 // TestRingDefaultChunk runs sizes that span several default chunks per segment, and views off 16-byte
 // alignment.
 func TestRingDefaultChunk(t *testing.T) {
-	c := openComm(t, 8, nil, 0, 0)
+	c := openComm(t, 3, nil, 0, 0)
+	if seg := int64(7<<20) / 3; seg < 2*c.chunkBytes {
+		t.Fatalf("segments of %d bytes do not span several %d-byte chunks", seg, c.chunkBytes)
+	}
 	for _, coll := range collectives.All() {
 		for _, op := range []collectives.Op{collectives.Sum, collectives.Avg} {
 			for _, shift := range []int64{0, 1} {
-				expectCorrect(t, c, testCase{coll: coll, dt: collectives.Float, op: op, bytes: 2<<20 + 4, shift: shift, inPlace: shift == 1}, fallback(coll))
+				expectCorrect(t, c, testCase{coll: coll, dt: collectives.Float, op: op, bytes: 7<<20 + 4, shift: shift, inPlace: shift == 1}, fallback(coll))
 			}
 		}
 	}

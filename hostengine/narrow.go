@@ -13,31 +13,25 @@ type codec[E uint8 | uint16] struct {
 }
 
 var (
-	halfCodec = codec[uint16]{
-		decode: func(dst []float32, src []uint16) {
-			for i, h := range src {
-				dst[i] = numeric.F16ToF32(h)
-			}
-		},
-		encode: func(dst []uint16, src []float32) {
-			for i, f := range src {
-				dst[i] = numeric.F32ToF16(f)
-			}
-		},
-	}
-	bf16Codec = codec[uint16]{
-		decode: func(dst []float32, src []uint16) {
-			for i, h := range src {
-				dst[i] = numeric.BF16ToF32(h)
-			}
-		},
-		encode: func(dst []uint16, src []float32) {
-			for i, f := range src {
-				dst[i] = numeric.F32ToBF16(f)
-			}
-		},
-	}
+	halfCodec = elementwise(numeric.F16ToF32, numeric.F32ToF16)
+	bf16Codec = elementwise(numeric.BF16ToF32, numeric.F32ToBF16)
 )
+
+// elementwise builds a codec from scalar conversions.
+func elementwise[E uint8 | uint16](dec func(E) float32, enc func(float32) E) codec[E] {
+	return codec[E]{
+		decode: func(dst []float32, src []E) {
+			for i, h := range src {
+				dst[i] = dec(h)
+			}
+		},
+		encode: func(dst []E, src []float32) {
+			for i, f := range src {
+				dst[i] = enc(f)
+			}
+		},
+	}
+}
 
 func fp8Codec(f numeric.FP8) codec[uint8] {
 	return codec[uint8]{decode: f.DecodeSlice, encode: f.EncodeSlice}
