@@ -11,10 +11,7 @@ import (
 const bufferAlign = 64
 
 // buffer is host memory of one rank.
-type buffer struct {
-	b     []byte
-	owner *rank
-}
+type buffer struct{ b []byte }
 
 func (b *buffer) Len() int64 { return int64(len(b.b)) }
 

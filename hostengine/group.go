@@ -32,7 +32,7 @@ func (g *group) Alloc(local int, bytes int64) (collectives.Buffer, error) {
 	if local < 0 || local >= len(g.ranks) || bytes < 0 {
 		return nil, fmt.Errorf("host engine: Alloc(local %d, %d bytes) out of range", local, bytes)
 	}
-	return &buffer{b: alignedBytes(bytes), owner: g.ranks[local]}, nil
+	return &buffer{b: alignedBytes(bytes)}, nil
 }
 
 func (g *group) Free(b collectives.Buffer) error {

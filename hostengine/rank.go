@@ -22,8 +22,8 @@ type task struct {
 }
 
 // exposed is what a rank lets peers read during one call. The owner sets it before the signal that starts the
-// call for its readers (a progress store or a barrier) and keeps it, and the memory it points to, unchanged
-// until every reader has said it is done.
+// call for its readers (a progress store or a barrier); the memory it points to changes only as the
+// algorithm's flags announce, and is not reused before every reader has said it is done.
 type exposed struct {
 	in, partial, out []byte
 	scales           []float32
