@@ -45,7 +45,7 @@ func (engine) Open(cfg collectives.Config) (collectives.Comm, error) {
 		return nil, fmt.Errorf("host engine: %w", err)
 	}
 	n := cfg.NThreads * cfg.NGpus
-	hk, err := readHooks(getenv, n)
+	hk, err := collectives.HooksFromEnv(getenv, n)
 	if err != nil {
 		return nil, fmt.Errorf("host engine: %w", err)
 	}
@@ -87,7 +87,7 @@ type comm struct {
 	nranks     int
 	policy     collectives.Policy
 	timeout    time.Duration
-	hooks      hooks
+	hooks      collectives.Hooks
 	chunkBytes int64 // ring chunk size; tests shrink it
 	barrier    *barrier
 	ranks      []*rank

@@ -36,7 +36,7 @@ func TestSkipRankTimesOut(t *testing.T) {
 	const timeout = 300 * time.Millisecond
 	for _, arm := range hookArms {
 		t.Run(arm.name, func(t *testing.T) {
-			c := openComm(t, 8, withEnv(arm.env, envSkipRank, "5"), timeout, 0)
+			c := openComm(t, 8, withEnv(arm.env, collectives.EnvSkipRank, "5"), timeout, 0)
 			tc := testCase{coll: arm.coll, dt: collectives.Float, op: collectives.Sum, bytes: 64 << 10}
 			start := time.Now()
 			out := runCase(t, c, tc, 1)
@@ -64,7 +64,7 @@ func TestSkipRankTimesOut(t *testing.T) {
 func TestCorruptRankFlipsOneElement(t *testing.T) {
 	for _, arm := range hookArms {
 		t.Run(arm.name, func(t *testing.T) {
-			c := openComm(t, 8, withEnv(arm.env, envCorruptRank, "2"), 0, 0)
+			c := openComm(t, 8, withEnv(arm.env, collectives.EnvCorruptRank, "2"), 0, 0)
 			for _, dt := range []collectives.DType{collectives.Float, collectives.BFloat16, collectives.Int8} {
 				out := runCase(t, c, testCase{coll: arm.coll, dt: dt, op: collectives.Sum, bytes: 4 << 10}, 3)
 				if out.err != nil {
@@ -82,7 +82,7 @@ func TestCorruptRankFlipsOneElement(t *testing.T) {
 
 func TestHooksRejectBadRanks(t *testing.T) {
 	for _, v := range []string{"x", "-1", "8"} {
-		for _, key := range []string{envSkipRank, envCorruptRank} {
+		for _, key := range []string{collectives.EnvSkipRank, collectives.EnvCorruptRank} {
 			_, err := New().Open(collectives.Config{NThreads: 2, NGpus: 4, Env: map[string]string{key: v}})
 			if err == nil {
 				t.Errorf("%s=%s: Open succeeded", key, v)

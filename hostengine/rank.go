@@ -92,7 +92,7 @@ func (r *rank) execute(t *task) error {
 	if err := c.err(); err != nil {
 		return err
 	}
-	if c.hooks.skipRank == r.id {
+	if c.hooks.SkipRank == r.id {
 		return nil
 	}
 	algo, ok := algorithms[t.algo]
@@ -108,7 +108,7 @@ func (r *rank) execute(t *task) error {
 		c.abort(err)
 		return c.err()
 	}
-	if c.hooks.corruptRank == r.id {
+	if c.hooks.CorruptRank == r.id {
 		corrupt(t.recv, t.dt.Size())
 	}
 	return nil
