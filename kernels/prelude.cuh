@@ -1,7 +1,11 @@
 // prelude.cuh: the only file with vendor-specific intrinsics or PTX. NVRTC has no default include path, so
-// nothing here includes a toolkit header: integer types, a 16-byte vector, system-scope acquire/release,
-// L2-coherent loads, block barriers with a vote, and float bit casts.
-// A HIP build takes the __HIPCC__ branch; everything after this file is plain C++ over these names.
+// the CUDA build includes no header: integer types, a 16-byte vector, system-scope acquire/release, L2-coherent
+// loads, block barriers with a vote, and float bit casts. A HIP build (hipcc, or hiprtc, which has the runtime
+// built in) takes the __HIPCC__ branches; everything after this file is plain C++ over these names.
+
+#if defined(__HIPCC__) && !defined(__HIPCC_RTC__)
+#include <hip/hip_runtime.h>
+#endif
 
 typedef signed char i8;
 typedef unsigned char u8;
@@ -23,9 +27,14 @@ struct alignas(16) V16 {
 RX_DEV u64 ld_acquire_sys(const u64* p) { return __hip_atomic_load(p, __ATOMIC_ACQUIRE, __HIP_MEMORY_SCOPE_SYSTEM); }
 RX_DEV void st_release_sys(u64* p, u64 v) { __hip_atomic_store(p, v, __ATOMIC_RELEASE, __HIP_MEMORY_SCOPE_SYSTEM); }
 RX_DEV u64 ld_relaxed_sys(const u64* p) { return __hip_atomic_load(p, __ATOMIC_RELAXED, __HIP_MEMORY_SCOPE_SYSTEM); }
-RX_DEV void atomic_add(u64* p, u64 v) { atomicAdd(p, v); }
-RX_DEV V16 ld_cg(const V16* p) { return __builtin_nontemporal_load(p); }
-#else
+// A volatile load is a system-scope load on AMD GPUs: it bypasses the non-coherent vector L1 (glc), as
+// ld.global.cg does, and stays one 16-byte load.
+RX_DEV V16 ld_cg(const V16* p) {
+  typedef u32 u32x4 __attribute__((ext_vector_type(4)));
+  u32x4 x = *(const volatile u32x4*)p;
+  return V16{{x[0], x[1], x[2], x[3]}};
+}
+#elif defined(__CUDA_ARCH__)
 RX_DEV u64 ld_acquire_sys(const u64* p) {
   u64 v;
   asm volatile("ld.acquire.sys.global.u64 %0, [%1];" : "=l"(v) : "l"(p) : "memory");
@@ -39,7 +48,6 @@ RX_DEV u64 ld_relaxed_sys(const u64* p) {
   asm volatile("ld.relaxed.sys.global.u64 %0, [%1];" : "=l"(v) : "l"(p) : "memory");
   return v;
 }
-RX_DEV void atomic_add(u64* p, u64 v) { atomicAdd(p, v); }
 // Loads through L2 only: data another GPU wrote into this GPU's memory, or this GPU reads from a peer's.
 RX_DEV V16 ld_cg(const V16* p) {
   V16 v;
@@ -49,7 +57,10 @@ RX_DEV V16 ld_cg(const V16* p) {
                : "memory");
   return v;
 }
+#else
+#error "prelude.cuh is device code: compile it with NVRTC (or clang --cuda-device-only), hipcc or hiprtc"
 #endif
+RX_DEV void atomic_add(u64* p, u64 v) { atomicAdd(p, v); }
 
 // A scalar load that bypasses the non-coherent L1 (the scalar twin of ld_cg).
 template <class X>
