@@ -61,6 +61,8 @@ func Main(coll *collectives.Collective, args []string) int {
 		// The first signal stops the sweep after the current half; a second one does not wait for it.
 		<-sig
 		stop.Store(true)
+		fmt.Fprintf(a.stderr, "%s: interrupted: stopping after the current measurement (interrupt again to exit now)\n",
+			a.binary())
 		<-sig
 		fmt.Fprintf(a.stderr, "%s: interrupted again: exiting now\n", a.binary())
 		os.Exit(exitInterrupted)
@@ -128,6 +130,9 @@ func (a *app) run(o *Options) int {
 	out := a.stdout
 	if world.Rank() != 0 {
 		out = io.Discard
+	} else if err := checkOutputDir(o.OutputFile); err != nil {
+		fmt.Fprintf(a.stderr, "%s: %v\n", a.binary(), err)
+		return exitUsage
 	}
 	seed, err := agreeSeed(world, o.Seed.resolve())
 	if err != nil {

@@ -5,6 +5,7 @@ import (
 	"io"
 	"math"
 	"os"
+	"path/filepath"
 	"slices"
 	"strconv"
 	"strings"
@@ -43,6 +44,18 @@ func (a *app) startJSON(out io.Writer, o *Options, seed uint64, root bool) *json
 		Env: a.envList(o, seed), Config: jsonConfig(o), Errors: []string{""}, Suite: results.SuiteName,
 		Results: []results.Result{}}
 	return j
+}
+
+// checkOutputDir refuses a -J file whose directory does not exist before anything runs, not after the sweep.
+func checkOutputDir(name string) error {
+	if !strings.HasSuffix(name, ".json") {
+		return nil
+	}
+	dir := filepath.Dir(name)
+	if st, err := os.Stat(dir); err != nil || !st.IsDir() {
+		return fmt.Errorf("invalid value %q for -J/--output_file: directory %s does not exist", name, dir)
+	}
+	return nil
 }
 
 // freeName is the name results.Write will pick unless another process takes it first: path, path.0, path.1...
