@@ -94,3 +94,27 @@ func TestMainEntryPoint(t *testing.T) {
 		}
 	}
 }
+
+// TestHostEngineABOfDDA: the A/B the users run, on the host engine's own switch: both arms validated, the B arm
+// on DDA, a speedup with its interval per size, every round in the JSON.
+func TestHostEngineABOfDDA(t *testing.T) {
+	file := filepath.Join(t.TempDir(), "ab.json")
+	r := hostRun(t, collectives.AllReduce, "-b", "8", "-e", "64K", "-f", "8", "-g", "8", "-n", "2",
+		"--ab", "RCCL_DDA_ENABLE=0,1", "--ab-rounds", "3", "-J", file)
+	if r.code != exitOK || !strings.Contains(r.stdout, "# B Algorithm: dda_flat") || !strings.Contains(r.stdout, "| speedup |") {
+		t.Fatalf("exit %d\n%s%s", r.code, r.stdout, r.stderr)
+	}
+	rec, err := results.Load(file)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if rec.AB == nil || len(rec.AB.Rows) != 5 { // 8 B .. 32 KiB by 8
+		t.Fatalf("ab key: %+v", rec.AB)
+	}
+	for _, row := range rec.AB.Rows {
+		if len(row.TimesA) != 3 || len(row.TimesB) != 3 || !(row.Lo <= row.Speedup && row.Speedup <= row.Hi) ||
+			row.Speedup <= 0 || row.Verdict == "" {
+			t.Errorf("row %+v", row)
+		}
+	}
+}
