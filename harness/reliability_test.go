@@ -354,12 +354,16 @@ func TestReliabilityProcessEnvironmentHooks(t *testing.T) {
 	if code != exitTestFailed || len(rows) != 3 || rows[2][8] != "1" || rows[2][12] != "1" {
 		t.Errorf("corrupt: exit %d\n%s%s", code, p.stdout.String(), p.stderr.String())
 	}
-	p = startChild(t, "all_reduce", []string{"RCCLX_TESTS_SKIP_RANK=1"}, "--engine", "host", "-g", "2", "-b", "1M",
-		"-e", "1M", "-T", "1")
+	file := filepath.Join(t.TempDir(), "r.json")
+	p = startChild(t, "all_reduce", []string{"RCCLX_TESTS_SKIP_RANK=1"}, "--engine", "host", "-g", "2", "-b", "1K",
+		"-e", "1M", "-f", "1024", "-T", "1", "-J", file)
 	code, took := p.exit(t, 20*time.Second)
-	if want := "timeout: rank 0 all_reduce size 1048576 phase "; code != exitTimeout ||
+	if want := "timeout: rank 0 all_reduce size 1024 phase "; code != exitTimeout ||
 		!strings.HasPrefix(p.stderr.String(), want) || strings.Count(p.stderr.String(), "\n") != 1 || took > 6*time.Second {
 		t.Errorf("skip: exit %d after %v, stderr %q", code, took, p.stderr.String())
+	}
+	if rec := loadRecord(t, file); !rec.Incomplete || len(rec.Results) != 0 || !strings.Contains(rec.Errors[0], "timeout") {
+		t.Errorf("JSON: incomplete %v, %d results, errors %q", rec.Incomplete, len(rec.Results), rec.Errors)
 	}
 }
 
