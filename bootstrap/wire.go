@@ -16,6 +16,7 @@ const (
 	kindData                    // peer -> rank 0: this process's part of an AllGather
 	kindResult                  // rank 0 -> peer: every part, in rank order
 	kindFail                    // rank 0 -> peer: the world is broken; the payload says why
+	kindTimeout                 // rank 0 -> peer: a process did not answer within the timeout; the payload says which
 )
 
 const maxFrame = 1 << 30

@@ -7,6 +7,8 @@ import (
 	"os"
 	"sync"
 	"time"
+
+	"rcclx-tests/collectives"
 )
 
 // ConnectTimeout bounds connecting when FromEnv is given no timeout.
@@ -144,18 +146,26 @@ func (w *World) gatherAtRoot(data []byte) ([][]byte, error) {
 }
 
 // breakAtRoot records that rank failed and tells every other process why, so that none waits for its timeout.
+// A process that stopped answering is a timeout (exit code 4) on every process; one that died is not.
 func (w *World) breakAtRoot(rank int, err error) error {
+	kind := kindFail
 	if errors.Is(err, errTimeout) {
-		w.broken = fmt.Errorf("bootstrap: rank 0 waited %v for rank %d in AllGather/Barrier", w.timeout, rank)
+		kind = kindTimeout
+		w.broken = w.timeoutError(fmt.Sprintf("the rendezvous (AllGather/Barrier): process %d did not answer", rank))
 	} else {
 		w.broken = fmt.Errorf("bootstrap: rank %d died or left the run (its connection to rank 0 failed: %v)", rank, err)
 	}
 	for _, p := range w.peers[1:] {
 		if p.rank != rank {
-			writeFrame(p.conn, kindFail, []byte(w.broken.Error()), time.Second)
+			writeFrame(p.conn, kind, []byte(w.broken.Error()), time.Second)
 		}
 	}
 	return w.broken
+}
+
+// timeoutError is a wait on another process that ran past the timeout, as the harness reports every -T expiry.
+func (w *World) timeoutError(phase string) error {
+	return &collectives.TimeoutError{Rank: w.Rank(), Phase: phase, After: w.timeout}
 }
 
 func (w *World) gatherAtPeer(data []byte) ([][]byte, error) {
@@ -167,11 +177,13 @@ func (w *World) gatherAtPeer(data []byte) ([][]byte, error) {
 	}
 	switch {
 	case errors.Is(err, errTimeout):
-		w.broken = fmt.Errorf("bootstrap: rank %d waited %v for rank 0 (%s) in AllGather/Barrier", w.Rank(), w.timeout, w.addr)
+		w.broken = w.timeoutError(fmt.Sprintf("the rendezvous (AllGather/Barrier): process 0 (%s) did not answer", w.addr))
 	case err != nil:
 		w.broken = fmt.Errorf("bootstrap: rank %d lost rank 0 (%s): %v", w.Rank(), w.addr, err)
 	case f.kind == kindFail:
 		w.broken = errors.New(string(f.payload))
+	case f.kind == kindTimeout:
+		w.broken = w.timeoutError("the rendezvous (AllGather/Barrier), after rank 0 reported: " + string(f.payload))
 	case f.kind != kindResult:
 		w.broken = fmt.Errorf("bootstrap: rank %d got frame kind %d from rank 0, want a result", w.Rank(), f.kind)
 	}

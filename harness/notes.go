@@ -61,6 +61,9 @@ func (s *session) makeNotes() error {
 	if name == "host" && o.Register > 0 {
 		s.note("-R %d ignored: the host engine has no library to register buffers with", o.Register)
 	}
+	if o.Library != "" && name != "vendor" {
+		s.note("--lib %s ignored: engine %s loads no collective library", o.Library, name)
+	}
 	if _, ok := group.(collectives.MemoryReporter); !ok && o.Memory == 1 {
 		s.note("-M 1 ignored: engine %s cannot report device memory", name)
 	}

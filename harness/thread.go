@@ -29,7 +29,8 @@ type thread struct {
 	scratch  [][]byte // host copies of received data for validation
 }
 
-// alloc allocates each rank's send and receive buffer of bufBytes, freeing what it got on failure.
+// alloc allocates each rank's send and receive buffer of bufBytes; on failure, what it got stays in t.send and
+// t.recv for session.close to free.
 func (t *thread) alloc() error {
 	for l, r := range t.ranks {
 		s, err := t.group.Alloc(l, t.bufBytes)

@@ -60,7 +60,9 @@ type GateReport struct {
 	Checks     []GateCheck
 	// OnlyBase and OnlyCur label the rows found on one side only.
 	OnlyBase, OnlyCur []string
-	rows              int
+	// Incomplete counts current records marked incomplete (interrupted runs): each is a failure.
+	Incomplete int
+	rows       int
 }
 
 // sideSamples pools the times (us) of every record of one side of the gate. Rows repeated within a record
@@ -117,6 +119,11 @@ func Gate(base, cur []*Record, opt GateOptions) (*GateReport, error) {
 	}
 	b, c := poolSide(base), poolSide(cur)
 	rep := &GateReport{Metric: opt.Metric, RequireAll: opt.RequireAll}
+	for _, rec := range cur {
+		if rec.Incomplete {
+			rep.Incomplete++
+		}
+	}
 	names := newLabeler(append(append([]rowKey{}, b.order...), c.order...))
 	for _, k := range c.order {
 		bt, inBase := b.times[k]
@@ -187,7 +194,7 @@ func (r *GateReport) Passed() bool {
 }
 
 func (r *GateReport) failures() int {
-	n := 0
+	n := r.Incomplete
 	for _, c := range r.Checks {
 		if c.Failed {
 			n++
@@ -215,6 +222,9 @@ func (r *GateReport) Write(w io.Writer) error {
 		if len(side.labels) > 0 {
 			fmt.Fprintf(&b, "%s %d rows only in %s: %s\n", missingWord(r.RequireAll), len(side.labels), side.name, abbreviate(side.labels, 8))
 		}
+	}
+	if r.Incomplete > 0 {
+		fmt.Fprintf(&b, "FAIL %d current run(s) marked incomplete (interrupted): not a full sweep\n", r.Incomplete)
 	}
 	fmt.Fprintf(&b, "gate: %s\n", r.summary())
 	_, err := io.WriteString(w, b.String())

@@ -30,6 +30,17 @@ func TestGateIdenticalRunsPass(t *testing.T) {
 	}
 }
 
+// An interrupted current run is not a sweep to gate on, however fast its rows.
+func TestGateIncompleteRunFails(t *testing.T) {
+	base := synthRecord(newRand(), 12, 1, 0, 0)
+	cur := *base
+	cur.Incomplete = true
+	rep, out := gate(t, []*Record{base}, []*Record{&cur}, GateOptions{Threshold: 0.1})
+	if rep.Passed() || !strings.Contains(out, "FAIL 1 current run(s) marked incomplete") || !strings.Contains(out, "gate: FAIL") {
+		t.Fatalf("incomplete current run: %q", out)
+	}
+}
+
 func TestGateAnchorAgainstItself(t *testing.T) {
 	anchor := loadAnchor(t)
 	for _, metric := range []string{MetricBusBW, MetricTime} {

@@ -74,9 +74,9 @@ step_sweep() {
 		# DDA and LP take float/half/bfloat16 sums only: the other types and ops are the default mode's.
 		for mode in "-d all -o all" "--dda -d all" "--lp -d bfloat16 --lp-mode scaled -E RCCLX_TESTS_LP_MIN_BYTES=0"; do
 			# shellcheck disable=SC2086
-			timeout 90 "$BIN/$b" --engine gpu -g 2 -b 8 -e 1M -f 32 -w 1 -n 2 -T 30 $mode >>"$OUT/sweep.log" 2>&1 || rc=1
+			timeout -k 10 90 "$BIN/$b" --engine gpu -g 2 -b 8 -e 1M -f 32 -w 1 -n 2 -T 30 $mode >>"$OUT/sweep.log" 2>&1 || rc=1
 		done
-		timeout 60 "$BIN/$b" --engine gpu -g 8 --oversubscribe -b 1K -e 1M -f 32 -w 1 -n 2 -T 30 >>"$OUT/sweep.log" 2>&1 || rc=1
+		timeout -k 10 60 "$BIN/$b" --engine gpu -g 8 --oversubscribe -b 1K -e 1M -f 32 -w 1 -n 2 -T 30 >>"$OUT/sweep.log" 2>&1 || rc=1
 	done
 	note sweep "$([[ $rc == 0 ]] && echo ok || echo FAIL)" "sweep.log"
 }
@@ -107,7 +107,7 @@ expect() {
 	local name=$1 want=$2 log=$3
 	shift 3
 	local t0=$SECONDS
-	timeout 150 "$@" >>"$OUT/$log" 2>&1
+	timeout -k 10 150 "$@" >>"$OUT/$log" 2>&1
 	local rc=$?
 	note "$name" "$([[ $rc == "$want" ]] && echo ok || echo FAIL)" "rc=$rc want=$want $((SECONDS - t0))s $log"
 }
@@ -131,7 +131,7 @@ step_multiproc() {
 		local pids=()
 		for r in 0 1; do
 			RANK=$r WORLD_SIZE=2 LOCAL_RANK=$r LOCAL_WORLD_SIZE=2 MASTER_ADDR=127.0.0.1 MASTER_PORT=$((29500 + ${#eng})) \
-				timeout 120 "$P" --engine "$eng" -g 1 -b 8 -e 64M -f 8 -d all -T 60 >"$OUT/mp-$eng-$r.log" 2>&1 &
+				timeout -k 10 120 "$P" --engine "$eng" -g 1 -b 8 -e 64M -f 8 -d all -T 60 >"$OUT/mp-$eng-$r.log" 2>&1 &
 			pids+=($!)
 		done
 		local rc=0
