@@ -70,3 +70,41 @@ func TestSlicesMatchScalar(t *testing.T) {
 		}
 	}
 }
+
+// BenchmarkHalfSlices compares the 16-bit slice conversions with a loop over the scalar ones (what callers
+// had before the slice functions).
+func BenchmarkHalfSlices(b *testing.B) {
+	src := make([]float32, benchElems)
+	for i := range src {
+		src[i] = float32(rand.NormFloat64() * 100)
+	}
+	codes := make([]uint16, benchElems)
+	dec := make([]float32, benchElems)
+	for _, h := range halfSlices {
+		loops := []struct {
+			name string
+			run  func()
+		}{
+			{"encode/scalar", func() {
+				for i, x := range src {
+					codes[i] = h.encode(x)
+				}
+			}},
+			{"encode/slice", func() { h.encodeS(codes, src) }},
+			{"decode/scalar", func() {
+				for i, c := range codes {
+					dec[i] = h.decode(c)
+				}
+			}},
+			{"decode/slice", func() { h.decodeS(dec, codes) }},
+		}
+		for _, l := range loops {
+			b.Run(h.name+"/"+l.name, func(b *testing.B) {
+				b.SetBytes(4 * benchElems)
+				for b.Loop() {
+					l.run()
+				}
+			})
+		}
+	}
+}
