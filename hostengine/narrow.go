@@ -13,25 +13,9 @@ type codec[E uint8 | uint16] struct {
 }
 
 var (
-	halfCodec = elementwise(numeric.F16ToF32, numeric.F32ToF16)
-	bf16Codec = elementwise(numeric.BF16ToF32, numeric.F32ToBF16)
+	halfCodec = codec[uint16]{decode: numeric.F16ToF32Slice, encode: numeric.F32ToF16Slice}
+	bf16Codec = codec[uint16]{decode: numeric.BF16ToF32Slice, encode: numeric.F32ToBF16Slice}
 )
-
-// elementwise builds a codec from scalar conversions.
-func elementwise[E uint8 | uint16](dec func(E) float32, enc func(float32) E) codec[E] {
-	return codec[E]{
-		decode: func(dst []float32, src []E) {
-			for i, h := range src {
-				dst[i] = dec(h)
-			}
-		},
-		encode: func(dst []E, src []float32) {
-			for i, f := range src {
-				dst[i] = enc(f)
-			}
-		},
-	}
-}
 
 func fp8Codec(f numeric.FP8) codec[uint8] {
 	return codec[uint8]{decode: f.DecodeSlice, encode: f.EncodeSlice}
