@@ -25,7 +25,7 @@ func (b *barrier) slot(owner, block, peer int) *atomic.Uint64 {
 func (b *barrier) wait(w *waiter, rank, block int, epoch uint64, p phase) error {
 	for peer := range b.n {
 		if peer != rank {
-			b.slot(peer, block, rank).Store(epoch)
+			w.c.publish(b.slot(peer, block, rank), epoch, peer)
 		}
 	}
 	for peer := range b.n {

@@ -18,7 +18,7 @@ func TestBarrierOrdersPlainMemory(t *testing.T) {
 	if testing.Short() {
 		epochs = 100
 	}
-	c := &comm{nranks: n}
+	c := &comm{nranks: n, parkers: newParkers(n)}
 	b := newBarrier(n, blocks)
 	shared := make([][]uint64, blocks)
 	for i := range shared {
@@ -55,7 +55,7 @@ func TestBarrierOrdersPlainMemory(t *testing.T) {
 func TestBarrierTimeout(t *testing.T) {
 	const n = 4
 	timeout := 100 * time.Millisecond
-	c := &comm{nranks: n, timeout: timeout}
+	c := &comm{nranks: n, timeout: timeout, parkers: newParkers(n)}
 	b := newBarrier(n, 1)
 	errs := make([]error, n-1)
 	start := time.Now()

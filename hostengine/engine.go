@@ -56,6 +56,7 @@ func (engine) Open(cfg collectives.Config) (collectives.Comm, error) {
 		hooks:      hk,
 		chunkBytes: defaultChunkBytes,
 		barrier:    newBarrier(n, 1),
+		parkers:    newParkers(n),
 		done:       make(chan struct{}),
 	}
 	c.devices = devices(cfg.NThreads, cfg.NGpus)
@@ -90,6 +91,7 @@ type comm struct {
 	hooks      collectives.Hooks
 	chunkBytes int64 // ring chunk size; tests shrink it
 	barrier    *barrier
+	parkers    []parker // one per rank (wait.go)
 	ranks      []*rank
 	groups     []*group
 	devices    []collectives.Device
@@ -116,12 +118,13 @@ func (c *comm) Groups() []collectives.Group {
 	return out
 }
 
-// abort stops every rank's current and future calls with err (the first error wins): waiting ranks see the
-// flag and return it.
+// abort stops every rank's current and future calls with err (the first error wins): waiting ranks wake, see
+// the flag and return it.
 func (c *comm) abort(err error) {
 	c.abortOnce.Do(func() {
 		c.abortErr = err
 		c.aborted.Store(true)
+		c.wakeAll()
 	})
 }
 

@@ -97,8 +97,8 @@ func (x *run) ring() error {
 	}
 	r.exposed = me
 	base := x.epoch << 32
-	r.progress.Store(base)
 	up, down := x.peer(r.id-1), x.peer(r.id+1)
+	x.c.publish(&r.progress, base, down.id)
 	if err := x.waitAtLeast(&up.progress, base, newPhase("ring start, waiting for rank %d", up.id)); err != nil {
 		return err
 	}
@@ -120,9 +120,10 @@ func (x *run) ring() error {
 				lo, hi := layout.span(mod(r.id+plan.agOff-step, n), c)
 				copy(me.out[lo*es:hi*es], upx.out[lo*es:hi*es])
 			}
-			r.progress.Store(base | (k + 1))
+			x.c.publish(&r.progress, base|(k+1), down.id)
 		}
 	}
+	x.c.wake(up.id) // it waits in its ring end for the last item
 	items := uint64(layout.chunks * steps)
 	return x.waitAtLeast(&down.progress, base|items, newPhase("ring end, waiting for rank %d to finish reading", down.id))
 }

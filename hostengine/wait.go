@@ -13,9 +13,74 @@ const (
 	// spinLoads is how many times a wait re-reads a flag before it starts yielding the processor: ranks
 	// outnumber cores, so the rank that will set the flag usually needs this one's core.
 	spinLoads = 64
-	// yieldsPerClockCheck is how often (in yields) a wait reads the clock for the -T deadline.
-	yieldsPerClockCheck = 16
+	// yieldsBeforePark bounds the yields before a wait parks its goroutine. A few yields keep both of Go's
+	// processors busy, so a barrier often completes without waking a sleeping OS thread (DDA's small calls
+	// stayed at ~7 us; parking at once cost ~10). Endless yield loops made small calls take 10-300x their
+	// median on a shared box, we think because they keep the global run queue full: a processor that never
+	// runs dry never steals the ranks queued behind a thread the OS has descheduled. docs/PERFORMANCE.md has
+	// the measurements (0, 4 and 16 yields).
+	yieldsBeforePark = 4
 )
+
+// parker is where one rank's goroutine sleeps while it waits for a flag that peers set. Only that goroutine
+// parks on it; every writer of a flag wakes the parkers of the ranks that may wait for it (publish).
+type parker struct {
+	parked atomic.Bool
+	wake   chan struct{} // capacity 1: a wake-up sent before the sleep starts is kept
+	timer  *time.Timer   // the -T deadline while asleep; used by the owner only
+	_      [40]byte      // a cache line of its own
+}
+
+func newParkers(n int) []parker {
+	ps := make([]parker, n)
+	for i := range ps {
+		ps[i].wake = make(chan struct{}, 1)
+	}
+	return ps
+}
+
+// sleep blocks until a wake-up arrives or the deadline (zero: none) passes.
+func (p *parker) sleep(deadline time.Time) {
+	if deadline.IsZero() {
+		<-p.wake
+		return
+	}
+	if p.timer == nil {
+		p.timer = time.NewTimer(time.Until(deadline))
+	} else {
+		p.timer.Reset(time.Until(deadline))
+	}
+	select {
+	case <-p.wake:
+	case <-p.timer.C:
+	}
+	p.timer.Stop()
+}
+
+// wake ends rank's sleep, if it sleeps or is about to.
+func (c *comm) wake(rank int) {
+	p := &c.parkers[rank]
+	if p.parked.Load() {
+		select {
+		case p.wake <- struct{}{}:
+		default: // a wake-up is already pending
+		}
+	}
+}
+
+func (c *comm) wakeAll() {
+	for r := range c.parkers {
+		c.wake(r)
+	}
+}
+
+// publish stores v into flag (release) and wakes readers, the ranks that may be waiting for it.
+func (c *comm) publish(flag *atomic.Uint64, v uint64, readers ...int) {
+	flag.Store(v)
+	for _, r := range readers {
+		c.wake(r)
+	}
+}
 
 // waiter is the waiting side of one rank's call: whom to name on timeout and when to give up.
 type waiter struct {
@@ -49,20 +114,33 @@ func (p phase) String() string {
 // waitAtLeast returns once flag >= target (an atomic load: acquire), or with the communicator's error once it
 // is aborted, or with a *collectives.TimeoutError, aborting the communicator, once the deadline has passed.
 func (w *waiter) waitAtLeast(flag *atomic.Uint64, target uint64, p phase) error {
-	for i := 0; ; i++ {
+	for i := range spinLoads + yieldsBeforePark {
 		if flag.Load() >= target {
 			return nil
 		}
-		if i < spinLoads {
-			continue
+		if i >= spinLoads {
+			runtime.Gosched()
 		}
+	}
+	return w.park(flag, target, p)
+}
+
+// park is waitAtLeast after the spin and the yields. The rank marks itself parked before every look at the flag and a
+// publisher stores before it looks at the mark; Go's atomics are sequentially consistent, so either the rank
+// sees the new value or the publisher sees the mark and wakes it. abort marks then wakes alike.
+func (w *waiter) park(flag *atomic.Uint64, target uint64, p phase) error {
+	me := &w.c.parkers[w.rank]
+	me.parked.Store(true)
+	defer me.parked.Store(false)
+	for flag.Load() < target {
 		if err := w.c.err(); err != nil {
 			return err
 		}
-		if !w.deadline.IsZero() && i%yieldsPerClockCheck == 0 && time.Now().After(w.deadline) {
+		if !w.deadline.IsZero() && !time.Now().Before(w.deadline) {
 			w.c.abort(&collectives.TimeoutError{Rank: w.rank, Phase: p.String(), After: w.c.timeout})
 			return w.c.err()
 		}
-		runtime.Gosched()
+		me.sleep(w.deadline)
 	}
+	return nil
 }
