@@ -80,3 +80,34 @@ func TestBarrierTimeout(t *testing.T) {
 		t.Error("communicator not aborted")
 	}
 }
+
+// TestAbortWakesParkedRanks leaves rank 3 out with no deadline: the others must park, and abort must wake
+// them with its error.
+func TestAbortWakesParkedRanks(t *testing.T) {
+	const n = 4
+	c := &comm{nranks: n, parkers: newParkers(n)}
+	b := newBarrier(n, 1)
+	errs := make(chan error, n-1)
+	for r := range n - 1 {
+		go func() { errs <- b.wait(&waiter{c: c, rank: r}, r, 0, 1, newPhase("barrier")) }()
+	}
+	for r := range n - 1 {
+		for start := time.Now(); !c.parkers[r].parked.Load(); time.Sleep(time.Millisecond) {
+			if time.Since(start) > 5*time.Second {
+				t.Fatalf("rank %d never parked", r)
+			}
+		}
+	}
+	stop := errors.New("stop")
+	c.abort(stop)
+	for range n - 1 {
+		select {
+		case err := <-errs:
+			if err != stop {
+				t.Errorf("wait returned %v, want %v", err, stop)
+			}
+		case <-time.After(5 * time.Second):
+			t.Fatal("a parked rank did not wake on abort")
+		}
+	}
+}
