@@ -92,7 +92,7 @@ func TestAbortWakesParkedRanks(t *testing.T) {
 		go func() { errs <- b.wait(&waiter{c: c, rank: r}, r, 0, 1, newPhase("barrier")) }()
 	}
 	for r := range n - 1 {
-		for start := time.Now(); !c.parkers[r].parked.Load(); time.Sleep(time.Millisecond) {
+		for start := time.Now(); c.parkers[r].waitingOn.Load() == nil; time.Sleep(time.Millisecond) {
 			if time.Since(start) > 5*time.Second {
 				t.Fatalf("rank %d never parked", r)
 			}

@@ -17,7 +17,7 @@ func (x *run) direct() error {
 	r.exposed = exposed{in: src}
 	base := x.epoch << 32
 	r.progress.Store(base)
-	x.c.wakeAll() // every peer reads this rank's input
+	x.c.wakeAll(&r.progress) // every peer reads this rank's input
 	mine := int64(r.id) * block
 	for s := range x.n {
 		p := x.peer(r.id - s)

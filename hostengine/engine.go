@@ -124,7 +124,7 @@ func (c *comm) abort(err error) {
 	c.abortOnce.Do(func() {
 		c.abortErr = err
 		c.aborted.Store(true)
-		c.wakeAll()
+		c.wakeAll(nil)
 	})
 }
 

@@ -123,7 +123,7 @@ func (x *run) ring() error {
 			x.c.publish(&r.progress, base|(k+1), down.id)
 		}
 	}
-	x.c.wake(up.id) // it waits in its ring end for the last item
+	x.c.wake(up.id, &r.progress) // it waits in its ring end for the last item
 	items := uint64(layout.chunks * steps)
 	return x.waitAtLeast(&down.progress, base|items, newPhase("ring end, waiting for rank %d to finish reading", down.id))
 }

@@ -23,12 +23,12 @@ const (
 )
 
 // parker is where one rank's goroutine sleeps while it waits for a flag that peers set. Only that goroutine
-// parks on it; every writer of a flag wakes the parkers of the ranks that may wait for it (publish).
+// parks on it; every writer of a flag wakes the ranks parked on that flag (publish).
 type parker struct {
-	parked atomic.Bool
-	wake   chan struct{} // capacity 1: a wake-up sent before the sleep starts is kept
-	timer  *time.Timer   // the -T deadline while asleep; used by the owner only
-	_      [40]byte      // a cache line of its own
+	waitingOn atomic.Pointer[atomic.Uint64] // the flag the rank sleeps on, nil when it runs
+	wake      chan struct{}                 // capacity 1: a wake-up sent before the sleep starts is kept
+	timer     *time.Timer                   // the -T deadline while asleep; used by the owner only
+	_         [40]byte                      // a cache line of its own
 }
 
 func newParkers(n int) []parker {
@@ -57,10 +57,12 @@ func (p *parker) sleep(deadline time.Time) {
 	p.timer.Stop()
 }
 
-// wake ends rank's sleep, if it sleeps or is about to.
-func (c *comm) wake(rank int) {
+// wake ends rank's sleep if it sleeps (or is about to) on flag; a nil flag means on any flag. Waking only the
+// ranks that wait for this very flag matters at a barrier: a rank waiting for its last peer would otherwise
+// be woken by every earlier arrival.
+func (c *comm) wake(rank int, flag *atomic.Uint64) {
 	p := &c.parkers[rank]
-	if p.parked.Load() {
+	if on := p.waitingOn.Load(); on != nil && (flag == nil || on == flag) {
 		select {
 		case p.wake <- struct{}{}:
 		default: // a wake-up is already pending
@@ -68,9 +70,10 @@ func (c *comm) wake(rank int) {
 	}
 }
 
-func (c *comm) wakeAll() {
+// wakeAll wakes every rank parked on flag (nil: on any flag).
+func (c *comm) wakeAll(flag *atomic.Uint64) {
 	for r := range c.parkers {
-		c.wake(r)
+		c.wake(r, flag)
 	}
 }
 
@@ -78,7 +81,7 @@ func (c *comm) wakeAll() {
 func (c *comm) publish(flag *atomic.Uint64, v uint64, readers ...int) {
 	flag.Store(v)
 	for _, r := range readers {
-		c.wake(r)
+		c.wake(r, flag)
 	}
 }
 
@@ -125,13 +128,14 @@ func (w *waiter) waitAtLeast(flag *atomic.Uint64, target uint64, p phase) error 
 	return w.park(flag, target, p)
 }
 
-// park is waitAtLeast after the spin and the yields. The rank marks itself parked before every look at the flag and a
-// publisher stores before it looks at the mark; Go's atomics are sequentially consistent, so either the rank
-// sees the new value or the publisher sees the mark and wakes it. abort marks then wakes alike.
+// park is waitAtLeast after the spin and the yields. The rank records the flag it parks on before every look
+// at the flag, and a publisher stores before it looks at the record; Go's atomics are sequentially consistent,
+// so either the rank sees the new value or the publisher sees the record and wakes it. abort, likewise, sets
+// its flag before it wakes every parked rank.
 func (w *waiter) park(flag *atomic.Uint64, target uint64, p phase) error {
 	me := &w.c.parkers[w.rank]
-	me.parked.Store(true)
-	defer me.parked.Store(false)
+	me.waitingOn.Store(flag)
+	defer me.waitingOn.Store(nil)
 	for flag.Load() < target {
 		if err := w.c.err(); err != nil {
 			return err
