@@ -1,10 +1,5 @@
 package collectives
 
-import (
-	"fmt"
-	"strings"
-)
-
 // Counts are the element counts of one collective call on one rank, derived from a requested size in bytes the
 // way nccl-tests derives them.
 type Counts struct {
@@ -32,17 +27,6 @@ type Collective struct {
 
 // All lists the four collectives, in the order of their binaries.
 func All() []*Collective { return []*Collective{AllReduce, AllGather, AllToAll, ReduceScatter} }
-
-// ByName finds a collective by its report name ("all_reduce") or binary name ("all_reduce_perf").
-func ByName(name string) (*Collective, error) {
-	name = strings.TrimSuffix(name, "_perf")
-	for _, c := range All() {
-		if c.Name == name {
-			return c, nil
-		}
-	}
-	return nil, fmt.Errorf("unknown collective %q", name)
-}
 
 // Counts derives rank's counts for a requested size in bytes.
 func (c *Collective) Counts(sizeBytes int64, nranks, rank int, dt DType) Counts {

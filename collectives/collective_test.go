@@ -58,17 +58,6 @@ func TestInPlaceOffsets(t *testing.T) {
 	}
 }
 
-func TestByName(t *testing.T) {
-	for _, c := range All() {
-		if got, err := ByName(c.Name + "_perf"); err != nil || got != c {
-			t.Errorf("ByName(%s_perf) = %v, %v", c.Name, got, err)
-		}
-	}
-	if _, err := ByName("broadcast"); err == nil {
-		t.Error("ByName(broadcast) should fail")
-	}
-}
-
 func TestParse(t *testing.T) {
 	for in, want := range map[string]int64{"0": 0, "8": 8, "4K": 4096, "128M": 128 << 20, "1G": 1 << 30, "2g": 2 << 30, "16MB": 16 << 20} {
 		if got, err := ParseSize(in); err != nil || got != want {

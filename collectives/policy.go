@@ -51,18 +51,6 @@ var ddaMaxDefault = map[*Collective]int64{
 	AllReduce: 29 << 20, AllGather: 16 << 20, ReduceScatter: 8 << 20, AllToAll: 2 << 20,
 }
 
-// PolicyEnv lists every variable the policy reads, for --help, the README and the JSON env list.
-func PolicyEnv() []string {
-	out := []string{"RCCL_DDA_ENABLE", "RCCL_DDA_ALL_REDUCE_FLAT_MAX_BYTES", "RCCL_DDA_MAX_BLOCKS",
-		"RCCL_DDA_SENDBUF_BYTES", "RCCL_LOW_PRECISION_ENABLE", "RCCLX_TESTS_LP_MIN_BYTES", "RCCLX_TESTS_LP_MODE",
-		"RCCLX_TESTS_LP_BLOCK"}
-	for _, c := range All() {
-		n := policyEnv[c]
-		out = append(out, n.dda, n.ddaMax, n.lp)
-	}
-	return out
-}
-
 // PolicyFromEnv reads the switches. A per-collective switch set to 1 enables that collective's path, set to 0
 // disables it; unset, it follows the master switch (RCCL_DDA_ENABLE, RCCL_LOW_PRECISION_ENABLE), which is off
 // by default. A malformed value is an error naming the variable.

@@ -130,7 +130,7 @@ func (a *app) run(o *Options) int {
 	out := a.stdout
 	if world.Rank() != 0 {
 		out = io.Discard
-	} else if err := checkOutputDir(o.OutputFile); err != nil {
+	} else if err := checkOutputDirs(o); err != nil {
 		fmt.Fprintf(a.stderr, "%s: %v\n", a.binary(), err)
 		return exitUsage
 	}

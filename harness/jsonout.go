@@ -17,43 +17,53 @@ import (
 const seedEnv = "RCCLX_TESTS_SEED"
 
 // jsonOut is the -J file: nccl-tests' schema (version 3) plus this suite's keys, written once at the end by
-// world rank 0 and never over an existing file.
+// world rank 0 and never over an existing file; the same record goes to the --csv file in rccl-tests' CSV.
 type jsonOut struct {
-	path  string // "" when nothing is written
-	rec   *results.Record
-	o     *Options
-	a     *app
-	bwSum float64
-	bwN   int
+	path    string // "" when no JSON is written
+	csvPath string // "" when no CSV is written
+	rec     *results.Record
+	o       *Options
+	a       *app
+	bwSum   float64
+	bwN     int
 }
 
 // startJSON announces the file, as nccl-tests does before its header, and starts the record.
 func (a *app) startJSON(out io.Writer, o *Options, seed uint64, root bool) *jsonOut {
 	j := &jsonOut{o: o, a: a}
-	name := o.OutputFile
-	if name == "" || !root {
+	if !root {
 		return j
 	}
-	if !strings.HasSuffix(name, ".json") {
+	if name := o.OutputFile; strings.HasSuffix(name, ".json") {
+		fmt.Fprintf(out, "# Writing JSON output to %s\n", freeName(name))
+		j.path = name
+	} else if name != "" {
 		fmt.Fprintf(out, "# -J %s ignored: only .json output is written\n", name)
+	}
+	if o.CSVFile != "" {
+		fmt.Fprintf(out, "# Writing CSV output to %s\n", freeName(o.CSVFile))
+		j.csvPath = o.CSVFile
+	}
+	if j.path == "" && j.csvPath == "" {
 		return j
 	}
-	fmt.Fprintf(out, "# Writing JSON output to %s\n", freeName(name))
-	j.path = name
 	j.rec = &results.Record{Version: results.SchemaVersion, StartTime: a.now().Format(timeLayout), Args: a.argv,
 		Env: a.envList(o, seed), Config: jsonConfig(o), Errors: []string{""}, Suite: results.SuiteName,
 		Results: []results.Result{}}
 	return j
 }
 
-// checkOutputDir refuses a -J file whose directory does not exist before anything runs, not after the sweep.
-func checkOutputDir(name string) error {
-	if !strings.HasSuffix(name, ".json") {
-		return nil
-	}
-	dir := filepath.Dir(name)
-	if st, err := os.Stat(dir); err != nil || !st.IsDir() {
-		return fmt.Errorf("invalid value %q for -J/--output_file: directory %s does not exist", name, dir)
+// checkOutputDirs refuses a -J or --csv file whose directory does not exist before anything runs, not after
+// the sweep.
+func checkOutputDirs(o *Options) error {
+	for _, f := range []struct{ name, flag string }{{o.OutputFile, "-J/--output_file"}, {o.CSVFile, "--csv"}} {
+		if f.name == "" || (f.flag != "--csv" && !strings.HasSuffix(f.name, ".json")) {
+			continue
+		}
+		dir := filepath.Dir(f.name)
+		if st, err := os.Stat(dir); err != nil || !st.IsDir() {
+			return fmt.Errorf("invalid value %q for %s: directory %s does not exist", f.name, f.flag, dir)
+		}
 	}
 	return nil
 }
@@ -174,8 +184,17 @@ func (j *jsonOut) finish() error {
 	if t.minBW >= 0 {
 		r.AverageBusBandwidth.Okay = results.Bool(t.bandwidthOK())
 	}
-	_, err := results.Write(j.path, r)
-	return err
+	if j.path != "" {
+		if _, err := results.Write(j.path, r); err != nil {
+			return err
+		}
+	}
+	if j.csvPath != "" {
+		if _, err := results.WriteCSV(j.csvPath, r); err != nil {
+			return err
+		}
+	}
+	return nil
 }
 
 func jsonResult(r row, o *Options) results.Result {

@@ -32,6 +32,7 @@ type Options struct {
 	PerIter, IterSkip  int      // -I, -K
 	Memory             int      // -M
 	OutputFile         string   // -J
+	CSVFile            string   // --csv
 	ParallelInit       int      // -p
 	Register           int      // -R
 	Halves             halves   // -O

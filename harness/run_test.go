@@ -2,6 +2,7 @@ package harness
 
 import (
 	"encoding/json"
+	"math"
 	"math/rand/v2"
 	"os"
 	"path/filepath"
@@ -87,6 +88,41 @@ func TestUncheckedIsNA(t *testing.T) {
 	rec := loadRecord(t, file)
 	if rec.Results[0].OutOfPlace.NWrong != nil {
 		t.Errorf("nwrong = %v, want null", *rec.Results[0].OutOfPlace.NWrong)
+	}
+}
+
+// TestCSVOutput: --csv writes the run's rows in rccl-tests' CSV, which loads back with the same sizes, times and
+// #wrong as the JSON of the same run; an existing file is never replaced.
+func TestCSVOutput(t *testing.T) {
+	dir := t.TempDir()
+	csv, js := filepath.Join(dir, "r.csv"), filepath.Join(dir, "r.json")
+	if err := os.WriteFile(csv, []byte("keep"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	seed := rand.Uint64()
+	r := testRun(t, collectives.AllReduce, seedArgs(seed, append(small, "-g", "2", "--csv", csv, "-J", js)...), newFake(seed))
+	if r.code != exitOK || !strings.Contains(r.stdout, "# Writing CSV output to "+csv+".0\n") {
+		t.Fatalf("exit %d\n%s%s", r.code, r.stdout, r.stderr)
+	}
+	if old, _ := os.ReadFile(csv); string(old) != "keep" {
+		t.Fatalf("existing file replaced: %q", old)
+	}
+	fromCSV, err := results.Load(csv + ".0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	fromJSON := loadRecord(t, js)
+	if len(fromCSV.Results) != len(fromJSON.Results) || len(fromCSV.Results) != 7 {
+		t.Fatalf("%d CSV rows, %d JSON rows", len(fromCSV.Results), len(fromJSON.Results))
+	}
+	for i, c := range fromCSV.Results {
+		j := fromJSON.Results[i]
+		ct, _ := c.OutOfPlace.Micros()
+		jt, _ := j.OutOfPlace.Micros()
+		if c.Size != j.Size || c.Type != j.Type || math.Abs(ct-jt) > 0.01*jt || c.OutOfPlace.NWrong == nil ||
+			*c.OutOfPlace.NWrong != 0 {
+			t.Errorf("row %d: CSV %+v, JSON %+v", i, c, j)
+		}
 	}
 }
 
