@@ -110,21 +110,3 @@ func (m *modules) unload() {
 	}
 	m.loaded = nil
 }
-
-// precompile compiles the modules of every (dt, op) pair for arch in parallel, ahead of first use.
-func precompile(arch int, pairs [][2]int) error {
-	errs := make([]error, len(pairs))
-	var wg sync.WaitGroup
-	for i, p := range pairs {
-		wg.Go(func() {
-			_, errs[i] = cubin(cubinKey{arch, collectives.DType(p[0]), collectives.Op(p[1])})
-		})
-	}
-	wg.Wait()
-	for _, err := range errs {
-		if err != nil {
-			return err
-		}
-	}
-	return nil
-}
