@@ -190,3 +190,12 @@ type LibraryError struct{ Err error }
 
 func (e *LibraryError) Error() string { return e.Err.Error() }
 func (e *LibraryError) Unwrap() error { return e.Err }
+
+// AsGroups returns an engine's own group type as the interface, for Comm.Groups.
+func AsGroups[G Group](gs []G) []Group {
+	out := make([]Group, len(gs))
+	for i, g := range gs {
+		out[i] = g
+	}
+	return out
+}

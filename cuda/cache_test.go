@@ -166,8 +166,9 @@ func TestNVRTCCandidates(t *testing.T) {
 	venvLib := mk("venv/lib/python3.12/site-packages/nvidia/cu13/lib/libnvrtc.so.13")
 	mk("venv/lib/python3.12/site-packages/nvidia/cu13/lib/libnvrtc-builtins.so.13.0")
 	userLib := mk("home/.local/lib/python3.11/site-packages/nvidia/cuda_nvrtc/lib/libnvrtc.so.12")
-	env := map[string]string{"RCCLX_TESTS_LIBNVRTC": "/opt/nvrtc.so"}
-	c := nvrtcCandidates(func(k string) string { return env[k] }, filepath.Glob, filepath.Join(root, "home"), []string{filepath.Join(root, "venv")})
+	env := map[string]string{"RCCLX_TESTS_LIBNVRTC": "/opt/nvrtc.so", "HOME": filepath.Join(root, "home"),
+		"VIRTUAL_ENV": filepath.Join(root, "venv")}
+	c := nvrtcCandidates(func(k string) string { return env[k] }, filepath.Glob)
 	if c[0] != "/opt/nvrtc.so" || c[1] != "libnvrtc.so.13" {
 		t.Errorf("override and plain name must come first: %q", c)
 	}

@@ -3,12 +3,13 @@ package cuda
 import (
 	"fmt"
 	"os"
-	"os/exec"
 	"path/filepath"
 	"runtime"
 	"strings"
 	"sync"
 	"unsafe"
+
+	"rcclx-tests/pysite"
 )
 
 var nvrtcLib library
@@ -43,54 +44,15 @@ var nvrtc struct {
 	path string
 }
 
-// siteDirs lists Python site-packages directories where pip installs NVIDIA's
-// wheels: the system ones, the user's, and those of every python on PATH.
-func siteDirs(glob func(string) ([]string, error), home string, pythonPrefixes []string) []string {
-	var patterns []string
-	for _, root := range append([]string{"/usr/lib", "/usr/local/lib", filepath.Join(home, ".local/lib")}, prefixLibs(pythonPrefixes)...) {
-		patterns = append(patterns, filepath.Join(root, "python3*", "site-packages"), filepath.Join(root, "python3*", "dist-packages"))
-	}
-	var dirs []string
-	for _, p := range patterns {
-		m, _ := glob(p) // the patterns are well-formed; no match is not an error
-		dirs = append(dirs, m...)
-	}
-	return dirs
-}
-
-func prefixLibs(prefixes []string) []string {
-	libs := make([]string, len(prefixes))
-	for i, p := range prefixes {
-		libs[i] = filepath.Join(p, "lib")
-	}
-	return libs
-}
-
-// pythonPrefixes returns the installation prefixes of python3 and python on PATH.
-func pythonPrefixes() []string {
-	var prefixes []string
-	for _, name := range []string{"python3", "python"} {
-		p, err := exec.LookPath(name)
-		if err != nil {
-			continue
-		}
-		if real, err := filepath.EvalSymlinks(p); err == nil {
-			p = real
-		}
-		prefixes = append(prefixes, filepath.Dir(filepath.Dir(p)))
-	}
-	return prefixes
-}
-
 // nvrtcCandidates lists where LoadNVRTC looks, in order.
-func nvrtcCandidates(getenv func(string) string, glob func(string) ([]string, error), home string, pyPrefixes []string) []string {
+func nvrtcCandidates(getenv func(string) string, glob func(string) ([]string, error)) []string {
 	var c []string
 	if p := getenv("RCCLX_TESTS_LIBNVRTC"); p != "" {
 		c = append(c, p)
 	}
 	c = append(c, "libnvrtc.so.13", "libnvrtc.so", "/usr/local/cuda/lib64/libnvrtc.so.13", "/usr/local/cuda/lib64/libnvrtc.so")
 	seen := map[string]bool{}
-	for _, site := range siteDirs(glob, home, pyPrefixes) {
+	for _, site := range pysite.Dirs(getenv, glob) {
 		for _, sub := range []string{"nvidia/cu13/lib", "nvidia/cuda_nvrtc/lib"} {
 			m, _ := glob(filepath.Join(site, sub, "libnvrtc.so*"))
 			for _, lib := range m {
@@ -111,8 +73,7 @@ func LoadNVRTC() error {
 	if nvrtc.path != "" {
 		return nil
 	}
-	home, _ := os.UserHomeDir()
-	h, path, err := openFirst("NVRTC (libnvrtc.so.13)", nvrtcCandidates(os.Getenv, filepath.Glob, home, pythonPrefixes()))
+	h, path, err := openFirst("NVRTC (libnvrtc.so.13)", nvrtcCandidates(os.Getenv, filepath.Glob))
 	if err != nil {
 		return fmt.Errorf("cuda: %w", err)
 	}

@@ -53,13 +53,7 @@ func (c *comm) NRanks() int                   { return c.nranks }
 func (c *comm) Devices() []collectives.Device { return c.devices }
 func (c *comm) Library() string               { return fmt.Sprintf("rcclx-gpu=%d", version) }
 func (c *comm) Version() int                  { return 0 }
-func (c *comm) Groups() []collectives.Group {
-	out := make([]collectives.Group, len(c.groups))
-	for i, g := range c.groups {
-		out[i] = g
-	}
-	return out
-}
+func (c *comm) Groups() []collectives.Group   { return collectives.AsGroups(c.groups) }
 
 // abortFlag is the host side of the word every kernel wait polls.
 func (c *comm) abortFlag() *uint32 { return (*uint32)(c.flagsHost) }

@@ -110,13 +110,7 @@ func (c *comm) NRanks() int                   { return c.nranks }
 func (c *comm) Devices() []collectives.Device { return c.devices }
 func (c *comm) Library() string               { return fmt.Sprintf("rcclx-host=%d", Version) }
 func (c *comm) Version() int                  { return 0 }
-func (c *comm) Groups() []collectives.Group {
-	out := make([]collectives.Group, len(c.groups))
-	for i, g := range c.groups {
-		out[i] = g
-	}
-	return out
-}
+func (c *comm) Groups() []collectives.Group   { return collectives.AsGroups(c.groups) }
 
 // abort stops every rank's current and future calls with err (the first error wins): waiting ranks wake, see
 // the flag and return it.

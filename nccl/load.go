@@ -12,6 +12,8 @@ import (
 	"unsafe"
 
 	"github.com/ebitengine/purego"
+
+	"rcclx-tests/pysite"
 )
 
 // Library is a loaded NCCL-ABI library.
@@ -66,7 +68,7 @@ func Candidates(nameOrPath string, getenv func(string) string, glob func(string)
 		names = []string{nameOrPath}
 	}
 	var dirs []string
-	for _, sp := range pythonPackageDirs(getenv, glob) {
+	for _, sp := range pysite.Dirs(getenv, glob) {
 		dirs = append(dirs, filepath.Join(sp, "nvidia", "nccl", "lib"))
 	}
 	dirs = append(dirs, "/opt/rocm/lib")
@@ -84,41 +86,6 @@ func Candidates(nameOrPath string, getenv func(string) string, glob func(string)
 // installs says whether dir is where name is installed by default (NCCL's wheel, or ROCm).
 func installs(dir, name string) bool {
 	return strings.HasPrefix(name, "librccl") == strings.HasPrefix(dir, "/opt/rocm")
-}
-
-// pythonPackageDirs finds site-packages and dist-packages directories: the system's, the user's, the active
-// virtual or conda environment's, and those of every python3 on PATH.
-func pythonPackageDirs(getenv func(string) string, glob func(string) ([]string, error)) []string {
-	prefixes := []string{"/usr", "/usr/local", getenv("VIRTUAL_ENV"), getenv("CONDA_PREFIX")}
-	if home := getenv("HOME"); home != "" {
-		prefixes = append(prefixes, filepath.Join(home, ".local"))
-	}
-	for _, dir := range filepath.SplitList(getenv("PATH")) {
-		if pys, _ := glob(filepath.Join(dir, "python3*")); len(pys) > 0 && dir != "" {
-			prefixes = append(prefixes, filepath.Dir(dir))
-		}
-	}
-	seen := map[string]bool{}
-	var out []string
-	for _, p := range prefixes {
-		if p == "" {
-			continue
-		}
-		for _, kind := range []string{"site-packages", "dist-packages"} {
-			matches, _ := glob(filepath.Join(p, "lib", "python3*", kind))
-			for _, m := range matches {
-				real, err := filepath.EvalSymlinks(m) // /lib is often /usr/lib
-				if err != nil {
-					real = m
-				}
-				if !seen[real] {
-					seen[real] = true
-					out = append(out, m)
-				}
-			}
-		}
-	}
-	return out
 }
 
 func oneLine(s string) string { return strings.Join(strings.Fields(s), " ") }

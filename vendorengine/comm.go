@@ -61,13 +61,7 @@ func (c *comm) Devices() []collectives.Device { return c.devices }
 func (c *comm) Library() string               { return fmt.Sprintf("nccl-library=%d", c.lib.Version()) }
 func (c *comm) Version() int                  { return c.lib.Version() }
 func (c *comm) LibraryPath() string           { return c.lib.File }
-func (c *comm) Groups() []collectives.Group {
-	out := make([]collectives.Group, len(c.groups))
-	for i, g := range c.groups {
-		out[i] = g
-	}
-	return out
-}
+func (c *comm) Groups() []collectives.Group   { return collectives.AsGroups(c.groups) }
 
 // abort ends every communicator of the process without waiting for their work (after a timeout or an
 // asynchronous error), once, and returns the first cause, which every later call reports.
