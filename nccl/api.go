@@ -1,8 +1,10 @@
 package nccl
 
 import (
+	"fmt"
 	"unsafe"
 
+	"rcclx-tests/collectives"
 	"rcclx-tests/cuda"
 )
 
@@ -23,6 +25,19 @@ func (l *Library) GetUniqueID() (UniqueID, error) {
 func (l *Library) CommInitRank(nranks int, id UniqueID, rank int) (Comm, error) {
 	var c Comm
 	err := l.check("ncclCommInitRank", l.commInitRank(&c, int32(nranks), id, int32(rank)))
+	return c, err
+}
+
+// CommInitRankConfig is ncclCommInitRankConfig, on the current device. With a non-blocking cfg it may return
+// the communicator together with an error for which IsInProgress holds: initialization goes on in the
+// library's threads. Libraries before NCCL 2.14 lack it (Has("ncclCommInitRankConfig") is false) and report
+// collectives.ErrUnsupported.
+func (l *Library) CommInitRankConfig(nranks int, id UniqueID, rank int, cfg *Config) (Comm, error) {
+	if l.commInitRankConfig == nil {
+		return 0, fmt.Errorf("ncclCommInitRankConfig: %s does not export it: %w", l.Path, collectives.ErrUnsupported)
+	}
+	var c Comm
+	err := l.check("ncclCommInitRankConfig", l.commInitRankConfig(&c, int32(nranks), id, int32(rank), cfg))
 	return c, err
 }
 

@@ -65,7 +65,7 @@ func (l *Library) check(call string, r Result) error {
 		return nil
 	}
 	e := &Error{Call: call, Code: r, Msg: l.ErrorString(r)}
-	if l.getLastError.addr != 0 {
+	if l.getLastError.addr != 0 && r != InProgress { // not a failure: no message to fetch
 		p, _, _ := purego.SyscallN(l.getLastError.addr, 0)
 		e.Last = oneLine(goString(p))
 	}

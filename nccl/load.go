@@ -27,8 +27,11 @@ type Library struct {
 	// Optional: absent from older or other libraries; calls report collectives.ErrUnsupported.
 	getLastError, send, recv, alltoAll, redOpCreatePreMulSum, redOpDestroy, commRegister, commDeregister cfunc
 
-	// ncclCommInitRank takes the 128-byte unique id by value, which SyscallN cannot pass.
-	commInitRank func(comm *Comm, nranks int32, id UniqueID, rank int32) Result
+	// ncclCommInitRank and ncclCommInitRankConfig take the 128-byte unique id by value, which SyscallN cannot
+	// pass. The config variant is optional (NCCL 2.14 and later): nil when absent. The library copies *cfg
+	// during the call and keeps no pointer to it.
+	commInitRank       func(comm *Comm, nranks int32, id UniqueID, rank int32) Result
+	commInitRankConfig func(comm *Comm, nranks int32, id UniqueID, rank int32, cfg *Config) Result
 }
 
 // cfunc is one C function: the names it may be exported under (NCCL and RCCL spell some differently) and the
@@ -165,12 +168,19 @@ func (l *Library) resolve(h uintptr) error {
 		return fmt.Errorf("loads, but lacks %s: not an NCCL-ABI library", strings.Join(missing, ", "))
 	}
 	purego.RegisterFunc(&l.commInitRank, initRank)
+	if a, err := purego.Dlsym(h, "ncclCommInitRankConfig"); err == nil && a != 0 {
+		purego.RegisterFunc(&l.commInitRankConfig, a)
+	}
 	return nil
 }
 
 // Has reports whether the library exports the named optional function ("ncclSend", "ncclAlltoAll",
-// "ncclRedOpCreatePreMulSum", "ncclCommRegister", ...), under any of its spellings.
+// "ncclRedOpCreatePreMulSum", "ncclCommRegister", "ncclCommInitRankConfig", ...), under any of its
+// spellings. "ncclCommInitRankConfig" means non-blocking communicators are available.
 func (l *Library) Has(name string) bool {
+	if name == "ncclCommInitRankConfig" {
+		return l.commInitRankConfig != nil
+	}
 	for _, f := range []*cfunc{&l.getLastError, &l.send, &l.recv, &l.alltoAll, &l.redOpCreatePreMulSum,
 		&l.redOpDestroy, &l.commRegister, &l.commDeregister} {
 		for _, n := range f.names {

@@ -94,8 +94,9 @@ func TestOpenRejectsNonLibraries(t *testing.T) {
 	}
 }
 
-// TestInitRankSignature checks that purego accepts the by-value unique id in ncclCommInitRank's Go signature
-// (it panics at registration on what it cannot pass); any function address serves.
+// TestInitRankSignature checks that purego accepts the by-value unique id (and the config pointer) in the Go
+// signatures of ncclCommInitRank and ncclCommInitRankConfig (it panics at registration on what it cannot
+// pass); any function address serves.
 func TestInitRankSignature(t *testing.T) {
 	h, err := purego.Dlopen("libc.so.6", purego.RTLD_NOW)
 	if err != nil {
@@ -107,6 +108,7 @@ func TestInitRankSignature(t *testing.T) {
 	}
 	var l Library
 	purego.RegisterFunc(&l.commInitRank, addr)
+	purego.RegisterFunc(&l.commInitRankConfig, addr)
 }
 
 func TestMissingOptionalFunctionIsUnsupported(t *testing.T) {
@@ -116,8 +118,12 @@ func TestMissingOptionalFunctionIsUnsupported(t *testing.T) {
 	if !errors.Is(err, collectives.ErrUnsupported) || !strings.Contains(err.Error(), "ncclSend: libfake.so does not export it") {
 		t.Errorf("Send on a library without it: %v", err)
 	}
-	if l.Has("ncclSend") || l.Has("ncclNoSuchThing") {
+	if l.Has("ncclSend") || l.Has("ncclNoSuchThing") || l.Has("ncclCommInitRankConfig") {
 		t.Error("Has reports a function the library lacks")
+	}
+	cfg := NonBlockingConfig()
+	if _, err := l.CommInitRankConfig(2, UniqueID{}, 0, &cfg); !errors.Is(err, collectives.ErrUnsupported) {
+		t.Errorf("CommInitRankConfig on a library without it: %v", err)
 	}
 }
 
