@@ -47,6 +47,7 @@ type rank struct {
 	mapped        []cuda.DevicePtr // IPC mappings of other processes' buffers, closed with the comm
 	last          string           // collective and algorithm of the last launch, for timeout messages
 	events        eventRing
+	ce            ceRank // the copy-engine transport's events and scratch
 }
 
 func (c *comm) NRanks() int                   { return c.nranks }
@@ -116,6 +117,9 @@ func (r *rank) close() error {
 	keep(r.ctx.SetCurrent())
 	keep(r.stream.Synchronize())
 	r.events.destroy()
+	for _, err := range r.ce.close() {
+		keep(err)
+	}
 	for _, p := range r.mapped {
 		keep(cuda.IpcCloseMemHandle(p))
 	}

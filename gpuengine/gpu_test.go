@@ -22,6 +22,9 @@ var (
 	scaledEnv = map[string]string{"RCCL_LOW_PRECISION_ENABLE": "1", "RCCLX_TESTS_LP_MIN_BYTES": "0",
 		"RCCLX_TESTS_LP_MODE": "scaled", "RCCLX_TESTS_LP_BLOCK": "96"}
 	ddaEnv = map[string]string{"RCCL_DDA_ENABLE": "1"}
+	// The copy-engine transport for every size, or never.
+	ceEnv    = map[string]string{"RCCLX_TESTS_GPU_CE_BYTES": "0"}
+	ceOffEnv = map[string]string{"RCCLX_TESTS_GPU_CE_BYTES": "off"}
 )
 
 // algoCase is one forced algorithm family: the environment that selects it and what it supports.
@@ -35,6 +38,7 @@ type algoCase struct {
 func algoCases() []algoCase {
 	return []algoCase{
 		{"ring", nil, collectives.AllDTypes(), collectives.AllOps()},
+		{"ring-ce", ceEnv, collectives.AllDTypes(), collectives.AllOps()},
 		{"dda", ddaEnv, ddaTypes, sumOnly},
 		{"lp-rcclx", lpEnv, lpTypes, sumOnly},
 		{"lp-scaled", scaledEnv, lpTypes, sumOnly},
@@ -100,7 +104,7 @@ func opsFor(coll *collectives.Collective, ops []collectives.Op, n int, dt collec
 	return ops
 }
 
-// 64 MiB float sums through every algorithm, several rounds where the algorithm has rounds (4 MiB halves).
+// 64 MiB float sums through every algorithm (ring with and without the copy engines), several rounds where the algorithm has rounds (4 MiB halves).
 func TestGPULarge(t *testing.T) {
 	onGPU(t)
 	compileAll(t)
@@ -110,7 +114,7 @@ func TestGPULarge(t *testing.T) {
 	tree := map[string]string{"RCCL_DDA_ENABLE": "1", "RCCL_DDA_ALL_REDUCE_TREE_MAX_BYTES": "64M",
 		"RCCL_DDA_SENDBUF_BYTES": "64M"}
 	for _, n := range []int{2, 8} {
-		for _, env := range []map[string]string{small, tree, merge(lpEnv, small), merge(scaledEnv, small)} {
+		for _, env := range []map[string]string{small, merge(ceOffEnv, small), tree, merge(lpEnv, small), merge(scaledEnv, small)} {
 			gpu, host := open(t, New(), n, env, 0), newHost(t, n, env)
 			for _, coll := range allColls {
 				s := callSpec{coll, collectives.Float, collectives.Sum, 64 << 20, n == 8, 0}
@@ -173,7 +177,7 @@ func buildCall(t *testing.T, g collectives.Group, s callSpec, n int) *collective
 // RCCLX_TESTS_CORRUPT_RANK: exactly one wrong element on that rank.
 func TestGPUCorruptHook(t *testing.T) {
 	onGPU(t)
-	for _, env := range []map[string]string{nil, ddaEnv} {
+	for _, env := range []map[string]string{nil, ddaEnv, ceEnv} {
 		c := open(t, New(), 2, merge(env, map[string]string{collectives.EnvCorruptRank: "1"}), 0)
 		s := callSpec{collectives.AllReduce, collectives.Float, collectives.Sum, 4096, false, 0}
 		seed := rand.Uint64()

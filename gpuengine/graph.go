@@ -18,7 +18,9 @@ func (g *group) Capture(record func() error) (collectives.Graph, error) {
 			return nil, runtimeError(r, err)
 		}
 	}
+	g.capturing = true
 	recErr := record()
+	g.capturing = false
 	graphs, endErr := g.endCaptures(len(g.ranks))
 	if err := errors.Join(recErr, endErr); err != nil {
 		for _, x := range graphs {

@@ -10,8 +10,9 @@ import (
 // group drives the ranks of one harness thread, from the OS thread the harness locked; every method makes
 // the context of the rank it works on current first.
 type group struct {
-	c     *comm
-	ranks []*rank
+	c         *comm
+	ranks     []*rank
+	capturing bool // inside Capture: the copy-engine transport's cross-stream events cannot be captured
 }
 
 // buffer is device memory of one rank.
@@ -92,6 +93,19 @@ func (g *group) Launch(call *collectives.Call) error {
 	algo := g.Algorithm(call)
 	if algo != collectives.Ring && g.c.nranks > maxBarrierRanks {
 		return fmt.Errorf("gpu: %s on %d ranks: at most %d: %w", algo, g.c.nranks, maxBarrierRanks, collectives.ErrUnsupported)
+	}
+	for _, r := range g.ranks {
+		r.last = call.Coll.Name + " " + algo
+	}
+	ce, err := g.useCopyEngines(call, algo)
+	if err != nil {
+		return err
+	}
+	if ce {
+		if err := g.ceLaunch(call); err != nil {
+			return err
+		}
+		return g.each(func(r *rank, l int) error { return g.c.corrupt(r, call, l) })
 	}
 	for l, r := range g.ranks {
 		if r.global == g.c.hooks.SkipRank {

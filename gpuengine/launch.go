@@ -11,7 +11,6 @@ func (c *comm) launch(r *rank, call *collectives.Call, l int, algo string) error
 	k := call.Counts[l]
 	size := call.DType.Size()
 	send, recv := ptr(call.Send[l]), ptr(call.Recv[l])
-	r.last = call.Coll.Name + " " + algo
 	if k.Send == 0 && k.Recv == 0 {
 		return nil
 	}
@@ -22,15 +21,21 @@ func (c *comm) launch(r *rank, call *collectives.Call, l int, algo string) error
 	} else if err := c.launchAlgo(r, call, l, algo, send, recv); err != nil {
 		return err
 	}
-	if r.global != c.hooks.CorruptRank || k.Recv == 0 {
+	return c.corrupt(r, call, l)
+}
+
+// corrupt flips the hook's bits in local rank l's output when l is the corrupt rank.
+func (c *comm) corrupt(r *rank, call *collectives.Call, l int) error {
+	if r.global != c.hooks.CorruptRank || call.Counts[l].Recv == 0 {
 		return nil
 	}
+	size := call.DType.Size()
 	f, err := c.modules.function(r, call.DType, moduleOp(call.Coll, call.Op), flipKernel)
 	if err != nil {
 		return err
 	}
 	return cuda.Launch(f, [3]uint32{1, 1, 1}, [3]uint32{1, 1, 1}, 0, r.stream,
-		recv+cuda.DevicePtr(collectives.CorruptByte(size)), uint32(collectives.CorruptMask))
+		ptr(call.Recv[l])+cuda.DevicePtr(collectives.CorruptByte(size)), uint32(collectives.CorruptMask))
 }
 
 func (c *comm) launchAlgo(r *rank, call *collectives.Call, l int, algo string, send, recv cuda.DevicePtr) error {

@@ -9,8 +9,11 @@ const (
 	fifoSlots       = 8      // RX_NSLOTS
 	slotBytes       = 65536  // RX_SLOT_BYTES
 	ctrlBytes       = 131072 // RX_CTRL_BYTES
-	argsBytes       = 104    // RX_ARGS_BYTES
-	dataOffset      = ctrlBytes + maxBlocks*fifoSlots*slotBytes
+	llMaxRanks      = 16     // RX_LL_MAXR
+	llBytes         = 65536  // RX_LL_BYTES
+	llAreaBytes     = 2 * llMaxRanks * 2 * llBytes
+	argsBytes       = 104 // RX_ARGS_BYTES
+	dataOffset      = ctrlBytes + llAreaBytes + maxBlocks*fifoSlots*slotBytes
 
 	blockThreads = 512 // every kernel's block size (__launch_bounds__ in the prelude)
 	minHalf      = 4 << 20

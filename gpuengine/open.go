@@ -106,7 +106,8 @@ func (c *comm) open(cfg collectives.Config, world collectives.World, nlocal int)
 	return nil
 }
 
-// openRank retains the rank's context, creates its stream and its peer-visible buffer (control words zeroed).
+// openRank retains the rank's context, creates its stream and its peer-visible buffer (control words and LL
+// flags zeroed).
 func (c *comm) openRank(r *rank, streamNull bool) error {
 	var err error
 	if r.ctx, err = r.dev.RetainPrimaryContext(); err != nil {
@@ -131,7 +132,7 @@ func (c *comm) openRank(r *rank, streamNull bool) error {
 	if r.buf, err = cuda.MemAlloc(dataOffset + 2*c.half); err != nil {
 		return err
 	}
-	return cuda.MemsetD8(r.buf, 0, ctrlBytes)
+	return cuda.MemsetD8(r.buf, 0, ctrlBytes+llAreaBytes)
 }
 
 // peerLocal enables peer access between the GPUs of this process and returns each rank's view of every

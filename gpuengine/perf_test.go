@@ -26,17 +26,21 @@ func perfRows() []perfRow {
 	ar, ag, rs, a2a := collectives.AllReduce, collectives.AllGather, collectives.ReduceScatter, collectives.AllToAll
 	flat := []int64{8, 256, 4 << 10, 32 << 10, 64 << 10, 128 << 10}
 	treeSizes := []int64{256 << 10, 1 << 20, 4 << 20}
-	big := []int64{1 << 20, 16 << 20, 128 << 20, 1 << 30}
+	big := []int64{1 << 20, 4 << 20, 16 << 20, 128 << 20, 1 << 30}
 	lp := []int64{64 << 20, 256 << 20, 1 << 30}
 	tree := map[string]string{"RCCL_DDA_ENABLE": "1", "RCCL_DDA_ALL_REDUCE_FLAT_MAX_BYTES": "0"}
 	rows := []perfRow{
 		{"dda_flat", ddaEnv, ar, flat, true},
 		{"dda_tree", tree, ar, treeSizes, true},
 		{"ring", nil, ar, append(flat[:1:1], big...), false},
+		{"ring-sm", ceOffEnv, ar, big, false},
 		{"lp", lpEnv, ar, lp, false},
 		{"ring", nil, ag, big, false},
+		{"ring-sm", ceOffEnv, ag, big, false},
 		{"ring", nil, rs, big, false},
+		{"ring-sm", ceOffEnv, rs, big, false},
 		{"direct", nil, a2a, big, false},
+		{"direct-sm", ceOffEnv, a2a, big, false},
 	}
 	if only := os.Getenv("RCCLX_TESTS_GPU_PERF_ONLY"); only != "" {
 		var keep []perfRow
@@ -69,6 +73,9 @@ func TestGPUPerf(t *testing.T) {
 			tn, _ := timeCall(t, nccl, s, row.graph)
 			k := s.coll.Counts(size, 2, 0, s.dt)
 			bus := func(d time.Duration) float64 { return s.coll.BusBW(k, s.dt, d.Seconds(), 2) }
+			if row.name != algo { // a variant of the algorithm (ring-sm: without the copy engines)
+				algo = row.name
+			}
 			fmt.Fprintf(&table, "%-9s %-14s %11d %10.2f %10.2f %8.1f %8.1f %7.2f\n", algo, s.coll.Name, size,
 				us(tg), us(tn), bus(tg), bus(tn), tg.Seconds()/tn.Seconds())
 		}

@@ -28,10 +28,11 @@ var kernelNames = map[*collectives.Collective]map[string]string{
 	},
 }
 
-// Kernels of kernels/util.cu and barrier.cu.
+// Kernels of kernels/util.cu, barrier.cu and copyengine.cu.
 const (
-	flipKernel    = "rx_flip_bits"
-	barrierKernel = "rx_barrier"
+	flipKernel     = "rx_flip_bits"
+	barrierKernel  = "rx_barrier"
+	ceReduceKernel = "ce_reduce"
 )
 
 // round is one launch of a rounds kernel: Args.x0 and x1.
@@ -44,6 +45,11 @@ type plan struct {
 	rounds []round // nil: one launch without rounds
 	lpMode int64   // Args.x3
 }
+
+const (
+	llKernel        = "dda_all_reduce_flat_ll"
+	llBytesPerBlock = 4 * blockThreads
+)
 
 // bytesPerBlock is the data each block of a kernel should have at least before another block pays off.
 const bytesPerBlock = 64 << 10
@@ -65,7 +71,12 @@ func (c *comm) makePlan(coll *collectives.Collective, algo string, k collectives
 	case collectives.Ring:
 		p.blocks = gridFor(total, min(c.tuning.ringBlocks, c.blockCap))
 	case collectives.DDAFlat, collectives.DDATree, collectives.DDA:
-		p.blocks = gridFor(total, min(c.policy.MaxBlocks, c.blockCap, maxBlocks))
+		limit := min(c.policy.MaxBlocks, c.blockCap, maxBlocks)
+		p.blocks = gridFor(total, limit)
+		if algo == collectives.DDAFlat && total <= llBytes && n <= llMaxRanks {
+			// LL: one 4-byte word per thread, so that every wait overlaps the others.
+			p.kernel, p.blocks = llKernel, int(min(max((total+llBytesPerBlock-1)/llBytesPerBlock, 1), int64(limit)))
+		}
 	case collectives.Direct:
 		per := c.half / (n * int64(size)) / vecElems(size) * vecElems(size)
 		p.rounds = splitRounds(k.Param, per)

@@ -63,6 +63,14 @@ func TestPlanBlocksAndUnsupported(t *testing.T) {
 	if pl, _ := c.makePlan(collectives.AllReduce, collectives.Ring, small, 4); pl.blocks != 1 {
 		t.Errorf("8 bytes: %d ring blocks", pl.blocks)
 	}
+	// DDA flat: LL up to 64 KiB, a word per thread.
+	for bytes, want := range map[int64]plan{8: {kernel: llKernel, blocks: 1}, 64 << 10: {kernel: llKernel, blocks: 24},
+		64<<10 + 16: {kernel: "dda_all_reduce_flat", blocks: 2}} {
+		kk := collectives.AllReduce.Counts(bytes, 2, 0, collectives.Float)
+		if pl, _ := c.makePlan(collectives.AllReduce, collectives.DDAFlat, kk, 4); pl.kernel != want.kernel || pl.blocks != want.blocks {
+			t.Errorf("dda flat %d bytes: %s x %d blocks, want %s x %d", bytes, pl.kernel, pl.blocks, want.kernel, want.blocks)
+		}
+	}
 	if _, err := c.makePlan(collectives.AllToAll, collectives.Ring, k, 4); !errors.Is(err, collectives.ErrUnsupported) {
 		t.Errorf("ring alltoall: %v", err)
 	}
@@ -71,10 +79,17 @@ func TestPlanBlocksAndUnsupported(t *testing.T) {
 func TestTuning(t *testing.T) {
 	env := map[string]string{"RCCLX_TESTS_GPU_RING_BLOCKS": "8"}
 	getenv := func(k string) string { return env[k] }
-	if tu, err := readTuning(getenv); err != nil || tu.ringBlocks != 8 || tu.lpBlocks != maxBlocks {
+	if tu, err := readTuning(getenv); err != nil || tu.ringBlocks != 8 || tu.lpBlocks != maxBlocks || tu.ceBytes != defaultCEBytes {
 		t.Errorf("tuning %+v, %v", tu, err)
 	}
-	for k, v := range map[string]string{"RCCLX_TESTS_GPU_RING_BLOCKS": "x", "RCCLX_TESTS_GPU_LP_BLOCKS": "0"} {
+	for v, want := range map[string]int64{"off": -1, "0": 0, "32M": 32 << 20} {
+		env["RCCLX_TESTS_GPU_CE_BYTES"] = v
+		if tu, err := readTuning(getenv); err != nil || tu.ceBytes != want {
+			t.Errorf("RCCLX_TESTS_GPU_CE_BYTES=%s: %+v, %v", v, tu, err)
+		}
+	}
+	for k, v := range map[string]string{"RCCLX_TESTS_GPU_RING_BLOCKS": "x", "RCCLX_TESTS_GPU_LP_BLOCKS": "0",
+		"RCCLX_TESTS_GPU_CE_BYTES": "-5"} {
 		bad := func(key string) string {
 			if key == k {
 				return v

@@ -13,7 +13,7 @@ import (
 // Every kernel the engine looks up is defined in the embedded source.
 func TestKernelNamesInSource(t *testing.T) {
 	src := kernels.Source()
-	names := []string{flipKernel, barrierKernel}
+	names := []string{flipKernel, barrierKernel, ceReduceKernel, llKernel}
 	for _, byAlgo := range kernelNames {
 		for _, name := range byAlgo {
 			names = append(names, name)
@@ -31,7 +31,7 @@ func TestLayoutMatchesSource(t *testing.T) {
 	src := kernels.Source()
 	for name, want := range map[string]int{
 		"RX_MAXB": maxBlocks, "RX_MAXR": maxBarrierRanks, "RX_NSLOTS": fifoSlots, "RX_SLOT_BYTES": slotBytes,
-		"RX_CTRL_BYTES": ctrlBytes, "RX_ARGS_BYTES": argsBytes,
+		"RX_CTRL_BYTES": ctrlBytes, "RX_ARGS_BYTES": argsBytes, "RX_LL_MAXR": llMaxRanks, "RX_LL_BYTES": llBytes,
 	} {
 		m := regexp.MustCompile(`#define ` + name + ` (\d+)`).FindStringSubmatch(src)
 		if m == nil {

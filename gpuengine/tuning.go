@@ -3,20 +3,36 @@ package gpuengine
 import (
 	"fmt"
 	"strconv"
+
+	"rcclx-tests/collectives"
 )
 
 // tuning holds the engine's own knobs, read at Open like the policy (cfg.Env overrides the environment):
 //
 //	RCCLX_TESTS_GPU_RING_BLOCKS  most blocks (ring channels) of a ring kernel (default 64)
 //	RCCLX_TESTS_GPU_LP_BLOCKS    most blocks of an LP or direct alltoall kernel (default 128)
+//	RCCLX_TESTS_GPU_CE_BYTES     smallest per-rank buffer that goes through the copy-engine transport
+//	                             (copyengine.go; default 8M; "off" never)
 //
 // DDA kernels use at most RCCL_DDA_MAX_BLOCKS. Every kernel also stays under the communicator's block cap.
 type tuning struct {
 	ringBlocks, lpBlocks int
+	ceBytes              int64 // -1: never
 }
 
+const defaultCEBytes = 8 << 20
+
 func readTuning(getenv func(string) string) (tuning, error) {
-	t := tuning{ringBlocks: 64, lpBlocks: maxBlocks}
+	t := tuning{ringBlocks: 64, lpBlocks: maxBlocks, ceBytes: defaultCEBytes}
+	if s := getenv("RCCLX_TESTS_GPU_CE_BYTES"); s == "off" {
+		t.ceBytes = -1
+	} else if s != "" {
+		n, err := collectives.ParseSize(s)
+		if err != nil {
+			return tuning{}, fmt.Errorf("RCCLX_TESTS_GPU_CE_BYTES=%q: want a size or off", s)
+		}
+		t.ceBytes = n
+	}
 	for _, v := range []struct {
 		name string
 		dst  *int

@@ -95,6 +95,8 @@ func phaseName(w uint32) string {
 		return fmt.Sprintf("ring step %d receive", step)
 	case 3:
 		return fmt.Sprintf("ring step %d send", step)
+	case 4:
+		return fmt.Sprintf("LL receive from rank %d", step)
 	}
 	return fmt.Sprintf("phase %#x", w)
 }

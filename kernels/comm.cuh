@@ -20,12 +20,15 @@ static_assert(sizeof(Args) == RX_ARGS_BYTES, "Args layout");
 #define RX_NSLOTS 8           // ring FIFO depth per block
 #define RX_SLOT_BYTES 65536   // ring message size
 #define RX_CTRL_BYTES 131072  // control words at the start of the buffer
+#define RX_LL_MAXR 16         // most ranks of the LL one-shot all_reduce
+#define RX_LL_BYTES 65536     // its largest vector: 4 data bytes per 8-byte LL word
 
 #define RX_OFF_MAILBOX 0                                      // u64[MAXB][MAXR] barrier flags, by source rank
 #define RX_OFF_HEAD (RX_OFF_MAILBOX + RX_MAXB * RX_MAXR * 8)  // u64[MAXB][NSLOTS] ring: message seq, from prev
 #define RX_OFF_TAIL (RX_OFF_HEAD + RX_MAXB * RX_NSLOTS * 8)   // u64[MAXB], 128 B apart: ring: consumed, from next
 #define RX_OFF_PRIV (RX_OFF_TAIL + RX_MAXB * 128)             // u64[4][MAXB]: this rank's own counters
-#define RX_OFF_FIFO RX_CTRL_BYTES                             // [MAXB][NSLOTS] ring slots
+#define RX_OFF_LL RX_CTRL_BYTES                               // LL words [2 halves][LL_MAXR sources][LL_BYTES/4]
+#define RX_OFF_FIFO (RX_OFF_LL + 2 * RX_LL_MAXR * 2 * RX_LL_BYTES)  // [MAXB][NSLOTS] ring slots
 #define RX_OFF_DATA (RX_OFF_FIFO + RX_MAXB * RX_NSLOTS * RX_SLOT_BYTES)  // two halves of Args.half bytes
 static_assert(RX_OFF_PRIV + 4 * RX_MAXB * 8 <= RX_CTRL_BYTES, "control area");
 
@@ -40,6 +43,7 @@ static_assert(RX_OFF_PRIV + 4 * RX_MAXB * 8 <= RX_CTRL_BYTES, "control area");
 #define RX_PH_BARRIER 1
 #define RX_PH_RING_RECV 2
 #define RX_PH_RING_SEND 3
+#define RX_PH_LL_RECV 4
 #define RX_ABORT_POLL 1024  // spins between looks at the host-mapped abort flag
 
 RX_DEV i64 cdiv(i64 a, i64 b) { return (a + b - 1) / b; }
@@ -85,14 +89,16 @@ struct Comm {
     hi = lo + sub < len ? lo + sub : len;
   }
 
-  // The data half of this launch, and the count moved on for the next; call once per launch, first thing.
-  RX_DEV int next_half() {
+  // The number of data-half launches before this one (the same on every rank and block), moved on for the
+  // next; call once per launch, first thing. Its parity is the launch's data half.
+  RX_DEV u64 next_launch() {
     u64 l = priv(RX_LAUNCH)[b];
     block_sync();
     if (threadIdx.x == 0)
       for (int j = b; j < RX_MAXB; j += gridDim.x) priv(RX_LAUNCH)[j] = l + 1;
-    return (int)(l & 1);
+    return l;
   }
+  RX_DEV int next_half() { return (int)(next_launch() & 1); }
 
   // Writes the counters back for the next launch.
   RX_DEV void save() {

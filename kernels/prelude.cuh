@@ -27,6 +27,7 @@ struct alignas(16) V16 {
 RX_DEV u64 ld_acquire_sys(const u64* p) { return __hip_atomic_load(p, __ATOMIC_ACQUIRE, __HIP_MEMORY_SCOPE_SYSTEM); }
 RX_DEV void st_release_sys(u64* p, u64 v) { __hip_atomic_store(p, v, __ATOMIC_RELEASE, __HIP_MEMORY_SCOPE_SYSTEM); }
 RX_DEV u64 ld_relaxed_sys(const u64* p) { return __hip_atomic_load(p, __ATOMIC_RELAXED, __HIP_MEMORY_SCOPE_SYSTEM); }
+RX_DEV void st_relaxed_sys(u64* p, u64 v) { __hip_atomic_store(p, v, __ATOMIC_RELAXED, __HIP_MEMORY_SCOPE_SYSTEM); }
 // A volatile load is a system-scope load on AMD GPUs: it bypasses the non-coherent vector L1 (glc), as
 // ld.global.cg does, and stays one 16-byte load.
 RX_DEV V16 ld_cg(const V16* p) {
@@ -47,6 +48,10 @@ RX_DEV u64 ld_relaxed_sys(const u64* p) {
   u64 v;
   asm volatile("ld.relaxed.sys.global.u64 %0, [%1];" : "=l"(v) : "l"(p) : "memory");
   return v;
+}
+// One single-copy-atomic 8-byte store with no ordering: the LL protocol's data word and flag travel together.
+RX_DEV void st_relaxed_sys(u64* p, u64 v) {
+  asm volatile("st.relaxed.sys.global.u64 [%0], %1;" ::"l"(p), "l"(v) : "memory");
 }
 // Loads through L2 only: data another GPU wrote into this GPU's memory, or this GPU reads from a peer's.
 RX_DEV V16 ld_cg(const V16* p) {
