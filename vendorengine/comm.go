@@ -19,6 +19,8 @@ type comm struct {
 	timeout        time.Duration
 	register       bool
 	nativeAlltoAll bool
+	nonBlocking    bool // communicators made with blocking = 0: calls may return ncclInProgress (see finish)
+	hooks          collectives.Hooks
 	ranks          []*rank // local ranks, in local order
 	groups         []*group
 	devices        []collectives.Device

@@ -12,10 +12,11 @@ import (
 // group drives the ranks of one harness thread; all its methods run on that thread (NCCL's group state is
 // per OS thread).
 type group struct {
-	c        *comm
-	ranks    []*rank
-	global   []int
-	lastCall string // for the timeout message
+	c         *comm
+	ranks     []*rank
+	global    []int
+	lastCall  string // for the timeout message
+	capturing bool   // inside Capture's record
 
 	ops    []nccl.RedOp // per local rank, reused by every Launch
 	premul map[premulKey]nccl.RedOp
@@ -67,9 +68,10 @@ func (g *group) Alloc(local int, bytes int64) (collectives.Buffer, error) {
 	}
 	b := &buffer{ptr: p, n: bytes, local: local}
 	if g.c.register {
-		if b.handle, err = g.c.lib.CommRegister(g.ranks[local].comm, p, max(bytes, 1)); err != nil {
+		b.handle, err = g.c.lib.CommRegister(g.ranks[local].comm, p, max(bytes, 1))
+		if err := g.c.finish(g.ranks[local:local+1], "ncclCommRegister", err); err != nil {
 			cuda.MemFree(p)
-			return nil, libraryError(err)
+			return nil, err
 		}
 	}
 	return b, nil

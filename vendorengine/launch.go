@@ -9,7 +9,8 @@ import (
 	"rcclx-tests/nccl"
 )
 
-// Launch issues c on every local rank in one NCCL group, on this thread, and returns without waiting.
+// Launch issues c on every local rank in one NCCL group, on this thread, and returns once the library has
+// enqueued it (on non-blocking communicators, once they are ready again), without waiting for the device.
 func (g *group) Launch(c *collectives.Call) error {
 	if err := g.c.usable(); err != nil {
 		return err
@@ -24,23 +25,34 @@ func (g *group) Launch(c *collectives.Call) error {
 		}
 	}
 	g.lastCall = g.c.callName(c)
+	failed, end := g.enqueue(c, dt)
+	if err := g.c.finish(g.ranks, g.lastCall, end); err != nil {
+		return err
+	}
+	if failed != nil {
+		return libraryError(fmt.Errorf("vendor: %w", failed))
+	}
+	return g.corrupt(c)
+}
+
+// enqueue makes c's library calls in one group: failed is the first call that failed (the group still ends),
+// end what ncclGroupStart or ncclGroupEnd returned. The skip hook's rank makes no call. A call inside the group
+// on a non-blocking communicator may report the communicator in progress; that is no failure.
+func (g *group) enqueue(c *collectives.Call, dt nccl.DataType) (failed, end error) {
 	lib := g.c.lib
 	if err := lib.GroupStart(); err != nil {
-		return libraryError(err)
+		return nil, err
 	}
-	var first error
 	for l, r := range g.ranks {
-		if first = g.launchOne(c, l, r, dt); first != nil {
+		if r.global == g.c.hooks.SkipRank {
+			continue
+		}
+		if err := g.launchOne(c, l, r, dt); err != nil && !nccl.IsInProgress(err) {
+			failed = err
 			break
 		}
 	}
-	if err := lib.GroupEnd(); first == nil {
-		first = err
-	}
-	if first != nil {
-		return libraryError(fmt.Errorf("vendor: %w", first))
-	}
-	return nil
+	return failed, lib.GroupEnd()
 }
 
 func (g *group) launchOne(c *collectives.Call, l int, r *rank, dt nccl.DataType) error {
@@ -180,11 +192,7 @@ func (g *group) Wait() error {
 // asyncError reports the first communicator of this group in a failed state.
 func (g *group) asyncError() error {
 	for _, r := range g.ranks {
-		state, err := g.c.lib.CommGetAsyncError(r.comm)
-		if err == nil && state != nccl.Success && state != nccl.InProgress {
-			err = g.c.lib.Check("ncclCommGetAsyncError", state)
-		}
-		if err != nil {
+		if _, err := g.c.ready(r); err != nil {
 			return libraryError(fmt.Errorf("vendor: rank %d after %s: %w", r.global, g.lastCall, err))
 		}
 	}

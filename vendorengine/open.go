@@ -7,6 +7,7 @@ import (
 	"os"
 	"runtime"
 	"sync"
+	"time"
 
 	"rcclx-tests/bootstrap"
 	"rcclx-tests/collectives"
@@ -37,11 +38,16 @@ func (engine) Open(cfg collectives.Config) (collectives.Comm, error) {
 	nthreads, ngpus := max(cfg.NThreads, 1), max(cfg.NGpus, 1)
 	nlocal := nthreads * ngpus
 	c := &comm{lib: lib, nranks: world.Size() * nlocal, timeout: cfg.Timeout, register: cfg.Register,
-		nativeAlltoAll: lib.Has("ncclAlltoAll") || lib.Has("ncclAllToAll")}
+		nativeAlltoAll: lib.Has("ncclAlltoAll") || lib.Has("ncclAllToAll"),
+		nonBlocking:    useNonBlocking(lib, cfg.Timeout)}
+	getenv := func(k string) string { return cfg.Getenv(os.Getenv, k) }
+	if c.hooks, err = collectives.HooksFromEnv(getenv, c.nranks); err != nil {
+		return nil, fmt.Errorf("vendor: %w", err)
+	}
 
-	// CommInitAll makes every communicator of a single-process run in one call; otherwise rank 0's unique id
-	// reaches every rank through the world.
-	initAll := world.Size() == 1 && !cfg.ParallelInit
+	// CommInitAll makes every communicator of a single-process run in one blocking call; otherwise rank 0's
+	// unique id reaches every rank through the world.
+	initAll := world.Size() == 1 && !cfg.ParallelInit && !c.nonBlocking
 	var id nccl.UniqueID
 	if !initAll && world.Rank() == 0 {
 		if id, err = lib.GetUniqueID(); err != nil {
@@ -155,6 +161,9 @@ func (c *comm) initComms(initAll, parallel bool, id nccl.UniqueID, ngpus int) er
 		})
 	}
 	wg.Wait()
+	if cause := c.usable(); cause != nil {
+		return cause // every thread reports the abort; once is enough
+	}
 	return errors.Join(errs...)
 }
 
@@ -163,22 +172,37 @@ func (c *comm) initRanks(ranks []*rank, id nccl.UniqueID) error {
 	if err := c.lib.GroupStart(); err != nil {
 		return err
 	}
-	var first error
+	var failed error
 	for _, r := range ranks {
 		if err := r.ctx.SetCurrent(); err != nil {
-			first = runtimeError(err)
+			failed = runtimeError(err)
 			break
 		}
 		var err error
-		if r.comm, err = c.lib.CommInitRank(c.nranks, id, r.global); err != nil {
-			first = err
+		if c.nonBlocking {
+			cfg := nccl.NonBlockingConfig()
+			r.comm, err = c.lib.CommInitRankConfig(c.nranks, id, r.global, &cfg)
+		} else {
+			r.comm, err = c.lib.CommInitRank(c.nranks, id, r.global)
+		}
+		if err != nil && !nccl.IsInProgress(err) {
+			failed = err
 			break
 		}
 	}
-	if err := c.lib.GroupEnd(); first == nil {
-		first = err
+	end := c.finish(ranks, "ncclCommInitRank", c.lib.GroupEnd())
+	if failed != nil {
+		return failed
 	}
-	return first
+	return end
+}
+
+// useNonBlocking says whether to make non-blocking communicators: only they let -T bound a wait inside a
+// library call, but recent NCCL releases start a thread for every non-blocking group end (the cost is
+// measured by TestGPUNonBlockingLaunchCost), so without -T (nothing to bound) the communicators stay
+// blocking, as nccl-tests makes them.
+func useNonBlocking(lib *nccl.Library, timeout time.Duration) bool {
+	return timeout > 0 && lib.Has("ncclCommInitRankConfig")
 }
 
 // overrideEnv sets the communicator's variables in the process environment, where the library reads them

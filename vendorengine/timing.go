@@ -113,7 +113,9 @@ func (g *group) Capture(record func() error) (collectives.Graph, error) {
 		begun++
 	}
 	if first == nil {
+		g.capturing = true
 		first = record()
+		g.capturing = false
 	}
 	captured := make([]cuda.Graph, 0, begun)
 	for _, r := range g.ranks[:begun] {
