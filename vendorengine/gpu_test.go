@@ -4,9 +4,12 @@ import (
 	"bytes"
 	"encoding/binary"
 	"errors"
+	"fmt"
+	"math"
 	"math/rand/v2"
 	"os"
 	"runtime"
+	"strconv"
 	"testing"
 	"time"
 
@@ -15,8 +18,8 @@ import (
 	"rcclx-tests/nccl"
 )
 
-// openGPU opens the vendor engine over every GPU (at most 4) on a locked thread, or skips.
-func openGPU(t *testing.T, cfg collectives.Config) *comm {
+// gpuConfig completes cfg for every GPU (at most 4) of this machine, on a locked thread, or skips.
+func gpuConfig(t *testing.T, cfg collectives.Config) collectives.Config {
 	t.Helper()
 	if err := New().(collectives.Prober).Available(); err != nil {
 		t.Skip("no CUDA driver, GPU or NCCL library: " + err.Error())
@@ -26,7 +29,13 @@ func openGPU(t *testing.T, cfg collectives.Config) *comm {
 	n, _ := cuda.DeviceCount()
 	cfg.NThreads, cfg.NGpus = 1, min(n, 4)
 	cfg.Library = os.Getenv("RCCLX_TESTS_LIB")
-	c, err := New().Open(cfg)
+	return cfg
+}
+
+// openGPU opens the vendor engine over every GPU (at most 4), closed when the test ends, or skips.
+func openGPU(t *testing.T, cfg collectives.Config) *comm {
+	t.Helper()
+	c, err := New().Open(gpuConfig(t, cfg))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -38,9 +47,49 @@ func openGPU(t *testing.T, cfg collectives.Config) *comm {
 	return c.(*comm)
 }
 
+// nonBlockingGPU is openGPU with -T, which makes non-blocking communicators; it skips where the library
+// cannot (no ncclCommInitRankConfig: a hang inside a library call cannot be bounded there).
+func nonBlockingGPU(t *testing.T, cfg collectives.Config) *comm {
+	t.Helper()
+	c := openGPU(t, cfg)
+	if !c.nonBlocking {
+		t.Skipf("%s lacks ncclCommInitRankConfig: no non-blocking communicators", c.lib.File)
+	}
+	return c
+}
+
+// onesCall is an in-place float all-reduce of n ones on every rank of g, its buffers freed when the test ends.
+func onesCall(t *testing.T, g *group, n int64) *collectives.Call {
+	t.Helper()
+	call := &collectives.Call{Coll: collectives.AllReduce, DType: collectives.Float, Op: collectives.Sum}
+	for l := range g.ranks {
+		b, err := g.Alloc(l, n*4)
+		if err != nil {
+			t.Fatal(err)
+		}
+		t.Cleanup(func() { g.Free(b) })
+		if err := g.Write(collectives.View{Buf: b}, bytes.Repeat([]byte{0, 0, 0x80, 0x3f}, int(n))); err != nil { // 1.0f
+			t.Fatal(err)
+		}
+		call.Counts = append(call.Counts, collectives.Counts{Send: n, Recv: n, Param: n})
+		call.Send, call.Recv = append(call.Send, collectives.View{Buf: b}), append(call.Recv, collectives.View{Buf: b})
+	}
+	return call
+}
+
 // check runs one call of coll on every rank of g with fresh inputs and poisoned outputs, and returns the
 // number of wrong elements.
 func check(t *testing.T, g *group, coll *collectives.Collective, dt collectives.DType, op collectives.Op, size int64, inPlace bool) int64 {
+	t.Helper()
+	var wrong int64
+	for _, w := range checkRanks(t, g, coll, dt, op, size, inPlace) {
+		wrong += w
+	}
+	return wrong
+}
+
+// checkRanks is check's count per local rank.
+func checkRanks(t *testing.T, g *group, coll *collectives.Collective, dt collectives.DType, op collectives.Op, size int64, inPlace bool) []int64 {
 	t.Helper()
 	n, seed := g.c.nranks, rand.Uint64()
 	call := &collectives.Call{Coll: coll, DType: dt, Op: op}
@@ -88,15 +137,14 @@ func check(t *testing.T, g *group, coll *collectives.Collective, dt collectives.
 	if err := g.Wait(); err != nil {
 		t.Fatal(err)
 	}
-	var wrong int64
+	wrong := make([]int64, len(g.global))
 	for l, r := range g.global {
 		k := call.Counts[l]
 		got := make([]byte, k.Recv*es)
 		if err := g.Read(got, call.Recv[l]); err != nil {
 			t.Fatal(err)
 		}
-		w, _ := coll.Expect(dt, op, r, n, k, seed, coll.Tolerance(dt, op, n, false)).Check(got)
-		wrong += w
+		wrong[l], _ = coll.Expect(dt, op, r, n, k, seed, coll.Tolerance(dt, op, n, false)).Check(got)
 	}
 	return wrong
 }
@@ -149,19 +197,14 @@ func TestGPUEventsGraphsAndMemory(t *testing.T) {
 			t.Errorf("series %d: Elapsed = %v, %v", series, d, err)
 		}
 	}
-	// A captured graph replays the all-reduce: the result is right after the replay only.
-	n := int64(1 << 10)
-	call := &collectives.Call{Coll: collectives.AllReduce, DType: collectives.Float, Op: collectives.Sum}
-	for l := range g.ranks {
-		b, err := g.Alloc(l, n*4)
-		if err != nil {
-			t.Fatal(err)
-		}
-		defer g.Free(b)
-		g.Write(collectives.View{Buf: b}, bytes.Repeat([]byte{0, 0, 0x80, 0x3f}, int(n))) // 1.0f
-		call.Counts = append(call.Counts, collectives.Counts{Send: n, Recv: n, Param: n})
-		call.Send, call.Recv = append(call.Send, collectives.View{Buf: b}), append(call.Recv, collectives.View{Buf: b})
-	}
+	checkGraphReplay(t, g)
+}
+
+// checkGraphReplay captures an in-place all-reduce of ones and replays it twice: the result is right after
+// the replays only.
+func checkGraphReplay(t *testing.T, g *group) {
+	t.Helper()
+	call := onesCall(t, g, 1<<10)
 	gr, err := g.Capture(func() error { return g.Launch(call) })
 	if err != nil {
 		t.Fatal(err)
@@ -187,7 +230,39 @@ func TestGPUEventsGraphsAndMemory(t *testing.T) {
 	}
 }
 
-// A rank whose peers never join the collective: Wait times out, aborts, and every later call says why.
+// Non-blocking communicators (-T): init, every collective in and out of place, and a graph are right.
+func TestGPUNonBlockingCollectivesAndGraphs(t *testing.T) {
+	c := nonBlockingGPU(t, collectives.Config{Timeout: 60 * time.Second})
+	g := c.groups[0]
+	for _, coll := range collectives.All() {
+		for _, dt := range []collectives.DType{collectives.Float, collectives.BFloat16, collectives.Int32} {
+			for _, inPlace := range []bool{false, true} {
+				if coll == collectives.AllToAll && inPlace {
+					continue
+				}
+				if w := check(t, g, coll, dt, collectives.Sum, 1<<16+96, inPlace); w != 0 {
+					t.Errorf("%s %s in-place=%v: %d wrong", coll.Name, dt, inPlace, w)
+				}
+			}
+		}
+	}
+	checkGraphReplay(t, g)
+}
+
+// wantTimeout checks that err is a timeout of rank in the named call, reported within 2 s of the timeout.
+func wantTimeout(t *testing.T, err error, rank int, phase string, timeout, took time.Duration) {
+	t.Helper()
+	var te *collectives.TimeoutError
+	if !errors.As(err, &te) || te.Rank != rank || te.Phase != phase {
+		t.Fatalf("got %v, want a timeout of rank %d in %s", err, rank, phase)
+	}
+	if took < timeout || took > timeout+2*time.Second {
+		t.Errorf("timed out after %v, want within [%v, %v]", took, timeout, timeout+2*time.Second)
+	}
+}
+
+// A rank whose peers never join the collective after they connected: Wait times out, aborts, and every later
+// call says why.
 func TestGPUTimeoutAborts(t *testing.T) {
 	c := openGPU(t, collectives.Config{Timeout: 2 * time.Second})
 	g := c.groups[0]
@@ -198,26 +273,222 @@ func TestGPUTimeoutAborts(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	// Both ranks run the all-reduce once, so that the library has connected them (it connects lazily, on the
-	// host, at the first call, where no timeout can help); then rank 0 alone runs it again.
+	// Both ranks run the all-reduce once, so that the library has connected them; then rank 0 alone runs it
+	// again, and its kernel waits on the device.
 	if check(t, g, collectives.AllReduce, collectives.Float, collectives.Sum, 4096, false) != 0 {
 		t.Fatal("the warm-up all-reduce is wrong")
 	}
 	r := g.ranks[0]
 	g.lastCall = "ncclAllReduce"
-	if err := c.lib.AllReduce(b.(*buffer).ptr, b.(*buffer).ptr, 1024, nccl.Float32, nccl.OpSum, r.comm, r.stream); err != nil {
+	err = c.lib.AllReduce(b.(*buffer).ptr, b.(*buffer).ptr, 1024, nccl.Float32, nccl.OpSum, r.comm, r.stream)
+	if err := c.finish(g.ranks[:1], g.lastCall, err); err != nil {
 		t.Fatal(err)
 	}
 	start := time.Now()
 	err = g.Wait()
+	wantTimeout(t, err, 0, "ncclAllReduce", c.timeout, time.Since(start))
 	var te *collectives.TimeoutError
-	if !errors.As(err, &te) || te.Rank != 0 || te.Phase != "ncclAllReduce" {
-		t.Fatalf("Wait = %v, want a timeout of rank 0 in ncclAllReduce", err)
-	}
-	if el := time.Since(start); el < 2*time.Second || el > 10*time.Second {
-		t.Errorf("timed out after %v", el)
-	}
 	if err := g.Launch(&collectives.Call{}); !errors.As(err, &te) {
 		t.Errorf("Launch after abort = %v, want the timeout again", err)
+	}
+}
+
+// A rank that skips its very first collective (RCCLX_TESTS_SKIP_RANK=1): its peers wait inside the library's
+// lazy connection setup, on the host, in ncclGroupEnd. Non-blocking communicators bound that wait by -T.
+func TestGPUSkippedFirstCollectiveTimesOut(t *testing.T) {
+	c := nonBlockingGPU(t, collectives.Config{Timeout: 2 * time.Second, Env: map[string]string{collectives.EnvSkipRank: "1"}})
+	g := c.groups[0]
+	if len(g.ranks) < 2 {
+		t.Skip("needs two GPUs")
+	}
+	call := onesCall(t, g, 1<<18)
+	start := time.Now()
+	err := g.Launch(call)
+	if err == nil { // the library connected after all: the wait is on the device
+		err = g.Wait()
+	}
+	wantTimeout(t, err, 0, "ncclAllReduce", c.timeout, time.Since(start))
+	var te *collectives.TimeoutError
+	if err := g.Launch(call); !errors.As(err, &te) {
+		t.Errorf("Launch after abort = %v, want the timeout again", err)
+	}
+}
+
+// RCCLX_TESTS_CORRUPT_RANK=r: exactly one wrong element on rank r, none elsewhere, for every collective, in
+// and out of place, on blocking and non-blocking communicators.
+func TestGPUCorruptHookWrongOnThatRankOnly(t *testing.T) {
+	for _, timeout := range []time.Duration{0, time.Minute} {
+		t.Run(fmt.Sprintf("T=%v", timeout), func(t *testing.T) {
+			n, _ := cuda.DeviceCount()
+			hooked := rand.IntN(max(min(n, 4), 1))
+			c := openGPU(t, collectives.Config{Timeout: timeout,
+				Env: map[string]string{collectives.EnvCorruptRank: strconv.Itoa(hooked)}})
+			g := c.groups[0]
+			for _, coll := range collectives.All() {
+				for _, dt := range []collectives.DType{collectives.Float, collectives.Half, collectives.Uint8} {
+					for _, inPlace := range []bool{false, true} {
+						if coll == collectives.AllToAll && inPlace {
+							continue
+						}
+						wrong := checkRanks(t, g, coll, dt, collectives.Sum, 1<<12, inPlace)
+						for l, w := range wrong {
+							if want := int64(b2i(g.global[l] == hooked)); w != want {
+								t.Errorf("%s %s in-place=%v, hook on rank %d: rank %d has %d wrong, want %d",
+									coll.Name, dt, inPlace, hooked, g.global[l], w, want)
+							}
+						}
+					}
+				}
+			}
+		})
+	}
+}
+
+func b2i(b bool) int {
+	if b {
+		return 1
+	}
+	return 0
+}
+
+// Device memory comes back after Close, after a run and after a timeout's abort, on every device.
+//
+// The tolerance is 64 MiB. cuMemGetInfo counts the whole device, in pages of 2 MiB, and the library keeps a
+// little per process beyond its communicators (code it loads lazily for a path used for the first time, such
+// as the abort path, and its runtime's pools). What this test must catch is far larger: each rank's buffers
+// here are 2 x 256 MiB, and an undestroyed communicator holds its channels' buffers (hundreds of MiB on
+// NVLink). A first run before the baseline loads the library's code and creates its runtime state, and the
+// test holds every device's primary context, so that neither counts as a leak.
+func TestGPUCloseReleasesDeviceMemory(t *testing.T) {
+	cfg := gpuConfig(t, collectives.Config{})
+	const tolerance, bufBytes = 64 << 20, 256 << 20
+	var ctxs []*cuda.Context
+	for d := range cfg.NGpus {
+		ctx, err := cuda.Device(d).RetainPrimaryContext()
+		if err != nil {
+			t.Fatal(err)
+		}
+		t.Cleanup(func() { ctx.Release() })
+		ctxs = append(ctxs, ctx)
+	}
+	freeMem := func() []int64 {
+		out := make([]int64, len(ctxs))
+		for d, ctx := range ctxs {
+			if err := ctx.SetCurrent(); err != nil {
+				t.Fatal(err)
+			}
+			free, _, err := cuda.MemGetInfo()
+			if err != nil {
+				t.Fatal(err)
+			}
+			out[d] = free
+		}
+		return out
+	}
+	// cycle opens, allocates, runs one all-reduce (or, hang, times out with rank 1 skipping it), frees, closes.
+	cycle := func(hang bool) {
+		t.Helper()
+		cfg := cfg
+		if hang {
+			cfg.Timeout, cfg.Env = 2*time.Second, map[string]string{collectives.EnvSkipRank: "1"}
+		}
+		cm, err := New().Open(cfg)
+		if err != nil {
+			t.Fatal(err)
+		}
+		c := cm.(*comm)
+		g := c.groups[0]
+		call := &collectives.Call{Coll: collectives.AllReduce, DType: collectives.Float, Op: collectives.Sum}
+		var bufs []collectives.Buffer
+		for l := range g.ranks {
+			s, err1 := g.Alloc(l, bufBytes)
+			r, err2 := g.Alloc(l, bufBytes)
+			if err := errors.Join(err1, err2); err != nil {
+				t.Fatal(err)
+			}
+			bufs = append(bufs, s, r)
+			k := int64(1 << 20)
+			call.Counts = append(call.Counts, collectives.Counts{Send: k, Recv: k, Param: k})
+			call.Send, call.Recv = append(call.Send, collectives.View{Buf: s}), append(call.Recv, collectives.View{Buf: r})
+		}
+		err = g.Launch(call)
+		if err == nil {
+			err = g.Wait()
+		}
+		var te *collectives.TimeoutError
+		if hang != errors.As(err, &te) || (!hang && err != nil) {
+			t.Errorf("hang=%v: the all-reduce returned %v", hang, err)
+		}
+		for _, b := range bufs {
+			if err := g.Free(b); err != nil {
+				t.Error("Free:", err)
+			}
+		}
+		if err := c.Close(); err != nil {
+			t.Error("Close:", err)
+		}
+	}
+	compare := func(what string, base, now []int64) {
+		t.Helper()
+		for d := range base {
+			lost := base[d] - now[d]
+			t.Logf("device %d after %s: %d MiB free, %+d MiB against the baseline", d, what, now[d]>>20, -lost>>20)
+			if lost > tolerance {
+				t.Errorf("device %d: %d MiB not given back after %s (tolerance %d MiB)", d, lost>>20, what, tolerance>>20)
+			}
+		}
+	}
+	cycle(false)
+	base := freeMem()
+	cycle(false)
+	compare("a run", base, freeMem())
+	if cfg.NGpus < 2 || !useNonBlocking(mustOpen(t, cfg.Library), time.Second) {
+		t.Log("timeout path not tried: needs two GPUs and non-blocking communicators")
+		return
+	}
+	cycle(true)
+	compare("a timeout and abort", base, freeMem())
+	cycle(false) // the library still makes communicators after an abort
+	compare("a run after the abort", base, freeMem())
+}
+
+func mustOpen(t *testing.T, name string) *nccl.Library {
+	t.Helper()
+	lib, err := nccl.Open(name)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return lib
+}
+
+// Host cost of Launch + Wait of an 8-byte all-reduce on blocking and on non-blocking communicators (recent NCCL
+// releases start a thread per non-blocking group end); logged, for the choice in useNonBlocking.
+func TestGPUNonBlockingLaunchCost(t *testing.T) {
+	for _, timeout := range []time.Duration{0, time.Minute} {
+		t.Run(fmt.Sprintf("T=%v", timeout), func(t *testing.T) {
+			c := openGPU(t, collectives.Config{Timeout: timeout})
+			g := c.groups[0]
+			call := onesCall(t, g, 2)
+			op := func() {
+				if err := g.Launch(call); err != nil {
+					t.Fatal(err)
+				}
+				if err := g.Wait(); err != nil {
+					t.Fatal(err)
+				}
+			}
+			for range 50 {
+				op()
+			}
+			best := time.Duration(math.MaxInt64)
+			for range 5 {
+				start := time.Now()
+				for range 500 {
+					op()
+				}
+				best = min(best, time.Since(start)/500)
+			}
+			t.Logf("non-blocking %v: Launch+Wait of an 8-byte all-reduce on %d GPUs: %v", c.nonBlocking, len(g.ranks), best)
+		})
 	}
 }
