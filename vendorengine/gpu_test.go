@@ -154,19 +154,26 @@ func TestGPUCollectivesAreCorrect(t *testing.T) {
 	g := c.groups[0]
 	dtypes := []collectives.DType{collectives.Float, collectives.Half, collectives.BFloat16, collectives.Int32,
 		collectives.Uint8, collectives.Double}
+	eachCall(dtypes, func(coll *collectives.Collective, dt collectives.DType, inPlace bool) {
+		for _, op := range []collectives.Op{collectives.Sum, collectives.MulSum, collectives.Min, collectives.Avg} {
+			if !coll.Reduces && op != collectives.Sum {
+				continue
+			}
+			if w := check(t, g, coll, dt, op, 1<<16+96, inPlace); w != 0 {
+				t.Errorf("%s %s %s in-place=%v: %d wrong", coll.Name, dt, op, inPlace, w)
+			}
+		}
+	})
+}
+
+// eachCall calls f for every collective and each of dtypes, out of place and in place (but alltoall, whose
+// in-place result is not checked, by nccl-tests either).
+func eachCall(dtypes []collectives.DType, f func(coll *collectives.Collective, dt collectives.DType, inPlace bool)) {
 	for _, coll := range collectives.All() {
 		for _, dt := range dtypes {
-			for _, op := range []collectives.Op{collectives.Sum, collectives.MulSum, collectives.Min, collectives.Avg} {
-				if !coll.Reduces && op != collectives.Sum {
-					continue
-				}
-				for _, inPlace := range []bool{false, true} {
-					if coll == collectives.AllToAll && inPlace {
-						continue // not checked by nccl-tests either
-					}
-					if w := check(t, g, coll, dt, op, 1<<16+96, inPlace); w != 0 {
-						t.Errorf("%s %s %s in-place=%v: %d wrong", coll.Name, dt, op, inPlace, w)
-					}
+			for _, inPlace := range []bool{false, true} {
+				if coll != collectives.AllToAll || !inPlace {
+					f(coll, dt, inPlace)
 				}
 			}
 		}
@@ -234,18 +241,12 @@ func checkGraphReplay(t *testing.T, g *group) {
 func TestGPUNonBlockingCollectivesAndGraphs(t *testing.T) {
 	c := nonBlockingGPU(t, collectives.Config{Timeout: 60 * time.Second})
 	g := c.groups[0]
-	for _, coll := range collectives.All() {
-		for _, dt := range []collectives.DType{collectives.Float, collectives.BFloat16, collectives.Int32} {
-			for _, inPlace := range []bool{false, true} {
-				if coll == collectives.AllToAll && inPlace {
-					continue
-				}
-				if w := check(t, g, coll, dt, collectives.Sum, 1<<16+96, inPlace); w != 0 {
-					t.Errorf("%s %s in-place=%v: %d wrong", coll.Name, dt, inPlace, w)
-				}
-			}
+	dtypes := []collectives.DType{collectives.Float, collectives.BFloat16, collectives.Int32}
+	eachCall(dtypes, func(coll *collectives.Collective, dt collectives.DType, inPlace bool) {
+		if w := check(t, g, coll, dt, collectives.Sum, 1<<16+96, inPlace); w != 0 {
+			t.Errorf("%s %s in-place=%v: %d wrong", coll.Name, dt, inPlace, w)
 		}
-	}
+	})
 	checkGraphReplay(t, g)
 }
 
@@ -324,22 +325,15 @@ func TestGPUCorruptHookWrongOnThatRankOnly(t *testing.T) {
 			c := openGPU(t, collectives.Config{Timeout: timeout,
 				Env: map[string]string{collectives.EnvCorruptRank: strconv.Itoa(hooked)}})
 			g := c.groups[0]
-			for _, coll := range collectives.All() {
-				for _, dt := range []collectives.DType{collectives.Float, collectives.Half, collectives.Uint8} {
-					for _, inPlace := range []bool{false, true} {
-						if coll == collectives.AllToAll && inPlace {
-							continue
-						}
-						wrong := checkRanks(t, g, coll, dt, collectives.Sum, 1<<12, inPlace)
-						for l, w := range wrong {
-							if want := int64(b2i(g.global[l] == hooked)); w != want {
-								t.Errorf("%s %s in-place=%v, hook on rank %d: rank %d has %d wrong, want %d",
-									coll.Name, dt, inPlace, hooked, g.global[l], w, want)
-							}
-						}
+			dtypes := []collectives.DType{collectives.Float, collectives.Half, collectives.Uint8}
+			eachCall(dtypes, func(coll *collectives.Collective, dt collectives.DType, inPlace bool) {
+				for l, w := range checkRanks(t, g, coll, dt, collectives.Sum, 1<<12, inPlace) {
+					if want := int64(b2i(g.global[l] == hooked)); w != want {
+						t.Errorf("%s %s in-place=%v, hook on rank %d: rank %d has %d wrong, want %d",
+							coll.Name, dt, inPlace, hooked, g.global[l], w, want)
 					}
 				}
-			}
+			})
 		})
 	}
 }
