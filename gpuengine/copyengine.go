@@ -15,32 +15,46 @@ import (
 // same bytes by any route; the reductions run in ce_reduce (kernels/copyengine.cu) in the ring's order, so
 // results equal the ring kernels' bit for bit.
 //
-// Rank r completes segment r. Per call, on every rank's stream:
+// Rank r completes segment r, in chunks so that reducing chunk i overlaps pushing chunk i+1. Per call:
 //
-//	entry   record entry[r]; every rank waits for its peers' entry before writing into their buffers
-//	push    copy what peer q needs into q's buffers (all_reduce, reduce_scatter: q's scratch; all_gather,
-//	        alltoall: q's output); record pushed[r]
-//	reduce  (all_reduce, reduce_scatter) wait for every peer's pushed, then ce_reduce into the output
-//	gather  (all_reduce) copy the completed segment into every peer's output
-//	exit    record done[r]; wait for every peer's done, after which this rank's output is complete
+//	entry   main: record entry; side: wait for it
+//	push    main: wait for every peer's entry, then per chunk copy what peer q needs into q's buffers
+//	        (all_reduce, reduce_scatter: q's scratch; all_gather, alltoall: q's output) and record pushed[i];
+//	        side: this rank's own piece of all_gather and alltoall
+//	reduce  side, per chunk: wait for every peer's pushed[i], ce_reduce into the output, and (all_reduce) copy
+//	        the completed chunk into every peer's output
+//	exit    side: record sideDone; main: wait for it, record done, and (but reduce_scatter, whose output no
+//	        peer writes) wait for every peer's done
 //
-// In-place all_reduce reads a peer's input segment only in the push, before that peer's pushed event, and
-// overwrites it only in the gather, after the owner waited for that event. In-place alltoall would overwrite
-// pieces a peer has yet to copy, so it keeps the kernels.
+// In-place all_reduce reads a peer's input chunk only before its pushed[i] and overwrites it only after the
+// owner waited for that event. In-place alltoall would overwrite pieces a peer has yet to copy: it keeps the
+// kernels.
 
 // ceRank is one rank's state of the transport, made on first use.
 type ceRank struct {
-	entry, pushed, done cuda.Event
-	scratch             cuda.DevicePtr
-	scratchLen          int64
+	side                  cuda.Stream
+	entry, sideDone, done cuda.Event
+	pushed                []cuda.Event // per chunk
+	scratch               cuda.DevicePtr
+	scratchLen            int64
 }
+
+// ceChunkBytes is the chunk of a reduction: small enough that the first reduction starts soon, large enough
+// that per-chunk costs (an event, a copy per peer, a kernel) stay far below its transfer time.
+const (
+	ceChunkBytes = 16 << 20
+	ceMaxChunks  = 32
+)
 
 func (s *ceRank) close() []error {
 	var errs []error
-	for _, e := range []cuda.Event{s.entry, s.pushed, s.done} {
+	for _, e := range append([]cuda.Event{s.entry, s.sideDone, s.done}, s.pushed...) {
 		if e != 0 {
 			errs = append(errs, e.Destroy())
 		}
+	}
+	if s.side != 0 {
+		errs = append(errs, s.side.Destroy())
 	}
 	if s.scratch != 0 {
 		errs = append(errs, cuda.MemFree(s.scratch))
@@ -103,9 +117,27 @@ func (g *group) useCopyEngines(call *collectives.Call, algo string) (bool, error
 
 var errNoScratch = errors.New("copy-engine scratch does not fit")
 
-// prepare makes the events and grows the scratch to need bytes; r's context is current.
+func ptrs(events []cuda.Event) []*cuda.Event {
+	out := make([]*cuda.Event, len(events))
+	for i := range events {
+		out[i] = &events[i]
+	}
+	return out
+}
+
+// prepare makes the side stream and the events and grows the scratch to need bytes; r's context is current.
 func (s *ceRank) prepare(r *rank, need int64) error {
-	for _, e := range []*cuda.Event{&s.entry, &s.pushed, &s.done} {
+	if s.side == 0 {
+		side, err := cuda.StreamCreate(true)
+		if err != nil {
+			return err
+		}
+		s.side = side
+	}
+	for len(s.pushed) < ceMaxChunks {
+		s.pushed = append(s.pushed, 0)
+	}
+	for _, e := range append([]*cuda.Event{&s.entry, &s.sideDone, &s.done}, ptrs(s.pushed)...) {
 		if *e == 0 {
 			ev, err := cuda.EventCreate(false)
 			if err != nil {
@@ -141,77 +173,125 @@ func (g *group) ceLaunch(call *collectives.Call) error {
 	k := call.Counts[0]
 	send := func(q int) cuda.DevicePtr { return ptr(call.Send[q]) }
 	recv := func(q int) cuda.DevicePtr { return ptr(call.Recv[q]) }
+	at := func(p cuda.DevicePtr, elems int64) cuda.DevicePtr { return p + cuda.DevicePtr(elems*size) }
+	slot := scratchSlot(call, n)
 	slotOf := func(q, r int) cuda.DevicePtr { // where q's piece lands in r's scratch
-		return g.ranks[r].ce.scratch + cuda.DevicePtr(int64((q-r-1+n)%n)*scratchSlot(call, n)*size)
+		return at(g.ranks[r].ce.scratch, int64((q-r-1+n)%n)*slot)
 	}
-	// Segment j of all_reduce: its first element and length.
-	seg := ringSegment(k.Param, n, int(size))
-	segLen := func(j int) int64 { return min(max(k.Param-int64(j)*seg, 0), seg) }
-	p := k.Param * size // bytes of a piece (all_gather, reduce_scatter, alltoall)
+	// Rank j's segment: where it starts in the reduction's input, and its length; then its chunks.
+	segStart, segLen := func(j int) int64 { return int64(j) * k.Param }, func(int) int64 { return k.Param }
+	if call.Coll == collectives.AllReduce {
+		seg := ringSegment(k.Param, n, int(size))
+		segStart = func(j int) int64 { return int64(j) * seg }
+		segLen = func(j int) int64 { return min(max(k.Param-int64(j)*seg, 0), seg) }
+	}
+	chunk, chunks := ceChunks(slot, size, call.Coll.Reduces)
+	span := func(j, i int) (off, cnt int64) { // chunk i of segment j, relative to the segment
+		off = min(int64(i)*chunk, segLen(j))
+		return off, min(chunk, segLen(j)-off)
+	}
+	reduces := call.Coll.Reduces
+	p := k.Param
 
-	err := g.each(func(r *rank, l int) error { return r.ce.entry.Record(r.stream) })
+	err := g.each(func(r *rank, l int) error {
+		if err := r.ce.entry.Record(r.stream); err != nil {
+			return err
+		}
+		return cuda.StreamWaitEvent(r.ce.side, r.ce.entry)
+	})
 	if err == nil {
 		err = g.each(func(r *rank, l int) error {
-			if err := g.waitPeers(r, l, func(o *rank) cuda.Event { return o.ce.entry }); err != nil {
+			if err := g.waitPeers(r.stream, l, func(o *rank) cuda.Event { return o.ce.entry }); err != nil {
 				return err
 			}
-			for q := range n {
-				var dst, src cuda.DevicePtr
-				var bytes int64
-				switch call.Coll {
-				case collectives.AllReduce:
-					if q == l {
-						continue
+			for i := range chunks {
+				for q := range n {
+					var err error
+					switch {
+					case reduces && q != l:
+						off, cnt := span(q, i)
+						err = copyAsync(at(slotOf(l, q), off), at(send(l), segStart(q)+off), cnt*size, r.stream)
+					case call.Coll == collectives.AllGather:
+						err = copyAsync(at(recv(q), int64(l)*p), send(l), p*size, sideIf(q == l, r))
+					case call.Coll == collectives.AllToAll:
+						err = copyAsync(at(recv(q), int64(l)*p), at(send(l), int64(q)*p), p*size, sideIf(q == l, r))
 					}
-					dst, src, bytes = slotOf(l, q), send(l)+cuda.DevicePtr(int64(q)*seg*size), segLen(q)*size
-				case collectives.ReduceScatter:
-					if q == l {
-						continue
+					if err != nil {
+						return err
 					}
-					dst, src, bytes = slotOf(l, q), send(l)+cuda.DevicePtr(int64(q)*p), p
-				case collectives.AllGather:
-					dst, src, bytes = recv(q)+cuda.DevicePtr(int64(l)*p), send(l), p
-				case collectives.AllToAll:
-					dst, src, bytes = recv(q)+cuda.DevicePtr(int64(l)*p), send(l)+cuda.DevicePtr(int64(q)*p), p
 				}
-				if err := copyAsync(dst, src, bytes, r.stream); err != nil {
+				if err := r.ce.pushed[i].Record(r.stream); err != nil {
 					return err
 				}
 			}
-			return r.ce.pushed.Record(r.stream)
+			return nil
 		})
 	}
-	if err == nil && call.Coll.Reduces {
+	if err == nil && reduces {
 		err = g.each(func(r *rank, l int) error {
-			if err := g.waitPeers(r, l, func(o *rank) cuda.Event { return o.ce.pushed }); err != nil {
-				return err
+			first := int64(1) // reduce_scatter's order starts at the next rank, all_reduce's at the owner
+			if call.Coll == collectives.AllReduce {
+				first = 0
 			}
-			if call.Coll == collectives.ReduceScatter {
-				return g.c.ceReduce(r, call, send(l)+cuda.DevicePtr(int64(l)*p), recv(l), k.Param, 1)
-			}
-			off := cuda.DevicePtr(int64(l) * seg * size)
-			if err := g.c.ceReduce(r, call, send(l)+off, recv(l)+off, segLen(l), 0); err != nil {
-				return err
-			}
-			for q := range n {
-				if q != l {
-					if err := copyAsync(recv(q)+off, recv(l)+off, segLen(l)*size, r.stream); err != nil {
-						return err
+			for i := range chunks {
+				if err := g.waitPeers(r.ce.side, l, func(o *rank) cuda.Event { return o.ce.pushed[i] }); err != nil {
+					return err
+				}
+				off, cnt := span(l, i)
+				own, out := at(send(l), segStart(l)+off), at(recv(l), off)
+				if call.Coll == collectives.AllReduce {
+					out = at(recv(l), segStart(l)+off)
+				}
+				if err := g.c.ceReduce(r, call, own, out, cnt, off, first); err != nil {
+					return err
+				}
+				for q := range n {
+					if q != l && call.Coll == collectives.AllReduce {
+						if err := copyAsync(at(recv(q), segStart(l)+off), out, cnt*size, r.ce.side); err != nil {
+							return err
+						}
 					}
 				}
 			}
 			return nil
 		})
 	}
+	if err == nil {
+		err = g.each(func(r *rank, l int) error {
+			if err := r.ce.sideDone.Record(r.ce.side); err != nil {
+				return err
+			}
+			if err := cuda.StreamWaitEvent(r.stream, r.ce.sideDone); err != nil {
+				return err
+			}
+			return r.ce.done.Record(r.stream)
+		})
+	}
 	if err == nil && call.Coll != collectives.ReduceScatter {
-		err = g.each(func(r *rank, l int) error { return r.ce.done.Record(r.stream) })
-		if err == nil {
-			err = g.each(func(r *rank, l int) error {
-				return g.waitPeers(r, l, func(o *rank) cuda.Event { return o.ce.done })
-			})
-		}
+		err = g.each(func(r *rank, l int) error {
+			return g.waitPeers(r.stream, l, func(o *rank) cuda.Event { return o.ce.done })
+		})
 	}
 	return err
+}
+
+// ceChunks cuts a segment of slot elements of size bytes into chunks (reductions) or leaves it whole.
+func ceChunks(slot, size int64, reduces bool) (chunk int64, chunks int) {
+	if !reduces || slot == 0 {
+		return max(slot, 1), 1
+	}
+	ve := vecElems(int(size))
+	chunk = max(ceChunkBytes/size, (slot+ceMaxChunks-1)/ceMaxChunks)
+	chunk = (chunk + ve - 1) / ve * ve
+	return chunk, int((slot + chunk - 1) / chunk)
+}
+
+// sideIf is r's side stream when side holds, else its main stream.
+func sideIf(side bool, r *rank) cuda.Stream {
+	if side {
+		return r.ce.side
+	}
+	return r.stream
 }
 
 // scratchSlot is the elements between scratch slots of call on n ranks.
@@ -233,11 +313,11 @@ func (g *group) each(f func(r *rank, l int) error) error {
 	return nil
 }
 
-// waitPeers makes r's stream wait for event of every other rank.
-func (g *group) waitPeers(r *rank, l int, event func(*rank) cuda.Event) error {
+// waitPeers makes stream s of local rank l wait for event of every other rank.
+func (g *group) waitPeers(s cuda.Stream, l int, event func(*rank) cuda.Event) error {
 	for q, o := range g.ranks {
 		if q != l {
-			if err := cuda.StreamWaitEvent(r.stream, event(o)); err != nil {
+			if err := cuda.StreamWaitEvent(s, event(o)); err != nil {
 				return err
 			}
 		}
@@ -252,8 +332,8 @@ func copyAsync(dst, src cuda.DevicePtr, bytes int64, s cuda.Stream) error {
 	return cuda.MemcpyDtoDAsync(dst, src, bytes, s)
 }
 
-// ceReduce launches ce_reduce on r's stream.
-func (c *comm) ceReduce(r *rank, call *collectives.Call, own, out cuda.DevicePtr, count, first int64) error {
+// ceReduce launches ce_reduce on r's side stream for count elements at offset off of r's segment.
+func (c *comm) ceReduce(r *rank, call *collectives.Call, own, out cuda.DevicePtr, count, off, first int64) error {
 	if count == 0 {
 		return nil
 	}
@@ -262,9 +342,9 @@ func (c *comm) ceReduce(r *rank, call *collectives.Call, own, out cuda.DevicePtr
 		return err
 	}
 	a := kernelArgs{Send: own, Recv: out, Count: count, Rank: int64(r.global), NRanks: int64(c.nranks),
-		X0: int64(r.ce.scratch), X1: scratchSlot(call, c.nranks), X2: first}
+		X0: int64(r.ce.scratch) + off*int64(call.DType.Size()), X1: scratchSlot(call, c.nranks), X2: first}
 	blocks := min(r.sms*ceBlocksPerSM, gridFor(count*int64(call.DType.Size()), maxCEBlocks))
-	return cuda.Launch(f, [3]uint32{uint32(blocks), 1, 1}, [3]uint32{blockThreads, 1, 1}, 0, r.stream, &a)
+	return cuda.Launch(f, [3]uint32{uint32(blocks), 1, 1}, [3]uint32{blockThreads, 1, 1}, 0, r.ce.side, &a)
 }
 
 // ce_reduce is memory-bound: a few blocks per multiprocessor keep HBM busy.

@@ -94,8 +94,9 @@ struct Comm {
   RX_DEV u64 next_launch() {
     u64 l = priv(RX_LAUNCH)[b];
     block_sync();
-    if (threadIdx.x == 0)
-      for (int j = b; j < RX_MAXB; j += gridDim.x) priv(RX_LAUNCH)[j] = l + 1;
+    // Block b also keeps the counters of the block indices this grid lacks that share its residue (a later
+    // launch may have more blocks), a store per thread.
+    for (int j = b + (int)(threadIdx.x * gridDim.x); j < RX_MAXB; j += (int)(blockDim.x * gridDim.x)) priv(RX_LAUNCH)[j] = l + 1;
     return l;
   }
   RX_DEV int next_half() { return (int)(next_launch() & 1); }

@@ -22,6 +22,7 @@ RX_KERNEL dda_all_reduce_flat(Args a) {
   c.save();
 }
 
+#if RX_DTYPE == RX_FLOAT || RX_DTYPE == RX_HALF || RX_DTYPE == RX_BFLOAT16  // DDA's types: at most 4 bytes
 // One-shot all_reduce of at most RX_LL_BYTES on at most RX_LL_MAXR ranks, LL style: each rank stores its
 // input straight into every peer's LL area, every 4 data bytes beside a 4-byte flag (the launch number plus
 // one) in one 8-byte store, so a receiver needs no barrier and no fence: a word has arrived when its flag has.
@@ -70,6 +71,7 @@ RX_KERNEL dda_all_reduce_flat_ll(Args a) {
     for (int k = 0; k < ne; k++) out[e0 + k] = acc[k];
   }
 }
+#endif
 
 // Two-shot all_reduce (count % n == 0): reduce-scatter of slices, barrier, all-gather of the reduced slices.
 // Slices sit RX_VE-aligned in the buffers.

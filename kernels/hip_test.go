@@ -8,8 +8,9 @@ import (
 )
 
 // hipFlags compile a module as HIP the way gpuengine compiles it with NVRTC: C++17 (NVRTC's default; hipcc's
-// is C++11) and no multiply-add contraction (NVRTC's --fmad=false). scripts/hip-check.sh passes the same.
-var hipFlags = []string{"-x", "hip", "-std=c++17", "-O1", "-ffp-contract=off", "-c"}
+// is C++11), no multiply-add contraction (NVRTC's --fmad=false), and zero-length arrays reported (NVRTC rejects
+// them). scripts/hip-check.sh passes the same.
+var hipFlags = []string{"-x", "hip", "-std=c++17", "-O1", "-ffp-contract=off", "-Wzero-length-array", "-c"}
 
 // hipArch is the CI's target: Debian bookworm's hipcc (ROCm 5.2, LLVM 15) knows no gfx942.
 const hipArch = "gfx90a"

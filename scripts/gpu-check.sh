@@ -14,6 +14,8 @@
 #        multiproc 2 processes x 1 GPU (RANK/WORLD_SIZE/MASTER_ADDR): gpu engine (IPC) and vendor
 #        oversub   the users' command at 8 ranks on the GPUs there are (--oversubscribe), DDA on and off
 #        faults    skipped rank -> exit 4 within -T; corrupted element -> exit 7 (gpu engine)
+#        vendor    the vendor engine's and the NCCL binding's GPU tests (non-blocking communicators, -T inside
+#                  NCCL calls, hooks, device memory released on every exit path)
 # Logs go to $OUT (default /tmp/gpu-check); the compiled kernels are cached in $BIN/kcache and packed into
 # $OUT/kcache.tgz, so that the next call can carry them back in $BIN.
 set -uo pipefail
@@ -23,11 +25,13 @@ PERF_BINS=(all_reduce_perf all_gather_perf alltoall_perf reduce_scatter_perf)
 
 if [[ ${1:-} == --build ]]; then
 	mkdir -p "$BIN"
-	CGO_ENABLED=0 go test -c -o "$BIN/gpuengine.test" ./gpuengine || exit 1
+	for pkg in gpuengine vendorengine nccl; do
+		CGO_ENABLED=0 go test -c -ldflags="-s -w" -o "$BIN/$pkg.test" "./$pkg" || exit 1
+	done
 	# The perf binaries only matter once the engines registry knows the gpu engine (they are large to carry).
 	if grep -q gpuengine engines/*.go 2>/dev/null; then
 		for b in "${PERF_BINS[@]}"; do
-			CGO_ENABLED=0 go build -o "$BIN/$b" "./cmd/$b" || exit 1
+			CGO_ENABLED=0 go build -ldflags="-s -w" -o "$BIN/$b" "./cmd/$b" || exit 1
 		done
 	fi
 	ls -la "$BIN"
@@ -57,7 +61,7 @@ run_step() {
 
 step_test() {
 	run_step test test.log "$BIN/gpuengine.test" -test.v -test.timeout 220s \
-		-test.run 'TestGPU(AlgorithmsMatchHost|Large|Timeout|CorruptHook|GraphReplayAndEvents|HardwareE4M3MatchesConvert|Unaligned|TwoThreads)|TestNoDriver'
+		-test.run 'TestGPU(AlgorithmsMatchHost|Large|Timeout|CorruptHook|GraphReplayAndEvents|HardwareE4M3MatchesConvert|Unaligned|TwoThreads|CloseReleasesDeviceMemory)|TestNoDriver'
 	grep -E '^(--- |FAIL|ok|PASS)|compiled|wrong|differs' "$OUT/test.log" | head -40
 }
 
@@ -149,6 +153,12 @@ step_oversub() {
 step_faults() {
 	RCCLX_TESTS_SKIP_RANK=1 expect skip-T5 4 faults.log "$P" --engine gpu -g 2 -b 1M -e 1M -T 5
 	RCCLX_TESTS_CORRUPT_RANK=1 expect corrupt 7 faults.log "$P" --engine gpu -g 2 -b 1M -e 4M -f 2
+}
+
+step_vendor() {
+	run_step nccl nccl.log "$BIN/nccl.test" -test.v -test.timeout 120s -test.run 'TestGPU'
+	run_step vendor vendor.log "$BIN/vendorengine.test" -test.v -test.timeout 300s -test.run 'TestGPU'
+	grep -E '^(--- |FAIL|ok|PASS)|MiB|us per|µs' "$OUT/nccl.log" "$OUT/vendor.log" | head -40
 }
 
 for s in "${STEPS[@]}"; do "step_$s"; done

@@ -17,7 +17,7 @@ go run ./kernels/testdata/source >"$dir/all.cu"
 # compile DTYPE OP: one module; its output goes to DIR/DTYPE_OP.log, and DIR/DTYPE_OP.fail marks a failure.
 compile() {
   local log="$dir/$1_$2.log"
-  if ! hipcc --offload-arch="$arch" -x hip -std=c++17 -O1 -ffp-contract=off -c \
+  if ! hipcc --offload-arch="$arch" -x hip -std=c++17 -O1 -ffp-contract=off -Wzero-length-array -c \
     -DRX_DTYPE="$1" -DRX_OP="$2" -o /dev/null "$dir/all.cu" >"$log" 2>&1 || [ -s "$log" ]; then
     touch "$dir/$1_$2.fail"
   fi
