@@ -32,7 +32,12 @@ func MemcpyHtoD(dst DevicePtr, src []byte) error {
 	if len(src) == 0 {
 		return nil
 	}
-	return cuMemcpyHtoD.call(uintptr(dst), uintptr(unsafe.Pointer(&src[0])), uintptr(len(src)))
+	if err := cuMemcpyHtoD.call(uintptr(dst), uintptr(unsafe.Pointer(&src[0])), uintptr(len(src))); err != nil {
+		return err
+	}
+	// From pageable memory cuMemcpyHtoD may return once the bytes are staged, before the DMA into dst is done,
+	// and work on a non-blocking stream is not ordered after it: wait for the legacy stream, which carries it.
+	return Stream(0).Synchronize()
 }
 
 // MemcpyDtoH copies len(dst) bytes from src and returns when the copy is done.

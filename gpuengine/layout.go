@@ -10,7 +10,7 @@ const (
 	slotBytes       = 65536  // RX_SLOT_BYTES
 	ctrlBytes       = 131072 // RX_CTRL_BYTES
 	llMaxRanks      = 16     // RX_LL_MAXR
-	llBytes         = 65536  // RX_LL_BYTES
+	llBytes         = 262144 // RX_LL_BYTES
 	llAreaBytes     = 2 * llMaxRanks * 2 * llBytes
 	argsBytes       = 104 // RX_ARGS_BYTES
 	dataOffset      = ctrlBytes + llAreaBytes + maxBlocks*fifoSlots*slotBytes
@@ -30,8 +30,9 @@ type kernelArgs struct {
 	X0, X1, X2, X3 int64
 }
 
-// halfBytes is the size of one data half: the DDA send buffer (RCCL_DDA_SENDBUF_BYTES), at least minHalf so
-// that LP and direct alltoall rounds stay large, in whole pages.
+// halfBytes is the size of one data half: twice the DDA send buffer (RCCL_DDA_SENDBUF_BYTES), since the tree
+// keeps a reduce-scatter and an all-gather copy of the vector (n slices each, every one padded to 16 bytes:
+// the extra page), at least minHalf so that LP and direct alltoall rounds stay large; in whole pages.
 func halfBytes(sendBuf int64) int64 {
-	return (max(sendBuf, minHalf) + 4095) / 4096 * 4096
+	return (2*max(sendBuf, minHalf) + 4096 + 4095) / 4096 * 4096
 }

@@ -47,16 +47,20 @@ type plan struct {
 }
 
 const (
-	llKernel        = "dda_all_reduce_flat_ll"
-	llBytesPerBlock = 4 * blockThreads
+	llKernel         = "dda_all_reduce_flat_ll"
+	llBytesPerBlock  = 4 * blockThreads
+	ddaBytesPerBlock = 16 * blockThreads
 )
 
 // bytesPerBlock is the data each block of a kernel should have at least before another block pays off.
 const bytesPerBlock = 64 << 10
 
 // gridFor spreads bytes over blocks of bytesPerBlock, at least 1, at most limit.
-func gridFor(bytes int64, limit int) int {
-	return int(min(max((bytes+bytesPerBlock-1)/bytesPerBlock, 1), int64(limit)))
+func gridFor(bytes int64, limit int) int { return gridForUnit(bytes, bytesPerBlock, limit) }
+
+// gridForUnit spreads bytes over blocks of unit bytes, at least 1, at most limit.
+func gridForUnit(bytes, unit int64, limit int) int {
+	return int(min(max((bytes+unit-1)/unit, 1), int64(limit)))
 }
 
 // makePlan plans call algo for n ranks with per-rank counts k of elements of size bytes.
@@ -71,11 +75,12 @@ func (c *comm) makePlan(coll *collectives.Collective, algo string, k collectives
 	case collectives.Ring:
 		p.blocks = gridFor(total, min(c.tuning.ringBlocks, c.blockCap))
 	case collectives.DDAFlat, collectives.DDATree, collectives.DDA:
-		limit := min(c.policy.MaxBlocks, c.blockCap, maxBlocks)
-		p.blocks = gridFor(total, limit)
+		// A 16-byte vector per thread: DDA's peer loads are latency-bound, so the more in flight the better.
+		p.blocks = gridForUnit(total, ddaBytesPerBlock, min(c.policy.MaxBlocks, c.blockCap, maxBlocks))
 		if algo == collectives.DDAFlat && total <= llBytes && n <= llMaxRanks {
-			// LL: one 4-byte word per thread, so that every wait overlaps the others.
-			p.kernel, p.blocks = llKernel, int(min(max((total+llBytesPerBlock-1)/llBytesPerBlock, 1), int64(limit)))
+			// LL: one 4-byte word per thread, so that every wait overlaps the others; its grid is bounded by the
+			// GPU rather than by RCCL_DDA_MAX_BLOCKS, which sizes RCCLX's copy-in kernels.
+			p.kernel, p.blocks = llKernel, gridForUnit(total, llBytesPerBlock, min(c.blockCap, maxBlocks))
 		}
 	case collectives.Direct:
 		per := c.half / (n * int64(size)) / vecElems(size) * vecElems(size)
@@ -83,8 +88,11 @@ func (c *comm) makePlan(coll *collectives.Collective, algo string, k collectives
 		p.blocks = gridFor(min(total, c.half), min(c.tuning.lpBlocks, c.blockCap))
 	case collectives.LowPrecision:
 		pieces := n
-		if coll == collectives.AllGather {
+		switch coll {
+		case collectives.AllGather:
 			pieces = 1
+		case collectives.AllReduce: // reduce-scatter and all-gather slots (kernels/lowprec.cu)
+			pieces = 2 * n
 		}
 		scaled := c.policy.LPMode == collectives.LPModeScaled
 		per := lpRoundLen(c.half, pieces, int64(c.policy.LPBlock), scaled)

@@ -63,9 +63,11 @@ func TestPlanBlocksAndUnsupported(t *testing.T) {
 	if pl, _ := c.makePlan(collectives.AllReduce, collectives.Ring, small, 4); pl.blocks != 1 {
 		t.Errorf("8 bytes: %d ring blocks", pl.blocks)
 	}
-	// DDA flat: LL up to 64 KiB, a word per thread.
-	for bytes, want := range map[int64]plan{8: {kernel: llKernel, blocks: 1}, 64 << 10: {kernel: llKernel, blocks: 24},
-		64<<10 + 16: {kernel: "dda_all_reduce_flat", blocks: 2}} {
+	// DDA flat: LL up to 256 KiB, a word per thread, bounded by the GPU (blockCap 40); the copy-in kernel above,
+	// a vector per thread, bounded by RCCL_DDA_MAX_BLOCKS (24).
+	for bytes, want := range map[int64]plan{8: {kernel: llKernel, blocks: 1}, 64 << 10: {kernel: llKernel, blocks: 32},
+		256 << 10: {kernel: llKernel, blocks: 40}, 256<<10 + 16: {kernel: "dda_all_reduce_flat", blocks: 24},
+		16 << 10: {kernel: llKernel, blocks: 8}} {
 		kk := collectives.AllReduce.Counts(bytes, 2, 0, collectives.Float)
 		if pl, _ := c.makePlan(collectives.AllReduce, collectives.DDAFlat, kk, 4); pl.kernel != want.kernel || pl.blocks != want.blocks {
 			t.Errorf("dda flat %d bytes: %s x %d blocks, want %s x %d", bytes, pl.kernel, pl.blocks, want.kernel, want.blocks)

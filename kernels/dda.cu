@@ -73,21 +73,27 @@ RX_KERNEL dda_all_reduce_flat_ll(Args a) {
 }
 #endif
 
-// Two-shot all_reduce (count % n == 0): reduce-scatter of slices, barrier, all-gather of the reduced slices.
-// Slices sit RX_VE-aligned in the buffers.
+// Two-shot all_reduce (count % n == 0), push style: every cross-GPU access is a store and every load is local.
+// Each rank stores slice q of its input into rank q's reduce-scatter slots (slot r), passes the barrier,
+// reduces its own slice from its own slots in rank order into its output and stores the result into every
+// peer's all-gather slots (slot r), passes the barrier, and copies the peers' reduced slices out of its own
+// all-gather slots. Slices sit RX_VE-aligned: the half holds 2n of them (gpuengine's halfBytes).
 RX_KERNEL dda_all_reduce_tree(Args a) {
   RX_COMM(c, a);
   const int h = c.next_half();
   const i64 S = a.count / c.n, Sp = roundup(S, RX_VE);
   i64 lo, hi;
   c.part(S, RX_VE, lo, hi);
-  T* mine = (T*)c.data(c.r, h);
-  for (int q = 0; q < c.n; q++) copy_elems(mine + q * Sp + lo, (const T*)a.send + q * S + lo, hi - lo);
+  auto rs = [&](int owner, int src) { return (T*)c.data(owner, h) + src * Sp + lo; };
+  auto ag = [&](int owner, int src) { return (T*)c.data(owner, h) + (c.n + src) * Sp + lo; };
+  RX_FOR_PEERS(c, q) copy_elems(rs(q, c.r), (const T*)a.send + q * S + lo, hi - lo);
   if (!barrier(c, 1)) return;
-  const i64 at = c.r * Sp + lo;
-  reduce_sources(mine + at, [&](int q) { return (const T*)c.data(q, h) + at; }, c.n, hi - lo);
+  T* mine = (T*)a.recv + c.r * S + lo;
+  reduce_sources(mine, [&](int q) { return (const T*)rs(c.r, q); }, c.n, hi - lo);
+  block_sync();  // unaligned views: the copies below read what other threads of the block reduced
+  RX_FOR_PEERS(c, q) if (q != c.r) copy_elems(ag(q, c.r), mine, hi - lo);
   if (!barrier(c, 2)) return;
-  RX_FOR_PEERS(c, q) copy_elems((T*)a.recv + q * S + lo, (const T*)c.data(q, h) + q * Sp + lo, hi - lo);
+  RX_FOR_PEERS(c, q) if (q != c.r) copy_elems((T*)a.recv + q * S + lo, ag(c.r, q), hi - lo);
   c.save();
 }
 

@@ -14,6 +14,8 @@
 #        multiproc 2 processes x 1 GPU (RANK/WORLD_SIZE/MASTER_ADDR): gpu engine (IPC) and vendor
 #        oversub   the users' command at 8 ranks on the GPUs there are (--oversubscribe), DDA on and off
 #        faults    skipped rank -> exit 4 within -T; corrupted element -> exit 7 (gpu engine)
+#        ncclt     nccl-tests itself next to the vendor engine (scripts/ncclt-compare.sh), when a nccl-tests source
+#                  tree with a build.sh sits in $BIN/ncclt (not part of this repository)
 #        vendor    the vendor engine's and the NCCL binding's GPU tests (non-blocking communicators, -T inside
 #                  NCCL calls, hooks, device memory released on every exit path)
 # Logs go to $OUT (default /tmp/gpu-check); the compiled kernels are cached in $BIN/kcache and packed into
@@ -159,6 +161,17 @@ step_vendor() {
 	run_step nccl nccl.log "$BIN/nccl.test" -test.v -test.timeout 120s -test.run 'TestGPU'
 	run_step vendor vendor.log "$BIN/vendorengine.test" -test.v -test.timeout 300s -test.run 'TestGPU'
 	grep -E '^(--- |FAIL|ok|PASS)|MiB|us per|µs' "$OUT/nccl.log" "$OUT/vendor.log" | head -40
+}
+
+step_ncclt() {
+	if [[ ! -f $BIN/ncclt/build.sh ]]; then
+		note ncclt skip "no nccl-tests tree in $BIN/ncclt"
+		return
+	fi
+	run_step ncclt-bld ncclt-build.log bash "$BIN/ncclt/build.sh" || return
+	run_step ncclt ncclt.log scripts/ncclt-compare.sh "$BIN/ncclt/bin" "$BIN" /tmp/ncclt-runs
+	tar -czf "$OUT/ncclt-runs.tgz" -C /tmp ncclt-runs
+	grep 'within bounds' "$OUT/ncclt.log"
 }
 
 for s in "${STEPS[@]}"; do "step_$s"; done

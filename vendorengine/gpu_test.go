@@ -355,7 +355,10 @@ func b2i(b bool) int {
 // test holds every device's primary context, so that neither counts as a leak.
 func TestGPUCloseReleasesDeviceMemory(t *testing.T) {
 	cfg := gpuConfig(t, collectives.Config{})
-	const tolerance, bufBytes = 64 << 20, 256 << 20
+	// After an abort in connection setup NCCL 2.28.3 keeps ~288 MiB on the waiting rank's device for the rest of
+	// the process (seen on 2 H200s; the process exits with code 4 right after, which returns it). So the abort
+	// path is held to a looser bound that still catches this engine's own buffers (2 x bufBytes per rank).
+	const tolerance, abortTolerance, bufBytes = 64 << 20, 512 << 20, 1 << 30
 	var ctxs []*cuda.Context
 	for d := range cfg.NGpus {
 		ctx, err := cuda.Device(d).RetainPrimaryContext()
@@ -422,7 +425,7 @@ func TestGPUCloseReleasesDeviceMemory(t *testing.T) {
 			t.Error("Close:", err)
 		}
 	}
-	compare := func(what string, base, now []int64) {
+	compare := func(what string, base, now []int64, tolerance int64) {
 		t.Helper()
 		for d := range base {
 			lost := base[d] - now[d]
@@ -435,15 +438,15 @@ func TestGPUCloseReleasesDeviceMemory(t *testing.T) {
 	cycle(false)
 	base := freeMem()
 	cycle(false)
-	compare("a run", base, freeMem())
+	compare("a run", base, freeMem(), tolerance)
 	if cfg.NGpus < 2 || !useNonBlocking(mustOpen(t, cfg.Library), time.Second) {
 		t.Log("timeout path not tried: needs two GPUs and non-blocking communicators")
 		return
 	}
 	cycle(true)
-	compare("a timeout and abort", base, freeMem())
+	compare("a timeout and abort", base, freeMem(), abortTolerance)
 	cycle(false) // the library still makes communicators after an abort
-	compare("a run after the abort", base, freeMem())
+	compare("a run after the abort", base, freeMem(), abortTolerance)
 }
 
 func mustOpen(t *testing.T, name string) *nccl.Library {
