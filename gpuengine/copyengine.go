@@ -41,8 +41,9 @@ type ceRank struct {
 	scratchLen            int64
 }
 
-// ceChunkBytes is the chunk of a reduction: small enough that the first reduction starts soon, large enough
-// that per-chunk costs (an event, a copy per peer, a kernel) stay far below its transfer time.
+// A reduction's chunk (RCCLX_TESTS_GPU_CE_CHUNK, default ceChunkBytes) should be small enough that the first
+// reduction starts soon, large enough that per-chunk costs (an event, a copy per peer, a kernel) stay far
+// below its transfer time; a segment has at most ceMaxChunks.
 const (
 	ceChunkBytes = 16 << 20
 	ceMaxChunks  = 32
@@ -187,7 +188,7 @@ func (g *group) ceLaunch(call *collectives.Call) error {
 		segStart = func(j int) int64 { return int64(j) * seg }
 		segLen = func(j int) int64 { return min(max(k.Param-int64(j)*seg, 0), seg) }
 	}
-	chunk, chunks := ceChunks(slot, size, call.Coll.Reduces)
+	chunk, chunks := ceChunks(slot, size, g.c.tuning.ceChunk, call.Coll.Reduces)
 	span := func(j, i int) (off, cnt int64) { // chunk i of segment j, relative to the segment
 		off = min(int64(i)*chunk, segLen(j))
 		return off, min(chunk, segLen(j)-off)
@@ -278,13 +279,14 @@ func (g *group) ceLaunch(call *collectives.Call) error {
 	return err
 }
 
-// ceChunks cuts a segment of slot elements of size bytes into chunks (reductions) or leaves it whole.
-func ceChunks(slot, size int64, reduces bool) (chunk int64, chunks int) {
+// ceChunks cuts a segment of slot elements of size bytes into chunks of about bytes (reductions) or leaves it
+// whole.
+func ceChunks(slot, size, bytes int64, reduces bool) (chunk int64, chunks int) {
 	if !reduces || slot == 0 {
 		return max(slot, 1), 1
 	}
 	ve := vecElems(int(size))
-	chunk = max(ceChunkBytes/size, (slot+ceMaxChunks-1)/ceMaxChunks)
+	chunk = max(bytes/size, (slot+ceMaxChunks-1)/ceMaxChunks, 1)
 	chunk = (chunk + ve - 1) / ve * ve
 	return chunk, int((slot + chunk - 1) / chunk)
 }

@@ -11,13 +11,13 @@ func TestCEChunks(t *testing.T) {
 	for range 1000 {
 		size := []int64{1, 2, 4, 8}[rand.IntN(4)]
 		slot := rand.Int64N(1 << uint(rand.IntN(32)))
-		chunk, chunks := ceChunks(slot, size, true)
+		chunk, chunks := ceChunks(slot, size, int64(rand.IntN(64<<20)), true)
 		ve := vecElems(int(size))
 		if chunks < 1 || chunks > ceMaxChunks || (slot > 0 && chunk%ve != 0) || int64(chunks)*chunk < slot ||
 			(slot > 0 && int64(chunks-1)*chunk >= slot) {
 			t.Fatalf("slot %d x %d B: %d chunks of %d", slot, size, chunks, chunk)
 		}
-		if _, n := ceChunks(slot, size, false); n != 1 {
+		if _, n := ceChunks(slot, size, ceChunkBytes, false); n != 1 {
 			t.Fatalf("a copy in %d chunks", n)
 		}
 	}

@@ -21,7 +21,8 @@ var (
 	lpEnv     = map[string]string{"RCCL_LOW_PRECISION_ENABLE": "1", "RCCLX_TESTS_LP_MIN_BYTES": "0"}
 	scaledEnv = map[string]string{"RCCL_LOW_PRECISION_ENABLE": "1", "RCCLX_TESTS_LP_MIN_BYTES": "0",
 		"RCCLX_TESTS_LP_MODE": "scaled", "RCCLX_TESTS_LP_BLOCK": "96"}
-	ddaEnv = map[string]string{"RCCL_DDA_ENABLE": "1"}
+	ddaEnv  = map[string]string{"RCCL_DDA_ENABLE": "1"}
+	treeEnv = map[string]string{"RCCL_DDA_ENABLE": "1", "RCCL_DDA_ALL_REDUCE_FLAT_MAX_BYTES": "0"}
 	// The copy-engine transport for every size, or never.
 	ceEnv    = map[string]string{"RCCLX_TESTS_GPU_CE_BYTES": "0"}
 	ceOffEnv = map[string]string{"RCCLX_TESTS_GPU_CE_BYTES": "off"}
@@ -33,24 +34,26 @@ type algoCase struct {
 	env    map[string]string
 	dtypes []collectives.DType
 	ops    []collectives.Op
+	colls  []*collectives.Collective // nil: all
 }
 
 func algoCases() []algoCase {
 	return []algoCase{
-		{"ring", nil, collectives.AllDTypes(), collectives.AllOps()},
-		{"ring-ce", ceEnv, collectives.AllDTypes(), collectives.AllOps()},
-		{"dda", ddaEnv, ddaTypes, sumOnly},
-		{"lp-rcclx", lpEnv, lpTypes, sumOnly},
-		{"lp-scaled", scaledEnv, lpTypes, sumOnly},
+		{"ring", nil, collectives.AllDTypes(), collectives.AllOps(), nil},
+		{"ring-ce", ceEnv, collectives.AllDTypes(), collectives.AllOps(), nil},
+		{"dda", ddaEnv, ddaTypes, sumOnly, nil},
+		{"dda-tree", treeEnv, ddaTypes, sumOnly, []*collectives.Collective{collectives.AllReduce}},
+		{"lp-rcclx", lpEnv, lpTypes, sumOnly, nil},
+		{"lp-scaled", scaledEnv, lpTypes, sumOnly, nil},
 	}
 }
 
 // sizes are the report sizes a collective is tested at: empty, one element, odd counts, one beyond a ring
-// message, and (DDA) the tree's range.
+// message, and (DDA tree, count % n == 0) odd slices below and above the LL kernels' limit.
 func sizes(coll *collectives.Collective, dt collectives.DType, n int) []int64 {
 	e := int64(dt.Size())
 	if coll == collectives.AllReduce {
-		return []int64{0, e, 1001 * e, 96<<10 + 3*e, 1<<20 + 5*e}
+		return []int64{0, e, 1001 * e, 96<<10 + 3*e, 1<<20 + 5*e, int64(n) * 1001 * e, int64(n) * (64<<10 + 3) * e}
 	}
 	return []int64{0, int64(n) * 16, int64(n) * 16 * 37, int64(n) * (300<<10 + 48)}
 }
@@ -66,7 +69,11 @@ func TestGPUAlgorithmsMatchHost(t *testing.T) {
 	for _, n := range []int{1, 2, 3, 8} {
 		for _, ac := range algoCases() {
 			gpu, host := open(t, New(), n, ac.env, 0), newHost(t, n, ac.env)
-			for _, coll := range allColls {
+			colls := ac.colls
+			if colls == nil {
+				colls = allColls
+			}
+			for _, coll := range colls {
 				for _, dt := range ac.dtypes {
 					for _, op := range opsFor(coll, ac.ops, n, dt) {
 						for _, bytes := range sizes(coll, dt, n) {

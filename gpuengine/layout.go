@@ -10,7 +10,7 @@ const (
 	slotBytes       = 65536  // RX_SLOT_BYTES
 	ctrlBytes       = 131072 // RX_CTRL_BYTES
 	llMaxRanks      = 16     // RX_LL_MAXR
-	llBytes         = 262144 // RX_LL_BYTES
+	llBytes         = 524288 // RX_LL_BYTES
 	llAreaBytes     = 2 * llMaxRanks * 2 * llBytes
 	argsBytes       = 104 // RX_ARGS_BYTES
 	dataOffset      = ctrlBytes + llAreaBytes + maxBlocks*fifoSlots*slotBytes

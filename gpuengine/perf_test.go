@@ -29,11 +29,16 @@ func perfRows() []perfRow {
 	big := []int64{1 << 20, 4 << 20, 16 << 20, 128 << 20, 1 << 30}
 	lp := []int64{64 << 20, 256 << 20, 1 << 30}
 	tree := map[string]string{"RCCL_DDA_ENABLE": "1", "RCCL_DDA_ALL_REDUCE_FLAT_MAX_BYTES": "0"}
+	noLL := map[string]string{"RCCLX_TESTS_GPU_LL_BYTES": "0"}
 	rows := []perfRow{
 		{"dda_flat", ddaEnv, ar, flat, true},
 		{"dda_tree", tree, ar, treeSizes, true},
+		{"tree-push", merge(tree, noLL), ar, treeSizes[:2], true},
 		{"ring", nil, ar, append(flat[:1:1], big...), false},
 		{"ring-sm", ceOffEnv, ar, big, false},
+		{"ring-c4M", map[string]string{"RCCLX_TESTS_GPU_CE_CHUNK": "4M"}, ar, big[3:], false},
+		{"ring-c64M", map[string]string{"RCCLX_TESTS_GPU_CE_CHUNK": "64M"}, ar, big[3:], false},
+		{"ring-c1G", map[string]string{"RCCLX_TESTS_GPU_CE_CHUNK": "1G"}, ar, big[3:], false},
 		{"lp", lpEnv, ar, lp, false},
 		{"ring", nil, ag, big, false},
 		{"ring-sm", ceOffEnv, ag, big, false},

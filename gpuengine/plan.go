@@ -47,7 +47,8 @@ type plan struct {
 }
 
 const (
-	llKernel         = "dda_all_reduce_flat_ll"
+	llFlatKernel     = "dda_all_reduce_flat_ll"
+	llTreeKernel     = "dda_all_reduce_tree_ll"
 	llBytesPerBlock  = 4 * blockThreads
 	ddaBytesPerBlock = 16 * blockThreads
 )
@@ -77,10 +78,19 @@ func (c *comm) makePlan(coll *collectives.Collective, algo string, k collectives
 	case collectives.DDAFlat, collectives.DDATree, collectives.DDA:
 		// A 16-byte vector per thread: DDA's peer loads are latency-bound, so the more in flight the better.
 		p.blocks = gridForUnit(total, ddaBytesPerBlock, min(c.policy.MaxBlocks, c.blockCap, maxBlocks))
-		if algo == collectives.DDAFlat && total <= llBytes && n <= llMaxRanks {
-			// LL: one 4-byte word per thread, so that every wait overlaps the others; its grid is bounded by the
-			// GPU rather than by RCCL_DDA_MAX_BLOCKS, which sizes RCCLX's copy-in kernels.
-			p.kernel, p.blocks = llKernel, gridForUnit(total, llBytesPerBlock, min(c.blockCap, maxBlocks))
+		// LL (kernels/ll.cu) up to the tuning's size: one 4-byte word of the piece per thread, so that every
+		// wait overlaps the others; its grid is bounded by the GPU rather than by RCCL_DDA_MAX_BLOCKS, which
+		// sizes RCCLX's copy-in kernels.
+		ll := func(kernel string, piece int64) {
+			p.kernel, p.blocks = kernel, gridForUnit(piece, llBytesPerBlock, min(c.blockCap, maxBlocks))
+		}
+		slice := k.Param / n * int64(size)
+		switch {
+		case total > c.tuning.llMax:
+		case algo == collectives.DDAFlat && total <= llBytes && n <= llMaxRanks:
+			ll(llFlatKernel, total)
+		case algo == collectives.DDATree && slice <= llBytes && n <= llMaxRanks/2:
+			ll(llTreeKernel, slice)
 		}
 	case collectives.Direct:
 		per := c.half / (n * int64(size)) / vecElems(size) * vecElems(size)
@@ -88,11 +98,8 @@ func (c *comm) makePlan(coll *collectives.Collective, algo string, k collectives
 		p.blocks = gridFor(min(total, c.half), min(c.tuning.lpBlocks, c.blockCap))
 	case collectives.LowPrecision:
 		pieces := n
-		switch coll {
-		case collectives.AllGather:
+		if coll == collectives.AllGather {
 			pieces = 1
-		case collectives.AllReduce: // reduce-scatter and all-gather slots (kernels/lowprec.cu)
-			pieces = 2 * n
 		}
 		scaled := c.policy.LPMode == collectives.LPModeScaled
 		per := lpRoundLen(c.half, pieces, int64(c.policy.LPBlock), scaled)

@@ -63,15 +63,30 @@ func TestPlanBlocksAndUnsupported(t *testing.T) {
 	if pl, _ := c.makePlan(collectives.AllReduce, collectives.Ring, small, 4); pl.blocks != 1 {
 		t.Errorf("8 bytes: %d ring blocks", pl.blocks)
 	}
-	// DDA flat: LL up to 256 KiB, a word per thread, bounded by the GPU (blockCap 40); the copy-in kernel above,
-	// a vector per thread, bounded by RCCL_DDA_MAX_BLOCKS (24).
-	for bytes, want := range map[int64]plan{8: {kernel: llKernel, blocks: 1}, 64 << 10: {kernel: llKernel, blocks: 32},
-		256 << 10: {kernel: llKernel, blocks: 40}, 256<<10 + 16: {kernel: "dda_all_reduce_flat", blocks: 24},
-		16 << 10: {kernel: llKernel, blocks: 8}} {
-		kk := collectives.AllReduce.Counts(bytes, 2, 0, collectives.Float)
-		if pl, _ := c.makePlan(collectives.AllReduce, collectives.DDAFlat, kk, 4); pl.kernel != want.kernel || pl.blocks != want.blocks {
-			t.Errorf("dda flat %d bytes: %s x %d blocks, want %s x %d", bytes, pl.kernel, pl.blocks, want.kernel, want.blocks)
+	// DDA all_reduce: LL up to RCCLX_TESTS_GPU_LL_BYTES (1 MiB), a word of the piece (flat: the vector; tree:
+	// a slice) per thread, bounded by the GPU (blockCap 40); the other kernels a vector per thread, bounded by
+	// RCCL_DDA_MAX_BLOCKS (24).
+	c.tuning.llMax = defaultLLMax
+	for _, x := range []struct {
+		algo   string
+		bytes  int64
+		kernel string
+		blocks int
+	}{
+		{collectives.DDAFlat, 8, llFlatKernel, 1}, {collectives.DDAFlat, 16 << 10, llFlatKernel, 8},
+		{collectives.DDAFlat, 64 << 10, llFlatKernel, 32}, {collectives.DDAFlat, 512 << 10, llFlatKernel, 40},
+		{collectives.DDAFlat, 512<<10 + 16, "dda_all_reduce_flat", 24},
+		{collectives.DDATree, 8 << 10, llTreeKernel, 2}, {collectives.DDATree, 1 << 20, llTreeKernel, 40},
+		{collectives.DDATree, 1<<20 + 16, "dda_all_reduce_tree", 24},
+	} {
+		kk := collectives.AllReduce.Counts(x.bytes, 2, 0, collectives.Float)
+		if pl, _ := c.makePlan(collectives.AllReduce, x.algo, kk, 4); pl.kernel != x.kernel || pl.blocks != x.blocks {
+			t.Errorf("%s %d bytes: %s x %d blocks, want %s x %d", x.algo, x.bytes, pl.kernel, pl.blocks, x.kernel, x.blocks)
 		}
+	}
+	c.tuning.llMax = 0
+	if pl, _ := c.makePlan(collectives.AllReduce, collectives.DDAFlat, collectives.AllReduce.Counts(8, 2, 0, collectives.Float), 4); pl.kernel != "dda_all_reduce_flat" {
+		t.Errorf("RCCLX_TESTS_GPU_LL_BYTES=0: %s", pl.kernel)
 	}
 	if _, err := c.makePlan(collectives.AllToAll, collectives.Ring, k, 4); !errors.Is(err, collectives.ErrUnsupported) {
 		t.Errorf("ring alltoall: %v", err)
@@ -81,7 +96,7 @@ func TestPlanBlocksAndUnsupported(t *testing.T) {
 func TestTuning(t *testing.T) {
 	env := map[string]string{"RCCLX_TESTS_GPU_RING_BLOCKS": "8"}
 	getenv := func(k string) string { return env[k] }
-	if tu, err := readTuning(getenv); err != nil || tu.ringBlocks != 8 || tu.lpBlocks != maxBlocks || tu.ceBytes != defaultCEBytes {
+	if tu, err := readTuning(getenv); err != nil || tu.ringBlocks != 8 || tu.lpBlocks != maxBlocks || tu.ceBytes != defaultCEBytes || tu.llMax != defaultLLMax {
 		t.Errorf("tuning %+v, %v", tu, err)
 	}
 	for v, want := range map[string]int64{"off": -1, "0": 0, "32M": 32 << 20} {
@@ -91,7 +106,7 @@ func TestTuning(t *testing.T) {
 		}
 	}
 	for k, v := range map[string]string{"RCCLX_TESTS_GPU_RING_BLOCKS": "x", "RCCLX_TESTS_GPU_LP_BLOCKS": "0",
-		"RCCLX_TESTS_GPU_CE_BYTES": "-5"} {
+		"RCCLX_TESTS_GPU_CE_BYTES": "-5", "RCCLX_TESTS_GPU_LL_BYTES": "x"} {
 		bad := func(key string) string {
 			if key == k {
 				return v

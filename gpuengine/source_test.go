@@ -13,7 +13,7 @@ import (
 // Every kernel the engine looks up is defined in the embedded source.
 func TestKernelNamesInSource(t *testing.T) {
 	src := kernels.Source()
-	names := []string{flipKernel, barrierKernel, ceReduceKernel, llKernel}
+	names := []string{flipKernel, barrierKernel, ceReduceKernel, llFlatKernel, llTreeKernel}
 	for _, byAlgo := range kernelNames {
 		for _, name := range byAlgo {
 			names = append(names, name)

@@ -13,17 +13,36 @@ import (
 //	RCCLX_TESTS_GPU_LP_BLOCKS    most blocks of an LP or direct alltoall kernel (default 128)
 //	RCCLX_TESTS_GPU_CE_BYTES     smallest per-rank buffer that goes through the copy-engine transport
 //	                             (copyengine.go; default 8M; "off" never)
+//	RCCLX_TESTS_GPU_CE_CHUNK     a copy-engine reduction's chunk (default 16M)
+//	RCCLX_TESTS_GPU_LL_BYTES     largest DDA all_reduce that uses the LL kernels (kernels/ll.cu; default 1M,
+//	                             within what the LL area holds; 0 never)
 //
 // DDA kernels use at most RCCL_DDA_MAX_BLOCKS. Every kernel also stays under the communicator's block cap.
 type tuning struct {
 	ringBlocks, lpBlocks int
 	ceBytes              int64 // -1: never
+	ceChunk, llMax       int64
 }
 
-const defaultCEBytes = 8 << 20
+const (
+	defaultCEBytes = 8 << 20
+	defaultLLMax   = 1 << 20
+)
 
 func readTuning(getenv func(string) string) (tuning, error) {
-	t := tuning{ringBlocks: 64, lpBlocks: maxBlocks, ceBytes: defaultCEBytes}
+	t := tuning{ringBlocks: 64, lpBlocks: maxBlocks, ceBytes: defaultCEBytes, ceChunk: ceChunkBytes, llMax: defaultLLMax}
+	for _, v := range []struct {
+		name string
+		dst  *int64
+	}{{"RCCLX_TESTS_GPU_CE_CHUNK", &t.ceChunk}, {"RCCLX_TESTS_GPU_LL_BYTES", &t.llMax}} {
+		if s := getenv(v.name); s != "" {
+			n, err := collectives.ParseSize(s)
+			if err != nil {
+				return tuning{}, fmt.Errorf("%s=%q: want a size", v.name, s)
+			}
+			*v.dst = n
+		}
+	}
 	if s := getenv("RCCLX_TESTS_GPU_CE_BYTES"); s == "off" {
 		t.ceBytes = -1
 	} else if s != "" {

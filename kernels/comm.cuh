@@ -20,8 +20,8 @@ static_assert(sizeof(Args) == RX_ARGS_BYTES, "Args layout");
 #define RX_NSLOTS 8           // ring FIFO depth per block
 #define RX_SLOT_BYTES 65536   // ring message size
 #define RX_CTRL_BYTES 131072  // control words at the start of the buffer
-#define RX_LL_MAXR 16         // most ranks of the LL one-shot all_reduce
-#define RX_LL_BYTES 262144    // its largest vector: 4 data bytes per 8-byte LL word
+#define RX_LL_MAXR 16         // LL source slots of a half (ll.cu)
+#define RX_LL_BYTES 524288    // the most data of one LL source slot (4 data bytes per 8-byte LL word)
 
 #define RX_OFF_MAILBOX 0                                      // u64[MAXB][MAXR] barrier flags, by source rank
 #define RX_OFF_HEAD (RX_OFF_MAILBOX + RX_MAXB * RX_MAXR * 8)  // u64[MAXB][NSLOTS] ring: message seq, from prev

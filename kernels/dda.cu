@@ -22,57 +22,6 @@ RX_KERNEL dda_all_reduce_flat(Args a) {
   c.save();
 }
 
-#if RX_DTYPE == RX_FLOAT || RX_DTYPE == RX_HALF || RX_DTYPE == RX_BFLOAT16  // DDA's types: at most 4 bytes
-// One-shot all_reduce of at most RX_LL_BYTES on at most RX_LL_MAXR ranks, LL style: each rank stores its
-// input straight into every peer's LL area, every 4 data bytes beside a 4-byte flag (the launch number plus
-// one) in one 8-byte store, so a receiver needs no barrier and no fence: a word has arrived when its flag has.
-// Flags only grow (the area is zeroed at open and only LL launches write it), so a stale word never matches.
-// The alternate-halves argument above covers reuse. Sources are combined in rank order as in the flat kernel.
-RX_KERNEL dda_all_reduce_flat_ll(Args a) {
-  RX_COMM(c, a);
-  const u64 L = c.next_launch();
-  const u32 flag = (u32)(L + 1);
-  const i64 W = cdiv(a.count * (i64)sizeof(T), 4);
-  const int per = 4 / (int)sizeof(T);
-  auto slot = [&](int owner, int src) {
-    return (u64*)(c.peer[owner] + RX_OFF_LL) + ((i64)(L & 1) * RX_LL_MAXR + src) * (RX_LL_BYTES / 4);
-  };
-  const T* in = (const T*)a.send;
-  T* out = (T*)a.recv;
-  for (i64 w = (i64)blockIdx.x * blockDim.x + threadIdx.x; w < W; w += (i64)gridDim.x * blockDim.x) {
-    union {
-      u32 u;
-      T e[4 / sizeof(T)];
-    } mine = {0}, got;
-    const i64 e0 = w * per, ne = a.count - e0 < per ? a.count - e0 : per;
-    for (int k = 0; k < ne; k++) mine.e[k] = in[e0 + k];
-    RX_FOR_PEERS(c, q) if (q != c.r) st_relaxed_sys(slot(q, c.r) + w, (u64)flag << 32 | mine.u);
-    T acc[4 / sizeof(T)];
-    for (int q = 0; q < c.n; q++) {
-      if (q == c.r) {
-        got = mine;
-      } else {
-        const u64* p = slot(c.r, q) + w;
-        u64 v;
-        int spins = 0;
-        while ((u32)((v = ld_relaxed_sys(p)) >> 32) != flag) {
-          if (++spins == RX_ABORT_POLL) {
-            spins = 0;
-            if (ld_volatile((const u32*)a.abort)) {
-              *(volatile u32*)a.status = RX_PH_LL_RECV << 16 | q;
-              return;
-            }
-          }
-        }
-        got.u = (u32)v;
-      }
-      for (int k = 0; k < ne; k++) acc[k] = q == 0 ? got.e[k] : combine(acc[k], got.e[k]);
-    }
-    for (int k = 0; k < ne; k++) out[e0 + k] = acc[k];
-  }
-}
-#endif
-
 // Two-shot all_reduce (count % n == 0), push style: every cross-GPU access is a store and every load is local.
 // Each rank stores slice q of its input into rank q's reduce-scatter slots (slot r), passes the barrier,
 // reduces its own slice from its own slots in rank order into its output and stores the result into every

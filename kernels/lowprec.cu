@@ -12,8 +12,6 @@
 // reduce_scatter rounds the fp32 sum to T directly; all_gather and alltoall dequantize what they receive.
 //
 // Layout of a data half: the codes, then (16-byte aligned) the fp32 scales, one per LP block of codes.
-// all_reduce pushes (as dda.cu's tree): codes and scales go straight into the rank that reads them, and every
-// load is local; the other collectives quantize into their own half and read their peers' (pull).
 
 #if RX_OP == RX_SUM && (RX_DTYPE == RX_FLOAT || RX_DTYPE == RX_BFLOAT16)
 
@@ -99,9 +97,8 @@ struct LP {
   bool scaled;
   i64 unit;     // pieces and block sub-ranges start at multiples of this (16, and of B when scaled)
   i64 scaleOff; // bytes from a half's start to its scales
-  i64 srcSlot;  // push: source q of a reduction is slot q (this long) of this rank's own codes; pull: 0
 
-  RX_DEV LP(Comm& cc, const Args& a) : c(cc), B(a.x2), scaled(a.x3 != 0), srcSlot(0) {
+  RX_DEV LP(Comm& cc, const Args& a) : c(cc), B(a.x2), scaled(a.x3 != 0) {
     h = c.next_half();
     i64 g = B & -B;
     unit = scaled ? B * 16 / (g < 16 ? g : 16) : 16;
@@ -112,18 +109,15 @@ struct LP {
     float v = e4m3_to_f32(ld_volatile(codes(owner) + i));
     return scaled ? v * ld_volatile(scales(owner) + i / B) : v;
   }
-  // Where source q of a reduction keeps the code of element i (rank order 0..n-1).
-  RX_DEV int srcOwner(int q) const { return srcSlot ? c.r : q; }
-  RX_DEV i64 srcAt(int q, i64 i) const { return srcSlot ? q * srcSlot + i : i; }
   RX_DEV float sum(i64 i) const {
-    float acc = value(srcOwner(0), srcAt(0, i));
-    for (int q = 1; q < c.n; q++) acc += value(srcOwner(q), srcAt(q, i));
+    float acc = value(0, i);
+    for (int q = 1; q < c.n; q++) acc += value(q, i);
     return acc;
   }
 
-  // owner's codes[at + i] = E4M3(src[i]) for i in [lo, hi) (lo a multiple of unit, at of B).
-  RX_DEV void quantize(int owner, i64 at, const T* src, i64 lo, i64 hi) const {
-    u8* q = codes(owner) + at;
+  // codes[at + i] = E4M3(src[i]) for i in [lo, hi) (lo a multiple of unit, at of B).
+  RX_DEV void quantize(i64 at, const T* src, i64 lo, i64 hi) const {
+    u8* q = codes(c.r) + at;
     if (scaled) {
       for (i64 s0 = lo + threadIdx.x * B; s0 < hi; s0 += blockDim.x * B) {
         i64 s1 = s0 + B < hi ? s0 + B : hi;
@@ -131,7 +125,7 @@ struct LP {
         for (i64 i = s0; i < s1; i++) amax = go_max(amax, abs32(to_acc(src[i])));
         float scale = scale_of(amax);
         for (i64 i = s0; i < s1; i++) q[i] = f32_to_e4m3(to_acc(src[i]) / scale);
-        scales(owner)[(at + s0) / B] = scale;
+        scales(c.r)[(at + s0) / B] = scale;
       }
       return;
     }
@@ -155,9 +149,11 @@ struct LP {
     for (i64 i = lo + 16 * full + threadIdx.x; i < hi; i += blockDim.x) dst[i] = from_acc(value(owner, at + i));
   }
 
-  // The fp32 sum over the sources of the codes at + i, i in [lo, hi): rounded into dst[i], or (dst null)
-  // re-quantized into every rank's codes and scales at out + i.
-  RX_DEV void reduce(T* dst, i64 at, i64 lo, i64 hi, i64 out) const {
+  // The fp32 sum over ranks of the codes at + i, i in [lo, hi): rounded into dst[i], or (dst null)
+  // re-quantized in place into this rank's codes and scales (each element's sources are read before its code
+  // is overwritten, and a block's old scale until the block is done).
+  RX_DEV void reduce(T* dst, i64 at, i64 lo, i64 hi) const {
+    u8* mine = codes(c.r) + at;
     if (scaled) {
       for (i64 s0 = lo + threadIdx.x * B; s0 < hi; s0 += blockDim.x * B) {
         i64 s1 = s0 + B < hi ? s0 + B : hi;
@@ -168,28 +164,24 @@ struct LP {
         float amax = 0;
         for (i64 i = s0; i < s1; i++) amax = go_max(amax, abs32(sum(at + i)));
         float scale = scale_of(amax);
-        for (i64 i = s0; i < s1; i++) {
-          u8 code = f32_to_e4m3(sum(at + i) / scale);
-          RX_FOR_PEERS(c, o) codes(o)[out + i] = code;
-        }
-        RX_FOR_PEERS(c, o) scales(o)[(out + s0) / B] = scale;
+        for (i64 i = s0; i < s1; i++) mine[i] = f32_to_e4m3(sum(at + i) / scale);
+        scales(c.r)[(at + s0) / B] = scale;
       }
       return;
     }
     i64 full = !dst || al16(dst + lo) ? (hi - lo) / 16 : 0;
     for (i64 g = threadIdx.x; g < full; g += blockDim.x) {
       float acc[16], f[16];
-      decode16(ld_cg((const V16*)(codes(srcOwner(0)) + srcAt(0, at + lo)) + g), acc);
+      decode16(ld_cg((const V16*)(codes(0) + at + lo) + g), acc);
       for (int q = 1; q < c.n; q++) {
-        decode16(ld_cg((const V16*)(codes(srcOwner(q)) + srcAt(q, at + lo)) + g), f);
+        decode16(ld_cg((const V16*)(codes(q) + at + lo) + g), f);
 #pragma unroll
         for (int j = 0; j < 16; j++) acc[j] += f[j];
       }
       if (dst) {
         store16(dst + lo + 16 * g, acc);
       } else {
-        V16 e = encode16(acc);
-        RX_FOR_PEERS(c, o) *(V16*)(codes(o) + out + lo + 16 * g) = e;
+        *(V16*)(mine + lo + 16 * g) = encode16(acc);
       }
     }
     for (i64 i = lo + 16 * full + threadIdx.x; i < hi; i += blockDim.x) {
@@ -197,8 +189,7 @@ struct LP {
       if (dst) {
         dst[i] = from_acc(v);
       } else {
-        u8 code = f32_to_e4m3(v);
-        RX_FOR_PEERS(c, o) codes(o)[out + i] = code;
+        mine[i] = f32_to_e4m3(v);
       }
     }
   }
@@ -207,24 +198,21 @@ struct LP {
 RX_DEV i64 clip(i64 hi, i64 len) { return hi < len ? hi : len; }
 
 // all_reduce round: rank q's slice is [q*count/n, (q+1)*count/n) (as hostengine), and a round covers
-// elements [x0, x0+x1) of every slice. Each rank quantizes slice q into rank q's reduce-scatter slot r (codes
-// at r*x1), reduces its slice from its own slots, stores the re-quantized result into every rank's all-gather
-// slot r (codes at (n+r)*x1), and dequantizes every slice, its own included, from its own all-gather slots.
+// elements [x0, x0+x1) of every slice; slice q's codes sit at q*x1.
 RX_KERNEL lp_all_reduce(Args a) {
   RX_COMM(c, a);
   LP lp(c, a);
   const i64 R = a.x1;
-  lp.scaleOff = 2 * c.n * R;
-  lp.srcSlot = R;
+  lp.scaleOff = c.n * R;
   i64 lo, hi;
   c.part(R, lp.unit, lo, hi);
   auto first = [&](int q) { return q * a.count / c.n + a.x0; };  // the round's first element of slice q
   auto end = [&](int q) { return clip(hi, (q + 1) * a.count / c.n - first(q)); };
-  RX_FOR_PEERS(c, q) lp.quantize(q, c.r * R, (const T*)a.send + first(q), lo, end(q));
+  for (int q = 0; q < c.n; q++) lp.quantize(q * R, (const T*)a.send + first(q), lo, end(q));
   if (!barrier(c, 1)) return;
-  lp.reduce((T*)0, 0, lo, end(c.r), (c.n + c.r) * R);
+  lp.reduce((T*)0, c.r * R, lo, end(c.r));
   if (!barrier(c, 2)) return;
-  for (int q = 0; q < c.n; q++) lp.dequantize((T*)a.recv + first(q), c.r, (c.n + q) * R, lo, end(q));
+  RX_FOR_PEERS(c, q) lp.dequantize((T*)a.recv + first(q), q, q * R, lo, end(q));
   c.save();
 }
 
@@ -236,9 +224,9 @@ RX_KERNEL lp_reduce_scatter(Args a) {
   lp.scaleOff = c.n * cp;
   i64 lo, hi;
   c.part(len, lp.unit, lo, hi);
-  for (int q = 0; q < c.n; q++) lp.quantize(c.r, q * cp, (const T*)a.send + q * a.count + a.x0, lo, hi);
+  for (int q = 0; q < c.n; q++) lp.quantize(q * cp, (const T*)a.send + q * a.count + a.x0, lo, hi);
   if (!barrier(c, 1)) return;
-  lp.reduce((T*)a.recv + a.x0, c.r * cp, lo, hi, 0);
+  lp.reduce((T*)a.recv + a.x0, c.r * cp, lo, hi);
   c.save();
 }
 
@@ -250,7 +238,7 @@ RX_KERNEL lp_all_gather(Args a) {
   lp.scaleOff = roundup(len, 16);
   i64 lo, hi;
   c.part(len, lp.unit, lo, hi);
-  lp.quantize(c.r, 0, (const T*)a.send + a.x0, lo, hi);
+  lp.quantize(0, (const T*)a.send + a.x0, lo, hi);
   if (!barrier(c, 1)) return;
   RX_FOR_PEERS(c, q) lp.dequantize((T*)a.recv + q * a.count + a.x0, q, 0, lo, hi);
   c.save();
@@ -264,7 +252,7 @@ RX_KERNEL lp_alltoall(Args a) {
   lp.scaleOff = c.n * cp;
   i64 lo, hi;
   c.part(len, lp.unit, lo, hi);
-  for (int q = 0; q < c.n; q++) lp.quantize(c.r, q * cp, (const T*)a.send + q * a.count + a.x0, lo, hi);
+  for (int q = 0; q < c.n; q++) lp.quantize(q * cp, (const T*)a.send + q * a.count + a.x0, lo, hi);
   if (!barrier(c, 1)) return;
   RX_FOR_PEERS(c, q) lp.dequantize((T*)a.recv + q * a.count + a.x0, q, c.r * cp, lo, hi);
   c.save();
