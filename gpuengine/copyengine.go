@@ -15,9 +15,10 @@ import (
 // same bytes by any route; the reductions run in ce_reduce (kernels/copyengine.cu) in the ring's order, so
 // results equal the ring kernels' bit for bit.
 //
-// Rank r completes segment r, in chunks so that reducing chunk i overlaps pushing chunk i+1 (the gather then
-// goes whole: gathering chunk by chunk beside the pushes shares the links between two copy streams and was
-// 17% slower at 1 GiB on 2 H200s). Per call:
+// Rank r completes segment r. reduce_scatter goes in chunks, so that reducing chunk i overlaps pushing chunk
+// i+1; all_reduce goes whole, pushes, reduction and gather one after the other: on 2 H200s chunking made it
+// 3-7% slower at 128 MiB-1 GiB (16 MiB chunks, gather whole), and gathering chunk by chunk beside the pushes
+// 17% slower (docs/GPU-NOTES.md, v3). Per call:
 //
 //	entry   main: record entry; side: wait for it
 //	push    main: wait for every peer's entry, then per chunk copy what peer q needs into q's buffers
@@ -188,7 +189,7 @@ func (g *group) ceLaunch(call *collectives.Call) error {
 		segStart = func(j int) int64 { return int64(j) * seg }
 		segLen = func(j int) int64 { return min(max(k.Param-int64(j)*seg, 0), seg) }
 	}
-	chunk, chunks := ceChunks(slot, size, g.c.tuning.ceChunk, call.Coll.Reduces)
+	chunk, chunks := ceChunks(slot, size, g.c.tuning.ceChunk, call.Coll == collectives.ReduceScatter)
 	span := func(j, i int) (off, cnt int64) { // chunk i of segment j, relative to the segment
 		off = min(int64(i)*chunk, segLen(j))
 		return off, min(chunk, segLen(j)-off)
@@ -279,10 +280,9 @@ func (g *group) ceLaunch(call *collectives.Call) error {
 	return err
 }
 
-// ceChunks cuts a segment of slot elements of size bytes into chunks of about bytes (reductions) or leaves it
-// whole.
-func ceChunks(slot, size, bytes int64, reduces bool) (chunk int64, chunks int) {
-	if !reduces || slot == 0 {
+// ceChunks cuts a segment of slot elements of size bytes into chunks of about bytes, or leaves it whole.
+func ceChunks(slot, size, bytes int64, chunked bool) (chunk int64, chunks int) {
+	if !chunked || slot == 0 {
 		return max(slot, 1), 1
 	}
 	ve := vecElems(int(size))

@@ -13,7 +13,7 @@
 #        ab        --ab RCCL_DDA_ENABLE=0,1 on the gpu engine, 8 B .. 32 MiB
 #        multiproc 2 processes x 1 GPU (RANK/WORLD_SIZE/MASTER_ADDR): gpu engine (IPC) and vendor
 #        oversub   the users' command at 8 ranks on the GPUs there are (--oversubscribe), DDA on and off
-#        faults    skipped rank -> exit 4 within -T; corrupted element -> exit 7 (gpu engine)
+#        faults    skipped rank -> exit 4 within -T; corrupted element -> exit 7 (gpu and vendor engines)
 #        ncclt     nccl-tests itself next to the vendor engine (scripts/ncclt-compare.sh), when a nccl-tests source
 #                  tree with a build.sh sits in $BIN/ncclt (not part of this repository)
 #        vendor    the vendor engine's and the NCCL binding's GPU tests (non-blocking communicators, -T inside
@@ -154,7 +154,9 @@ step_oversub() {
 
 step_faults() {
 	RCCLX_TESTS_SKIP_RANK=1 expect skip-T5 4 faults.log "$P" --engine gpu -g 2 -b 1M -e 1M -T 5
-	RCCLX_TESTS_CORRUPT_RANK=1 expect corrupt 7 faults.log "$P" --engine gpu -g 2 -b 1M -e 4M -f 2
+	RCCLX_TESTS_SKIP_RANK=1 expect v-skip-T5 4 faults.log "$P" --engine vendor -g 2 -b 1M -e 1M -T 5
+	RCCLX_TESTS_CORRUPT_RANK=1 expect corrupt 7 faults.log "$P" --engine gpu -g 2 -b 1M -e 64M -f 8
+	RCCLX_TESTS_CORRUPT_RANK=1 expect v-corrupt 7 faults.log "$P" --engine vendor -g 2 -b 1M -e 4M -f 2
 }
 
 step_vendor() {
@@ -169,9 +171,12 @@ step_ncclt() {
 		return
 	fi
 	run_step ncclt-bld ncclt-build.log bash "$BIN/ncclt/build.sh" || return
+	# NCCLT_COLLS picks collectives (default all four); the graph pair takes the host's launch cost out.
 	run_step ncclt ncclt.log scripts/ncclt-compare.sh "$BIN/ncclt/bin" "$BIN" /tmp/ncclt-runs
+	NCCLT_COLLS=all_reduce run_step ncclt-G ncclt-graph.log scripts/ncclt-compare.sh "$BIN/ncclt/bin" "$BIN" \
+		/tmp/ncclt-runs/graph -b 8 -e 1G -f 2 -g 2 -w 20 -n 50 -G 20
 	tar -czf "$OUT/ncclt-runs.tgz" -C /tmp ncclt-runs
-	grep 'within bounds' "$OUT/ncclt.log"
+	grep -h 'within bounds' "$OUT/ncclt.log" "$OUT/ncclt-graph.log"
 }
 
 for s in "${STEPS[@]}"; do "step_$s"; done
