@@ -107,7 +107,7 @@ func (c *comm) makePlan(coll *collectives.Collective, algo string, k collectives
 			return p, fmt.Errorf("LP block %d does not fit a %d-byte buffer half", c.policy.LPBlock, c.half)
 		}
 		if coll == collectives.AllReduce {
-			p.rounds = sliceRounds(k.Param, n, per)
+			p.rounds = sliceRounds(k.Param, n, per, lpUnit(int64(c.policy.LPBlock), scaled))
 		} else {
 			p.rounds = splitRounds(k.Param, per)
 		}
@@ -132,9 +132,12 @@ func splitRounds(count, per int64) []round {
 }
 
 // sliceRounds covers LP all_reduce's slices [q*count/n, (q+1)*count/n): round i covers elements
-// [i*per, (i+1)*per) of every slice; Args.x1 is per for every round (the kernel clips each slice).
-func sliceRounds(count, n, per int64) []round {
+// [i*per, (i+1)*per) of every slice; Args.x1 is per for every round (the kernel clips each slice). Where one
+// round holds the longest slice, per shrinks to it (rounded up to unit): the kernel spreads x1 elements over
+// its blocks, so a round longer than the slices would leave most blocks idle.
+func sliceRounds(count, n, per, unit int64) []round {
 	longest := (count + n - 1) / n
+	per = min(per, (longest+unit-1)/unit*unit)
 	var out []round
 	for off := int64(0); off < longest; off += per {
 		out = append(out, round{off, per})

@@ -21,8 +21,15 @@ func TestRoundsCoverEveryElementOnce(t *testing.T) {
 				t.Errorf("count %d per %d: rounds cover %d", count, per, next)
 			}
 			for _, n := range []int64{1, 2, 3, 8} {
-				rounds := sliceRounds(count, n, per)
-				if longest := (count + n - 1) / n; int64(len(rounds))*per < longest || (len(rounds) > 0 && int64(len(rounds)-1)*per >= longest) {
+				rounds := sliceRounds(count, n, per, 16)
+				longest := (count + n - 1) / n
+				for i, r := range rounds {
+					// Equal rounds, a multiple of the unit, no longer than per or than the slice needs.
+					if r.len != rounds[0].len || r.len%16 != 0 || r.len > per || r.len >= longest+16 || r.off != int64(i)*r.len {
+						t.Fatalf("count %d n %d per %d: round %d %+v", count, n, per, i, r)
+					}
+				}
+				if len(rounds) > 0 && int64(len(rounds))*rounds[0].len < longest || len(rounds) == 0 && longest > 0 {
 					t.Errorf("count %d n %d per %d: %d rounds for slices of up to %d", count, n, per, len(rounds), longest)
 				}
 			}
