@@ -5,7 +5,7 @@ import (
 	"strconv"
 )
 
-// Test hooks, read by the RCCLX engines (host and GPU) at communicator creation, Config.Env first. They exist so
+// Test hooks, read by every engine (host, GPU and vendor) at communicator creation, Config.Env first. They exist so
 // the suite can prove its failure paths end to end; neither is meant for measurements.
 //
 //	RCCLX_TESTS_SKIP_RANK=<r>     rank r returns from every call at once without taking part, so its peers
