@@ -7,35 +7,20 @@ import (
 
 	"rcclx-tests/collectives"
 	"rcclx-tests/cuda"
+	"rcclx-tests/internal/devmem"
 )
 
 // Device memory comes back after Close on every exit path: a run on every algorithm family (the copy-engine
 // scratch included), and a run that timed out and aborted. The tolerance covers what the driver keeps per
 // process (modules loaded on first use, 2 MiB page granularity); a leak is the 2 x 64 MiB buffers per rank or
-// the 2 x 4 MiB + 68 MiB communicator buffer.
+// the communicator's ~224 MiB buffer per rank.
 func TestGPUCloseReleasesDeviceMemory(t *testing.T) {
 	onGPU(t)
 	const tolerance = 32 << 20
 	ndev, err := cuda.DeviceCount()
 	must(t, err)
 	n := min(ndev, 2)
-	var ctxs []*cuda.Context
-	for d := range n {
-		ctx, err := cuda.Device(d).RetainPrimaryContext()
-		must(t, err)
-		t.Cleanup(func() { ctx.Release() })
-		ctxs = append(ctxs, ctx)
-	}
-	freeMem := func() []int64 {
-		out := make([]int64, n)
-		for d, ctx := range ctxs {
-			must(t, ctx.SetCurrent())
-			free, _, err := cuda.MemGetInfo()
-			must(t, err)
-			out[d] = free
-		}
-		return out
-	}
+	mem := devmem.New(t, n)
 	cycle := func(env map[string]string, hang bool) {
 		t.Helper()
 		timeout := time.Duration(0)
@@ -66,28 +51,18 @@ func TestGPUCloseReleasesDeviceMemory(t *testing.T) {
 		}
 		must(t, c.Close())
 	}
-	compare := func(what string, base, now []int64) {
-		t.Helper()
-		for d := range base {
-			lost := base[d] - now[d]
-			t.Logf("device %d after %s: %d MiB free, %+d MiB against the baseline", d, what, now[d]>>20, -lost>>20)
-			if lost > tolerance {
-				t.Errorf("device %d: %d MiB not given back after %s (tolerance %d MiB)", d, lost>>20, what, tolerance>>20)
-			}
-		}
-	}
 	cycle(nil, false) // modules load once per process
-	base := freeMem()
+	base := mem.Free()
 	for _, env := range []map[string]string{nil, ceOffEnv, ddaEnv, lpEnv} {
 		cycle(env, false)
-		compare("a run with env "+mapString(env), base, freeMem())
+		mem.Check("a run with env "+mapString(env), base, tolerance)
 	}
 	if n < 2 {
 		t.Log("timeout path not tried: needs two GPUs")
 		return
 	}
 	cycle(ceOffEnv, true)
-	compare("a timeout and abort", base, freeMem())
+	mem.Check("a timeout and abort", base, tolerance)
 }
 
 func mapString(m map[string]string) string {

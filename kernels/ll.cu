@@ -50,6 +50,19 @@ struct LL {
     x.u = (u32)v;
     return true;
   }
+  // acc = the rank-order sum of word w: this rank's word mine, every other rank q's from slot base + q.
+  RX_DEV bool sum(int base, i64 w, LLWord mine, LLWord& acc) const {
+    for (int q = 0; q < c.n; q++) {
+      LLWord x = mine;
+      if (q != c.r && !recv(base + q, w, x)) return false;
+      if (q == 0) {
+        acc = x;
+      } else {
+        for (int k = 0; k < RX_LL_PER; k++) acc.e[k] = combine(acc.e[k], x.e[k]);
+      }
+    }
+    return true;
+  }
 };
 
 // The ne (<= RX_LL_PER) elements at p as a word, and back.
@@ -60,9 +73,6 @@ RX_DEV LLWord ll_load(const T* p, i64 ne) {
 }
 RX_DEV void ll_store(T* p, LLWord x, i64 ne) {
   for (int k = 0; k < ne; k++) p[k] = x.e[k];
-}
-RX_DEV void ll_add(LLWord& acc, LLWord x) {
-  for (int k = 0; k < RX_LL_PER; k++) acc.e[k] = combine(acc.e[k], x.e[k]);
 }
 
 #define RX_LL_WORDS(w, W) \
@@ -75,20 +85,9 @@ RX_KERNEL dda_all_reduce_flat_ll(Args a) {
   const i64 W = cdiv(a.count, RX_LL_PER);
   auto ne = [&](i64 w) { return a.count - w * RX_LL_PER < RX_LL_PER ? a.count - w * RX_LL_PER : RX_LL_PER; };
   RX_LL_WORDS(w, W) {
-    LLWord mine = ll_load((const T*)a.send + w * RX_LL_PER, ne(w)), acc, x;
+    LLWord mine = ll_load((const T*)a.send + w * RX_LL_PER, ne(w)), acc;
     RX_FOR_PEERS(c, q) if (q != c.r) ll.send(q, c.r, w, mine);
-    for (int q = 0; q < c.n; q++) {
-      if (q == c.r) {
-        x = mine;
-      } else if (!ll.recv(q, w, x)) {
-        return;
-      }
-      if (q == 0) {
-        acc = x;
-      } else {
-        ll_add(acc, x);
-      }
-    }
+    if (!ll.sum(0, w, mine, acc)) return;
     ll_store((T*)a.recv + w * RX_LL_PER, acc, ne(w));
   }
 }
@@ -108,19 +107,8 @@ RX_KERNEL dda_all_reduce_tree_ll(Args a) {
     RX_FOR_PEERS(c, q) if (q != c.r) ll.send(q, c.r, w, ll_load(in + at(q, w), ne(w)));
   }
   RX_LL_WORDS(w, W) {
-    LLWord acc, x;
-    for (int q = 0; q < c.n; q++) {
-      if (q == c.r) {
-        x = ll_load(in + at(q, w), ne(w));
-      } else if (!ll.recv(q, w, x)) {
-        return;
-      }
-      if (q == 0) {
-        acc = x;
-      } else {
-        ll_add(acc, x);
-      }
-    }
+    LLWord acc;
+    if (!ll.sum(0, w, ll_load(in + at(c.r, w), ne(w)), acc)) return;
     ll_store(out + at(c.r, w), acc, ne(w));
     RX_FOR_PEERS(c, q) if (q != c.r) ll.send(q, gather + c.r, w, acc);
   }

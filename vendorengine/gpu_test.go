@@ -15,6 +15,7 @@ import (
 
 	"rcclx-tests/collectives"
 	"rcclx-tests/cuda"
+	"rcclx-tests/internal/devmem"
 	"rcclx-tests/nccl"
 )
 
@@ -359,29 +360,7 @@ func TestGPUCloseReleasesDeviceMemory(t *testing.T) {
 	// the process (seen on 2 H200s; the process exits with code 4 right after, which returns it). So the abort
 	// path is held to a looser bound that still catches this engine's own buffers (2 x bufBytes per rank).
 	const tolerance, abortTolerance, bufBytes = 64 << 20, 512 << 20, 1 << 30
-	var ctxs []*cuda.Context
-	for d := range cfg.NGpus {
-		ctx, err := cuda.Device(d).RetainPrimaryContext()
-		if err != nil {
-			t.Fatal(err)
-		}
-		t.Cleanup(func() { ctx.Release() })
-		ctxs = append(ctxs, ctx)
-	}
-	freeMem := func() []int64 {
-		out := make([]int64, len(ctxs))
-		for d, ctx := range ctxs {
-			if err := ctx.SetCurrent(); err != nil {
-				t.Fatal(err)
-			}
-			free, _, err := cuda.MemGetInfo()
-			if err != nil {
-				t.Fatal(err)
-			}
-			out[d] = free
-		}
-		return out
-	}
+	mem := devmem.New(t, cfg.NGpus)
 	// cycle opens, allocates, runs one all-reduce (or, hang, times out with rank 1 skipping it), frees, closes.
 	cycle := func(hang bool) {
 		t.Helper()
@@ -425,28 +404,18 @@ func TestGPUCloseReleasesDeviceMemory(t *testing.T) {
 			t.Error("Close:", err)
 		}
 	}
-	compare := func(what string, base, now []int64, tolerance int64) {
-		t.Helper()
-		for d := range base {
-			lost := base[d] - now[d]
-			t.Logf("device %d after %s: %d MiB free, %+d MiB against the baseline", d, what, now[d]>>20, -lost>>20)
-			if lost > tolerance {
-				t.Errorf("device %d: %d MiB not given back after %s (tolerance %d MiB)", d, lost>>20, what, tolerance>>20)
-			}
-		}
-	}
 	cycle(false)
-	base := freeMem()
+	base := mem.Free()
 	cycle(false)
-	compare("a run", base, freeMem(), tolerance)
+	mem.Check("a run", base, tolerance)
 	if cfg.NGpus < 2 || !useNonBlocking(mustOpen(t, cfg.Library), time.Second) {
 		t.Log("timeout path not tried: needs two GPUs and non-blocking communicators")
 		return
 	}
 	cycle(true)
-	compare("a timeout and abort", base, freeMem(), abortTolerance)
+	mem.Check("a timeout and abort", base, abortTolerance)
 	cycle(false) // the library still makes communicators after an abort
-	compare("a run after the abort", base, freeMem(), abortTolerance)
+	mem.Check("a run after the abort", base, abortTolerance)
 }
 
 func mustOpen(t *testing.T, name string) *nccl.Library {
