@@ -108,6 +108,11 @@ func Launch(f Function, grid, block [3]uint32, sharedMem uint32, s Stream, args 
 		defer k.pinner.Unpin()
 		params = uintptr(unsafe.Pointer(&k.ptrs[0]))
 	}
+	return launchKernel(f, grid, block, sharedMem, s, params)
+}
+
+// launchKernel is cuLaunchKernel with the parameter array at params (0: none).
+func launchKernel(f Function, grid, block [3]uint32, sharedMem uint32, s Stream, params uintptr) error {
 	r, _, _ := purego.SyscallN(cuLaunchKernel.addr, uintptr(f),
 		uintptr(grid[0]), uintptr(grid[1]), uintptr(grid[2]),
 		uintptr(block[0]), uintptr(block[1]), uintptr(block[2]),

@@ -142,3 +142,30 @@ func BenchmarkMarshal5Args(b *testing.B) {
 		marshalOnly(p, p, uint32(i), int64(i), st)
 	}
 }
+
+// An argument block's first word points at an exact copy of the struct; a struct too large is refused.
+func TestArgBlockPut(t *testing.T) {
+	b, err := NewArgBlock()
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer b.Free()
+	for i := range b.mem {
+		b.mem[i] = 0xA5 // poison
+	}
+	a := &triple{A: rand.Uint64(), B: rand.Float32(), C: -int32(rand.Uint32() >> 1), D: [3]uint32{rand.Uint32(), rand.Uint32(), rand.Uint32()}}
+	params, err := put(b, a)
+	if err != nil {
+		t.Fatal(err)
+	}
+	arg := uintptr(binary.LittleEndian.Uint64(b.mem))
+	if params != uintptr(unsafe.Pointer(&b.mem[0])) || arg%16 != 0 || arg != params+argBlockStruct {
+		t.Fatalf("parameter 0 at %#x, block at %#x", arg, params)
+	}
+	if got := *(*triple)(unsafe.Pointer(&b.mem[argBlockStruct])); got != *a {
+		t.Errorf("copied %+v, want %+v", got, *a)
+	}
+	if _, err := put(b, &[argBlockBytes]byte{}); err == nil {
+		t.Error("a struct larger than the block was accepted")
+	}
+}

@@ -47,7 +47,8 @@ type rank struct {
 	mapped        []cuda.DevicePtr // IPC mappings of other processes' buffers, closed with the comm
 	last          string           // collective and algorithm of the last launch, for timeout messages
 	events        eventRing
-	ce            ceRank // the copy-engine transport's events and scratch
+	ce            ceRank         // the copy-engine transport's events and scratch
+	args          *cuda.ArgBlock // kernel parameters of this rank's launches (one launching thread at a time)
 }
 
 func (c *comm) NRanks() int                   { return c.nranks }
@@ -85,6 +86,9 @@ func (c *comm) usable() error {
 
 // Close frees what Open made; after an abort the kernels have returned, so this still works.
 func (c *comm) Close() error {
+	for _, g := range c.groups {
+		g.stopLaunchers()
+	}
 	c.modules.unload()
 	var errs []error
 	// The flags were allocated in rank 0's context: free them while it is still alive, after every kernel that
@@ -131,6 +135,7 @@ func (r *rank) close() error {
 	if r.stream != 0 {
 		keep(r.stream.Destroy())
 	}
+	keep(r.args.Free())
 	keep(r.ctx.Release())
 	r.ctx = nil
 	return errors.Join(errs...)

@@ -349,7 +349,7 @@ func (c *comm) ceReduce(r *rank, call *collectives.Call, own, out cuda.DevicePtr
 	a := kernelArgs{Send: own, Recv: out, Count: count, Rank: int64(r.global), NRanks: int64(c.nranks),
 		X0: int64(r.ce.scratch) + off*int64(call.DType.Size()), X1: scratchSlot(call, c.nranks), X2: first}
 	blocks := min(r.sms*ceBlocksPerSM, gridFor(count*int64(call.DType.Size()), maxCEBlocks))
-	return cuda.Launch(f, [3]uint32{uint32(blocks), 1, 1}, [3]uint32{blockThreads, 1, 1}, 0, r.ce.side, &a)
+	return cuda.LaunchStruct(f, [3]uint32{uint32(blocks), 1, 1}, [3]uint32{blockThreads, 1, 1}, 0, r.ce.side, r.args, &a)
 }
 
 // ce_reduce is memory-bound: a few blocks per multiprocessor keep HBM busy.

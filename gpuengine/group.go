@@ -12,7 +12,8 @@ import (
 type group struct {
 	c         *comm
 	ranks     []*rank
-	capturing bool // inside Capture: the copy-engine transport's cross-stream events cannot be captured
+	capturing bool        // inside Capture: the copy-engine transport's cross-stream events cannot be captured
+	launchers []*launcher // launchers.go: one per local rank after the first, started on first use
 }
 
 // buffer is device memory of one rank.
@@ -107,18 +108,27 @@ func (g *group) Launch(call *collectives.Call) error {
 		}
 		return g.each(func(r *rank, l int) error { return g.c.corrupt(r, call, l) })
 	}
+	if g.c.tuning.launchers && len(g.ranks) > 1 && !g.capturing {
+		return g.launchParallel(call, algo)
+	}
 	for l, r := range g.ranks {
 		if r.global == g.c.hooks.SkipRank {
 			continue
 		}
-		if err := r.ctx.SetCurrent(); err != nil {
-			return runtimeError(r, err)
-		}
-		if err := g.c.launch(r, call, l, algo); err != nil {
-			return runtimeError(r, err)
+		if err := g.launchOn(l, call, algo); err != nil {
+			return err
 		}
 	}
 	return nil
+}
+
+// launchOn launches local rank l's part of call from this thread.
+func (g *group) launchOn(l int, call *collectives.Call, algo string) error {
+	r := g.ranks[l]
+	if err := r.ctx.SetCurrent(); err != nil {
+		return runtimeError(r, err)
+	}
+	return runtimeError(r, g.c.launch(r, call, l, algo))
 }
 
 // FreeMemory is what one of the ranks sharing local's GPU may still allocate.

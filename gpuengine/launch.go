@@ -53,11 +53,11 @@ func (c *comm) launchAlgo(r *rank, call *collectives.Call, l int, algo string, s
 		X2: int64(c.policy.LPBlock), X3: p.lpMode}
 	grid, block := [3]uint32{uint32(p.blocks), 1, 1}, [3]uint32{blockThreads, 1, 1}
 	if p.rounds == nil {
-		return cuda.Launch(f, grid, block, 0, r.stream, &a)
+		return cuda.LaunchStruct(f, grid, block, 0, r.stream, r.args, &a)
 	}
 	for _, rd := range p.rounds {
 		a.X0, a.X1 = rd.off, rd.len
-		if err := cuda.Launch(f, grid, block, 0, r.stream, &a); err != nil {
+		if err := cuda.LaunchStruct(f, grid, block, 0, r.stream, r.args, &a); err != nil {
 			return err
 		}
 	}

@@ -113,6 +113,9 @@ func (c *comm) openRank(r *rank, streamNull bool) error {
 	if r.ctx, err = r.dev.RetainPrimaryContext(); err != nil {
 		return err
 	}
+	if r.args, err = cuda.NewArgBlock(); err != nil {
+		return err
+	}
 	if err := r.ctx.SetCurrent(); err != nil {
 		return err
 	}

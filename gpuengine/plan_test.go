@@ -103,8 +103,12 @@ func TestPlanBlocksAndUnsupported(t *testing.T) {
 func TestTuning(t *testing.T) {
 	env := map[string]string{"RCCLX_TESTS_GPU_RING_BLOCKS": "8"}
 	getenv := func(k string) string { return env[k] }
-	if tu, err := readTuning(getenv); err != nil || tu.ringBlocks != 8 || tu.lpBlocks != maxBlocks || tu.ceBytes != defaultCEBytes || tu.llMax != defaultLLMax {
+	if tu, err := readTuning(getenv); err != nil || tu.ringBlocks != 8 || tu.lpBlocks != maxBlocks || tu.ceBytes != defaultCEBytes || tu.llMax != defaultLLMax || !tu.launchers {
 		t.Errorf("tuning %+v, %v", tu, err)
+	}
+	env["RCCLX_TESTS_GPU_LAUNCHERS"] = "off"
+	if tu, err := readTuning(getenv); err != nil || tu.launchers {
+		t.Errorf("RCCLX_TESTS_GPU_LAUNCHERS=off: %+v, %v", tu, err)
 	}
 	for v, want := range map[string]int64{"off": -1, "0": 0, "32M": 32 << 20} {
 		env["RCCLX_TESTS_GPU_CE_BYTES"] = v
@@ -113,7 +117,7 @@ func TestTuning(t *testing.T) {
 		}
 	}
 	for k, v := range map[string]string{"RCCLX_TESTS_GPU_RING_BLOCKS": "x", "RCCLX_TESTS_GPU_LP_BLOCKS": "0",
-		"RCCLX_TESTS_GPU_CE_BYTES": "-5", "RCCLX_TESTS_GPU_LL_BYTES": "x"} {
+		"RCCLX_TESTS_GPU_CE_BYTES": "-5", "RCCLX_TESTS_GPU_LL_BYTES": "x", "RCCLX_TESTS_GPU_LAUNCHERS": "yes"} {
 		bad := func(key string) string {
 			if key == k {
 				return v

@@ -16,12 +16,15 @@ import (
 //	RCCLX_TESTS_GPU_CE_CHUNK     a copy-engine reduce_scatter's chunk (default 16M)
 //	RCCLX_TESTS_GPU_LL_BYTES     largest DDA all_reduce that uses the LL kernels (kernels/ll.cu; default 1M,
 //	                             within what the LL area holds; 0 never)
+//	RCCLX_TESTS_GPU_LAUNCHERS    on (default): a thread of its own launches each local rank after the first
+//	                             (launchers.go); off: the harness thread launches every rank
 //
 // DDA kernels use at most RCCL_DDA_MAX_BLOCKS. Every kernel also stays under the communicator's block cap.
 type tuning struct {
 	ringBlocks, lpBlocks int
 	ceBytes              int64 // -1: never
 	ceChunk, llMax       int64
+	launchers            bool
 }
 
 const (
@@ -30,7 +33,15 @@ const (
 )
 
 func readTuning(getenv func(string) string) (tuning, error) {
-	t := tuning{ringBlocks: 64, lpBlocks: maxBlocks, ceBytes: defaultCEBytes, ceChunk: ceChunkBytes, llMax: defaultLLMax}
+	t := tuning{ringBlocks: 64, lpBlocks: maxBlocks, ceBytes: defaultCEBytes, ceChunk: ceChunkBytes, llMax: defaultLLMax,
+		launchers: true}
+	switch s := getenv("RCCLX_TESTS_GPU_LAUNCHERS"); s {
+	case "", "on", "1":
+	case "off", "0":
+		t.launchers = false
+	default:
+		return tuning{}, fmt.Errorf("RCCLX_TESTS_GPU_LAUNCHERS=%q: want on or off", s)
+	}
 	for _, v := range []struct {
 		name string
 		dst  *int64

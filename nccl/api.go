@@ -137,3 +137,14 @@ func (l *Library) CommRegister(c Comm, p cuda.DevicePtr, bytes int64) (uintptr, 
 func (l *Library) CommDeregister(c Comm, handle uintptr) error {
 	return l.call(&l.commDeregister, uintptr(c), handle)
 }
+
+// MemAlloc is ncclMemAlloc (NCCL 2.19+): device memory on the current device, allocated the way the library
+// prefers for its peers (nccl-tests allocates its buffers so).
+func (l *Library) MemAlloc(bytes int64) (cuda.DevicePtr, error) {
+	var p cuda.DevicePtr
+	err := l.call(&l.memAlloc, uintptr(unsafe.Pointer(&p)), uintptr(bytes))
+	return p, err
+}
+
+// MemFree is ncclMemFree.
+func (l *Library) MemFree(p cuda.DevicePtr) error { return l.call(&l.memFree, uintptr(p)) }

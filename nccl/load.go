@@ -26,6 +26,7 @@ type Library struct {
 	groupStart, groupEnd, allReduce, allGather, reduceScatter, broadcast, reduce                    cfunc
 	// Optional: absent from older or other libraries; calls report collectives.ErrUnsupported.
 	getLastError, send, recv, alltoAll, redOpCreatePreMulSum, redOpDestroy, commRegister, commDeregister cfunc
+	memAlloc, memFree                                                                                    cfunc
 
 	// ncclCommInitRank and ncclCommInitRankConfig take the 128-byte unique id by value, which SyscallN cannot
 	// pass. The config variant is optional (NCCL 2.14 and later): nil when absent. The library copies *cfg
@@ -145,6 +146,7 @@ func (l *Library) resolve(h uintptr) error {
 		fn(&l.alltoAll, "ncclAlltoAll", "ncclAllToAll"),
 		fn(&l.redOpCreatePreMulSum, "ncclRedOpCreatePreMulSum"), fn(&l.redOpDestroy, "ncclRedOpDestroy"),
 		fn(&l.commRegister, "ncclCommRegister"), fn(&l.commDeregister, "ncclCommDeregister"),
+		fn(&l.memAlloc, "ncclMemAlloc"), fn(&l.memFree, "ncclMemFree"),
 	}
 	var missing []string
 	for _, f := range append(required, optional...) {
@@ -182,7 +184,7 @@ func (l *Library) Has(name string) bool {
 		return l.commInitRankConfig != nil
 	}
 	for _, f := range []*cfunc{&l.getLastError, &l.send, &l.recv, &l.alltoAll, &l.redOpCreatePreMulSum,
-		&l.redOpDestroy, &l.commRegister, &l.commDeregister} {
+		&l.redOpDestroy, &l.commRegister, &l.commDeregister, &l.memAlloc, &l.memFree} {
 		for _, n := range f.names {
 			if n == name {
 				return f.addr != 0

@@ -62,7 +62,7 @@ func (g *group) Alloc(local int, bytes int64) (collectives.Buffer, error) {
 	if err := g.on(local); err != nil {
 		return nil, err
 	}
-	p, err := cuda.MemAlloc(max(bytes, 1))
+	p, err := g.memAlloc(max(bytes, 1))
 	if err != nil {
 		return nil, runtimeError(fmt.Errorf("vendor: rank %d: %w", g.global[local], err))
 	}
@@ -70,11 +70,27 @@ func (g *group) Alloc(local int, bytes int64) (collectives.Buffer, error) {
 	if g.c.register {
 		b.handle, err = g.c.lib.CommRegister(g.ranks[local].comm, p, max(bytes, 1))
 		if err := g.c.finish(g.ranks[local:local+1], "ncclCommRegister", err); err != nil {
-			cuda.MemFree(p)
+			g.memFree(p)
 			return nil, err
 		}
 	}
 	return b, nil
+}
+
+// memAlloc allocates as nccl-tests does: with ncclMemAlloc where the library has it (NCCL 2.19+; the
+// library may treat such buffers differently from cuMemAlloc's), else cuMemAlloc. memFree matches it.
+func (g *group) memAlloc(bytes int64) (cuda.DevicePtr, error) {
+	if g.c.lib.Has("ncclMemAlloc") && g.c.lib.Has("ncclMemFree") {
+		return g.c.lib.MemAlloc(bytes)
+	}
+	return cuda.MemAlloc(bytes)
+}
+
+func (g *group) memFree(p cuda.DevicePtr) error {
+	if g.c.lib.Has("ncclMemAlloc") && g.c.lib.Has("ncclMemFree") {
+		return g.c.lib.MemFree(p)
+	}
+	return cuda.MemFree(p)
 }
 
 func (g *group) Free(buf collectives.Buffer) error {
@@ -86,7 +102,7 @@ func (g *group) Free(buf collectives.Buffer) error {
 	if err := g.on(b.local); err != nil {
 		return errors.Join(append(errs, err)...)
 	}
-	return errors.Join(append(errs, runtimeError(cuda.MemFree(b.ptr)))...)
+	return errors.Join(append(errs, runtimeError(g.memFree(b.ptr)))...)
 }
 
 // Write copies host bytes in and waits for the copy: a copy from pageable memory may return before its DMA

@@ -1,0 +1,60 @@
+package cuda
+
+import (
+	"fmt"
+	"syscall"
+	"unsafe"
+)
+
+// ArgBlock is the parameter block of launches whose kernel takes one struct by value, kept outside the Go heap
+// so that a launch neither allocates nor pins: its first word points at the struct's copy after it. The
+// driver copies the parameters during cuLaunchKernel, so the block is free again when the launch returns; one
+// goroutine at a time launches with a block.
+type ArgBlock struct{ mem []byte }
+
+const (
+	argBlockBytes  = 4096
+	argBlockStruct = 16 // offset of the struct, aligned for any kernel parameter
+)
+
+// NewArgBlock maps a block; Free unmaps it.
+func NewArgBlock() (*ArgBlock, error) {
+	mem, err := syscall.Mmap(-1, 0, argBlockBytes, syscall.PROT_READ|syscall.PROT_WRITE, syscall.MAP_PRIVATE|syscall.MAP_ANON)
+	if err != nil {
+		return nil, fmt.Errorf("cuda: kernel parameter block: mmap: %w", err)
+	}
+	return &ArgBlock{mem: mem}, nil
+}
+
+func (b *ArgBlock) Free() error {
+	if b == nil || b.mem == nil {
+		return nil
+	}
+	err := syscall.Munmap(b.mem)
+	b.mem = nil
+	return err
+}
+
+// put copies *a into the block and returns the parameter array for cuLaunchKernel. T holds no Go pointers.
+func put[T any](b *ArgBlock, a *T) (uintptr, error) {
+	size := int(unsafe.Sizeof(*a))
+	if size > argBlockBytes-argBlockStruct {
+		return 0, fmt.Errorf("cuda: a %d-byte kernel argument exceeds the %d-byte block", size, argBlockBytes-argBlockStruct)
+	}
+	copy(b.mem[argBlockStruct:argBlockStruct+size], unsafe.Slice((*byte)(unsafe.Pointer(a)), size))
+	base := uintptr(unsafe.Pointer(&b.mem[0]))
+	*(*uintptr)(unsafe.Pointer(&b.mem[0])) = base + argBlockStruct
+	return base, nil
+}
+
+// LaunchStruct enqueues kernel f on s with *a (a struct without Go pointers) as its only argument, through b.
+func LaunchStruct[T any](f Function, grid, block [3]uint32, sharedMem uint32, s Stream, b *ArgBlock, a *T) error {
+	if cuLaunchKernel.addr == 0 {
+		return errNotLoaded
+	}
+	params, err := put(b, a)
+	if err != nil {
+		return err
+	}
+	return launchKernel(f, grid, block, sharedMem, s, params)
+}

@@ -1,0 +1,73 @@
+package gpuengine
+
+import (
+	"errors"
+	"math/rand/v2"
+	"sync/atomic"
+	"syscall"
+	"testing"
+	"time"
+
+	"rcclx-tests/collectives"
+)
+
+// A launcher runs every posted job once, in order, on one OS thread, reports each job's own error, wakes up
+// after parking, and ends its thread on close.
+func TestLauncherRunsEachPostOnce(t *testing.T) {
+	var setupThread, jobs atomic.Int64
+	var got []string
+	fail := errors.New("planted")
+	failAt := rand.IntN(50)
+	w := startLauncher(func() error { setupThread.Store(threadID()); return nil },
+		func(call *collectives.Call, algo string) error {
+			jobs.Add(1)
+			if threadID() != setupThread.Load() {
+				return errors.New("job ran on another thread than setup")
+			}
+			got = append(got, algo)
+			if len(got) == failAt+1 {
+				return fail
+			}
+			return nil
+		})
+	defer w.close()
+	for i := range 50 {
+		algo := string(rune('A' + i%26))
+		w.post(&collectives.Call{}, algo)
+		err := w.wait()
+		if i == failAt && !errors.Is(err, fail) {
+			t.Errorf("job %d: error %v, want the planted one", i, err)
+		}
+		if i != failAt && err != nil {
+			t.Errorf("job %d: %v", i, err)
+		}
+		if got[len(got)-1] != algo {
+			t.Fatalf("job %d ran %q", i, got[len(got)-1])
+		}
+		if i%10 == 9 {
+			time.Sleep(2 * launcherSpin) // parked: the next post must wake it
+		}
+	}
+	if n := jobs.Load(); n != 50 {
+		t.Errorf("%d jobs ran, want 50", n)
+	}
+}
+
+// A failed setup (the rank's context) fails every job without running it.
+func TestLauncherSetupFailure(t *testing.T) {
+	bad := errors.New("no context")
+	ran := false
+	w := startLauncher(func() error { return bad }, func(*collectives.Call, string) error { ran = true; return nil })
+	w.post(&collectives.Call{}, "x")
+	if err := w.wait(); !errors.Is(err, bad) || ran {
+		t.Errorf("error %v, job ran %v", err, ran)
+	}
+	w.close()
+	select {
+	case <-w.exited:
+	default:
+		t.Error("close returned before the launcher ended")
+	}
+}
+
+func threadID() int64 { return int64(syscall.Gettid()) }
