@@ -45,11 +45,14 @@ type rank struct {
 	buf           cuda.DevicePtr   // this rank's peer-visible buffer
 	peers         cuda.DevicePtr   // device table: every rank's buffer as this rank addresses it
 	mapped        []cuda.DevicePtr // IPC mappings of other processes' buffers, closed with the comm
-	last          string           // collective and algorithm of the last launch, for timeout messages
+	lastColl      string           // collective and algorithm of the last launch, for timeout messages
+	lastAlgo      string
 	events        eventRing
 	ce            ceRank         // the copy-engine transport's events and scratch
 	args          *cuda.ArgBlock // kernel parameters of this rank's launches (one launching thread at a time)
 }
+
+func (r *rank) lastCall() string { return r.lastColl + " " + r.lastAlgo }
 
 func (c *comm) NRanks() int                   { return c.nranks }
 func (c *comm) Devices() []collectives.Device { return c.devices }

@@ -96,7 +96,7 @@ func (g *group) Launch(call *collectives.Call) error {
 		return fmt.Errorf("gpu: %s on %d ranks: at most %d: %w", algo, g.c.nranks, maxBarrierRanks, collectives.ErrUnsupported)
 	}
 	for _, r := range g.ranks {
-		r.last = call.Coll.Name + " " + algo
+		r.lastColl, r.lastAlgo = call.Coll.Name, algo // joined only for a message: no allocation per call
 	}
 	ce, err := g.useCopyEngines(call, algo)
 	if err != nil {

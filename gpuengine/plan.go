@@ -77,7 +77,13 @@ func (c *comm) makePlan(coll *collectives.Collective, algo string, k collectives
 		p.blocks = gridFor(total, min(c.tuning.ringBlocks, c.blockCap))
 	case collectives.DDAFlat, collectives.DDATree, collectives.DDA:
 		// A 16-byte vector per thread: DDA's peer loads are latency-bound, so the more in flight the better.
-		p.blocks = gridForUnit(total, ddaBytesPerBlock, min(c.policy.MaxBlocks, c.blockCap, maxBlocks))
+		// The push tree's grid is bounded by the GPU (2-8 MiB on 2 H200s: 24 blocks 17.6-48.8 us, 128 blocks
+		// 14.1-33.7 us); the other DDA kernels keep RCCL_DDA_MAX_BLOCKS, which sizes RCCLX's.
+		limit := c.policy.MaxBlocks
+		if algo == collectives.DDATree {
+			limit = maxBlocks
+		}
+		p.blocks = gridForUnit(total, ddaBytesPerBlock, min(limit, c.blockCap, maxBlocks))
 		// LL (kernels/ll.cu) up to the tuning's size: one 4-byte word of the piece per thread, so that every
 		// wait overlaps the others; its grid is bounded by the GPU rather than by RCCL_DDA_MAX_BLOCKS, which
 		// sizes RCCLX's copy-in kernels.
@@ -94,7 +100,7 @@ func (c *comm) makePlan(coll *collectives.Collective, algo string, k collectives
 		}
 	case collectives.Direct:
 		per := c.half / (n * int64(size)) / vecElems(size) * vecElems(size)
-		p.rounds = splitRounds(k.Param, per)
+		p.rounds = splitRounds(k.Param, per, vecElems(size))
 		p.blocks = gridFor(min(total, c.half), min(c.tuning.lpBlocks, c.blockCap))
 	case collectives.LowPrecision:
 		pieces := n
@@ -106,10 +112,11 @@ func (c *comm) makePlan(coll *collectives.Collective, algo string, k collectives
 		if per < 1 {
 			return p, fmt.Errorf("LP block %d does not fit a %d-byte buffer half", c.policy.LPBlock, c.half)
 		}
+		unit := lpUnit(int64(c.policy.LPBlock), scaled)
 		if coll == collectives.AllReduce {
-			p.rounds = sliceRounds(k.Param, n, per, lpUnit(int64(c.policy.LPBlock), scaled))
+			p.rounds = sliceRounds(k.Param, n, per, unit)
 		} else {
-			p.rounds = splitRounds(k.Param, per)
+			p.rounds = splitRounds(k.Param, per, unit)
 		}
 		if scaled {
 			p.lpMode = 1
@@ -122,8 +129,22 @@ func (c *comm) makePlan(coll *collectives.Collective, algo string, k collectives
 // vecElems is the number of elements in 16 bytes (RX_VE).
 func vecElems(size int) int64 { return int64(max(16/size, 1)) }
 
-// splitRounds cuts count elements into rounds of at most per.
-func splitRounds(count, per int64) []round {
+// evenRound is the length of each of the fewest rounds of at most per elements (a multiple of unit) that cover
+// count: as even as unit allows, since every round costs a launch and barriers whatever its length (a last
+// round of a few elements cost LP all_reduce a third of its bandwidth at 256 MiB).
+func evenRound(count, per, unit int64) int64 {
+	rounds := (count + per - 1) / per
+	each := (count + rounds - 1) / rounds
+	return (each + unit - 1) / unit * unit
+}
+
+// splitRounds cuts count elements into the fewest even rounds of at most per (a multiple of unit), the last
+// one shorter.
+func splitRounds(count, per, unit int64) []round {
+	if count == 0 {
+		return nil
+	}
+	per = evenRound(count, per, unit)
 	var out []round
 	for off := int64(0); off < count; off += per {
 		out = append(out, round{off, min(per, count-off)})
@@ -132,12 +153,15 @@ func splitRounds(count, per int64) []round {
 }
 
 // sliceRounds covers LP all_reduce's slices [q*count/n, (q+1)*count/n): round i covers elements
-// [i*per, (i+1)*per) of every slice; Args.x1 is per for every round (the kernel clips each slice). Where one
-// round holds the longest slice, per shrinks to it (rounded up to unit): the kernel spreads x1 elements over
-// its blocks, so a round longer than the slices would leave most blocks idle.
+// [i*per, (i+1)*per) of every slice; Args.x1 is that per for every round (the kernel clips each slice), the
+// fewest even rounds covering the longest slice: the kernel spreads x1 elements over its blocks, so a round
+// longer than the slices would leave blocks idle.
 func sliceRounds(count, n, per, unit int64) []round {
 	longest := (count + n - 1) / n
-	per = min(per, (longest+unit-1)/unit*unit)
+	if longest == 0 {
+		return nil
+	}
+	per = evenRound(longest, per, unit)
 	var out []round
 	for off := int64(0); off < longest; off += per {
 		out = append(out, round{off, per})
@@ -154,11 +178,14 @@ func lpUnit(block int64, scaled bool) int64 {
 	return block * 16 / min(g, 16)
 }
 
-// lpRoundLen is the most elements per piece in one LP round such that pieces codes of that length and their
-// fp32 scales (one per block) fit a half: pieces*R + 4*pieces*R/block <= half (R a multiple of the unit);
-// 0 if not even one unit fits.
+// lpRoundLen is the most elements per piece in one LP round such that pieces codes of that length, and when
+// scaled their fp32 scales (one per block), fit a half: pieces*R (+ 4*pieces*R/block) <= half (R a multiple of
+// the unit); 0 if not even one unit fits.
 func lpRoundLen(half, pieces, block int64, scaled bool) int64 {
 	unit := lpUnit(block, scaled)
+	if !scaled {
+		return half / pieces / unit * unit
+	}
 	r := half / pieces * block / (block + 4) / unit * unit
 	for r > 0 && pieces*r+4*pieces*((r+block-1)/block) > half {
 		r -= unit

@@ -11,14 +11,16 @@ func TestRoundsCoverEveryElementOnce(t *testing.T) {
 	for _, count := range []int64{0, 1, 15, 16, 17, 1000, 1 << 20, 1<<20 + 3} {
 		for _, per := range []int64{16, 96, 4096} {
 			var next int64
-			for _, r := range splitRounds(count, per) {
-				if r.off != next || r.len < 1 || r.len > per {
+			rounds := splitRounds(count, per, 16)
+			for i, r := range rounds {
+				// Even rounds of a multiple of the unit, at most per, the last one no longer than the others.
+				if r.off != next || r.len < 1 || r.len > per || i < len(rounds)-1 && (r.len%16 != 0 || r.len != rounds[0].len) || r.len > rounds[0].len {
 					t.Fatalf("count %d per %d: round %+v after %d", count, per, r, next)
 				}
 				next += r.len
 			}
-			if next != count {
-				t.Errorf("count %d per %d: rounds cover %d", count, per, next)
+			if next != count || int64(len(rounds)) != (count+per-1)/per {
+				t.Errorf("count %d per %d: %d rounds cover %d", count, per, len(rounds), next)
 			}
 			for _, n := range []int64{1, 2, 3, 8} {
 				rounds := sliceRounds(count, n, per, 16)
@@ -29,7 +31,7 @@ func TestRoundsCoverEveryElementOnce(t *testing.T) {
 						t.Fatalf("count %d n %d per %d: round %d %+v", count, n, per, i, r)
 					}
 				}
-				if len(rounds) > 0 && int64(len(rounds))*rounds[0].len < longest || len(rounds) == 0 && longest > 0 {
+				if int64(len(rounds)) != (longest+per-1)/per || len(rounds) > 0 && int64(len(rounds))*rounds[0].len < longest {
 					t.Errorf("count %d n %d per %d: %d rounds for slices of up to %d", count, n, per, len(rounds), longest)
 				}
 			}
@@ -47,8 +49,12 @@ func TestLPRoundFitsHalf(t *testing.T) {
 					if r < unit || r%unit != 0 || r%16 != 0 || (scaled && r%block != 0) {
 						t.Errorf("half %d pieces %d block %d scaled %v: round %d (unit %d)", half, pieces, block, scaled, r, unit)
 					}
-					if pieces*r+4*pieces*((r+block-1)/block) > half {
-						t.Errorf("half %d pieces %d block %d: round %d overflows", half, pieces, block, r)
+					scales := int64(0)
+					if scaled {
+						scales = 4 * pieces * ((r + block - 1) / block)
+					}
+					if pieces*r+scales > half || pieces*(r+unit)+scales <= half && !scaled {
+						t.Errorf("half %d pieces %d block %d scaled %v: round %d overflows or wastes the half", half, pieces, block, scaled, r)
 					}
 				}
 			}
@@ -71,8 +77,8 @@ func TestPlanBlocksAndUnsupported(t *testing.T) {
 		t.Errorf("8 bytes: %d ring blocks", pl.blocks)
 	}
 	// DDA all_reduce: LL up to RCCLX_TESTS_GPU_LL_BYTES (1 MiB), a word of the piece (flat: the vector; tree:
-	// a slice) per thread, bounded by the GPU (blockCap 40); the other kernels a vector per thread, bounded by
-	// RCCL_DDA_MAX_BLOCKS (24).
+	// a slice) per thread, bounded by the GPU (blockCap 40); the other kernels a vector per thread, the push
+	// tree bounded by the GPU, flat by RCCL_DDA_MAX_BLOCKS (24).
 	c.tuning.llMax = defaultLLMax
 	for _, x := range []struct {
 		algo   string
@@ -84,7 +90,7 @@ func TestPlanBlocksAndUnsupported(t *testing.T) {
 		{collectives.DDAFlat, 64 << 10, llFlatKernel, 32}, {collectives.DDAFlat, 512 << 10, llFlatKernel, 40},
 		{collectives.DDAFlat, 512<<10 + 16, "dda_all_reduce_flat", 24},
 		{collectives.DDATree, 8 << 10, llTreeKernel, 2}, {collectives.DDATree, 1 << 20, llTreeKernel, 40},
-		{collectives.DDATree, 1<<20 + 16, "dda_all_reduce_tree", 24},
+		{collectives.DDATree, 1<<20 + 16, "dda_all_reduce_tree", 40},
 	} {
 		kk := collectives.AllReduce.Counts(x.bytes, 2, 0, collectives.Float)
 		if pl, _ := c.makePlan(collectives.AllReduce, x.algo, kk, 4); pl.kernel != x.kernel || pl.blocks != x.blocks {

@@ -71,7 +71,7 @@ func (g *group) idleAll() (bool, error) {
 
 // timedOut aborts the communicator, waits for this group's kernels to return and names who was stuck where.
 func (g *group) timedOut() error {
-	cause := &collectives.TimeoutError{Rank: g.ranks[0].global, Phase: g.ranks[0].last, After: g.c.timeout}
+	cause := &collectives.TimeoutError{Rank: g.ranks[0].global, Phase: g.ranks[0].lastCall(), After: g.c.timeout}
 	g.c.abort(cause)
 	found := false
 	for _, r := range g.ranks {
@@ -79,7 +79,7 @@ func (g *group) timedOut() error {
 		r.stream.Synchronize()
 		if w := atomic.LoadUint32(g.c.phaseWord(r.local)); w != 0 && !found {
 			found = true
-			cause.Rank, cause.Phase = r.global, r.last+" "+phaseName(w)
+			cause.Rank, cause.Phase = r.global, r.lastCall()+" "+phaseName(w)
 		}
 	}
 	return g.c.abort(cause)
