@@ -172,7 +172,7 @@ step_ncclt() {
 	fi
 	run_step ncclt-bld ncclt-build.log bash "$BIN/ncclt/build.sh" || return
 	# NCCLT_COLLS picks collectives (default all four); the graph pair takes the host's launch cost out.
-	run_step ncclt ncclt.log scripts/ncclt-compare.sh "$BIN/ncclt/bin" "$BIN" /tmp/ncclt-runs
+	NCCLT_ROUNDS=${NCCLT_ROUNDS:-4} run_step ncclt ncclt.log scripts/ncclt-compare.sh "$BIN/ncclt/bin" "$BIN" /tmp/ncclt-runs
 	NCCLT_COLLS=all_reduce run_step ncclt-G ncclt-graph.log scripts/ncclt-compare.sh "$BIN/ncclt/bin" "$BIN" \
 		/tmp/ncclt-runs/graph -b 8 -e 1G -f 2 -g 2 -w 20 -n 50 -G 20
 	tar -czf "$OUT/ncclt-runs.tgz" -C /tmp ncclt-runs

@@ -128,3 +128,22 @@ func TestExchange(t *testing.T) {
 		t.Error("exchange accepted a malformed unique id")
 	}
 }
+
+func TestAlltoallMode(t *testing.T) {
+	for _, c := range []struct {
+		mode           string
+		exported, want bool
+		fails          bool
+	}{
+		{"", true, true, false}, {"", false, false, false}, {"sendrecv", true, false, false},
+		{"native", true, true, false}, {"native", false, false, true}, {"both", true, false, true},
+	} {
+		got, err := alltoallNative(c.mode, c.exported)
+		if got != c.want || (err != nil) != c.fails {
+			t.Errorf("%s=%q exported %v: native %v, %v", alltoallEnv, c.mode, c.exported, got, err)
+		}
+	}
+	if _, err := alltoallNative("native", false); !errors.Is(err, collectives.ErrUnsupported) {
+		t.Errorf("native without the symbol: %v, want ErrUnsupported", err)
+	}
+}

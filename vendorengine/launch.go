@@ -56,10 +56,8 @@ func (g *group) enqueue(c *collectives.Call, dt nccl.DataType) (failed, end erro
 }
 
 func (g *group) launchOne(c *collectives.Call, l int, r *rank, dt nccl.DataType) error {
+	// A count of 0 still goes to the library, as nccl-tests does: NCCL 2.28 takes ~13 us over an empty alltoall.
 	lib, count := g.c.lib, c.Counts[l].Param
-	if count == 0 {
-		return nil // nothing to move; the library would return at once too
-	}
 	send, recv := devicePtr(c.Send[l]), devicePtr(c.Recv[l])
 	switch c.Coll {
 	case collectives.AllReduce:

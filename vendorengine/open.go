@@ -38,10 +38,12 @@ func (engine) Open(cfg collectives.Config) (collectives.Comm, error) {
 	nthreads, ngpus := max(cfg.NThreads, 1), max(cfg.NGpus, 1)
 	nlocal := nthreads * ngpus
 	c := &comm{lib: lib, nranks: world.Size() * nlocal, timeout: cfg.Timeout, register: cfg.Register,
-		nativeAlltoAll: lib.Has("ncclAlltoAll") || lib.Has("ncclAllToAll"),
-		nonBlocking:    useNonBlocking(lib, cfg.Timeout)}
+		nonBlocking: useNonBlocking(lib, cfg.Timeout)}
 	getenv := func(k string) string { return cfg.Getenv(os.Getenv, k) }
 	if c.hooks, err = collectives.HooksFromEnv(getenv, c.nranks); err != nil {
+		return nil, fmt.Errorf("vendor: %w", err)
+	}
+	if c.nativeAlltoAll, err = alltoallNative(getenv(alltoallEnv), lib.Has("ncclAlltoAll")); err != nil {
 		return nil, fmt.Errorf("vendor: %w", err)
 	}
 
@@ -232,4 +234,24 @@ func overrideEnv(env map[string]string) (restore func()) {
 			}
 		}
 	}
+}
+
+// alltoallEnv picks how alltoall reaches the library: "sendrecv" makes it nccl-tests' grouped ncclSend/ncclRecv
+// (nccl-tests never calls ncclAlltoAll: set it to compare times with nccl-tests), "native" insists on
+// ncclAlltoAll; unset, ncclAlltoAll where the library exports it.
+const alltoallEnv = "RCCLX_TESTS_VENDOR_ALLTOALL"
+
+func alltoallNative(mode string, exported bool) (bool, error) {
+	switch mode {
+	case "":
+		return exported, nil
+	case "sendrecv":
+		return false, nil
+	case "native":
+		if !exported {
+			return false, fmt.Errorf("%s=native: the library does not export ncclAlltoAll: %w", alltoallEnv, collectives.ErrUnsupported)
+		}
+		return true, nil
+	}
+	return false, fmt.Errorf("%s=%q: want native or sendrecv", alltoallEnv, mode)
 }
