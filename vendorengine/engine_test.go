@@ -147,3 +147,19 @@ func TestAlltoallMode(t *testing.T) {
 		t.Errorf("native without the symbol: %v, want ErrUnsupported", err)
 	}
 }
+
+// As nccl-tests: one local rank making one call needs no group; several ranks, several calls (alltoall's
+// sends and receives) or non-blocking communicators do.
+func TestGrouped(t *testing.T) {
+	for _, c := range []struct {
+		nlocal                int
+		nonBlocking, sendRecv bool
+		want                  bool
+	}{
+		{1, false, false, false}, {2, false, false, true}, {1, true, false, true}, {1, false, true, true}, {8, true, true, true},
+	} {
+		if got := grouped(c.nlocal, c.nonBlocking, c.sendRecv); got != c.want {
+			t.Errorf("%+v: grouped %v", c, got)
+		}
+	}
+}

@@ -35,11 +35,18 @@ func (g *group) Launch(c *collectives.Call) error {
 	return g.corrupt(c)
 }
 
-// enqueue makes c's library calls in one group: failed is the first call that failed (the group still ends),
-// end what ncclGroupStart or ncclGroupEnd returned. The skip hook's rank makes no call. A call inside the group
-// on a non-blocking communicator may report the communicator in progress; that is no failure.
+// enqueue makes c's library calls, in one group where grouped says so: failed is the first call that failed
+// (the group still ends), end what ncclGroupStart or ncclGroupEnd returned. The skip hook's rank makes no call.
+// A call inside the group on a non-blocking communicator may report the communicator in progress; that is no
+// failure.
 func (g *group) enqueue(c *collectives.Call, dt nccl.DataType) (failed, end error) {
 	lib := g.c.lib
+	if !grouped(len(g.ranks), g.c.nonBlocking, g.sendRecv(c)) {
+		if g.ranks[0].global == g.c.hooks.SkipRank {
+			return nil, nil
+		}
+		return g.launchOne(c, 0, g.ranks[0], dt), nil
+	}
 	if err := lib.GroupStart(); err != nil {
 		return nil, err
 	}
@@ -55,6 +62,16 @@ func (g *group) enqueue(c *collectives.Call, dt nccl.DataType) (failed, end erro
 	return failed, lib.GroupEnd()
 }
 
+// grouped reports whether a call goes inside ncclGroupStart/ncclGroupEnd: as nccl-tests, only with several
+// local ranks or several calls per rank (alltoall's sends and receives); and on non-blocking communicators,
+// whose progress is awaited at the group's end.
+func grouped(nlocal int, nonBlocking, sendRecv bool) bool { return nlocal > 1 || nonBlocking || sendRecv }
+
+// sendRecv reports whether c moves as sends and receives.
+func (g *group) sendRecv(c *collectives.Call) bool {
+	return c.Coll == collectives.AllToAll && !(g.c.nativeAlltoAll && !c.InPlace(0))
+}
+
 func (g *group) launchOne(c *collectives.Call, l int, r *rank, dt nccl.DataType) error {
 	// A count of 0 still goes to the library, as nccl-tests does: NCCL 2.28 takes ~13 us over an empty alltoall.
 	lib, count := g.c.lib, c.Counts[l].Param
@@ -67,7 +84,7 @@ func (g *group) launchOne(c *collectives.Call, l int, r *rank, dt nccl.DataType)
 	case collectives.ReduceScatter:
 		return lib.ReduceScatter(send, recv, count, dt, g.ops[l], r.comm, r.stream)
 	case collectives.AllToAll:
-		if g.c.nativeAlltoAll && !c.InPlace(l) {
+		if !g.sendRecv(c) {
 			return lib.AlltoAll(send, recv, count, dt, r.comm, r.stream)
 		}
 		// As nccl-tests does: a send and a receive per peer (in place too, where the libraries' alltoall
