@@ -65,7 +65,9 @@ func (g *group) enqueue(c *collectives.Call, dt nccl.DataType) (failed, end erro
 // grouped reports whether a call goes inside ncclGroupStart/ncclGroupEnd: as nccl-tests, only with several
 // local ranks or several calls per rank (alltoall's sends and receives); and on non-blocking communicators,
 // whose progress is awaited at the group's end.
-func grouped(nlocal int, nonBlocking, sendRecv bool) bool { return nlocal > 1 || nonBlocking || sendRecv }
+func grouped(nlocal int, nonBlocking, sendRecv bool) bool {
+	return nlocal > 1 || nonBlocking || sendRecv
+}
 
 // sendRecv reports whether c moves as sends and receives.
 func (g *group) sendRecv(c *collectives.Call) bool {
