@@ -61,6 +61,13 @@ RX_KERNEL dda_all_gather(Args a) {
   c.save();
 }
 
+// The first phase of reduce_scatter and alltoall: every piece of this rank's input (p elements each; this
+// block's [lo, hi) of it) into its half h at the piece's offset, then the barrier (false: it gave up).
+RX_DEV bool stage_pieces(Comm& c, const Args& a, int h, i64 p, i64 lo, i64 hi) {
+  for (int q = 0; q < c.n; q++) copy_elems((T*)c.data(c.r, h) + q * p + lo, (const T*)a.send + q * p + lo, hi - lo);
+  return barrier(c, 1);
+}
+
 #if RX_OP == RX_SUM
 // reduce_scatter: rank r sums piece r of every rank.
 RX_KERNEL dda_reduce_scatter(Args a) {
@@ -69,8 +76,7 @@ RX_KERNEL dda_reduce_scatter(Args a) {
   const i64 p = a.count;
   i64 lo, hi;
   c.part(p, RX_VE, lo, hi);
-  for (int q = 0; q < c.n; q++) copy_elems((T*)c.data(c.r, h) + q * p + lo, (const T*)a.send + q * p + lo, hi - lo);
-  if (!barrier(c, 1)) return;
+  if (!stage_pieces(c, a, h, p, lo, hi)) return;
   const i64 at = c.r * p + lo;
   reduce_sources((T*)a.recv + lo, [&](int q) { return (const T*)c.data(q, h) + at; }, c.n, hi - lo);
   c.save();
@@ -84,8 +90,7 @@ RX_KERNEL dda_alltoall(Args a) {
   const i64 p = a.count;
   i64 lo, hi;
   c.part(p, RX_VE, lo, hi);
-  for (int q = 0; q < c.n; q++) copy_elems((T*)c.data(c.r, h) + q * p + lo, (const T*)a.send + q * p + lo, hi - lo);
-  if (!barrier(c, 1)) return;
+  if (!stage_pieces(c, a, h, p, lo, hi)) return;
   RX_FOR_PEERS(c, q) copy_elems((T*)a.recv + q * p + lo, (const T*)c.data(q, h) + c.r * p + lo, hi - lo);
   c.save();
 }

@@ -216,6 +216,13 @@ RX_KERNEL lp_all_reduce(Args a) {
   c.save();
 }
 
+// The first phase of reduce_scatter and alltoall rounds: the codes of every piece q of this rank's input at
+// q * cp (this block's [lo, hi) of the round), then the barrier (false: it gave up).
+RX_DEV bool stage_codes(LP& lp, const Args& a, i64 cp, i64 lo, i64 hi) {
+  for (int q = 0; q < lp.c.n; q++) lp.quantize(q * cp, (const T*)a.send + q * a.count + a.x0, lo, hi);
+  return barrier(lp.c, 1);
+}
+
 // reduce_scatter round: the codes of piece q sit at q * roundup(len, unit).
 RX_KERNEL lp_reduce_scatter(Args a) {
   RX_COMM(c, a);
@@ -224,8 +231,7 @@ RX_KERNEL lp_reduce_scatter(Args a) {
   lp.scaleOff = c.n * cp;
   i64 lo, hi;
   c.part(len, lp.unit, lo, hi);
-  for (int q = 0; q < c.n; q++) lp.quantize(q * cp, (const T*)a.send + q * a.count + a.x0, lo, hi);
-  if (!barrier(c, 1)) return;
+  if (!stage_codes(lp, a, cp, lo, hi)) return;
   lp.reduce((T*)a.recv + a.x0, c.r * cp, lo, hi);
   c.save();
 }
@@ -252,8 +258,7 @@ RX_KERNEL lp_alltoall(Args a) {
   lp.scaleOff = c.n * cp;
   i64 lo, hi;
   c.part(len, lp.unit, lo, hi);
-  for (int q = 0; q < c.n; q++) lp.quantize(q * cp, (const T*)a.send + q * a.count + a.x0, lo, hi);
-  if (!barrier(c, 1)) return;
+  if (!stage_codes(lp, a, cp, lo, hi)) return;
   RX_FOR_PEERS(c, q) lp.dequantize((T*)a.recv + q * a.count + a.x0, q, c.r * cp, lo, hi);
   c.save();
 }
