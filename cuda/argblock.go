@@ -17,12 +17,13 @@ const (
 	argBlockStruct = 16 // offset of the struct, aligned for any kernel parameter
 )
 
-// NewArgBlock maps a block; Free unmaps it.
+// NewArgBlock maps a block whose first word points at its struct; Free unmaps it.
 func NewArgBlock() (*ArgBlock, error) {
 	mem, err := syscall.Mmap(-1, 0, argBlockBytes, syscall.PROT_READ|syscall.PROT_WRITE, syscall.MAP_PRIVATE|syscall.MAP_ANON)
 	if err != nil {
 		return nil, fmt.Errorf("cuda: kernel parameter block: mmap: %w", err)
 	}
+	*(*uintptr)(unsafe.Pointer(&mem[0])) = uintptr(unsafe.Pointer(&mem[argBlockStruct]))
 	return &ArgBlock{mem: mem}, nil
 }
 
@@ -42,9 +43,7 @@ func put[T any](b *ArgBlock, a *T) (uintptr, error) {
 		return 0, fmt.Errorf("cuda: a %d-byte kernel argument exceeds the %d-byte block", size, argBlockBytes-argBlockStruct)
 	}
 	copy(b.mem[argBlockStruct:argBlockStruct+size], unsafe.Slice((*byte)(unsafe.Pointer(a)), size))
-	base := uintptr(unsafe.Pointer(&b.mem[0]))
-	*(*uintptr)(unsafe.Pointer(&b.mem[0])) = base + argBlockStruct
-	return base, nil
+	return uintptr(unsafe.Pointer(&b.mem[0])), nil
 }
 
 // LaunchStruct enqueues kernel f on s with *a (a struct without Go pointers) as its only argument, through b.
