@@ -15,7 +15,7 @@ type ipcHandleArg struct{ Reserved [64]byte }
 
 const ipcMemLazyEnablePeerAccess = 0x1
 
-// cuIpcOpenMemHandle takes the 64-byte handle by value, which SyscallN cannot
+// cuIpcOpenMemHandle takes the 64-byte handle by value, which ccall cannot
 // pass; purego's RegisterFunc places it on the stack as the C ABI wants.
 var ipcOpen struct {
 	once sync.Once

@@ -8,7 +8,7 @@ import (
 	"sync"
 	"unsafe"
 
-	"github.com/ebitengine/purego"
+	"rcclx-tests/internal/ccall"
 )
 
 const (
@@ -113,7 +113,7 @@ func Launch(f Function, grid, block [3]uint32, sharedMem uint32, s Stream, args 
 
 // launchKernel is cuLaunchKernel with the parameter array at params (0: none).
 func launchKernel(f Function, grid, block [3]uint32, sharedMem uint32, s Stream, params uintptr) error {
-	r, _, _ := purego.SyscallN(cuLaunchKernel.addr, uintptr(f),
+	r := ccall.Call(cuLaunchKernel.addr, uintptr(f),
 		uintptr(grid[0]), uintptr(grid[1]), uintptr(grid[2]),
 		uintptr(block[0]), uintptr(block[1]), uintptr(block[2]),
 		uintptr(sharedMem), uintptr(s), params, 0)

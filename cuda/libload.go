@@ -7,6 +7,8 @@ import (
 	"strings"
 
 	"github.com/ebitengine/purego"
+
+	"rcclx-tests/internal/ccall"
 )
 
 // openFirst dlopens the first candidate that loads. The error names every
@@ -56,10 +58,7 @@ type cfunc struct {
 // raw calls f with integer/pointer arguments and returns the C result.
 //
 //go:uintptrescapes
-func (f *cfunc) raw(args ...uintptr) uintptr {
-	r, _, _ := purego.SyscallN(f.addr, args...)
-	return r
-}
+func (f *cfunc) raw(args ...uintptr) uintptr { return ccall.Call(f.addr, args...) }
 
 // call calls f and turns a non-zero int result into *Error.
 //
@@ -68,8 +67,7 @@ func (f *cfunc) call(args ...uintptr) error {
 	if f.addr == 0 {
 		return errNotLoaded
 	}
-	r, _, _ := purego.SyscallN(f.addr, args...)
-	if r := int32(r); r != 0 {
+	if r := int32(ccall.Call(f.addr, args...)); r != 0 {
 		return f.lib.newError(f.name, int(r))
 	}
 	return nil

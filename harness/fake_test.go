@@ -27,12 +27,14 @@ type fakeEngine struct {
 	unsupported  map[collectives.DType]bool
 	events       bool // groups are EventTimers
 	graphs       bool // groups are Graphers
+	loops        bool // groups are LoopLaunchers
 	noInPlaceA2A bool // groups are InPlaceLimiters without in-place alltoall, as NCCL
 	// splitAt > 0: rows at or below this size column use algorithm "small", above it "large".
 	splitAt int64
 
 	mu       sync.Mutex
 	launches int
+	loopArgs [][3]int // first, iters and agg of each LaunchLoop
 	cfg      collectives.Config
 }
 
@@ -65,6 +67,8 @@ func (e *fakeEngine) wrap(g *fakeGroup) collectives.Group {
 		return eventGroup{g}
 	case e.graphs:
 		return graphGroup{g}
+	case e.loops:
+		return loopGroup{g}
 	case e.noInPlaceA2A:
 		return ncclLikeGroup{g}
 	}
@@ -225,6 +229,21 @@ func (g eventGroup) Elapsed(from, to collectives.Event) (time.Duration, error) {
 type graphGroup struct{ *fakeGroup }
 
 type ncclLikeGroup struct{ *fakeGroup }
+
+type loopGroup struct{ *fakeGroup }
+
+func (g loopGroup) LaunchLoop(calls []*collectives.Call, first, iters, agg int) error {
+	e := g.c.e
+	e.mu.Lock()
+	e.loopArgs = append(e.loopArgs, [3]int{first, iters, agg})
+	e.mu.Unlock()
+	for i := first; i < first+iters*agg; i++ {
+		if err := g.Launch(calls[i%len(calls)]); err != nil {
+			return err
+		}
+	}
+	return nil
+}
 
 func (g ncclLikeGroup) NoInPlace(c *collectives.Collective) bool { return c == collectives.AllToAll }
 

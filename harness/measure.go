@@ -19,9 +19,8 @@ func (t *thread) measure(p point, inPlace bool, bar *barrier) (timing, error) {
 	o := t.opts
 	ops := o.Iters * o.AggIters
 	calls := t.timedCalls(p, inPlace, max(ops, o.Warmup))
-	launch := func(i int) error { return t.group.Launch(calls[i%len(calls)]) }
 	for i := range o.Warmup {
-		if err := launch(i); err != nil {
+		if err := t.group.Launch(calls[i%len(calls)]); err != nil {
 			return timing{}, err
 		}
 	}
@@ -32,35 +31,21 @@ func (t *thread) measure(p point, inPlace bool, bar *barrier) (timing, error) {
 		return timing{}, err
 	}
 	if graph, ok := t.group.(collectives.Grapher); ok && o.Graph > 0 {
-		return t.measureGraph(graph, launch, ops, bar)
+		return t.measureGraph(graph, calls, bar)
 	}
 	clock := stopwatch{start: time.Now()}
 	iters := iterClock{t: t, perOp: o.AggIters}
 	if err := iters.start(o.PerIter == 1); err != nil {
 		return timing{}, err
 	}
-	for it := range o.Iters {
-		for a := range o.AggIters {
-			if err := launch(it*o.AggIters + a); err != nil {
-				return timing{}, err
-			}
-			if err := t.block(o.Blocking, bar); err != nil {
-				return timing{}, err
-			}
-		}
-		if o.Blocking == 3 {
-			if err := t.group.Wait(); err != nil {
-				return timing{}, err
-			}
-			pause := time.Now()
-			if err := bar.wait(); err != nil {
-				return timing{}, err
-			}
-			clock.exclude(time.Since(pause))
-		}
-		if err := iters.lap(); err != nil {
-			return timing{}, err
-		}
+	var err error
+	if o.Blocking == 0 && o.PerIter != 1 {
+		err = t.launchIters(calls, 0, o.Iters)
+	} else {
+		err = t.eachIteration(calls, bar, &clock, &iters)
+	}
+	if err != nil {
+		return timing{}, err
 	}
 	cpu := clock.elapsed()
 	if err := t.group.Wait(); err != nil {
@@ -74,11 +59,57 @@ func (t *thread) measure(p point, inPlace bool, bar *barrier) (timing, error) {
 	return timing{sec: total.Seconds() / float64(ops), cpuSec: cpu.Seconds() / float64(ops), iters: times}, nil
 }
 
+// launchIters launches iters iterations from the first-th on: in one go where the group is a LoopLauncher
+// (which aggregates each iteration's -m operations), else operation by operation.
+func (t *thread) launchIters(calls []*collectives.Call, first, iters int) error {
+	agg := t.opts.AggIters
+	if ll, ok := t.group.(collectives.LoopLauncher); ok {
+		return ll.LaunchLoop(calls, first*agg, iters, agg)
+	}
+	for i := first * agg; i < (first+iters)*agg; i++ {
+		if err := t.group.Launch(calls[i%len(calls)]); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// eachIteration launches the timed iterations one by one, for -z and -I: -z 1 and 2 wait after each
+// operation, -z 3 after each iteration (its barrier off the clock), and -I marks the end of each iteration.
+func (t *thread) eachIteration(calls []*collectives.Call, bar *barrier, clock *stopwatch, iters *iterClock) error {
+	o := t.opts
+	for it := range o.Iters {
+		if o.Blocking == 1 || o.Blocking == 2 {
+			for a := range o.AggIters {
+				if err := t.group.Launch(calls[(it*o.AggIters+a)%len(calls)]); err != nil {
+					return err
+				}
+				if err := t.block(o.Blocking, bar); err != nil {
+					return err
+				}
+			}
+		} else if err := t.launchIters(calls, it, 1); err != nil {
+			return err
+		}
+		if o.Blocking == 3 {
+			if err := t.group.Wait(); err != nil {
+				return err
+			}
+			pause := time.Now()
+			if err := bar.wait(); err != nil {
+				return err
+			}
+			clock.exclude(time.Since(pause))
+		}
+		if err := iters.lap(); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
 // block applies -z 1 (wait and barrier after each operation) and -z 2 (wait only).
 func (t *thread) block(mode int, bar *barrier) error {
-	if mode != 1 && mode != 2 {
-		return nil
-	}
 	if err := t.group.Wait(); err != nil {
 		return err
 	}
@@ -88,16 +119,9 @@ func (t *thread) block(mode int, bar *barrier) error {
 	return nil
 }
 
-// measureGraph captures the ops launches once, then times -G replays of the graph.
-func (t *thread) measureGraph(g collectives.Grapher, launch func(int) error, ops int, bar *barrier) (timing, error) {
-	graph, err := g.Capture(func() error {
-		for i := range ops {
-			if err := launch(i); err != nil {
-				return err
-			}
-		}
-		return nil
-	})
+// measureGraph captures the timed iterations' launches once, then times -G replays of the graph.
+func (t *thread) measureGraph(g collectives.Grapher, calls []*collectives.Call, bar *barrier) (timing, error) {
+	graph, err := g.Capture(func() error { return t.launchIters(calls, 0, t.opts.Iters) })
 	if err != nil {
 		return timing{}, err
 	}
@@ -115,7 +139,7 @@ func (t *thread) measureGraph(g collectives.Grapher, launch func(int) error, ops
 	if err := t.group.Wait(); err != nil {
 		return timing{}, err
 	}
-	n := float64(ops * t.opts.Graph)
+	n := float64(t.opts.Iters * t.opts.AggIters * t.opts.Graph)
 	return timing{sec: clock.elapsed().Seconds() / n, cpuSec: cpu.Seconds() / n}, nil
 }
 

@@ -2,6 +2,7 @@ package harness
 
 import (
 	"encoding/json"
+	"fmt"
 	"math"
 	"math/rand/v2"
 	"os"
@@ -347,6 +348,33 @@ func TestBlockingModes(t *testing.T) {
 		r := testRun(t, collectives.AllReduce, seedArgs(seed, append(small, "-z", strconv.Itoa(mode), "-t", "2", "-m", "2")...), newFake(seed))
 		if r.code != exitOK || !strings.Contains(r.stdout, line) {
 			t.Errorf("-z %d: exit %d\n%s", mode, r.code, r.stdout)
+		}
+	}
+}
+
+// TestLoopLauncher: a LoopLauncher gets the whole timed loop at once; -I and -z 3 hand it one iteration at a
+// time, -z 1 and 2 none (they wait after each operation). Warmup and the validation run go operation by
+// operation.
+func TestLoopLauncher(t *testing.T) {
+	each := [][3]int{{0, 1, 3}, {3, 1, 3}, {6, 1, 3}, {9, 1, 3}}
+	for _, tc := range []struct {
+		args []string
+		want [][3]int // per half
+	}{
+		{nil, [][3]int{{0, 4, 3}}},
+		{[]string{"-I", "1"}, each},
+		{[]string{"-z", "3"}, each},
+		{[]string{"-z", "1"}, nil},
+		{[]string{"-z", "2"}, nil},
+	} {
+		seed := rand.Uint64()
+		e := newFake(seed)
+		e.loops = true
+		args := append([]string{"-b", "1K", "-e", "1K", "-n", "4", "-m", "3", "-w", "2", "-g", "2"}, tc.args...)
+		r := testRun(t, collectives.AllReduce, seedArgs(seed, args...), e)
+		want := append(append([][3]int(nil), tc.want...), tc.want...) // out of place, then in place
+		if r.code != exitOK || fmt.Sprint(e.loopArgs) != fmt.Sprint(want) || e.launches != 2*(2+12+1) {
+			t.Errorf("%v: exit %d, loops %v (want %v), %d launches\n%s", tc.args, r.code, e.loopArgs, want, e.launches, r.stdout)
 		}
 	}
 }

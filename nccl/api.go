@@ -65,49 +65,10 @@ func (l *Library) CommGetAsyncError(c Comm) (Result, error) {
 // Check turns a Result from CommGetAsyncError into an error, as a failed call would.
 func (l *Library) Check(call string, r Result) error { return l.check(call, r) }
 
-// GroupStart and GroupEnd are ncclGroupStart and ncclGroupEnd (group state is per OS thread).
+// GroupStart and GroupEnd are ncclGroupStart and ncclGroupEnd (group state is per OS thread). The collectives
+// themselves are made through Calls.
 func (l *Library) GroupStart() error { return l.call(&l.groupStart) }
 func (l *Library) GroupEnd() error   { return l.call(&l.groupEnd) }
-
-// AllReduce is ncclAllReduce.
-func (l *Library) AllReduce(send, recv cuda.DevicePtr, count int64, dt DataType, op RedOp, c Comm, s cuda.Stream) error {
-	return l.call(&l.allReduce, uintptr(send), uintptr(recv), uintptr(count), uintptr(dt), uintptr(op), uintptr(c), uintptr(s))
-}
-
-// AllGather is ncclAllGather; count is each rank's send count.
-func (l *Library) AllGather(send, recv cuda.DevicePtr, count int64, dt DataType, c Comm, s cuda.Stream) error {
-	return l.call(&l.allGather, uintptr(send), uintptr(recv), uintptr(count), uintptr(dt), uintptr(c), uintptr(s))
-}
-
-// ReduceScatter is ncclReduceScatter; count is each rank's receive count.
-func (l *Library) ReduceScatter(send, recv cuda.DevicePtr, count int64, dt DataType, op RedOp, c Comm, s cuda.Stream) error {
-	return l.call(&l.reduceScatter, uintptr(send), uintptr(recv), uintptr(count), uintptr(dt), uintptr(op), uintptr(c), uintptr(s))
-}
-
-// AlltoAll is ncclAlltoAll (RCCL: ncclAllToAll); count is per peer. Libraries without it report
-// collectives.ErrUnsupported: use grouped Send/Recv.
-func (l *Library) AlltoAll(send, recv cuda.DevicePtr, count int64, dt DataType, c Comm, s cuda.Stream) error {
-	return l.call(&l.alltoAll, uintptr(send), uintptr(recv), uintptr(count), uintptr(dt), uintptr(c), uintptr(s))
-}
-
-// Broadcast is ncclBroadcast.
-func (l *Library) Broadcast(send, recv cuda.DevicePtr, count int64, dt DataType, root int, c Comm, s cuda.Stream) error {
-	return l.call(&l.broadcast, uintptr(send), uintptr(recv), uintptr(count), uintptr(dt), uintptr(root), uintptr(c), uintptr(s))
-}
-
-// Reduce is ncclReduce.
-func (l *Library) Reduce(send, recv cuda.DevicePtr, count int64, dt DataType, op RedOp, root int, c Comm, s cuda.Stream) error {
-	return l.call(&l.reduce, uintptr(send), uintptr(recv), uintptr(count), uintptr(dt), uintptr(op), uintptr(root), uintptr(c), uintptr(s))
-}
-
-// Send and Recv are ncclSend and ncclRecv (point to point; group them).
-func (l *Library) Send(send cuda.DevicePtr, count int64, dt DataType, peer int, c Comm, s cuda.Stream) error {
-	return l.call(&l.send, uintptr(send), uintptr(count), uintptr(dt), uintptr(peer), uintptr(c), uintptr(s))
-}
-
-func (l *Library) Recv(recv cuda.DevicePtr, count int64, dt DataType, peer int, c Comm, s cuda.Stream) error {
-	return l.call(&l.recv, uintptr(recv), uintptr(count), uintptr(dt), uintptr(peer), uintptr(c), uintptr(s))
-}
 
 // scalarHostImmediate is ncclScalarHostImmediate: the scalar is read from host memory during the call.
 const scalarHostImmediate = 1

@@ -4,9 +4,8 @@ import (
 	"fmt"
 	"unsafe"
 
-	"github.com/ebitengine/purego"
-
 	"rcclx-tests/collectives"
+	"rcclx-tests/internal/ccall"
 )
 
 // Result is ncclResult_t.
@@ -54,10 +53,13 @@ func (e *Error) Error() string {
 //go:uintptrescapes
 func (l *Library) call(f *cfunc, args ...uintptr) error {
 	if f.addr == 0 {
-		return fmt.Errorf("%s: %s does not export it: %w", f.name(), l.Path, collectives.ErrUnsupported)
+		return l.unsupported(f)
 	}
-	r, _, _ := purego.SyscallN(f.addr, args...)
-	return l.check(f.name(), Result(int32(r)))
+	return l.check(f.name(), Result(int32(ccall.Call(f.addr, args...))))
+}
+
+func (l *Library) unsupported(f *cfunc) error {
+	return fmt.Errorf("%s: %s does not export it: %w", f.name(), l.Path, collectives.ErrUnsupported)
 }
 
 func (l *Library) check(call string, r Result) error {
@@ -66,7 +68,7 @@ func (l *Library) check(call string, r Result) error {
 	}
 	e := &Error{Call: call, Code: r, Msg: l.ErrorString(r)}
 	if l.getLastError.addr != 0 && r != InProgress { // not a failure: no message to fetch
-		p, _, _ := purego.SyscallN(l.getLastError.addr, 0)
+		p := ccall.Call(l.getLastError.addr, 0) // no communicator: the last error of any
 		e.Last = oneLine(goString(p))
 	}
 	return e
@@ -74,7 +76,7 @@ func (l *Library) check(call string, r Result) error {
 
 // ErrorString is ncclGetErrorString.
 func (l *Library) ErrorString(r Result) string {
-	p, _, _ := purego.SyscallN(l.getErrorString.addr, uintptr(r))
+	p := ccall.Call(l.getErrorString.addr, uintptr(r))
 	return goString(p)
 }
 

@@ -128,18 +128,14 @@ func (r *rig) ready(t *testing.T) {
 	}
 }
 
-// group runs one call per rank inside ncclGroupStart/End.
-func (r *rig) group(t *testing.T, call func(d int) error) {
+// group makes the calls add adds for each rank inside ncclGroupStart/End.
+func (r *rig) group(t *testing.T, add func(q *Calls, d int)) {
 	t.Helper()
-	if err := r.lib.GroupStart(); err != nil {
-		t.Fatal(err)
-	}
+	q := r.lib.NewCalls().GroupStart()
 	for d := range r.comms {
-		if err := call(d); err != nil && !IsInProgress(err) {
-			t.Fatal(err)
-		}
+		add(q, d)
 	}
-	if err := r.lib.GroupEnd(); err != nil && !IsInProgress(err) {
+	if err := q.GroupEnd().Run(); err != nil && !IsInProgress(err) {
 		t.Fatal(err)
 	}
 	r.ready(t)
@@ -195,8 +191,8 @@ func allReducePreMulSumAlltoAll(t *testing.T, r *rig) {
 			}
 		}
 	}
-	r.group(t, func(d int) error {
-		return r.lib.AllReduce(send[d], recv[d], int64(count), Float32, OpSum, r.comms[d], r.streams[d])
+	r.group(t, func(q *Calls, d int) {
+		q.AllReduce(send[d], recv[d], int64(count), Float32, OpSum, r.comms[d], r.streams[d])
 	})
 	verify("sum", func(_, i int) float32 {
 		var s float32
@@ -214,8 +210,8 @@ func allReducePreMulSumAlltoAll(t *testing.T, r *rig) {
 			}
 			defer r.lib.RedOpDestroy(ops[d], r.comms[d])
 		}
-		r.group(t, func(d int) error {
-			return r.lib.AllReduce(send[d], recv[d], int64(count), Float32, ops[d], r.comms[d], r.streams[d])
+		r.group(t, func(q *Calls, d int) {
+			q.AllReduce(send[d], recv[d], int64(count), Float32, ops[d], r.comms[d], r.streams[d])
 		})
 		verify("premulsum", func(_, i int) float32 {
 			var s float32
@@ -227,18 +223,18 @@ func allReducePreMulSumAlltoAll(t *testing.T, r *rig) {
 	}
 	if r.lib.Has("ncclAlltoAll") || r.lib.Has("ncclAllToAll") {
 		per := count / n
-		r.group(t, func(d int) error {
-			return r.lib.AlltoAll(send[d], recv[d], int64(per), Float32, r.comms[d], r.streams[d])
+		r.group(t, func(q *Calls, d int) {
+			q.AlltoAll(send[d], recv[d], int64(per), Float32, r.comms[d], r.streams[d])
 		})
 		verify("alltoall", func(d, i int) float32 { return in[i/per][d*per+i%per] })
 	}
 }
 
 // TestGPUCallCost measures the host cost of the calls the vendor engine makes per operation: a trivial call
-// (ncclGetVersion: purego's own cost), an empty group, and a group of one small all-reduce per GPU.
+// (ncclGetVersion: the cost of crossing from Go into C), an empty group, and a group of one small
+// all-reduce per GPU, made with a crossing per call and as one Calls of 50 groups (the timed loop's way).
 func TestGPUCallCost(t *testing.T) {
 	r := newRig(t)
-	r.ctxs[0].SetCurrent()
 	buf := make([]cuda.DevicePtr, len(r.comms))
 	for d := range r.comms {
 		r.ctxs[d].SetCurrent()
@@ -248,6 +244,7 @@ func TestGPUCallCost(t *testing.T) {
 		}
 		defer cuda.MemFree(buf[d])
 	}
+	r.ctxs[0].SetCurrent()
 	per := func(n int, f func()) time.Duration {
 		best := time.Duration(math.MaxInt64)
 		for range 5 {
@@ -263,13 +260,25 @@ func TestGPUCallCost(t *testing.T) {
 	var v int32
 	version := per(100000, func() { r.lib.call(&r.lib.getVersion, uintptr(unsafe.Pointer(&v))) })
 	empty := per(10000, func() { r.lib.GroupStart(); r.lib.GroupEnd() })
-	enqueue := per(200, func() {
-		r.lib.GroupStart()
-		for d, c := range r.comms {
-			r.lib.AllReduce(buf[d], buf[d], 2, Float32, OpSum, c, r.streams[d])
+	singles := []*Calls{r.lib.NewCalls().GroupStart()}
+	for d, c := range r.comms {
+		singles = append(singles, r.lib.NewCalls().AllReduce(buf[d], buf[d], 2, Float32, OpSum, c, r.streams[d]))
+	}
+	singles = append(singles, r.lib.NewCalls().GroupEnd())
+	crossings := per(200, func() {
+		for _, s := range singles {
+			s.Run()
 		}
-		r.lib.GroupEnd()
 	})
-	t.Logf("per call: ncclGetVersion %v; ncclGroupStart+ncclGroupEnd %v; ncclGroupStart + %d x ncclAllReduce(8 B) + ncclGroupEnd %v (enqueue only, host time)",
-		version, empty, len(r.comms), enqueue)
+	q := r.lib.NewCalls()
+	for range 50 {
+		q.GroupStart()
+		for d, c := range r.comms {
+			q.AllReduce(buf[d], buf[d], 2, Float32, OpSum, c, r.streams[d])
+		}
+		q.GroupEnd()
+	}
+	batched := per(4, func() { q.Run() }) / 50
+	t.Logf("per call: ncclGetVersion %v; ncclGroupStart+ncclGroupEnd %v; ncclGroupStart + %d x ncclAllReduce(8 B) + ncclGroupEnd: %v with a crossing per call, %v in one Calls of 50 (enqueue only, host time)",
+		version, empty, len(r.comms), crossings, batched)
 }

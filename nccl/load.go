@@ -28,7 +28,7 @@ type Library struct {
 	getLastError, send, recv, alltoAll, redOpCreatePreMulSum, redOpDestroy, commRegister, commDeregister cfunc
 	memAlloc, memFree                                                                                    cfunc
 
-	// ncclCommInitRank and ncclCommInitRankConfig take the 128-byte unique id by value, which SyscallN cannot
+	// ncclCommInitRank and ncclCommInitRankConfig take the 128-byte unique id by value, which ccall cannot
 	// pass. The config variant is optional (NCCL 2.14 and later): nil when absent. The library copies *cfg
 	// during the call and keeps no pointer to it.
 	commInitRank       func(comm *Comm, nranks int32, id UniqueID, rank int32) Result

@@ -114,7 +114,7 @@ func TestInitRankSignature(t *testing.T) {
 func TestMissingOptionalFunctionIsUnsupported(t *testing.T) {
 	l := &Library{Path: "libfake.so"}
 	l.send.names = []string{"ncclSend"}
-	err := l.Send(0, 1, Float32, 1, 0, 0)
+	err := l.NewCalls().Send(0, 1, Float32, 1, 0, 0).Run()
 	if !errors.Is(err, collectives.ErrUnsupported) || !strings.Contains(err.Error(), "ncclSend: libfake.so does not export it") {
 		t.Errorf("Send on a library without it: %v", err)
 	}

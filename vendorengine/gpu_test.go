@@ -10,6 +10,7 @@ import (
 	"os"
 	"runtime"
 	"strconv"
+	"strings"
 	"testing"
 	"time"
 
@@ -238,6 +239,37 @@ func checkGraphReplay(t *testing.T, g *group) {
 	}
 }
 
+// LaunchLoop makes a loop's calls in one crossing, an iteration's operations in one group; a call that fails
+// stops the loop and leaves no group open (the next loop runs).
+func TestGPULaunchLoop(t *testing.T) {
+	c := openGPU(t, collectives.Config{})
+	g := c.groups[0]
+	iters, agg := 2+rand.IntN(3), 1+rand.IntN(3)
+	call := onesCall(t, g, 1<<10)
+	bad := *call
+	bad.Send = append([]collectives.View{{Buf: &buffer{}}}, call.Send[1:]...) // a null send buffer on rank 0
+	var ie *collectives.LibraryError
+	if err := g.LaunchLoop([]*collectives.Call{call, &bad}, 0, iters, 2); !errors.As(err, &ie) ||
+		!strings.Contains(err.Error(), "ncclAllReduce") {
+		t.Fatalf("a loop with a null buffer: %v", err)
+	}
+	if err := g.Wait(); err != nil {
+		t.Fatal(err)
+	}
+	for _, v := range call.Recv { // should the library have run the good calls of the failed group
+		g.Write(v, bytes.Repeat([]byte{0, 0, 0x80, 0x3f}, 1<<10))
+	}
+	if err := errors.Join(g.LaunchLoop([]*collectives.Call{call}, 0, iters, agg), g.Wait()); err != nil {
+		t.Fatal(err)
+	}
+	got := make([]byte, 4)
+	g.Read(got, call.Recv[0])
+	want := collectives.EncodeFloat(collectives.Float, math.Pow(float64(len(g.ranks)), float64(iters*agg)))
+	if uint64(binary.LittleEndian.Uint32(got)) != want {
+		t.Errorf("%d x %d in-place all-reduces of ones: % x, want %d to the power %d", iters, agg, got, len(g.ranks), iters*agg)
+	}
+}
+
 // Non-blocking communicators (-T): init, every collective in and out of place, and a graph are right.
 func TestGPUNonBlockingCollectivesAndGraphs(t *testing.T) {
 	c := nonBlockingGPU(t, collectives.Config{Timeout: 60 * time.Second})
@@ -282,7 +314,7 @@ func TestGPUTimeoutAborts(t *testing.T) {
 	}
 	r := g.ranks[0]
 	g.lastCall = "ncclAllReduce"
-	err = c.lib.AllReduce(b.(*buffer).ptr, b.(*buffer).ptr, 1024, nccl.Float32, nccl.OpSum, r.comm, r.stream)
+	err = c.lib.NewCalls().AllReduce(b.(*buffer).ptr, b.(*buffer).ptr, 1024, nccl.Float32, nccl.OpSum, r.comm, r.stream).Run()
 	if err := c.finish(g.ranks[:1], g.lastCall, err); err != nil {
 		t.Fatal(err)
 	}

@@ -18,7 +18,9 @@ type group struct {
 	lastCall  string // for the timeout message
 	capturing bool   // inside Capture's record
 
-	ops    []nccl.RedOp // per local rank, reused by every Launch
+	calls  *nccl.Calls   // the library calls of a Launch or LaunchLoop, reused
+	dt     nccl.DataType // of the calls being queued
+	ops    []nccl.RedOp  // per local rank, likewise
 	premul map[premulKey]nccl.RedOp
 	marks  markPool
 }
@@ -30,7 +32,7 @@ type premulKey struct {
 }
 
 func newGroup(c *comm, ranks []*rank) *group {
-	g := &group{c: c, ranks: ranks, ops: make([]nccl.RedOp, len(ranks)), premul: map[premulKey]nccl.RedOp{}}
+	g := &group{c: c, ranks: ranks, calls: c.lib.NewCalls(), ops: make([]nccl.RedOp, len(ranks)), premul: map[premulKey]nccl.RedOp{}}
 	for _, r := range ranks {
 		g.global = append(g.global, r.global)
 	}

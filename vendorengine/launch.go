@@ -12,8 +12,66 @@ import (
 // Launch issues c on every local rank in one NCCL group, on this thread, and returns once the library has
 // enqueued it (on non-blocking communicators, once they are ready again), without waiting for the device.
 func (g *group) Launch(c *collectives.Call) error {
+	if err := g.prepare(c); err != nil {
+		return err
+	}
+	g.calls.Reset()
+	g.queue(c)
+	if err := g.c.finish(g.ranks, g.lastCall, g.calls.Run()); err != nil {
+		return err
+	}
+	return g.corrupt(c)
+}
+
+// LaunchLoop launches iters iterations of agg operations from the first-th on (the i-th is calls[i mod
+// len(calls)]); as nccl-tests does for -m, an iteration of several operations is one NCCL group. The calls go
+// to the library in one crossing from Go per chunk of the loop. Non-blocking communicators, which must be
+// ready again before their next call, and the corrupt hook take Launch's path, call by call.
+func (g *group) LaunchLoop(calls []*collectives.Call, first, iters, agg int) error {
+	if g.c.nonBlocking || g.c.hooks.CorruptRank >= 0 {
+		for i := first; i < first+iters*agg; i++ {
+			if err := g.Launch(calls[i%len(calls)]); err != nil {
+				return err
+			}
+		}
+		return nil
+	}
+	if err := g.prepare(calls[first%len(calls)]); err != nil { // one size, type and operation for all
+		return err
+	}
+	g.calls.Reset()
+	for it := range iters {
+		if agg > 1 {
+			g.calls.GroupStart()
+		}
+		for a := range agg {
+			g.queue(calls[(first+it*agg+a)%len(calls)])
+		}
+		if agg > 1 {
+			g.calls.GroupEnd()
+		}
+		if g.calls.Len() >= loopChunk || it == iters-1 {
+			if err := g.c.finish(g.ranks, g.lastCall, g.calls.Run()); err != nil {
+				return err
+			}
+			g.calls.Reset()
+		}
+	}
+	return nil
+}
+
+// loopChunk bounds the calls LaunchLoop makes in one crossing, and so the memory a long loop takes.
+const loopChunk = 4096
+
+// prepare checks that the communicators are usable and sets the data type and operations of c's calls.
+func (g *group) prepare(c *collectives.Call) error {
 	if err := g.c.usable(); err != nil {
 		return err
+	}
+	switch c.Coll {
+	case collectives.AllReduce, collectives.AllGather, collectives.ReduceScatter, collectives.AllToAll:
+	default:
+		return fmt.Errorf("vendor: %s: %w", c.Coll.Name, collectives.ErrUnsupported)
 	}
 	dt, err := g.dataType(c.DType)
 	if err != nil {
@@ -24,42 +82,24 @@ func (g *group) Launch(c *collectives.Call) error {
 			return err
 		}
 	}
-	g.lastCall = g.c.callName(c)
-	failed, end := g.enqueue(c, dt)
-	if err := g.c.finish(g.ranks, g.lastCall, end); err != nil {
-		return err
-	}
-	if failed != nil {
-		return libraryError(fmt.Errorf("vendor: %w", failed))
-	}
-	return g.corrupt(c)
+	g.dt, g.lastCall = dt, g.c.callName(c)
+	return nil
 }
 
-// enqueue makes c's library calls, in one group where grouped says so: failed is the first call that failed
-// (the group still ends), end what ncclGroupStart or ncclGroupEnd returned. The skip hook's rank makes no call.
-// A call inside the group on a non-blocking communicator may report the communicator in progress; that is no
-// failure.
-func (g *group) enqueue(c *collectives.Call, dt nccl.DataType) (failed, end error) {
-	lib := g.c.lib
-	if !grouped(len(g.ranks), g.c.nonBlocking, g.sendRecv(c)) {
-		if g.ranks[0].global == g.c.hooks.SkipRank {
-			return nil, nil
-		}
-		return g.launchOne(c, 0, g.ranks[0], dt), nil
-	}
-	if err := lib.GroupStart(); err != nil {
-		return nil, err
+// queue adds c's library calls, in one group where grouped says so. The skip hook's rank makes none.
+func (g *group) queue(c *collectives.Call) {
+	group := grouped(len(g.ranks), g.c.nonBlocking, g.sendRecv(c))
+	if group {
+		g.calls.GroupStart()
 	}
 	for l, r := range g.ranks {
-		if r.global == g.c.hooks.SkipRank {
-			continue
-		}
-		if err := g.launchOne(c, l, r, dt); err != nil && !nccl.IsInProgress(err) {
-			failed = err
-			break
+		if r.global != g.c.hooks.SkipRank {
+			g.queueOne(c, l, r)
 		}
 	}
-	return failed, lib.GroupEnd()
+	if group {
+		g.calls.GroupEnd()
+	}
 }
 
 // grouped reports whether a call goes inside ncclGroupStart/ncclGroupEnd: as nccl-tests, only with several
@@ -74,35 +114,30 @@ func (g *group) sendRecv(c *collectives.Call) bool {
 	return c.Coll == collectives.AllToAll && !(g.c.nativeAlltoAll && !c.InPlace(0))
 }
 
-func (g *group) launchOne(c *collectives.Call, l int, r *rank, dt nccl.DataType) error {
+func (g *group) queueOne(c *collectives.Call, l int, r *rank) {
 	// A count of 0 still goes to the library, as nccl-tests does: NCCL 2.28 takes ~13 us over an empty alltoall.
-	lib, count := g.c.lib, c.Counts[l].Param
+	q, dt, count := g.calls, g.dt, c.Counts[l].Param
 	send, recv := devicePtr(c.Send[l]), devicePtr(c.Recv[l])
 	switch c.Coll {
 	case collectives.AllReduce:
-		return lib.AllReduce(send, recv, count, dt, g.ops[l], r.comm, r.stream)
+		q.AllReduce(send, recv, count, dt, g.ops[l], r.comm, r.stream)
 	case collectives.AllGather:
-		return lib.AllGather(send, recv, count, dt, r.comm, r.stream)
+		q.AllGather(send, recv, count, dt, r.comm, r.stream)
 	case collectives.ReduceScatter:
-		return lib.ReduceScatter(send, recv, count, dt, g.ops[l], r.comm, r.stream)
+		q.ReduceScatter(send, recv, count, dt, g.ops[l], r.comm, r.stream)
 	case collectives.AllToAll:
 		if !g.sendRecv(c) {
-			return lib.AlltoAll(send, recv, count, dt, r.comm, r.stream)
+			q.AlltoAll(send, recv, count, dt, r.comm, r.stream)
+			return
 		}
 		// As nccl-tests does: a send and a receive per peer (in place too, where the libraries' alltoall
 		// refuses; nccl-tests does not check in-place alltoall results).
 		block := cuda.DevicePtr(count * int64(c.DType.Size()))
 		for p := range g.c.nranks {
-			if err := lib.Send(send+cuda.DevicePtr(p)*block, count, dt, p, r.comm, r.stream); err != nil {
-				return err
-			}
-			if err := lib.Recv(recv+cuda.DevicePtr(p)*block, count, dt, p, r.comm, r.stream); err != nil {
-				return err
-			}
+			q.Send(send+cuda.DevicePtr(p)*block, count, dt, p, r.comm, r.stream)
+			q.Recv(recv+cuda.DevicePtr(p)*block, count, dt, p, r.comm, r.stream)
 		}
-		return nil
 	}
-	return fmt.Errorf("vendor: %s: %w", c.Coll.Name, collectives.ErrUnsupported)
 }
 
 // callName names the library call of c, for messages.

@@ -10,6 +10,7 @@ import (
 	"github.com/ebitengine/purego"
 
 	"rcclx-tests/cuda"
+	"rcclx-tests/internal/ccall"
 )
 
 const batch = 200 // calls per timed batch; the queue is drained between batches
@@ -54,6 +55,14 @@ func measureCallCosts(g *gpu, iters int) []result {
 	add("purego SyscallN libc labs", d, err)
 	d, err = perCall(iters, func() error { labsFn(7); return nil }, noDrain)
 	add("purego RegisterFunc labs", d, err)
+	d, err = perCall(iters, func() error { ccall.Call(labs, 7); return nil }, noDrain)
+	add("ccall.Call libc labs", d, err)
+	var batch ccall.Batch
+	for range 64 {
+		batch.Add(labs, 0)
+	}
+	d, err = perCall(iters/64, func() error { batch.Run(0); return nil }, noDrain)
+	add("ccall.Batch of 64 libc labs, per call", d/64, err)
 
 	s, err := cuda.StreamCreate(true)
 	if err != nil {

@@ -1,0 +1,90 @@
+package nccl
+
+import (
+	"errors"
+	"math/rand/v2"
+	"testing"
+
+	"github.com/ebitengine/purego"
+
+	"rcclx-tests/collectives"
+	"rcclx-tests/cuda"
+)
+
+// fakeLibrary stands libc's labs in for the group calls and ncclAllReduce: each returns the absolute value
+// of its first argument as its status, so a test chooses which call fails and how.
+func fakeLibrary(t *testing.T) *Library {
+	h, err := purego.Dlopen("libc.so.6", purego.RTLD_NOW)
+	if err != nil {
+		t.Skip("no libc to stand in for a library:", err)
+	}
+	sym := func(name string) uintptr {
+		a, err := purego.Dlsym(h, name)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return a
+	}
+	l := &Library{Path: "libfake.so"}
+	for f, name := range map[*cfunc]string{&l.groupStart: "ncclGroupStart", &l.groupEnd: "ncclGroupEnd",
+		&l.allReduce: "ncclAllReduce"} {
+		f.names, f.addr = []string{name}, sym("labs")
+	}
+	l.getErrorString.names, l.getErrorString.addr = []string{"ncclGetErrorString"}, sym("strerror")
+	l.send.names = []string{"ncclSend"}
+	return l
+}
+
+func TestCallsRun(t *testing.T) {
+	l := fakeLibrary(t)
+	q := l.NewCalls()
+	ar := func(status cuda.DevicePtr) {
+		q.AllReduce(0, 0, 1, Float32, OpSum, 0, 0)
+		q.AllReduce(status, 0, 1, Float32, OpSum, 0, 0)
+	}
+	n := 1 + rand.IntN(20)
+	q.GroupStart()
+	for range n {
+		ar(0)
+	}
+	if err := q.GroupEnd().Run(); err != nil {
+		t.Fatalf("every call succeeds: %v", err)
+	}
+
+	// ncclInProgress from one call does not stop the others, and is what Run reports.
+	q.Reset()
+	q.GroupStart()
+	ar(cuda.DevicePtr(InProgress))
+	ar(0)
+	if err := q.GroupEnd().Run(); !IsInProgress(err) {
+		t.Fatalf("a call in progress: Run = %v", err)
+	}
+
+	// A failure stops the calls and names the one that failed.
+	q.Reset()
+	q.GroupStart()
+	ar(0)
+	ar(cuda.DevicePtr(InvalidUsage))
+	var e *Error
+	if err := q.GroupEnd().Run(); !errors.As(err, &e) || e.Call != "ncclAllReduce" || e.Code != InvalidUsage {
+		t.Fatalf("a failing call: Run = %v", err)
+	}
+
+	// A function the library lacks: no call at all.
+	q.Reset()
+	q.GroupStart().Send(0, 1, Float32, 1, 0, 0)
+	if err := q.GroupEnd().Run(); !errors.Is(err, collectives.ErrUnsupported) {
+		t.Fatalf("a missing function: Run = %v", err)
+	}
+}
+
+func TestOpenGroupsAfterFailure(t *testing.T) {
+	l := fakeLibrary(t)
+	q := l.NewCalls()
+	q.GroupStart().GroupStart().AllReduce(0, 0, 1, Float32, OpSum, 0, 0).GroupEnd().AllReduce(5, 0, 1, Float32, OpSum, 0, 0)
+	for at, want := range []int{0, 1, 2, 1, 1} {
+		if got := q.openGroups(at); got != want {
+			t.Errorf("call %d failing leaves %d groups open, want %d", at, got, want)
+		}
+	}
+}
