@@ -19,10 +19,8 @@ func (t *thread) measure(p point, inPlace bool, bar *barrier) (timing, error) {
 	o := t.opts
 	ops := o.Iters * o.AggIters
 	calls := t.timedCalls(p, inPlace, max(ops, o.Warmup))
-	for i := range o.Warmup {
-		if err := t.group.Launch(calls[i%len(calls)]); err != nil {
-			return timing{}, err
-		}
+	if err := t.launchIters(calls, 0, o.Warmup, 1); err != nil { // the timed loop's path, not aggregated
+		return timing{}, err
 	}
 	if err := t.group.Wait(); err != nil {
 		return timing{}, err
@@ -40,7 +38,7 @@ func (t *thread) measure(p point, inPlace bool, bar *barrier) (timing, error) {
 	}
 	var err error
 	if o.Blocking == 0 && o.PerIter != 1 {
-		err = t.launchIters(calls, 0, o.Iters)
+		err = t.launchIters(calls, 0, o.Iters, o.AggIters)
 	} else {
 		err = t.eachIteration(calls, bar, &clock, &iters)
 	}
@@ -59,10 +57,9 @@ func (t *thread) measure(p point, inPlace bool, bar *barrier) (timing, error) {
 	return timing{sec: total.Seconds() / float64(ops), cpuSec: cpu.Seconds() / float64(ops), iters: times}, nil
 }
 
-// launchIters launches iters iterations from the first-th on: in one go where the group is a LoopLauncher
-// (which aggregates each iteration's -m operations), else operation by operation.
-func (t *thread) launchIters(calls []*collectives.Call, first, iters int) error {
-	agg := t.opts.AggIters
+// launchIters launches iters iterations of agg operations from the first-th iteration on: in one go where
+// the group is a LoopLauncher (which aggregates each iteration's operations), else operation by operation.
+func (t *thread) launchIters(calls []*collectives.Call, first, iters, agg int) error {
 	if ll, ok := t.group.(collectives.LoopLauncher); ok {
 		return ll.LaunchLoop(calls, first*agg, iters, agg)
 	}
@@ -88,7 +85,7 @@ func (t *thread) eachIteration(calls []*collectives.Call, bar *barrier, clock *s
 					return err
 				}
 			}
-		} else if err := t.launchIters(calls, it, 1); err != nil {
+		} else if err := t.launchIters(calls, it, 1, o.AggIters); err != nil {
 			return err
 		}
 		if o.Blocking == 3 {
@@ -121,7 +118,7 @@ func (t *thread) block(mode int, bar *barrier) error {
 
 // measureGraph captures the timed iterations' launches once, then times -G replays of the graph.
 func (t *thread) measureGraph(g collectives.Grapher, calls []*collectives.Call, bar *barrier) (timing, error) {
-	graph, err := g.Capture(func() error { return t.launchIters(calls, 0, t.opts.Iters) })
+	graph, err := g.Capture(func() error { return t.launchIters(calls, 0, t.opts.Iters, t.opts.AggIters) })
 	if err != nil {
 		return timing{}, err
 	}

@@ -352,9 +352,9 @@ func TestBlockingModes(t *testing.T) {
 	}
 }
 
-// TestLoopLauncher: a LoopLauncher gets the whole timed loop at once; -I and -z 3 hand it one iteration at a
-// time, -z 1 and 2 none (they wait after each operation). Warmup and the validation run go operation by
-// operation.
+// TestLoopLauncher: a LoopLauncher gets the warmup (not aggregated) and the whole timed loop at once; -I and
+// -z 3 hand it the timed loop one iteration at a time, -z 1 and 2 operation by operation (they wait after
+// each). The validation run goes operation by operation.
 func TestLoopLauncher(t *testing.T) {
 	each := [][3]int{{0, 1, 3}, {3, 1, 3}, {6, 1, 3}, {9, 1, 3}}
 	for _, tc := range []struct {
@@ -372,7 +372,8 @@ func TestLoopLauncher(t *testing.T) {
 		e.loops = true
 		args := append([]string{"-b", "1K", "-e", "1K", "-n", "4", "-m", "3", "-w", "2", "-g", "2"}, tc.args...)
 		r := testRun(t, collectives.AllReduce, seedArgs(seed, args...), e)
-		want := append(append([][3]int(nil), tc.want...), tc.want...) // out of place, then in place
+		half := append([][3]int{{0, 2, 1}}, tc.want...)
+		want := append(append([][3]int(nil), half...), half...) // out of place, then in place
 		if r.code != exitOK || fmt.Sprint(e.loopArgs) != fmt.Sprint(want) || e.launches != 2*(2+12+1) {
 			t.Errorf("%v: exit %d, loops %v (want %v), %d launches\n%s", tc.args, r.code, e.loopArgs, want, e.launches, r.stdout)
 		}
