@@ -2,6 +2,7 @@ package nccl
 
 import (
 	"encoding/binary"
+	"errors"
 	"math"
 	"math/rand/v2"
 	"os"
@@ -227,6 +228,43 @@ func allReducePreMulSumAlltoAll(t *testing.T, r *rig) {
 			q.AlltoAll(send[d], recv[d], int64(per), Float32, r.comms[d], r.streams[d])
 		})
 		verify("alltoall", func(d, i int) float32 { return in[i/per][d*per+i%per] })
+	}
+}
+
+// A call that fails inside a group (an invalid data type) stops the calls, is named in the error, and leaves
+// no group open: the next group runs and is right.
+func TestGPUCallsFailure(t *testing.T) {
+	r := newRig(t)
+	buf := make([]cuda.DevicePtr, len(r.comms))
+	for d := range r.comms {
+		r.ctxs[d].SetCurrent()
+		var err error
+		if buf[d], err = cuda.MemAlloc(4); err != nil {
+			t.Fatal(err)
+		}
+		defer cuda.MemFree(buf[d])
+		cuda.MemcpyHtoD(buf[d], floats([]float32{1}))
+	}
+	q := r.lib.NewCalls().GroupStart().GroupStart()
+	for d, c := range r.comms {
+		q.AllReduce(buf[d], buf[d], 1, Float32, OpSum, c, r.streams[d])
+	}
+	q.GroupEnd().GroupStart().AllReduce(buf[0], buf[0], 1, DataType(99), OpSum, r.comms[0], r.streams[0])
+	var e *Error
+	if err := q.GroupEnd().GroupEnd().Run(); !errors.As(err, &e) || e.Call != "ncclAllReduce" || e.Code != InvalidArgument {
+		t.Fatalf("a group with an invalid data type: %v", err)
+	}
+	r.sync(t)
+	for d := range r.comms { // should the library have run the valid calls of the failed group
+		r.ctxs[d].SetCurrent()
+		cuda.MemcpyHtoD(buf[d], floats([]float32{1}))
+	}
+	r.group(t, func(q *Calls, d int) { q.AllReduce(buf[d], buf[d], 1, Float32, OpSum, r.comms[d], r.streams[d]) })
+	r.sync(t)
+	got := make([]byte, 4)
+	cuda.MemcpyDtoH(got, buf[0])
+	if v := math.Float32frombits(binary.LittleEndian.Uint32(got)); v != float32(len(r.comms)) {
+		t.Errorf("the group after the failed one: %v, want %d", v, len(r.comms))
 	}
 }
 

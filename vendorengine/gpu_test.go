@@ -10,7 +10,6 @@ import (
 	"os"
 	"runtime"
 	"strconv"
-	"strings"
 	"testing"
 	"time"
 
@@ -239,26 +238,13 @@ func checkGraphReplay(t *testing.T, g *group) {
 	}
 }
 
-// LaunchLoop makes a loop's calls in one crossing, an iteration's operations in one group; a call that fails
-// stops the loop and leaves no group open (the next loop runs).
+// LaunchLoop makes a loop's calls in one crossing, an iteration's operations in one group (nccl's
+// TestGPUCallsFailure covers a failing call).
 func TestGPULaunchLoop(t *testing.T) {
 	c := openGPU(t, collectives.Config{})
 	g := c.groups[0]
 	iters, agg := 2+rand.IntN(3), 1+rand.IntN(3)
 	call := onesCall(t, g, 1<<10)
-	bad := *call
-	bad.Send = append([]collectives.View{{Buf: &buffer{}}}, call.Send[1:]...) // a null send buffer on rank 0
-	var ie *collectives.LibraryError
-	if err := g.LaunchLoop([]*collectives.Call{call, &bad}, 0, iters, 2); !errors.As(err, &ie) ||
-		!strings.Contains(err.Error(), "ncclAllReduce") {
-		t.Fatalf("a loop with a null buffer: %v", err)
-	}
-	if err := g.Wait(); err != nil {
-		t.Fatal(err)
-	}
-	for _, v := range call.Recv { // should the library have run the good calls of the failed group
-		g.Write(v, bytes.Repeat([]byte{0, 0, 0x80, 0x3f}, 1<<10))
-	}
 	if err := errors.Join(g.LaunchLoop([]*collectives.Call{call}, 0, iters, agg), g.Wait()); err != nil {
 		t.Fatal(err)
 	}
