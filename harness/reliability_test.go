@@ -358,7 +358,7 @@ func TestReliabilityProcessEnvironmentHooks(t *testing.T) {
 	p = startChild(t, "all_reduce", []string{"RCCLX_TESTS_SKIP_RANK=1"}, "--engine", "host", "-g", "2", "-b", "1K",
 		"-e", "1M", "-f", "1024", "-T", "1", "-J", file)
 	code, took := p.exit(t, 20*time.Second)
-	if want := "timeout: rank 0 all_reduce size 1024 phase "; code != exitTimeout ||
+	if want := "timeout: rank 0 all_reduce size 1048576 phase "; code != exitTimeout ||
 		!strings.HasPrefix(p.stderr.String(), want) || strings.Count(p.stderr.String(), "\n") != 1 || took > 6*time.Second {
 		t.Errorf("skip: exit %d after %v, stderr %q", code, took, p.stderr.String())
 	}

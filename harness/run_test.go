@@ -127,7 +127,8 @@ func TestCSVOutput(t *testing.T) {
 	}
 }
 
-// TestTimeout: a rank stuck past -T ends the run with one line naming it and exit code 4.
+// TestTimeout: a rank stuck past -T ends the run with one line naming it and the size (here the warmup at the
+// largest size, the first collective) and exit code 4.
 func TestTimeout(t *testing.T) {
 	e := newFake(1)
 	e.timeoutRank = 1
@@ -136,7 +137,7 @@ func TestTimeout(t *testing.T) {
 	if r.code != exitTimeout {
 		t.Fatalf("exit %d\n%s%s", r.code, r.stdout, r.stderr)
 	}
-	want := "timeout: rank 1 all_reduce size 8 phase fake step 1 after 1s\n"
+	want := "timeout: rank 1 all_reduce size 32768 phase fake step 1 after 1s\n" // the warmup at -e
 	if r.stderr != want {
 		t.Errorf("stderr %q, want %q", r.stderr, want)
 	}
@@ -303,8 +304,9 @@ func TestGraphs(t *testing.T) {
 	if r.code != exitOK || !strings.Contains(r.stdout, "graph: 3 ") {
 		t.Fatalf("exit %d\n%s", r.code, r.stdout)
 	}
-	// 7 sizes x 2 halves x (1 warmup + 3 replays of the 2 captured launches)
-	if e.launches != 7*2*7 {
+	// 1 warmup at the largest and the smallest size, then 7 sizes x 2 halves x (1 warmup + 3 replays of the
+	// 2 captured launches)
+	if e.launches != 2+7*2*7 {
 		t.Errorf("%d launches", e.launches)
 	}
 	r = testRun(t, collectives.AllReduce, append(small, "-G", "3", "-c", "0"), newFake(1))
@@ -352,7 +354,8 @@ func TestBlockingModes(t *testing.T) {
 	}
 }
 
-// TestLoopLauncher: a LoopLauncher gets the warmup (not aggregated) and the whole timed loop at once; -I and
+// TestLoopLauncher: a LoopLauncher gets the warmups (before the sweep and before each half, not aggregated)
+// and the whole timed loop at once; -I and
 // -z 3 hand it the timed loop one iteration at a time, -z 1 and 2 operation by operation (they wait after
 // each). The validation run goes operation by operation.
 func TestLoopLauncher(t *testing.T) {
@@ -373,8 +376,8 @@ func TestLoopLauncher(t *testing.T) {
 		args := append([]string{"-b", "1K", "-e", "1K", "-n", "4", "-m", "3", "-w", "2", "-g", "2"}, tc.args...)
 		r := testRun(t, collectives.AllReduce, seedArgs(seed, args...), e)
 		half := append([][3]int{{0, 2, 1}}, tc.want...)
-		want := append(append([][3]int(nil), half...), half...) // out of place, then in place
-		if r.code != exitOK || fmt.Sprint(e.loopArgs) != fmt.Sprint(want) || e.launches != 2*(2+12+1) {
+		want := append(append([][3]int{{0, 2, 1}, {0, 2, 1}}, half...), half...) // -e, -b; out of place, in place
+		if r.code != exitOK || fmt.Sprint(e.loopArgs) != fmt.Sprint(want) || e.launches != 2*2+2*(2+12+1) {
 			t.Errorf("%v: exit %d, loops %v (want %v), %d launches\n%s", tc.args, r.code, e.loopArgs, want, e.launches, r.stdout)
 		}
 	}

@@ -46,20 +46,54 @@ func sweepSizes(lo, hi, step, factor int64) []int64 {
 func (s *session) sweep() error {
 	for _, dt := range s.o.dtypes {
 		for _, op := range s.ops() {
-			for cycle := 0; s.o.Cycles == 0 || cycle < s.o.Cycles; cycle++ {
-				skipped, err := s.cycle(dt, op)
-				if err != nil || s.stopped {
-					return err
-				}
-				if skipped {
-					fmt.Fprintf(s.out, "# %s %s skipped: not supported by engine %s\n", dt, s.a.coll.RedOpName(op),
-						s.eng.Name())
-					break
-				}
+			skipped, err := s.passes(dt, op)
+			if err != nil || s.stopped {
+				return err
+			}
+			if skipped {
+				fmt.Fprintf(s.out, "# %s %s skipped: not supported by engine %s\n", dt, s.a.coll.RedOpName(op),
+					s.eng.Name())
 			}
 		}
 	}
 	return s.snapshotMemory()
+}
+
+// passes warms up, then runs the -N passes over the sizes of one type and operation; skipped reports that the
+// engine does not support them.
+func (s *session) passes(dt collectives.DType, op collectives.Op) (skipped bool, err error) {
+	if skipped, err := s.warmUp(dt, op); skipped || err != nil {
+		return skipped, err
+	}
+	for cycle := 0; s.o.Cycles == 0 || cycle < s.o.Cycles; cycle++ {
+		if skipped, err := s.cycle(dt, op); skipped || err != nil || s.stopped {
+			return skipped, err
+		}
+	}
+	return false, nil
+}
+
+// warmUp runs -w operations at the largest size, then -w at the smallest, before the passes over the sizes
+// of a type and operation, as nccl-tests does: libraries connect channels and protocols on first use, which
+// must not fall into the first timed loops. skipped reports that the engine does not support the type and
+// operation.
+func (s *session) warmUp(dt collectives.DType, op collectives.Op) (skipped bool, err error) {
+	if s.o.Warmup == 0 {
+		return false, nil
+	}
+	sizes := s.sizes()
+	for _, size := range []int64{sizes[len(sizes)-1], sizes[0]} {
+		p := point{dt: dt, op: op, root: -1, size: size}
+		s.at = s.a.coll.Bytes(s.threads[0].counts(p, 0), dt)
+		err := s.team.each(func(t int) error { return s.threads[t].warmUp(p) })
+		if errors.Is(err, collectives.ErrUnsupported) {
+			return true, nil
+		}
+		if err != nil {
+			return false, err
+		}
+	}
+	return false, nil
 }
 
 // cycle runs one pass over the sizes; skipped reports that the engine does not support this type and operation.

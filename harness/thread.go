@@ -72,6 +72,14 @@ func (t *thread) free() error {
 	return first
 }
 
+// warmUp runs -w out-of-place operations of p and waits for them (see session.warmUp).
+func (t *thread) warmUp(p point) error {
+	if err := t.launchIters(t.timedCalls(p, false, t.opts.Warmup), 0, t.opts.Warmup, 1); err != nil {
+		return err
+	}
+	return t.group.Wait()
+}
+
 // counts are local rank l's counts for p.
 func (t *thread) counts(p point, l int) collectives.Counts {
 	return t.coll.Counts(p.size, t.nranks, t.ranks[l], p.dt)
