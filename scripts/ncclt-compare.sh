@@ -11,7 +11,8 @@
 # compares each of our runs with the nccl-tests run before it, nccl-tests' later runs with its first (its own
 # run-to-run spread), and, per size, the best time of each tool over all rounds ("best"): where calls are
 # host-bound, a run's times move by several microseconds with what else the machine does, and the best of
-# several runs is what each tool's own host path costs.
+# several runs is what each tool's own host path costs. With 4 rounds or more, "ncclt-self" compares the best
+# of nccl-tests' first half of rounds with the best of its second half: how well it agrees with itself.
 # NCCLT_CPUS (a taskset list such as 0-7) runs both tools on those CPUs.
 set -uo pipefail
 NCCLT=$1 OURS=$2 OUT=$3
@@ -64,4 +65,10 @@ for coll in ${NCCLT_COLLS:-all_reduce all_gather reduce_scatter alltoall}; do
 		agree <(rows "$OUT/ncclt-$coll-1.txt") <(rows "$OUT/ncclt-$coll-$round.txt") "$coll/ncclt$round"
 	done
 	agree <(best "$OUT"/ncclt-"$coll"-*.txt) <(best "$OUT"/ours-"$coll"-*.txt) "$coll/best"
+	# nccl-tests' own floor: the best of its first half of rounds against the best of its second half.
+	if ((ROUNDS >= 4)); then
+		half=$((ROUNDS / 2))
+		agree <(best $(seq -f "$OUT/ncclt-$coll-%g.txt" 1 "$half")) \
+			<(best $(seq -f "$OUT/ncclt-$coll-%g.txt" $((half + 1)) "$ROUNDS")) "$coll/ncclt-self"
+	fi
 done
