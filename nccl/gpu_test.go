@@ -231,18 +231,28 @@ func allReducePreMulSumAlltoAll(t *testing.T, r *rig) {
 	}
 }
 
-// A call that fails inside a group (an invalid data type) stops the calls, is named in the error, and leaves
-// no group open: the next group runs and is right.
-func TestGPUCallsFailure(t *testing.T) {
-	r := newRig(t)
+// buffers allocates bytes of device memory per rank, freed when the test ends.
+func (r *rig) buffers(t *testing.T, bytes int64) []cuda.DevicePtr {
+	t.Helper()
 	buf := make([]cuda.DevicePtr, len(r.comms))
 	for d := range r.comms {
 		r.ctxs[d].SetCurrent()
 		var err error
-		if buf[d], err = cuda.MemAlloc(4); err != nil {
+		if buf[d], err = cuda.MemAlloc(bytes); err != nil {
 			t.Fatal(err)
 		}
-		defer cuda.MemFree(buf[d])
+		t.Cleanup(func() { r.ctxs[d].SetCurrent(); cuda.MemFree(buf[d]) })
+	}
+	return buf
+}
+
+// A call that fails inside a group (an invalid data type) stops the calls, is named in the error, and leaves
+// no group open: the next group runs and is right.
+func TestGPUCallsFailure(t *testing.T) {
+	r := newRig(t)
+	buf := r.buffers(t, 4)
+	for d := range r.comms {
+		r.ctxs[d].SetCurrent()
 		cuda.MemcpyHtoD(buf[d], floats([]float32{1}))
 	}
 	q := r.lib.NewCalls().GroupStart().GroupStart()
@@ -273,15 +283,7 @@ func TestGPUCallsFailure(t *testing.T) {
 // all-reduce per GPU, made with a crossing per call and as one Calls of 50 groups (the timed loop's way).
 func TestGPUCallCost(t *testing.T) {
 	r := newRig(t)
-	buf := make([]cuda.DevicePtr, len(r.comms))
-	for d := range r.comms {
-		r.ctxs[d].SetCurrent()
-		var err error
-		if buf[d], err = cuda.MemAlloc(64); err != nil {
-			t.Fatal(err)
-		}
-		defer cuda.MemFree(buf[d])
-	}
+	buf := r.buffers(t, 64)
 	r.ctxs[0].SetCurrent()
 	per := func(n int, f func()) time.Duration {
 		best := time.Duration(math.MaxInt64)
