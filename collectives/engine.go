@@ -120,12 +120,13 @@ type Group interface {
 	Wait() error
 }
 
-// LoopLauncher is a Group that launches whole iterations at once: iters iterations of agg operations from
-// the first-th on (the i-th operation is calls[i mod len(calls)]), an iteration's operations aggregated as
-// its library allows (NCCL: one group, as nccl-tests does for -m). The vendor engine makes the whole loop's
-// library calls in one crossing from Go, so its timed loop costs the host what the same loop costs in C.
+// LoopLauncher is a Group that readies whole iterations before the clock starts and launches them at once:
+// iters iterations of agg operations from the first-th operation on (the i-th operation is calls[i mod
+// len(calls)]), an iteration's operations aggregated as its library allows (NCCL: one group, as nccl-tests
+// does for -m). The vendor engine makes the loop's library calls in one crossing from Go, so its timed loop
+// costs the host what the same loop costs in C. launch stays valid until the group's next PrepareLoop.
 type LoopLauncher interface {
-	LaunchLoop(calls []*Call, first, iters, agg int) error
+	PrepareLoop(calls []*Call, first, iters, agg int) (launch func() error, err error)
 }
 
 // Grapher is a Group that can capture launches into a graph and replay them (-G).

@@ -34,7 +34,7 @@ type fakeEngine struct {
 
 	mu       sync.Mutex
 	launches int
-	loopArgs [][3]int // first, iters and agg of each LaunchLoop
+	loopArgs [][3]int // first, iters and agg of each PrepareLoop
 	cfg      collectives.Config
 }
 
@@ -232,17 +232,19 @@ type ncclLikeGroup struct{ *fakeGroup }
 
 type loopGroup struct{ *fakeGroup }
 
-func (g loopGroup) LaunchLoop(calls []*collectives.Call, first, iters, agg int) error {
+func (g loopGroup) PrepareLoop(calls []*collectives.Call, first, iters, agg int) (func() error, error) {
 	e := g.c.e
 	e.mu.Lock()
 	e.loopArgs = append(e.loopArgs, [3]int{first, iters, agg})
 	e.mu.Unlock()
-	for i := first; i < first+iters*agg; i++ {
-		if err := g.Launch(calls[i%len(calls)]); err != nil {
-			return err
+	return func() error {
+		for i := first; i < first+iters*agg; i++ {
+			if err := g.Launch(calls[i%len(calls)]); err != nil {
+				return err
+			}
 		}
-	}
-	return nil
+		return nil
+	}, nil
 }
 
 func (g ncclLikeGroup) NoInPlace(c *collectives.Collective) bool { return c == collectives.AllToAll }

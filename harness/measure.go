@@ -31,14 +31,21 @@ func (t *thread) measure(p point, inPlace bool, bar *barrier) (timing, error) {
 	if graph, ok := t.group.(collectives.Grapher); ok && o.Graph > 0 {
 		return t.measureGraph(graph, calls, bar)
 	}
+	var loop func() error // the whole timed loop, readied off the clock
+	if o.Blocking == 0 && o.PerIter != 1 {
+		var err error
+		if loop, err = t.prepareIters(calls, 0, o.Iters, o.AggIters); err != nil {
+			return timing{}, err
+		}
+	}
 	clock := stopwatch{start: time.Now()}
 	iters := iterClock{t: t, perOp: o.AggIters}
 	if err := iters.start(o.PerIter == 1); err != nil {
 		return timing{}, err
 	}
 	var err error
-	if o.Blocking == 0 && o.PerIter != 1 {
-		err = t.launchIters(calls, 0, o.Iters, o.AggIters)
+	if loop != nil {
+		err = loop()
 	} else {
 		err = t.eachIteration(calls, bar, &clock, &iters)
 	}
@@ -57,18 +64,29 @@ func (t *thread) measure(p point, inPlace bool, bar *barrier) (timing, error) {
 	return timing{sec: total.Seconds() / float64(ops), cpuSec: cpu.Seconds() / float64(ops), iters: times}, nil
 }
 
-// launchIters launches iters iterations of agg operations from the first-th iteration on: in one go where
-// the group is a LoopLauncher (which aggregates each iteration's operations), else operation by operation.
+// launchIters launches iters iterations of agg operations from the first-th iteration on.
 func (t *thread) launchIters(calls []*collectives.Call, first, iters, agg int) error {
+	launch, err := t.prepareIters(calls, first, iters, agg)
+	if err != nil {
+		return err
+	}
+	return launch()
+}
+
+// prepareIters readies launchIters' work: in one go where the group is a LoopLauncher (which aggregates each
+// iteration's operations), else operation by operation.
+func (t *thread) prepareIters(calls []*collectives.Call, first, iters, agg int) (func() error, error) {
 	if ll, ok := t.group.(collectives.LoopLauncher); ok {
-		return ll.LaunchLoop(calls, first*agg, iters, agg)
+		return ll.PrepareLoop(calls, first*agg, iters, agg)
 	}
-	for i := first * agg; i < (first+iters)*agg; i++ {
-		if err := t.group.Launch(calls[i%len(calls)]); err != nil {
-			return err
+	return func() error {
+		for i := first * agg; i < (first+iters)*agg; i++ {
+			if err := t.group.Launch(calls[i%len(calls)]); err != nil {
+				return err
+			}
 		}
-	}
-	return nil
+		return nil
+	}, nil
 }
 
 // eachIteration launches the timed iterations one by one, for -z and -I: -z 1 and 2 wait after each

@@ -238,21 +238,31 @@ func checkGraphReplay(t *testing.T, g *group) {
 	}
 }
 
-// LaunchLoop makes a loop's calls in one crossing, an iteration's operations in one group (nccl's
-// TestGPUCallsFailure covers a failing call).
-func TestGPULaunchLoop(t *testing.T) {
+// A prepared loop makes its calls in one crossing per chunk, an iteration's operations in one group, the
+// calls past the prepared part listed as it goes (here with small chunks: 3 calls, 2 chunks prepared); nccl's
+// TestGPUCallsFailure covers a failing call.
+func TestGPUPrepareLoop(t *testing.T) {
+	chunk, prepared := loopChunk, preparedCalls
+	loopChunk, preparedCalls = 3, 6
+	t.Cleanup(func() { loopChunk, preparedCalls = chunk, prepared })
 	c := openGPU(t, collectives.Config{})
 	g := c.groups[0]
-	iters, agg := 2+rand.IntN(3), 1+rand.IntN(3)
-	call := onesCall(t, g, 1<<10)
-	if err := errors.Join(g.LaunchLoop([]*collectives.Call{call}, 0, iters, agg), g.Wait()); err != nil {
-		t.Fatal(err)
-	}
-	got := make([]byte, 4)
-	g.Read(got, call.Recv[0])
-	want := collectives.EncodeFloat(collectives.Float, math.Pow(float64(len(g.ranks)), float64(iters*agg)))
-	if uint64(binary.LittleEndian.Uint32(got)) != want {
-		t.Errorf("%d x %d in-place all-reduces of ones: % x, want %d to the power %d", iters, agg, got, len(g.ranks), iters*agg)
+	for _, agg := range []int{1, 1 + rand.IntN(3)} {
+		iters := 8 + rand.IntN(8)
+		call := onesCall(t, g, 1<<10)
+		launch, err := g.PrepareLoop([]*collectives.Call{call}, 0, iters, agg)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if err := errors.Join(launch(), g.Wait()); err != nil {
+			t.Fatal(err)
+		}
+		got := make([]byte, 4)
+		g.Read(got, call.Recv[0])
+		want := collectives.EncodeFloat(collectives.Float, math.Pow(float64(len(g.ranks)), float64(iters*agg)))
+		if uint64(binary.LittleEndian.Uint32(got)) != want {
+			t.Errorf("%d x %d in-place all-reduces of ones: % x, want %d to the power %d", iters, agg, got, len(g.ranks), iters*agg)
+		}
 	}
 }
 
@@ -316,11 +326,11 @@ func TestGPUTimeoutAborts(t *testing.T) {
 // A rank that skips its very first collective (RCCLX_TESTS_SKIP_RANK=1): its peers wait inside the library's
 // lazy connection setup, on the host, in ncclGroupEnd. Non-blocking communicators bound that wait by -T.
 func TestGPUSkippedFirstCollectiveTimesOut(t *testing.T) {
+	if gpuConfig(t, collectives.Config{}).NGpus < 2 {
+		t.Skip("needs two GPUs: rank 1 skips")
+	}
 	c := nonBlockingGPU(t, collectives.Config{Timeout: 2 * time.Second, Env: map[string]string{collectives.EnvSkipRank: "1"}})
 	g := c.groups[0]
-	if len(g.ranks) < 2 {
-		t.Skip("needs two GPUs")
-	}
 	call := onesCall(t, g, 1<<18)
 	start := time.Now()
 	err := g.Launch(call)
@@ -475,4 +485,42 @@ func TestGPUNonBlockingLaunchCost(t *testing.T) {
 			t.Logf("non-blocking %v: Launch+Wait of an 8-byte all-reduce on %d GPUs: %v", c.nonBlocking, len(g.ranks), best)
 		})
 	}
+}
+
+// TestGPULoopCost measures the host cost around a timed loop (logged, not asserted): Wait on idle streams and
+// its parts, and a loop of 1 and of 200 8-byte all-reduces (prepared, launched, waited for), per loop and per
+// operation.
+func TestGPULoopCost(t *testing.T) {
+	c := openGPU(t, collectives.Config{})
+	g := c.groups[0]
+	calls := []*collectives.Call{onesCall(t, g, 2)}
+	per := func(n int, f func() error) time.Duration {
+		best := time.Duration(math.MaxInt64)
+		for range 5 {
+			start := time.Now()
+			for range n {
+				if err := f(); err != nil {
+					t.Fatal(err)
+				}
+			}
+			best = min(best, time.Since(start)/time.Duration(n))
+		}
+		return best
+	}
+	loop := func(iters int) func() error {
+		return func() error {
+			launch, err := g.PrepareLoop(calls, 0, iters, 1)
+			if err != nil {
+				return err
+			}
+			return errors.Join(launch(), g.Wait())
+		}
+	}
+	loop(50)()
+	r := g.ranks[0]
+	t.Logf("%d GPUs: Wait (idle) %v; SetCurrent %v; Stream.Query (idle) %v; time.Now %v; loop of 1 + Wait %v; loop of 200 + Wait %v per operation",
+		len(g.ranks), per(2000, g.Wait), per(2000, r.ctx.SetCurrent),
+		per(2000, func() error { _, err := r.stream.Query(); return err }),
+		per(2000, func() error { time.Now(); return nil }),
+		per(2000, loop(1)), per(20, loop(200))/200)
 }

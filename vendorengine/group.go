@@ -18,7 +18,8 @@ type group struct {
 	lastCall  string // for the timeout message
 	capturing bool   // inside Capture's record
 
-	calls  *nccl.Calls   // the library calls of a Launch or LaunchLoop, reused
+	calls  *nccl.Calls   // the library calls of a Launch, or of a loop past its prepared part; reused
+	loop   []*nccl.Calls // a prepared loop's calls, a crossing each; reused
 	dt     nccl.DataType // of the calls being queued
 	ops    []nccl.RedOp  // per local rank, likewise
 	premul map[premulKey]nccl.RedOp

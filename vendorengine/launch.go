@@ -16,52 +16,75 @@ func (g *group) Launch(c *collectives.Call) error {
 		return err
 	}
 	g.calls.Reset()
-	g.queue(c)
+	g.queue(g.calls, c)
 	if err := g.c.finish(g.ranks, g.lastCall, g.calls.Run()); err != nil {
 		return err
 	}
 	return g.corrupt(c)
 }
 
-// LaunchLoop launches iters iterations of agg operations from the first-th on (the i-th is calls[i mod
-// len(calls)]); as nccl-tests does for -m, an iteration of several operations is one NCCL group. The calls go
-// to the library in one crossing from Go per chunk of the loop. Non-blocking communicators, which must be
-// ready again before their next call, and the corrupt hook take Launch's path, call by call.
-func (g *group) LaunchLoop(calls []*collectives.Call, first, iters, agg int) error {
+// PrepareLoop readies iters iterations of agg operations from the first-th on (the i-th is calls[i mod
+// len(calls)]); as nccl-tests does for -m, an iteration of several operations is one NCCL group. The library
+// calls are listed before launch is called (up to preparedCalls of them; a longer loop lists the rest as it
+// goes) and go to the library in one crossing from Go per loopChunk calls. Non-blocking communicators,
+// which must be ready again before their next call, and the corrupt hook go call by call, through Launch.
+func (g *group) PrepareLoop(calls []*collectives.Call, first, iters, agg int) (func() error, error) {
 	if g.c.nonBlocking || g.c.hooks.CorruptRank >= 0 {
-		for i := first; i < first+iters*agg; i++ {
-			if err := g.Launch(calls[i%len(calls)]); err != nil {
+		return func() error {
+			for i := first; i < first+iters*agg; i++ {
+				if err := g.Launch(calls[i%len(calls)]); err != nil {
+					return err
+				}
+			}
+			return nil
+		}, nil
+	}
+	if err := g.prepare(calls[first%len(calls)]); err != nil { // one size, type and operation for all
+		return nil, err
+	}
+	next := 0 // the next iteration to list
+	list := func(q *nccl.Calls) {
+		q.Reset()
+		for ; next < iters && q.Len() < loopChunk; next++ {
+			if agg > 1 {
+				q.GroupStart()
+			}
+			for a := range agg {
+				g.queue(q, calls[(first+next*agg+a)%len(calls)])
+			}
+			if agg > 1 {
+				q.GroupEnd()
+			}
+		}
+	}
+	ready := 0
+	for ; next < iters && ready*loopChunk < preparedCalls; ready++ {
+		if ready == len(g.loop) {
+			g.loop = append(g.loop, g.c.lib.NewCalls())
+		}
+		list(g.loop[ready])
+	}
+	return func() error {
+		for _, q := range g.loop[:ready] {
+			if err := g.c.finish(g.ranks, g.lastCall, q.Run()); err != nil {
+				return err
+			}
+		}
+		for next < iters {
+			list(g.calls)
+			if err := g.c.finish(g.ranks, g.lastCall, g.calls.Run()); err != nil {
 				return err
 			}
 		}
 		return nil
-	}
-	if err := g.prepare(calls[first%len(calls)]); err != nil { // one size, type and operation for all
-		return err
-	}
-	g.calls.Reset()
-	for it := range iters {
-		if agg > 1 {
-			g.calls.GroupStart()
-		}
-		for a := range agg {
-			g.queue(calls[(first+it*agg+a)%len(calls)])
-		}
-		if agg > 1 {
-			g.calls.GroupEnd()
-		}
-		if g.calls.Len() >= loopChunk || it == iters-1 {
-			if err := g.c.finish(g.ranks, g.lastCall, g.calls.Run()); err != nil {
-				return err
-			}
-			g.calls.Reset()
-		}
-	}
-	return nil
+	}, nil
 }
 
-// loopChunk bounds the calls LaunchLoop makes in one crossing, and so the memory a long loop takes.
-const loopChunk = 4096
+// Variables for the tests' sake.
+var (
+	loopChunk     = 4096  // the most calls of a loop made in one crossing
+	preparedCalls = 65536 // the most calls of a loop listed before it starts (~7 MB)
+)
 
 // prepare checks that the communicators are usable and sets the data type and operations of c's calls.
 func (g *group) prepare(c *collectives.Call) error {
@@ -86,19 +109,19 @@ func (g *group) prepare(c *collectives.Call) error {
 	return nil
 }
 
-// queue adds c's library calls, in one group where grouped says so. The skip hook's rank makes none.
-func (g *group) queue(c *collectives.Call) {
+// queue adds c's library calls to q, in one group where grouped says so. The skip hook's rank makes none.
+func (g *group) queue(q *nccl.Calls, c *collectives.Call) {
 	group := grouped(len(g.ranks), g.c.nonBlocking, g.sendRecv(c))
 	if group {
-		g.calls.GroupStart()
+		q.GroupStart()
 	}
 	for l, r := range g.ranks {
 		if r.global != g.c.hooks.SkipRank {
-			g.queueOne(c, l, r)
+			g.queueOne(q, c, l, r)
 		}
 	}
 	if group {
-		g.calls.GroupEnd()
+		q.GroupEnd()
 	}
 }
 
@@ -114,9 +137,9 @@ func (g *group) sendRecv(c *collectives.Call) bool {
 	return c.Coll == collectives.AllToAll && !(g.c.nativeAlltoAll && !c.InPlace(0))
 }
 
-func (g *group) queueOne(c *collectives.Call, l int, r *rank) {
+func (g *group) queueOne(q *nccl.Calls, c *collectives.Call, l int, r *rank) {
 	// A count of 0 still goes to the library, as nccl-tests does: NCCL 2.28 takes ~13 us over an empty alltoall.
-	q, dt, count := g.calls, g.dt, c.Counts[l].Param
+	dt, count := g.dt, c.Counts[l].Param
 	send, recv := devicePtr(c.Send[l]), devicePtr(c.Recv[l])
 	switch c.Coll {
 	case collectives.AllReduce:
@@ -203,7 +226,7 @@ func (g *group) redOps(op collectives.Op, d collectives.DType, dt nccl.DataType)
 // Wait polls the streams and the communicators' asynchronous errors until everything launched has finished.
 // Past the timeout, or on an asynchronous error, it aborts every communicator of the process.
 func (g *group) Wait() error {
-	start := time.Now()
+	var start time.Time // from the first poll that finds work pending: a wait that finds none reads no clock
 	legacy := g.ranks[0].stream == 0 // -y: each device's legacy stream, queried in its context
 	if !legacy {
 		if err := g.on(0); err != nil {
@@ -228,6 +251,9 @@ func (g *group) Wait() error {
 		}
 		if pending < 0 {
 			return nil
+		}
+		if start.IsZero() {
+			start = time.Now()
 		}
 		if err := g.c.usable(); err != nil {
 			return err
