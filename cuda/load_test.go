@@ -6,6 +6,8 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
+
+	"github.com/ebitengine/purego"
 )
 
 func TestDriverCandidatesOrder(t *testing.T) {
@@ -90,15 +92,29 @@ func TestCallBeforeLoad(t *testing.T) {
 	}
 }
 
-func TestDoneOrNotReady(t *testing.T) {
-	if d, err := doneOrNotReady(nil); !d || err != nil {
-		t.Error("nil error must mean done")
+// query on libc's labs standing in for cuStreamQuery: 0 is done, CUDA_ERROR_NOT_READY not done and no error,
+// anything else an error.
+func TestQuery(t *testing.T) {
+	h, err := purego.Dlopen("libc.so.6", purego.RTLD_NOW)
+	if err != nil {
+		t.Skip("no libc to stand in for the driver:", err)
 	}
-	if d, err := doneOrNotReady(&Error{Code: errorNotReady}); d || err != nil {
-		t.Error("NOT_READY must mean not done, no error")
+	f := (&library{newError: driverError}).fn("cuStreamQuery")
+	if f.addr, err = purego.Dlsym(h, "labs"); err != nil {
+		t.Fatal(err)
 	}
-	if _, err := doneOrNotReady(&Error{Code: 700}); err == nil {
-		t.Error("other errors must pass through")
+	if d, err := query(f, 0); !d || err != nil {
+		t.Errorf("0: %v, %v; want done", d, err)
+	}
+	if d, err := query(f, errorNotReady); d || err != nil {
+		t.Errorf("NOT_READY: %v, %v; want not done, no error", d, err)
+	}
+	var e *Error
+	if d, err := query(f, 700); d || !errors.As(err, &e) || e.Code != 700 || e.Call != "cuStreamQuery" {
+		t.Errorf("700: %v, %v; want the error", d, err)
+	}
+	if _, err := query(new(library).fn("cuNothing"), 0); !errors.Is(err, errNotLoaded) {
+		t.Errorf("unresolved: %v", err)
 	}
 }
 

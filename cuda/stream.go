@@ -26,7 +26,7 @@ func StreamCreate(nonBlocking bool) (Stream, error) {
 func (s Stream) Synchronize() error { return cuStreamSynchronize.call(uintptr(s)) }
 
 // Query reports whether all work on s has finished.
-func (s Stream) Query() (done bool, err error) { return doneOrNotReady(cuStreamQuery.call(uintptr(s))) }
+func (s Stream) Query() (done bool, err error) { return query(cuStreamQuery, uintptr(s)) }
 
 // Destroy destroys s.
 func (s Stream) Destroy() error { return cuStreamDestroy.call(uintptr(s)) }
@@ -36,15 +36,20 @@ func StreamWaitEvent(s Stream, e Event) error {
 	return cuStreamWaitEvent.call(uintptr(s), uintptr(e), 0)
 }
 
-// doneOrNotReady maps CUDA_ERROR_NOT_READY to (false, nil).
-func doneOrNotReady(err error) (bool, error) {
-	if err == nil {
+// query calls a query function (cuStreamQuery, cuEventQuery) on h: CUDA_ERROR_NOT_READY is (false, nil), and
+// costs no error value (a wait polls it in a loop).
+func query(f *cfunc, h uintptr) (done bool, err error) {
+	if f.addr == 0 {
+		return false, errNotLoaded
+	}
+	switch r := int32(f.raw(h)); r {
+	case 0:
 		return true, nil
-	}
-	if e, ok := err.(*Error); ok && e.Code == errorNotReady {
+	case errorNotReady:
 		return false, nil
+	default:
+		return false, f.lib.newError(f.name, int(r))
 	}
-	return false, err
 }
 
 // Event is a CUevent.
@@ -71,7 +76,7 @@ func (e Event) Record(s Stream) error { return cuEventRecord.call(uintptr(e), ui
 func (e Event) Synchronize() error { return cuEventSynchronize.call(uintptr(e)) }
 
 // Query reports whether e has completed.
-func (e Event) Query() (done bool, err error) { return doneOrNotReady(cuEventQuery.call(uintptr(e))) }
+func (e Event) Query() (done bool, err error) { return query(cuEventQuery, uintptr(e)) }
 
 // Destroy destroys e.
 func (e Event) Destroy() error { return cuEventDestroy.call(uintptr(e)) }
