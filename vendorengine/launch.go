@@ -226,7 +226,8 @@ func (g *group) redOps(op collectives.Op, d collectives.DType, dt nccl.DataType)
 // Wait polls the streams and the communicators' asynchronous errors until everything launched has finished.
 // Past the timeout, or on an asynchronous error, it aborts every communicator of the process.
 func (g *group) Wait() error {
-	var start time.Time              // from the first poll that finds work pending: a wait that finds none reads no clock
+	// The timeout counts from the first poll that finds work pending: a wait that finds none reads no clock.
+	var start time.Time
 	legacy := g.ranks[0].stream == 0 // -y: each device's legacy stream, queried in its context
 	if !legacy {
 		if err := g.on(0); err != nil {
