@@ -129,6 +129,17 @@ type LoopLauncher interface {
 	PrepareLoop(calls []*Call, first, iters, agg int) (launch func() error, err error)
 }
 
+// LaunchEach launches n operations of a loop over calls from the first-th on (the i-th is calls[i mod
+// len(calls)]), one Launch each: the loop of a Group that is no LoopLauncher, or that cannot list its calls.
+func LaunchEach(g Group, calls []*Call, first, n int) error {
+	for i := first; i < first+n; i++ {
+		if err := g.Launch(calls[i%len(calls)]); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
 // Grapher is a Group that can capture launches into a graph and replay them (-G).
 type Grapher interface {
 	// Capture records the launches made by record and returns a graph that replays them.

@@ -237,14 +237,7 @@ func (g loopGroup) PrepareLoop(calls []*collectives.Call, first, iters, agg int)
 	e.mu.Lock()
 	e.loopArgs = append(e.loopArgs, [3]int{first, iters, agg})
 	e.mu.Unlock()
-	return func() error {
-		for i := first; i < first+iters*agg; i++ {
-			if err := g.Launch(calls[i%len(calls)]); err != nil {
-				return err
-			}
-		}
-		return nil
-	}, nil
+	return func() error { return collectives.LaunchEach(g, calls, first, iters*agg) }, nil
 }
 
 func (g ncclLikeGroup) NoInPlace(c *collectives.Collective) bool { return c == collectives.AllToAll }

@@ -79,14 +79,7 @@ func (t *thread) prepareIters(calls []*collectives.Call, first, iters, agg int) 
 	if ll, ok := t.group.(collectives.LoopLauncher); ok {
 		return ll.PrepareLoop(calls, first*agg, iters, agg)
 	}
-	return func() error {
-		for i := first * agg; i < (first+iters)*agg; i++ {
-			if err := t.group.Launch(calls[i%len(calls)]); err != nil {
-				return err
-			}
-		}
-		return nil
-	}, nil
+	return func() error { return collectives.LaunchEach(t.group, calls, first*agg, iters*agg) }, nil
 }
 
 // eachIteration launches the timed iterations one by one, for -z and -I: -z 1 and 2 wait after each

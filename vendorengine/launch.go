@@ -30,14 +30,7 @@ func (g *group) Launch(c *collectives.Call) error {
 // which must be ready again before their next call, and the corrupt hook go call by call, through Launch.
 func (g *group) PrepareLoop(calls []*collectives.Call, first, iters, agg int) (func() error, error) {
 	if g.c.nonBlocking || g.c.hooks.CorruptRank >= 0 {
-		return func() error {
-			for i := first; i < first+iters*agg; i++ {
-				if err := g.Launch(calls[i%len(calls)]); err != nil {
-					return err
-				}
-			}
-			return nil
-		}, nil
+		return func() error { return collectives.LaunchEach(g, calls, first, iters*agg) }, nil
 	}
 	if err := g.prepare(calls[first%len(calls)]); err != nil { // one size, type and operation for all
 		return nil, err
