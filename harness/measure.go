@@ -25,18 +25,20 @@ func (t *thread) measure(p point, inPlace bool, bar *barrier) (timing, error) {
 	if err := t.group.Wait(); err != nil {
 		return timing{}, err
 	}
-	if err := bar.wait(); err != nil {
-		return timing{}, err
-	}
-	if graph, ok := t.group.(collectives.Grapher); ok && o.Graph > 0 {
-		return t.measureGraph(graph, calls, bar)
-	}
-	var loop func() error // the whole timed loop, readied off the clock
-	if o.Blocking == 0 && o.PerIter != 1 {
+	graph, graphs := t.group.(collectives.Grapher)
+	graphs = graphs && o.Graph > 0
+	var loop func() error // the whole timed loop, readied before the barrier so that clocks start together
+	if !graphs && o.Blocking == 0 && o.PerIter != 1 {
 		var err error
 		if loop, err = t.prepareIters(calls, 0, o.Iters, o.AggIters); err != nil {
 			return timing{}, err
 		}
+	}
+	if err := bar.wait(); err != nil {
+		return timing{}, err
+	}
+	if graphs {
+		return t.measureGraph(graph, calls, bar)
 	}
 	clock := stopwatch{start: time.Now()}
 	iters := iterClock{t: t, perOp: o.AggIters}
