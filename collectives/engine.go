@@ -124,7 +124,7 @@ type Group interface {
 // iters iterations of agg operations from the first-th operation on (the i-th operation is calls[i mod
 // len(calls)]), an iteration's operations aggregated as its library allows (NCCL: one group, as nccl-tests
 // does for -m). The vendor engine makes the loop's library calls in one crossing from Go, so its timed loop
-// costs the host what the same loop costs in C. launch stays valid until the group's next PrepareLoop.
+// costs the host what the same loop costs in C. launch stays valid until the group's next PrepareLoop or Launch.
 type LoopLauncher interface {
 	PrepareLoop(calls []*Call, first, iters, agg int) (launch func() error, err error)
 }
