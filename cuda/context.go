@@ -27,6 +27,9 @@ func (c *Context) SetCurrent() error {
 	return cuCtxSetCurrent.call(c.h)
 }
 
+// Synchronize waits for all work of the calling thread's current context, on every stream.
+func Synchronize() error { return cuCtxSynchronize.call() }
+
 // Release drops the reference taken by RetainPrimaryContext.
 func (c *Context) Release() error {
 	h, err := c.dev.handle()

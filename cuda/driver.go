@@ -32,6 +32,7 @@ var (
 	cuDevicePrimaryCtxRetain    = driverLib.fn("cuDevicePrimaryCtxRetain")
 	cuDevicePrimaryCtxRelease   = driverLib.fn("cuDevicePrimaryCtxRelease_v2")
 	cuCtxSetCurrent             = driverLib.fn("cuCtxSetCurrent")
+	cuCtxSynchronize            = driverLib.fn("cuCtxSynchronize")
 	cuCtxEnablePeerAccess       = driverLib.fn("cuCtxEnablePeerAccess")
 	cuMemAlloc                  = driverLib.fn("cuMemAlloc_v2")
 	cuMemFree                   = driverLib.fn("cuMemFree_v2")

@@ -196,6 +196,51 @@ func TestGPUEventsAndStreams(t *testing.T) {
 	}
 }
 
+// MemcpyHtoD waits for the whole context, so work queued earlier on a non-blocking stream (which the legacy
+// stream does not wait for) is done when it returns. Logged: a stream query's cost after copy-engine work and
+// after a context synchronize.
+func TestGPUMemcpyHtoDWaitsForTheContext(t *testing.T) {
+	onGPU(t)
+	s, err := StreamCreate(true)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer s.Destroy()
+	const n = 256 << 20
+	a, b := devAlloc(t, n), devAlloc(t, n)
+	for range 8 {
+		if err := MemcpyDtoDAsync(b, a, n, s); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if err := MemcpyHtoD(a, []byte{1, 2, 3, 4}); err != nil {
+		t.Fatal(err)
+	}
+	if done, err := s.Query(); !done || err != nil {
+		t.Fatalf("non-blocking stream's Query after MemcpyHtoD = %v, %v: want done", done, err)
+	}
+	queryCost := func() time.Duration {
+		start := time.Now()
+		for range 1000 {
+			if _, err := s.Query(); err != nil {
+				t.Fatal(err)
+			}
+		}
+		return time.Since(start) / 1000
+	}
+	if err := MemcpyDtoDAsync(b, a, 8, s); err != nil {
+		t.Fatal(err)
+	}
+	if err := s.Synchronize(); err != nil {
+		t.Fatal(err)
+	}
+	afterCopy := queryCost()
+	if err := Synchronize(); err != nil {
+		t.Fatal(err)
+	}
+	t.Logf("stream Query, idle: %v after a copy, %v after a context synchronize", afterCopy, queryCost())
+}
+
 func TestGPUHostMapped(t *testing.T) {
 	onGPU(t)
 	host, dev, err := HostAllocMapped(4096)

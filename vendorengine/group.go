@@ -108,17 +108,13 @@ func (g *group) Free(buf collectives.Buffer) error {
 	return errors.Join(append(errs, runtimeError(g.memFree(b.ptr)))...)
 }
 
-// Write copies host bytes in and waits for the copy: a copy from pageable memory may return before its DMA
-// ends, and the collectives' non-blocking streams do not wait for the legacy stream it runs on.
+// Write copies host bytes in and waits for the copy and the rest of the device's work (cuda.MemcpyHtoD).
 func (g *group) Write(dst collectives.View, src []byte) error {
 	b := dst.Buf.(*buffer)
 	if err := g.on(b.local); err != nil {
 		return err
 	}
-	if err := cuda.MemcpyHtoD(devicePtr(dst), src); err != nil {
-		return runtimeError(err)
-	}
-	return runtimeError(cuda.Stream(0).Synchronize())
+	return runtimeError(cuda.MemcpyHtoD(devicePtr(dst), src))
 }
 
 func (g *group) Read(dst []byte, src collectives.View) error {
