@@ -37,9 +37,10 @@ func MemcpyHtoD(dst DevicePtr, src []byte) error {
 	}
 	// From pageable memory cuMemcpyHtoD may return once the bytes are staged, before the DMA into dst is done,
 	// and work on a non-blocking stream is not ordered after it: wait for the context, as nccl-tests' data
-	// initialization ends with cudaDeviceSynchronize. That also matters to times measured next: after
-	// copy-engine work (this copy) every stream query of the context costs ~1.2 us more (H100, CUDA 13 driver,
-	// from C too) until the context is synchronized; waiting for the legacy stream alone leaves it so.
+	// initialization ends with cudaDeviceSynchronize. That also matters to times measured next: on the lent
+	// H100 (CUDA 13 driver, seen from C too), after copy-engine work (this copy) every stream query of the
+	// context costs ~1.2 us more until the context is synchronized; waiting for the legacy stream alone leaves
+	// it so. (On the lent H200s a query costs ~1.4 us whatever was done before.)
 	return Synchronize()
 }
 
