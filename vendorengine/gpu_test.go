@@ -508,9 +508,9 @@ func TestGPUNonBlockingLaunchCost(t *testing.T) {
 	}
 }
 
-// TestGPULoopCost measures the host cost around a timed loop (logged, not asserted): Wait on idle streams and
-// its parts (after the library's first loops, and after a device synchronize), and a loop of 1 and of 200 8-byte all-reduces (prepared, launched, waited for), per loop and per
-// operation.
+// TestGPULoopCost measures the host cost around a timed loop (logged, not asserted): Wait on idle streams
+// (after the library's first loops, and after a device synchronize) and its parts, and a loop of 1 and of 200
+// 8-byte all-reduces (prepared, launched, waited for), per loop and per operation.
 func TestGPULoopCost(t *testing.T) {
 	c := openGPU(t, collectives.Config{})
 	g := c.groups[0]
@@ -537,7 +537,7 @@ func TestGPULoopCost(t *testing.T) {
 			return errors.Join(launch(), g.Wait())
 		}
 	}
-	loop(50)() // the library's first calls connect the ranks, with copy-engine work (see cuda.MemcpyHtoD)
+	loop(50)() // the library's first calls, which may leave stream queries slow (see cuda.MemcpyHtoD)
 	waitFirst := per(2000, g.Wait)
 	for l := range g.ranks { // as writing a half's inputs does
 		if err := errors.Join(g.on(l), cuda.Synchronize()); err != nil {
