@@ -8,7 +8,7 @@ import (
 	"sync"
 	"time"
 
-	"rcclx-tests/collectives"
+	"github.com/rcclx-tests/rcclx-tests/collectives"
 )
 
 // ConnectTimeout bounds connecting when FromEnv is given no timeout.

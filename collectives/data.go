@@ -7,7 +7,7 @@ import (
 	"runtime"
 	"sync"
 
-	"rcclx-tests/numeric"
+	"github.com/rcclx-tests/rcclx-tests/numeric"
 )
 
 // Inputs are deterministic per (seed, rank, element, dtype, op, rank count), never all zero, and chosen so the

@@ -5,7 +5,7 @@ import (
 	"math/rand/v2"
 	"testing"
 
-	"rcclx-tests/numeric"
+	"github.com/rcclx-tests/rcclx-tests/numeric"
 )
 
 var rankCounts = []int{1, 2, 3, 5, 8, 16}

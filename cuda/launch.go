@@ -8,7 +8,7 @@ import (
 	"sync"
 	"unsafe"
 
-	"rcclx-tests/internal/ccall"
+	"github.com/rcclx-tests/rcclx-tests/internal/ccall"
 )
 
 const (

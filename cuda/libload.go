@@ -8,7 +8,7 @@ import (
 
 	"github.com/ebitengine/purego"
 
-	"rcclx-tests/internal/ccall"
+	"github.com/rcclx-tests/rcclx-tests/internal/ccall"
 )
 
 // openFirst dlopens the first candidate that loads. The error names every

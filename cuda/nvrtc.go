@@ -9,7 +9,7 @@ import (
 	"sync"
 	"unsafe"
 
-	"rcclx-tests/pysite"
+	"github.com/rcclx-tests/rcclx-tests/pysite"
 )
 
 var nvrtcLib library

@@ -6,10 +6,10 @@ import (
 	"fmt"
 	"strings"
 
-	"rcclx-tests/collectives"
-	"rcclx-tests/gpuengine"
-	"rcclx-tests/hostengine"
-	"rcclx-tests/vendorengine"
+	"github.com/rcclx-tests/rcclx-tests/collectives"
+	"github.com/rcclx-tests/rcclx-tests/gpuengine"
+	"github.com/rcclx-tests/rcclx-tests/hostengine"
+	"github.com/rcclx-tests/rcclx-tests/vendorengine"
 )
 
 // Auto is the --engine value that picks the first available engine among the auto candidates.

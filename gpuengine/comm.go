@@ -8,8 +8,8 @@ import (
 	"time"
 	"unsafe"
 
-	"rcclx-tests/collectives"
-	"rcclx-tests/cuda"
+	"github.com/rcclx-tests/rcclx-tests/collectives"
+	"github.com/rcclx-tests/rcclx-tests/cuda"
 )
 
 // comm is the communicator of this process's ranks.

@@ -11,8 +11,8 @@ import (
 	"strings"
 	"testing"
 
-	"rcclx-tests/kernels"
-	"rcclx-tests/numeric"
+	"github.com/rcclx-tests/rcclx-tests/kernels"
+	"github.com/rcclx-tests/rcclx-tests/numeric"
 )
 
 // hostDriver compiles kernels/convert.cuh as host C++ and converts every float32 bit pattern read from stdin

@@ -3,8 +3,8 @@ package gpuengine
 import (
 	"errors"
 
-	"rcclx-tests/collectives"
-	"rcclx-tests/cuda"
+	"github.com/rcclx-tests/rcclx-tests/collectives"
+	"github.com/rcclx-tests/rcclx-tests/cuda"
 )
 
 // The copy-engine transport. When one thread drives every rank of the communicator (one process, -t 1) and the

@@ -11,8 +11,8 @@ import (
 	"errors"
 	"fmt"
 
-	"rcclx-tests/collectives"
-	"rcclx-tests/cuda"
+	"github.com/rcclx-tests/rcclx-tests/collectives"
+	"github.com/rcclx-tests/rcclx-tests/cuda"
 )
 
 // Name is the engine's --engine name.

@@ -3,8 +3,8 @@ package gpuengine
 import (
 	"errors"
 
-	"rcclx-tests/collectives"
-	"rcclx-tests/cuda"
+	"github.com/rcclx-tests/rcclx-tests/collectives"
+	"github.com/rcclx-tests/rcclx-tests/cuda"
 )
 
 // Capture records the launches of record on every local rank's stream (one graph per rank) and returns a

@@ -3,8 +3,8 @@ package gpuengine
 import (
 	"fmt"
 
-	"rcclx-tests/collectives"
-	"rcclx-tests/cuda"
+	"github.com/rcclx-tests/rcclx-tests/collectives"
+	"github.com/rcclx-tests/rcclx-tests/cuda"
 )
 
 // group drives the ranks of one harness thread, from the OS thread the harness locked; every method makes

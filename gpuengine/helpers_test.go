@@ -10,8 +10,8 @@ import (
 	"testing"
 	"time"
 
-	"rcclx-tests/collectives"
-	"rcclx-tests/hostengine"
+	"github.com/rcclx-tests/rcclx-tests/collectives"
+	"github.com/rcclx-tests/rcclx-tests/hostengine"
 )
 
 // onGPU skips the test without a usable driver, NVRTC and GPU, and locks the test to its OS thread (every

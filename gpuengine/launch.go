@@ -1,8 +1,8 @@
 package gpuengine
 
 import (
-	"rcclx-tests/collectives"
-	"rcclx-tests/cuda"
+	"github.com/rcclx-tests/rcclx-tests/collectives"
+	"github.com/rcclx-tests/rcclx-tests/cuda"
 )
 
 // launch enqueues call on local rank l (its context is current): the algorithm's kernels, then the corrupt

@@ -5,7 +5,7 @@ import (
 	"sync/atomic"
 	"time"
 
-	"rcclx-tests/collectives"
+	"github.com/rcclx-tests/rcclx-tests/collectives"
 )
 
 // Launcher threads. A kernel launch costs the host ~4 us, so one thread driving n GPUs pays n launches per

@@ -8,7 +8,7 @@ import (
 	"testing"
 	"time"
 
-	"rcclx-tests/collectives"
+	"github.com/rcclx-tests/rcclx-tests/collectives"
 )
 
 // A launcher runs every posted job once, in order, on one OS thread, reports each job's own error, wakes up

@@ -1,6 +1,6 @@
 package gpuengine
 
-import "rcclx-tests/cuda"
+import "github.com/rcclx-tests/rcclx-tests/cuda"
 
 // The layout of each rank's peer-visible buffer, as kernels/comm.cuh defines it (a test compares the numbers).
 const (

@@ -5,9 +5,9 @@ import (
 	"testing"
 	"time"
 
-	"rcclx-tests/collectives"
-	"rcclx-tests/cuda"
-	"rcclx-tests/internal/devmem"
+	"github.com/rcclx-tests/rcclx-tests/collectives"
+	"github.com/rcclx-tests/rcclx-tests/cuda"
+	"github.com/rcclx-tests/rcclx-tests/internal/devmem"
 )
 
 // Device memory comes back after Close on every exit path: a run on every algorithm family (the copy-engine

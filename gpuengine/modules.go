@@ -4,9 +4,9 @@ import (
 	"fmt"
 	"sync"
 
-	"rcclx-tests/collectives"
-	"rcclx-tests/cuda"
-	"rcclx-tests/kernels"
+	"github.com/rcclx-tests/rcclx-tests/collectives"
+	"github.com/rcclx-tests/rcclx-tests/cuda"
+	"github.com/rcclx-tests/rcclx-tests/kernels"
 )
 
 // Kernels are compiled once per (architecture, dtype, op) with NVRTC (cached on disk by cuda.CompileCached),

@@ -8,8 +8,8 @@ import (
 	"runtime"
 	"unsafe"
 
-	"rcclx-tests/collectives"
-	"rcclx-tests/cuda"
+	"github.com/rcclx-tests/rcclx-tests/collectives"
+	"github.com/rcclx-tests/rcclx-tests/cuda"
 )
 
 // Open creates the communicator of this process's ranks. Ranks are numbered as nccl-tests numbers them:

@@ -9,8 +9,8 @@ import (
 	"testing"
 	"time"
 
-	"rcclx-tests/collectives"
-	"rcclx-tests/vendorengine"
+	"github.com/rcclx-tests/rcclx-tests/collectives"
+	"github.com/rcclx-tests/rcclx-tests/vendorengine"
 )
 
 // perfRow is one timed configuration.

@@ -3,7 +3,7 @@ package gpuengine
 import (
 	"fmt"
 
-	"rcclx-tests/collectives"
+	"github.com/rcclx-tests/rcclx-tests/collectives"
 )
 
 // A launch plan: which kernel, how many blocks, and the rounds of the kernels that move their data through

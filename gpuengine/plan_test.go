@@ -4,7 +4,7 @@ import (
 	"errors"
 	"testing"
 
-	"rcclx-tests/collectives"
+	"github.com/rcclx-tests/rcclx-tests/collectives"
 )
 
 func TestRoundsCoverEveryElementOnce(t *testing.T) {

@@ -7,7 +7,7 @@ import (
 	"testing"
 	"unsafe"
 
-	"rcclx-tests/kernels"
+	"github.com/rcclx-tests/rcclx-tests/kernels"
 )
 
 // Every kernel the engine looks up is defined in the embedded source.

@@ -3,8 +3,8 @@ package gpuengine
 import (
 	"time"
 
-	"rcclx-tests/collectives"
-	"rcclx-tests/cuda"
+	"github.com/rcclx-tests/rcclx-tests/collectives"
+	"github.com/rcclx-tests/rcclx-tests/cuda"
 )
 
 // eventRing is a rank's timing events, reused round-robin so that an endless run (-N 0) allocates a bounded

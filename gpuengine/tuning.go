@@ -4,7 +4,7 @@ import (
 	"fmt"
 	"strconv"
 
-	"rcclx-tests/collectives"
+	"github.com/rcclx-tests/rcclx-tests/collectives"
 )
 
 // tuning holds the engine's own knobs, read at Open like the policy (cfg.Env overrides the environment):

@@ -6,7 +6,7 @@ import (
 	"sync/atomic"
 	"time"
 
-	"rcclx-tests/collectives"
+	"github.com/rcclx-tests/rcclx-tests/collectives"
 )
 
 // With a timeout, Wait polls the streams: spinning for the first spinFor, then sleeping pollInterval between

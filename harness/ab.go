@@ -8,8 +8,8 @@ import (
 
 	"gonum.org/v1/gonum/stat"
 
-	"rcclx-tests/collectives"
-	"rcclx-tests/results"
+	"github.com/rcclx-tests/rcclx-tests/collectives"
+	"github.com/rcclx-tests/rcclx-tests/results"
 )
 
 // abRun compares two communicators of one engine that differ in one environment variable (--ab KEY=v1,v2). Each

@@ -13,8 +13,8 @@ import (
 
 	"github.com/spf13/cobra"
 
-	"rcclx-tests/collectives"
-	"rcclx-tests/engines"
+	"github.com/rcclx-tests/rcclx-tests/collectives"
+	"github.com/rcclx-tests/rcclx-tests/engines"
 )
 
 // Exit codes, as nccl-tests and this suite's SPEC define them.

@@ -4,7 +4,7 @@ import (
 	"bytes"
 	"sync"
 
-	"rcclx-tests/collectives"
+	"github.com/rcclx-tests/rcclx-tests/collectives"
 )
 
 // poisonByte fills receive buffers before a validation run, so an engine that writes nothing is caught.

@@ -3,7 +3,7 @@ package harness
 import (
 	"math"
 
-	"rcclx-tests/collectives"
+	"github.com/rcclx-tests/rcclx-tests/collectives"
 )
 
 // agg accumulates one value over threads and processes so that -a can pick rank 0's, the mean, the minimum or

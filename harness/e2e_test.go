@@ -7,9 +7,9 @@ import (
 	"testing"
 	"time"
 
-	"rcclx-tests/collectives"
-	"rcclx-tests/engines"
-	"rcclx-tests/results"
+	"github.com/rcclx-tests/rcclx-tests/collectives"
+	"github.com/rcclx-tests/rcclx-tests/engines"
+	"github.com/rcclx-tests/rcclx-tests/results"
 )
 
 // The perf binaries' path with the registered engines (the host engine on this machine).

@@ -10,8 +10,8 @@ import (
 	"testing"
 	"time"
 
-	"rcclx-tests/collectives"
-	"rcclx-tests/engines"
+	"github.com/rcclx-tests/rcclx-tests/collectives"
+	"github.com/rcclx-tests/rcclx-tests/engines"
 )
 
 // fakeEngine is a reference engine for the harness's own tests: ranks are host buffers and every call writes

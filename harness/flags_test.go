@@ -8,7 +8,7 @@ import (
 
 	"github.com/spf13/pflag"
 
-	"rcclx-tests/collectives"
+	"github.com/rcclx-tests/rcclx-tests/collectives"
 )
 
 // TestBadInput gives each flag a bad value: one line on stderr naming the flag and the value, exit code 1,

@@ -4,7 +4,7 @@ import (
 	"strings"
 	"testing"
 
-	"rcclx-tests/collectives"
+	"github.com/rcclx-tests/rcclx-tests/collectives"
 )
 
 // FuzzSizeFlag: the size flag never panics, and what it accepts prints back to the same value.

@@ -10,7 +10,7 @@ import (
 	"strconv"
 	"strings"
 
-	"rcclx-tests/results"
+	"github.com/rcclx-tests/rcclx-tests/results"
 )
 
 // seedEnv is the variable under which the JSON records the seed; --seed defaults to it, so a run replays.

@@ -3,7 +3,7 @@ package harness
 import (
 	"time"
 
-	"rcclx-tests/collectives"
+	"github.com/rcclx-tests/rcclx-tests/collectives"
 )
 
 // timing is one thread's measurement of one half, per operation.

@@ -7,7 +7,7 @@ import (
 	"strconv"
 	"strings"
 
-	"rcclx-tests/collectives"
+	"github.com/rcclx-tests/rcclx-tests/collectives"
 )
 
 const gib = 1 << 30

@@ -6,8 +6,8 @@ import (
 	"slices"
 	"strings"
 
-	"rcclx-tests/collectives"
-	"rcclx-tests/engines"
+	"github.com/rcclx-tests/rcclx-tests/collectives"
+	"github.com/rcclx-tests/rcclx-tests/engines"
 )
 
 // gatherDevices collects every process's devices in rank order for the "# Using devices" lines.

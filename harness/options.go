@@ -6,7 +6,7 @@ package harness
 import (
 	"time"
 
-	"rcclx-tests/collectives"
+	"github.com/rcclx-tests/rcclx-tests/collectives"
 )
 
 // Options are the parsed command line. Field names follow nccl-tests' variables; the comments give the flags.

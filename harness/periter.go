@@ -5,7 +5,7 @@ import (
 
 	"gonum.org/v1/gonum/stat"
 
-	"rcclx-tests/results"
+	"github.com/rcclx-tests/rcclx-tests/results"
 )
 
 // iterSummary summarizes per-iteration times (-I): per process rows of seconds per operation, combined by taking

@@ -16,7 +16,7 @@ import (
 	"testing"
 	"time"
 
-	"rcclx-tests/collectives"
+	"github.com/rcclx-tests/rcclx-tests/collectives"
 )
 
 // The rows of docs/RELIABILITY.md. Faults that need a real process (signals, the process environment, exit

@@ -8,7 +8,7 @@ import (
 	"strings"
 	"time"
 
-	"rcclx-tests/collectives"
+	"github.com/rcclx-tests/rcclx-tests/collectives"
 )
 
 // Version is this suite's version, printed where nccl-tests prints its own.

@@ -8,7 +8,7 @@ import (
 	"strings"
 	"testing"
 
-	"rcclx-tests/collectives"
+	"github.com/rcclx-tests/rcclx-tests/collectives"
 )
 
 // anchor is a real nccl-tests output (testdata/anchors, copied from shared/anchors).

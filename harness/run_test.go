@@ -14,8 +14,8 @@ import (
 	"testing"
 	"time"
 
-	"rcclx-tests/collectives"
-	"rcclx-tests/results"
+	"github.com/rcclx-tests/rcclx-tests/collectives"
+	"github.com/rcclx-tests/rcclx-tests/results"
 )
 
 // small is a quick sweep: 8 B to 64 KiB by 4, two timed iterations.

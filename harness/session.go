@@ -5,7 +5,7 @@ import (
 	"fmt"
 	"io"
 
-	"rcclx-tests/collectives"
+	"github.com/rcclx-tests/rcclx-tests/collectives"
 )
 
 // session is the run of one engine: its communicator, threads and buffers, the sweep and its report.

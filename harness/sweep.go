@@ -4,7 +4,7 @@ import (
 	"errors"
 	"fmt"
 
-	"rcclx-tests/collectives"
+	"github.com/rcclx-tests/rcclx-tests/collectives"
 )
 
 // ops are the reduction operations to run: -o for reducing collectives, one pass otherwise.

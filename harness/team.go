@@ -6,7 +6,7 @@ import (
 	"sync"
 	"time"
 
-	"rcclx-tests/collectives"
+	"github.com/rcclx-tests/rcclx-tests/collectives"
 )
 
 // abandonAfter bounds how long the harness waits for the other threads once one thread has failed: an engine

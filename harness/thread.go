@@ -3,7 +3,7 @@ package harness
 import (
 	"fmt"
 
-	"rcclx-tests/collectives"
+	"github.com/rcclx-tests/rcclx-tests/collectives"
 )
 
 // point is one row of the sweep: a collective call shape.

@@ -7,7 +7,7 @@ import (
 
 	"github.com/spf13/pflag"
 
-	"rcclx-tests/collectives"
+	"github.com/rcclx-tests/rcclx-tests/collectives"
 )
 
 // usageError is bad command-line input: one line naming the flag and the value, exit code 1.

@@ -6,7 +6,7 @@ import (
 	"fmt"
 	"strconv"
 
-	"rcclx-tests/collectives"
+	"github.com/rcclx-tests/rcclx-tests/collectives"
 )
 
 // sizeValue is a byte count flag: an integer with an optional K, M or G suffix (powers of 1024).

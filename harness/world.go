@@ -5,8 +5,8 @@ import (
 	"fmt"
 	"time"
 
-	"rcclx-tests/bootstrap"
-	"rcclx-tests/collectives"
+	"github.com/rcclx-tests/rcclx-tests/bootstrap"
+	"github.com/rcclx-tests/rcclx-tests/collectives"
 )
 
 // openWorld returns the processes of this run: one, or those an mpirun, srun or torchrun launch started

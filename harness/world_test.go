@@ -8,8 +8,8 @@ import (
 	"testing"
 	"time"
 
-	"rcclx-tests/bootstrap"
-	"rcclx-tests/collectives"
+	"github.com/rcclx-tests/rcclx-tests/bootstrap"
+	"github.com/rcclx-tests/rcclx-tests/collectives"
 )
 
 // procs lets goroutines stand in for the processes of a multi-process run.

@@ -4,7 +4,7 @@ import (
 	"fmt"
 	"testing"
 
-	"rcclx-tests/collectives"
+	"github.com/rcclx-tests/rcclx-tests/collectives"
 )
 
 var rankCounts = []int{1, 2, 3, 5, 8, 16}

@@ -6,7 +6,7 @@ import (
 	"testing"
 	"time"
 
-	"rcclx-tests/collectives"
+	"github.com/rcclx-tests/rcclx-tests/collectives"
 )
 
 // TestBarrierOrdersPlainMemory has every rank write a plain variable, pass the barrier, and read every peer's

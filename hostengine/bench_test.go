@@ -4,7 +4,7 @@ import (
 	"math/rand/v2"
 	"testing"
 
-	"rcclx-tests/collectives"
+	"github.com/rcclx-tests/rcclx-tests/collectives"
 )
 
 const benchBytes = 128 << 20

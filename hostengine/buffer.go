@@ -4,7 +4,7 @@ import (
 	"fmt"
 	"unsafe"
 
-	"rcclx-tests/collectives"
+	"github.com/rcclx-tests/rcclx-tests/collectives"
 )
 
 // bufferAlign is the alignment of every buffer's start (a cache line; more than DDA's 16-byte loads need).

@@ -1,6 +1,6 @@
 package hostengine
 
-import "rcclx-tests/collectives"
+import "github.com/rcclx-tests/rcclx-tests/collectives"
 
 // DDA: every rank copies its input into its own peer-visible buffer (policy.SendBuf bytes, allocated on the
 // communicator's first DDA call), all ranks pass a barrier, and each reads what it needs straight from its

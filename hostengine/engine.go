@@ -12,7 +12,7 @@ import (
 	"sync/atomic"
 	"time"
 
-	"rcclx-tests/collectives"
+	"github.com/rcclx-tests/rcclx-tests/collectives"
 )
 
 // Version is the engine's version, reported as "rcclx-host=<Version>" in the output header.

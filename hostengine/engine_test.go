@@ -7,7 +7,7 @@ import (
 	"strings"
 	"testing"
 
-	"rcclx-tests/collectives"
+	"github.com/rcclx-tests/rcclx-tests/collectives"
 )
 
 func TestOpenDescribesRanks(t *testing.T) {

@@ -4,7 +4,7 @@ import (
 	"fmt"
 	"sync"
 
-	"rcclx-tests/collectives"
+	"github.com/rcclx-tests/rcclx-tests/collectives"
 )
 
 // queueDepth is how many calls a rank holds before Launch blocks (nccl-tests launches every iteration of a

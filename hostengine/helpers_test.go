@@ -8,7 +8,7 @@ import (
 	"testing"
 	"time"
 
-	"rcclx-tests/collectives"
+	"github.com/rcclx-tests/rcclx-tests/collectives"
 )
 
 // layouts maps a rank count to the -t x -g split the tests use for it, so that several groups take part.

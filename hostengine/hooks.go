@@ -1,6 +1,6 @@
 package hostengine
 
-import "rcclx-tests/collectives"
+import "github.com/rcclx-tests/rcclx-tests/collectives"
 
 // The test hooks (collectives.HooksFromEnv) are read at Open; the skipping rank returns from every call at once,
 // so its peers wait for it until -T expires.

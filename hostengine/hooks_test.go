@@ -6,7 +6,7 @@ import (
 	"testing"
 	"time"
 
-	"rcclx-tests/collectives"
+	"github.com/rcclx-tests/rcclx-tests/collectives"
 )
 
 // hookArms force every algorithm family in turn.

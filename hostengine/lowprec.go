@@ -3,8 +3,8 @@ package hostengine
 import (
 	"math"
 
-	"rcclx-tests/collectives"
-	"rcclx-tests/numeric"
+	"github.com/rcclx-tests/rcclx-tests/collectives"
+	"github.com/rcclx-tests/rcclx-tests/numeric"
 )
 
 // Low precision (FP8 E4M3) all_reduce, all_gather, reduce_scatter and alltoall on float and bfloat16, sum.

@@ -1,8 +1,8 @@
 package hostengine
 
 import (
-	"rcclx-tests/collectives"
-	"rcclx-tests/numeric"
+	"github.com/rcclx-tests/rcclx-tests/collectives"
+	"github.com/rcclx-tests/rcclx-tests/numeric"
 )
 
 // codec converts a narrow floating format (stored as E) to and from float32: decoding is exact, encoding rounds

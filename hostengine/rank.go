@@ -5,7 +5,7 @@ import (
 	"sync/atomic"
 	"time"
 
-	"rcclx-tests/collectives"
+	"github.com/rcclx-tests/rcclx-tests/collectives"
 )
 
 // task is one rank's part of one launched call.

@@ -6,8 +6,8 @@ import (
 	"gonum.org/v1/gonum/blas/blas32"
 	"gonum.org/v1/gonum/floats"
 
-	"rcclx-tests/collectives"
-	"rcclx-tests/numeric"
+	"github.com/rcclx-tests/rcclx-tests/collectives"
+	"github.com/rcclx-tests/rcclx-tests/numeric"
 )
 
 // Element-wise reduction of one (dtype, op), the single primitive every algorithm reduces with:

@@ -6,7 +6,7 @@ import (
 	"math/rand/v2"
 	"testing"
 
-	"rcclx-tests/collectives"
+	"github.com/rcclx-tests/rcclx-tests/collectives"
 )
 
 // refCombine is pre(a, pa) ⊕ pre(b, pb) for one element, computed in float64 (rounded once to the type) or in

@@ -1,6 +1,6 @@
 package hostengine
 
-import "rcclx-tests/collectives"
+import "github.com/rcclx-tests/rcclx-tests/collectives"
 
 // Ring all_reduce, reduce_scatter and all_gather.
 //

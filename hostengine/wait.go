@@ -6,7 +6,7 @@ import (
 	"sync/atomic"
 	"time"
 
-	"rcclx-tests/collectives"
+	"github.com/rcclx-tests/rcclx-tests/collectives"
 )
 
 const (

@@ -10,7 +10,7 @@ import (
 	"testing"
 	"time"
 
-	"rcclx-tests/collectives"
+	"github.com/rcclx-tests/rcclx-tests/collectives"
 )
 
 // module is one (dtype, op) instantiation of Source, numbered as collectives.DType and collectives.Op.

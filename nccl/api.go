@@ -4,8 +4,8 @@ import (
 	"fmt"
 	"unsafe"
 
-	"rcclx-tests/collectives"
-	"rcclx-tests/cuda"
+	"github.com/rcclx-tests/rcclx-tests/collectives"
+	"github.com/rcclx-tests/rcclx-tests/cuda"
 )
 
 // Comm is ncclComm_t.

@@ -1,8 +1,8 @@
 package nccl
 
 import (
-	"rcclx-tests/cuda"
-	"rcclx-tests/internal/ccall"
+	"github.com/rcclx-tests/rcclx-tests/cuda"
+	"github.com/rcclx-tests/rcclx-tests/internal/ccall"
 )
 
 // Calls is a list of library calls made in one crossing from Go into the library (see ccall): a timed loop

@@ -7,8 +7,8 @@ import (
 
 	"github.com/ebitengine/purego"
 
-	"rcclx-tests/collectives"
-	"rcclx-tests/cuda"
+	"github.com/rcclx-tests/rcclx-tests/collectives"
+	"github.com/rcclx-tests/rcclx-tests/cuda"
 )
 
 // fakeLibrary stands libc's labs in for the group calls and ncclAllReduce: each returns the absolute value

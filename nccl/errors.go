@@ -4,8 +4,8 @@ import (
 	"fmt"
 	"unsafe"
 
-	"rcclx-tests/collectives"
-	"rcclx-tests/internal/ccall"
+	"github.com/rcclx-tests/rcclx-tests/collectives"
+	"github.com/rcclx-tests/rcclx-tests/internal/ccall"
 )
 
 // Result is ncclResult_t.

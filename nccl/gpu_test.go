@@ -11,7 +11,7 @@ import (
 	"time"
 	"unsafe"
 
-	"rcclx-tests/cuda"
+	"github.com/rcclx-tests/rcclx-tests/cuda"
 )
 
 // rig is one communicator per GPU, made by ncclCommInitRank in one group (the by-value unique id path).

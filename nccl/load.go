@@ -13,7 +13,7 @@ import (
 
 	"github.com/ebitengine/purego"
 
-	"rcclx-tests/pysite"
+	"github.com/rcclx-tests/rcclx-tests/pysite"
 )
 
 // Library is a loaded NCCL-ABI library.

@@ -10,7 +10,7 @@ import (
 
 	"github.com/ebitengine/purego"
 
-	"rcclx-tests/collectives"
+	"github.com/rcclx-tests/rcclx-tests/collectives"
 )
 
 // fakeGlob answers the site-packages patterns with one venv and one system directory.

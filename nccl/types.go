@@ -4,7 +4,7 @@ import (
 	"encoding/binary"
 	"fmt"
 
-	"rcclx-tests/collectives"
+	"github.com/rcclx-tests/rcclx-tests/collectives"
 )
 
 // DataType is ncclDataType_t.

@@ -5,7 +5,7 @@ import (
 	"errors"
 	"testing"
 
-	"rcclx-tests/collectives"
+	"github.com/rcclx-tests/rcclx-tests/collectives"
 )
 
 func TestDataTypeValues(t *testing.T) {

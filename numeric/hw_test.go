@@ -14,7 +14,7 @@ import (
 	"sync/atomic"
 	"testing"
 
-	"rcclx-tests/cuda"
+	"github.com/rcclx-tests/rcclx-tests/cuda"
 )
 
 // hwKernel is a PTX kernel: thread i converts the float32 with bits base+i

@@ -6,7 +6,7 @@ import (
 	"strconv"
 	"strings"
 
-	"rcclx-tests/collectives"
+	"github.com/rcclx-tests/rcclx-tests/collectives"
 )
 
 // FormatSize writes a byte count the short way: 64MiB, 12KiB, 100B.

@@ -5,8 +5,8 @@ import (
 	"fmt"
 	"time"
 
-	"rcclx-tests/collectives"
-	"rcclx-tests/nccl"
+	"github.com/rcclx-tests/rcclx-tests/collectives"
+	"github.com/rcclx-tests/rcclx-tests/nccl"
 )
 
 // Non-blocking communicators (made when the library has ncclCommInitRankConfig and -T is set): init, group

@@ -6,8 +6,8 @@ import (
 	"testing"
 	"time"
 
-	"rcclx-tests/collectives"
-	"rcclx-tests/nccl"
+	"github.com/rcclx-tests/rcclx-tests/collectives"
+	"github.com/rcclx-tests/rcclx-tests/nccl"
 )
 
 // busyFor is a fake communicator state: in progress for its first n polls, then done.

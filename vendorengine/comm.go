@@ -7,9 +7,9 @@ import (
 	"sync"
 	"time"
 
-	"rcclx-tests/collectives"
-	"rcclx-tests/cuda"
-	"rcclx-tests/nccl"
+	"github.com/rcclx-tests/rcclx-tests/collectives"
+	"github.com/rcclx-tests/rcclx-tests/cuda"
+	"github.com/rcclx-tests/rcclx-tests/nccl"
 )
 
 // comm is the communicators of this process's ranks.

@@ -10,9 +10,9 @@ import (
 	"errors"
 	"fmt"
 
-	"rcclx-tests/collectives"
-	"rcclx-tests/cuda"
-	"rcclx-tests/nccl"
+	"github.com/rcclx-tests/rcclx-tests/collectives"
+	"github.com/rcclx-tests/rcclx-tests/cuda"
+	"github.com/rcclx-tests/rcclx-tests/nccl"
 )
 
 // Name is the engine's --engine name.

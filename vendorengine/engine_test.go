@@ -10,8 +10,8 @@ import (
 
 	"github.com/ebitengine/purego"
 
-	"rcclx-tests/collectives"
-	"rcclx-tests/nccl"
+	"github.com/rcclx-tests/rcclx-tests/collectives"
+	"github.com/rcclx-tests/rcclx-tests/nccl"
 )
 
 var (

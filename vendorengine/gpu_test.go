@@ -13,10 +13,10 @@ import (
 	"testing"
 	"time"
 
-	"rcclx-tests/collectives"
-	"rcclx-tests/cuda"
-	"rcclx-tests/internal/devmem"
-	"rcclx-tests/nccl"
+	"github.com/rcclx-tests/rcclx-tests/collectives"
+	"github.com/rcclx-tests/rcclx-tests/cuda"
+	"github.com/rcclx-tests/rcclx-tests/internal/devmem"
+	"github.com/rcclx-tests/rcclx-tests/nccl"
 )
 
 // gpuConfig completes cfg for every GPU (at most 4) of this machine, on a locked thread, or skips.

@@ -4,9 +4,9 @@ import (
 	"errors"
 	"fmt"
 
-	"rcclx-tests/collectives"
-	"rcclx-tests/cuda"
-	"rcclx-tests/nccl"
+	"github.com/rcclx-tests/rcclx-tests/collectives"
+	"github.com/rcclx-tests/rcclx-tests/cuda"
+	"github.com/rcclx-tests/rcclx-tests/nccl"
 )
 
 // group drives the ranks of one harness thread; all its methods run on that thread (NCCL's group state is

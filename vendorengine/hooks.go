@@ -1,6 +1,6 @@
 package vendorengine
 
-import "rcclx-tests/collectives"
+import "github.com/rcclx-tests/rcclx-tests/collectives"
 
 // corrupt applies the corrupt hook (collectives.EnvCorruptRank) after c: the hooked rank's output element 0
 // gets collectives.CorruptMask flipped in byte CorruptByte, so validation must report it wrong. The library's

@@ -4,9 +4,9 @@ import (
 	"fmt"
 	"time"
 
-	"rcclx-tests/collectives"
-	"rcclx-tests/cuda"
-	"rcclx-tests/nccl"
+	"github.com/rcclx-tests/rcclx-tests/collectives"
+	"github.com/rcclx-tests/rcclx-tests/cuda"
+	"github.com/rcclx-tests/rcclx-tests/nccl"
 )
 
 // Launch issues c on every local rank in one NCCL group, on this thread, and returns once the library has

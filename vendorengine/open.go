@@ -9,10 +9,10 @@ import (
 	"sync"
 	"time"
 
-	"rcclx-tests/bootstrap"
-	"rcclx-tests/collectives"
-	"rcclx-tests/cuda"
-	"rcclx-tests/nccl"
+	"github.com/rcclx-tests/rcclx-tests/bootstrap"
+	"github.com/rcclx-tests/rcclx-tests/collectives"
+	"github.com/rcclx-tests/rcclx-tests/cuda"
+	"github.com/rcclx-tests/rcclx-tests/nccl"
 )
 
 // Open creates one communicator per local rank. Ranks are numbered as nccl-tests numbers them: process, then

@@ -5,8 +5,8 @@ import (
 	"fmt"
 	"time"
 
-	"rcclx-tests/collectives"
-	"rcclx-tests/cuda"
+	"github.com/rcclx-tests/rcclx-tests/collectives"
+	"github.com/rcclx-tests/rcclx-tests/cuda"
 )
 
 // mark is one Mark: an event recorded on each local rank's stream.

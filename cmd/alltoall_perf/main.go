@@ -4,8 +4,8 @@ package main
 import (
 	"os"
 
-	"rcclx-tests/collectives"
-	"rcclx-tests/harness"
+	"github.com/rcclx-tests/rcclx-tests/collectives"
+	"github.com/rcclx-tests/rcclx-tests/harness"
 )
 
 func main() { os.Exit(harness.Main(collectives.AllToAll, os.Args[1:])) }

@@ -9,8 +9,8 @@ import (
 
 	"github.com/ebitengine/purego"
 
-	"rcclx-tests/cuda"
-	"rcclx-tests/internal/ccall"
+	"github.com/rcclx-tests/rcclx-tests/cuda"
+	"github.com/rcclx-tests/rcclx-tests/internal/ccall"
 )
 
 const batch = 200 // calls per timed batch; the queue is drained between batches

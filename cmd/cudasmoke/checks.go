@@ -12,7 +12,7 @@ import (
 	"strings"
 	"time"
 
-	"rcclx-tests/cuda"
+	"github.com/rcclx-tests/rcclx-tests/cuda"
 )
 
 const kernels = `

@@ -11,7 +11,7 @@ import (
 
 	"github.com/spf13/cobra"
 
-	"rcclx-tests/results"
+	"github.com/rcclx-tests/rcclx-tests/results"
 )
 
 // Exit codes.

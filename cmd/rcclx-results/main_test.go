@@ -7,7 +7,7 @@ import (
 	"strings"
 	"testing"
 
-	"rcclx-tests/results"
+	"github.com/rcclx-tests/rcclx-tests/results"
 )
 
 const anchor = "../../results/testdata/nccl-tests-all_reduce.json"

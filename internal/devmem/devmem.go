@@ -5,7 +5,7 @@ package devmem
 import (
 	"testing"
 
-	"rcclx-tests/cuda"
+	"github.com/rcclx-tests/rcclx-tests/cuda"
 )
 
 // Meter holds a retained primary context per device (released when the test ends).

@@ -5,7 +5,7 @@ package main
 import (
 	"os"
 
-	"rcclx-tests/kernels"
+	"github.com/rcclx-tests/rcclx-tests/kernels"
 )
 
 func main() {
