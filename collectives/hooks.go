@@ -2,7 +2,10 @@ package collectives
 
 import (
 	"fmt"
+	"os"
 	"strconv"
+	"sync"
+	"time"
 )
 
 // Test hooks, read by every engine (host, GPU and vendor) at communicator creation, Config.Env first. They exist so
@@ -14,20 +17,65 @@ import (
 //	RCCLX_TESTS_CORRUPT_RANK=<r>  after each call, rank r flips CorruptMask in byte CorruptByte(size) of element
 //	                              0 of its output (the bit below the top bit: a large change for every type,
 //	                              never a sign flip of zero), so validation reports exactly one wrong element.
+//	RCCLX_TESTS_DELAY_US=<n>      every rank waits n microseconds inside each collective call: a planted
+//	                              slowdown for A/B and gate tests. Unlike the two above it is read from the
+//	                              process environment once, at first use, and cached for the process, as NCCL
+//	                              and RCCL cache their parameters: a communicator's Config.Env cannot change it,
+//	                              so only an arm in a process of its own can give it another value.
 const (
 	EnvSkipRank    = "RCCLX_TESTS_SKIP_RANK"
 	EnvCorruptRank = "RCCLX_TESTS_CORRUPT_RANK"
+	EnvDelayUS     = "RCCLX_TESTS_DELAY_US"
 	CorruptMask    = 0x40
 )
 
-// Hooks are the test hooks in force; -1 means none.
+// Hooks are the test hooks in force; -1 (a rank) or 0 (the delay) means none.
 type Hooks struct {
 	SkipRank, CorruptRank int
+	Delay                 time.Duration
 }
 
-// HooksFromEnv reads the hooks; a value that is not a rank in [0, nranks) is an error naming the variable.
+// Pause waits the delay hook's time inside a call; engines call it once per rank (host engine) or once per
+// launch of a group's ranks (GPU engines, on the host before the call is enqueued).
+func (h Hooks) Pause() {
+	if h.Delay > 0 {
+		time.Sleep(h.Delay)
+	}
+}
+
+// processDelay is RCCLX_TESTS_DELAY_US as the process first read it.
+var processDelay = sync.OnceValues(func() (time.Duration, error) { return parseDelay(os.Getenv(EnvDelayUS)) })
+
+// parseDelay reads a delay in whole microseconds; empty is none.
+func parseDelay(s string) (time.Duration, error) {
+	if s == "" {
+		return 0, nil
+	}
+	us, err := strconv.ParseInt(s, 10, 64)
+	if err != nil || us < 0 || us > int64(time.Hour/time.Microsecond) {
+		return 0, fmt.Errorf("%s=%q: want whole microseconds in [0, 3600000000]", EnvDelayUS, s)
+	}
+	return time.Duration(us) * time.Microsecond, nil
+}
+
+// ValidateDelay checks a value of RCCLX_TESTS_DELAY_US (for parse-time checks of -E and --ab values).
+func ValidateDelay(s string) error {
+	_, err := parseDelay(s)
+	return err
+}
+
+// HooksFromEnv reads the hooks; a value that is not a rank in [0, nranks) is an error naming the variable. The
+// delay comes from the process environment as first read (getenv does not reach it, see EnvDelayUS).
 func HooksFromEnv(getenv func(string) string, nranks int) (Hooks, error) {
-	h := Hooks{SkipRank: -1, CorruptRank: -1}
+	return hooksFrom(getenv, processDelay, nranks)
+}
+
+func hooksFrom(getenv func(string) string, delay func() (time.Duration, error), nranks int) (Hooks, error) {
+	d, err := delay()
+	if err != nil {
+		return Hooks{}, err
+	}
+	h := Hooks{SkipRank: -1, CorruptRank: -1, Delay: d}
 	for _, v := range []struct {
 		name string
 		dst  *int

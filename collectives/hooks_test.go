@@ -1,6 +1,10 @@
 package collectives
 
-import "testing"
+import (
+	"sync"
+	"testing"
+	"time"
+)
 
 func TestHooksFromEnv(t *testing.T) {
 	h, err := HooksFromEnv(env(map[string]string{EnvSkipRank: "1", EnvCorruptRank: "0"}), 2)
@@ -14,5 +18,33 @@ func TestHooksFromEnv(t *testing.T) {
 		if _, err := HooksFromEnv(env(kv), 2); err == nil {
 			t.Errorf("%v accepted", kv)
 		}
+	}
+}
+
+func TestDelayHookIsReadOncePerProcess(t *testing.T) {
+	var reads int
+	vals := []string{"250", "0"}
+	once := sync.OnceValues(func() (time.Duration, error) { reads++; return parseDelay(vals[reads-1]) })
+	for range 2 {
+		h, err := hooksFrom(env(map[string]string{EnvDelayUS: "9999"}), once, 2)
+		if err != nil || h.Delay != 250*time.Microsecond {
+			t.Fatalf("delay %v, %v; want 250us from the first read (the override must not reach it)", h.Delay, err)
+		}
+	}
+	if reads != 1 {
+		t.Errorf("read %d times", reads)
+	}
+	for _, bad := range []string{"x", "-1", "1.5", "99999999999"} {
+		if err := ValidateDelay(bad); err == nil {
+			t.Errorf("%q accepted", bad)
+		}
+	}
+}
+
+func TestPauseWaits(t *testing.T) {
+	start := time.Now()
+	Hooks{Delay: 3 * time.Millisecond}.Pause()
+	if d := time.Since(start); d < 3*time.Millisecond {
+		t.Errorf("paused %v", d)
 	}
 }

@@ -91,6 +91,7 @@ func (g *group) Launch(call *collectives.Call) error {
 	if err := g.c.usable(); err != nil {
 		return err
 	}
+	g.c.hooks.Pause()
 	algo := g.Algorithm(call)
 	if algo != collectives.Ring && g.c.nranks > maxBarrierRanks {
 		return fmt.Errorf("gpu: %s on %d ranks: at most %d: %w", algo, g.c.nranks, maxBarrierRanks, collectives.ErrUnsupported)

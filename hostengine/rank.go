@@ -95,6 +95,7 @@ func (r *rank) execute(t *task) error {
 	if c.hooks.SkipRank == r.id {
 		return nil
 	}
+	c.hooks.Pause()
 	algo, ok := algorithms[t.algo]
 	if !ok {
 		return fmt.Errorf("host engine: no algorithm %q", t.algo)

@@ -15,6 +15,7 @@ func (g *group) Launch(c *collectives.Call) error {
 	if err := g.prepare(c); err != nil {
 		return err
 	}
+	g.c.hooks.Pause()
 	g.calls.Reset()
 	g.queue(g.calls, c)
 	if err := g.c.finish(g.ranks, g.lastCall, g.calls.Run()); err != nil {
@@ -27,9 +28,10 @@ func (g *group) Launch(c *collectives.Call) error {
 // len(calls)]); as nccl-tests does for -m, an iteration of several operations is one NCCL group. The library
 // calls are listed before launch is called (up to preparedCalls of them; a longer loop lists the rest as it
 // goes) and go to the library in one crossing from Go per loopChunk calls. Non-blocking communicators,
-// which must be ready again before their next call, and the corrupt hook go call by call, through Launch.
+// which must be ready again before their next call, and the corrupt and delay hooks go call by call, through
+// Launch.
 func (g *group) PrepareLoop(calls []*collectives.Call, first, iters, agg int) (func() error, error) {
-	if g.c.nonBlocking || g.c.hooks.CorruptRank >= 0 {
+	if g.c.nonBlocking || g.c.hooks.CorruptRank >= 0 || g.c.hooks.Delay > 0 {
 		return func() error { return collectives.LaunchEach(g, calls, first, iters*agg) }, nil
 	}
 	if err := g.prepare(calls[first%len(calls)]); err != nil { // one size, type and operation for all
