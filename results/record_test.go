@@ -165,3 +165,14 @@ func TestWriteEmptyListsNotNull(t *testing.T) {
 		}
 	}
 }
+
+// TestPerIterKeyOrder: skipped_iterations opens the per-iteration object, as nccl-tests 2.19.6 writes it.
+func TestPerIterKeyOrder(t *testing.T) {
+	data, err := json.Marshal(PerIter{SkippedIterations: 3, MinUs: 1, TimesUs: []float64{1}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !strings.HasPrefix(string(data), `{"skipped_iterations":3,"min_us":1,`) {
+		t.Errorf("per-iteration object %s", data)
+	}
+}
