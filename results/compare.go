@@ -3,7 +3,9 @@ package results
 import (
 	"fmt"
 	"io"
+	"maps"
 	"path/filepath"
+	"slices"
 )
 
 // Run is a loaded record with the name it is shown under.
@@ -34,74 +36,113 @@ func LoadRuns(paths []string) ([]Run, error) {
 	return runs, nil
 }
 
-// Compare prints, per row, each run's time and busbw of one half (in-place
-// when inPlace) and each later run's speedup over the first (first time /
-// its time; above 1 is faster).
+// Compare prints one row per series and size: for each run the median time
+// over that size's samples (repeated rows from -N cycles, A/B rounds), their
+// spread ((max - min) / median), the median bus bandwidth (busbw, as
+// nccl-tests computes it: algorithm bandwidth times the collective's bus
+// factor), and each later run's speedup over the first (ratio of median
+// times; above 1 is faster). The half is out-of-place unless inPlace.
 func Compare(w io.Writer, runs []Run, inPlace bool) error {
 	if len(runs) == 0 {
 		return fmt.Errorf("compare: no runs")
 	}
-	half := 0
-	if inPlace {
-		half = 1
+	keys, points := collect(runs, inPlace)
+	// A line is a series of any run: its key without the run.
+	type line struct {
+		key   seriesKey
+		sizes map[int64]bool
+		byRun []map[int64]*Point
 	}
-	var keys []rowKey
-	seen := map[rowKey]bool{}
-	byRun := make([]map[rowKey]*Half, len(runs))
-	for i, run := range runs {
-		byRun[i] = map[rowKey]*Half{}
-		for _, row := range keyRows(run.Record) {
-			if !seen[row.key] {
-				seen[row.key] = true
-				keys = append(keys, row.key)
-			}
-			byRun[i][row.key] = row.res.halves()[half]
+	var lines []*line
+	index := map[seriesKey]*line{}
+	for _, k := range keys {
+		lk := k
+		lk.run, lk.runLabel = 0, ""
+		l := index[lk]
+		if l == nil {
+			l = &line{key: lk, sizes: map[int64]bool{}, byRun: make([]map[int64]*Point, len(runs))}
+			index[lk] = l
+			lines = append(lines, l)
+		}
+		l.byRun[k.run] = points[k]
+		for size := range points[k] {
+			l.sizes[size] = true
 		}
 	}
-	sortKeys(keys)
-	names := newLabeler(keys)
-	header := []any{"row (" + halfNames[half] + ")"}
+	lineKeys := make([]seriesKey, len(lines))
+	for i, l := range lines {
+		lineKeys[i] = l.key
+	}
+	names := seriesLabels(lineKeys, 1)
+	samples := 0
+	for _, k := range keys {
+		for _, p := range points[k] {
+			samples = max(samples, len(p.Time))
+		}
+	}
+	if samples > 1 {
+		fmt.Fprintf(w, "# %s; per size: median time over up to %d samples (-N cycles, rounds), spread = (max-min)/median\n",
+			HalfName(inPlace), samples)
+	} else {
+		fmt.Fprintf(w, "# %s; one sample per size\n", HalfName(inPlace))
+	}
+	fmt.Fprintf(w, "# busbw: bus bandwidth in GB/s (nccl-tests' busbw); speedup: first run's median time / this run's\n")
+	header := []any{"size"}
+	if len(lines) > 1 {
+		header = []any{"series", "size"}
+	}
 	for i, run := range runs {
-		header = append(header, run.Label+" us", run.Label+" GB/s")
+		header = append(header, run.Label+" us", "spread", "busbw")
 		if i > 0 {
 			header = append(header, "speedup")
 		}
 	}
 	t := newTable(w)
 	t.Header(header...)
-	for _, k := range keys {
-		cells := []any{names.label(k)}
-		first, firstOK := timeOf(byRun[0][k])
-		for i := range runs {
-			h := byRun[i][k]
-			us, ok := timeOf(h)
-			if !ok {
-				cells = append(cells, "-", "-")
-			} else {
-				cells = append(cells, fmt.Sprintf("%.2f", us), fmt.Sprintf("%.2f", h.BusBW))
+	for li, l := range lines {
+		sizes := slices.Sorted(maps.Keys(l.sizes))
+		for _, size := range sizes {
+			var cells []any
+			if len(lines) > 1 {
+				cells = append(cells, names[li])
 			}
-			if i > 0 {
-				cells = append(cells, speedup(first, us, firstOK && ok))
+			cells = append(cells, FormatSize(size))
+			var first float64
+			for i := range runs {
+				var p *Point
+				if l.byRun[i] != nil {
+					p = l.byRun[i][size]
+				}
+				if p == nil || len(p.Time) == 0 {
+					cells = append(cells, "-", "-", "-")
+				} else {
+					med := Median(p.Time)
+					cells = append(cells, fmt.Sprintf("%.2f", med), spread(p.Time), fmt.Sprintf("%.2f", Median(p.BusBW)))
+				}
+				if i == 0 {
+					if p != nil {
+						first = Median(p.Time)
+					}
+					continue
+				}
+				if p == nil || first <= 0 || Median(p.Time) <= 0 {
+					cells = append(cells, "-")
+				} else {
+					cells = append(cells, fmt.Sprintf("%.3fx", first/Median(p.Time)))
+				}
 			}
-		}
-		if err := t.Append(cells...); err != nil {
-			return err
+			if err := t.Append(cells...); err != nil {
+				return err
+			}
 		}
 	}
 	return t.Render()
 }
 
-// timeOf is the reported time of h, a half that may be missing (nil).
-func timeOf(h *Half) (float64, bool) {
-	if h == nil {
-		return 0, false
-	}
-	return h.Micros()
-}
-
-func speedup(first, us float64, ok bool) string {
-	if !ok || us <= 0 {
+// spread is (max - min) / median of xs in percent, "-" for a single sample.
+func spread(xs []float64) string {
+	if len(xs) < 2 || Median(xs) <= 0 {
 		return "-"
 	}
-	return fmt.Sprintf("%.3fx", first/us)
+	return fmt.Sprintf("%.1f%%", (Max(xs)-Min(xs))/Median(xs)*100)
 }
