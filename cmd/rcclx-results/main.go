@@ -11,6 +11,7 @@ import (
 
 	"github.com/spf13/cobra"
 
+	"github.com/rcclx-tests/rcclx-tests/plots"
 	"github.com/rcclx-tests/rcclx-tests/results"
 )
 
@@ -149,11 +150,17 @@ func plotCmd() *cobra.Command {
 		metric  string
 		inPlace bool
 		ab      bool
+		logY    bool
 	)
 	cmd := &cobra.Command{
 		Use:   "plot RUN [RUN ...] -o FILE.svg|FILE.png",
 		Short: "Plot busbw, algbw or time against size (or, with --ab, an A/B speedup)",
-		Args:  cobra.MinimumNArgs(1),
+		Long: `Plot busbw, algbw or time against size: one line per run (and per engine or
+algorithm, A/B arm, type and reduction where a record mixes them) through the
+median at each size, with a shaded band from the minimum to the maximum where
+a size has several samples (-N cycles, A/B rounds). With --ab, the speedup of
+an A/B record's arm B over arm A with its 95% interval.`,
+		Args: cobra.MinimumNArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			if ab {
 				return plotAB(args, out)
@@ -162,13 +169,14 @@ func plotCmd() *cobra.Command {
 			if err != nil {
 				return err
 			}
-			return results.PlotRuns(out, runs, metric, inPlace)
+			return plots.PlotRuns(out, runs, plots.Options{Metric: metric, InPlace: inPlace, LogY: logY})
 		},
 	}
 	f := cmd.Flags()
 	f.StringVarP(&out, "output", "o", "", "output file; the extension (.svg, .png, .pdf) picks the format")
 	f.StringVar(&metric, "metric", results.MetricBusBW, "busbw, algbw or time")
 	f.BoolVar(&inPlace, "in-place", false, "plot the in-place half instead of out-of-place")
+	f.BoolVar(&logY, "log", false, "logarithmic value axis, so small sizes' bandwidths show (time always has one)")
 	f.BoolVar(&ab, "ab", false, "plot the A/B speedup of one record that carries an ab report")
 	_ = cmd.MarkFlagRequired("output")
 	return cmd
@@ -185,7 +193,7 @@ func plotAB(args []string, out string) error {
 	if rec.AB == nil {
 		return fmt.Errorf("%s: no A/B report (ab key) in this record", args[0])
 	}
-	return results.PlotAB(out, rec.AB)
+	return plots.PlotAB(out, rec.AB)
 }
 
 func loadAll(paths []string) ([]*results.Record, error) {
