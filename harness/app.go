@@ -15,7 +15,13 @@ import (
 
 	"github.com/rcclx-tests/rcclx-tests/collectives"
 	"github.com/rcclx-tests/rcclx-tests/engines"
+	"github.com/rcclx-tests/rcclx-tests/internal/version"
 )
+
+// nativeLibraries tells --version where the native libraries' versions show: --version itself loads none.
+const nativeLibraries = "none loaded by --version; a run loads its engine's libraries and names their versions " +
+	"in its header (# rcclx-tests version ...) and JSON (library, nccl_version); rcclx-doctor lists what this " +
+	"machine has"
 
 // Exit codes, as nccl-tests and this suite's SPEC define them.
 const (
@@ -94,6 +100,7 @@ func (a *app) main(args []string) int {
 // parse reads the command line; run is false when only help was asked for.
 func (a *app) parse(args []string) (o *Options, run bool, err error) {
 	o = &Options{}
+	var showVersion bool
 	cmd := &cobra.Command{
 		Use:   a.binary() + " [flags]",
 		Short: "Measure and validate " + a.coll.Name + " like nccl-tests' " + a.binary(),
@@ -104,11 +111,17 @@ func (a *app) parse(args []string) (o *Options, run bool, err error) {
 		SilenceErrors: true,
 		SilenceUsage:  true,
 		RunE: func(cmd *cobra.Command, _ []string) error {
+			if showVersion {
+				_, err := io.WriteString(a.stdout, version.Text(a.binary(), nativeLibraries))
+				return err
+			}
 			run = true
 			return o.validate(cmd.Flags(), a.engines.names())
 		},
 	}
 	RegisterFlags(cmd.Flags(), o)
+	cmd.Flags().BoolVar(&showVersion, "version", false, "print the suite, commit, Go and module versions, and exit")
+	addCompletions(cmd, a.engines.names())
 	cmd.SetOut(a.stdout)
 	cmd.SetErr(a.stderr)
 	if args == nil {

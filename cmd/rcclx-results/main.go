@@ -11,6 +11,7 @@ import (
 
 	"github.com/spf13/cobra"
 
+	"github.com/rcclx-tests/rcclx-tests/internal/version"
 	"github.com/rcclx-tests/rcclx-tests/plots"
 	"github.com/rcclx-tests/rcclx-tests/results"
 )
@@ -43,7 +44,9 @@ Exit status: 0 success; 1 the gate found a regression or wrong results;
 2 bad arguments or an unreadable or malformed input file.`,
 		SilenceUsage:  true,
 		SilenceErrors: true,
+		Version:       version.Suite,
 	}
+	root.SetVersionTemplate(version.Text("rcclx-results", "none: rcclx-results only reads files"))
 	root.AddCommand(compareCmd(), gateCmd(), plotCmd())
 	root.SetArgs(args)
 	root.SetOut(stdout)
@@ -141,6 +144,7 @@ Exit status: 0 pass, 1 fail, 2 bad arguments or input.`,
 	f.StringVar(&metric, "metric", results.MetricBusBW, "busbw (drop fails) or time (rise fails)")
 	f.BoolVar(&requireAll, "require-all", false, "fail when a size is present on one side only")
 	_ = cmd.MarkFlagRequired("baseline")
+	completeMetric(cmd)
 	return cmd
 }
 
@@ -179,6 +183,8 @@ an A/B record's arm B over arm A with its 95% interval.`,
 	f.BoolVar(&logY, "log", false, "logarithmic value axis, so small sizes' bandwidths show (time always has one)")
 	f.BoolVar(&ab, "ab", false, "plot the A/B speedup of one record that carries an ab report")
 	_ = cmd.MarkFlagRequired("output")
+	completeMetric(cmd)
+	_ = cmd.RegisterFlagCompletionFunc("output", cobra.FixedCompletions([]string{"svg", "png", "pdf"}, cobra.ShellCompDirectiveFilterFileExt))
 	return cmd
 }
 
@@ -194,6 +200,12 @@ func plotAB(args []string, out string) error {
 		return fmt.Errorf("%s: no A/B report (ab key) in this record", args[0])
 	}
 	return plots.PlotAB(out, rec.AB)
+}
+
+// completeMetric lets a shell complete --metric's values.
+func completeMetric(cmd *cobra.Command) {
+	_ = cmd.RegisterFlagCompletionFunc("metric", cobra.FixedCompletions(
+		[]string{results.MetricBusBW, results.MetricAlgBW, results.MetricTime}, cobra.ShellCompDirectiveNoFileComp))
 }
 
 func loadAll(paths []string) ([]*results.Record, error) {
