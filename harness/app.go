@@ -51,13 +51,14 @@ type app struct {
 	interrupted    func() bool // SIGINT/SIGTERM received: stop after the current half
 	now            func() time.Time
 	world          func(timeout time.Duration) (collectives.World, error)
+	stderrTTY      bool // stderr is a terminal: show the progress line
 }
 
 // Main runs the perf binary of coll with the command-line arguments args and returns its exit code.
 func Main(coll *collectives.Collective, args []string) int {
 	a := &app{coll: coll, stdout: os.Stdout, stderr: os.Stderr, getenv: os.Getenv, environ: os.Environ,
 		engines: engineSource{names: engines.Names, open: engines.New}, argv: append([]string{os.Args[0]}, args...),
-		now: time.Now, world: openWorld}
+		now: time.Now, world: openWorld, stderrTTY: isTerminal(os.Stderr)}
 	var stop atomic.Bool
 	a.interrupted = stop.Load
 	sig := make(chan os.Signal, 2)
@@ -120,6 +121,7 @@ func (a *app) parse(args []string) (o *Options, run bool, err error) {
 		},
 	}
 	RegisterFlags(cmd.Flags(), o)
+	cmd.Flags().BoolVar(&o.Progress, "progress", false, "show a progress line on stderr (default: when stderr is a terminal)")
 	cmd.Flags().BoolVar(&showVersion, "version", false, "print the suite, commit, Go and module versions, and exit")
 	addCompletions(cmd, a.engines.names())
 	cmd.SetOut(a.stdout)

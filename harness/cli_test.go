@@ -53,3 +53,30 @@ func TestCompletion(t *testing.T) {
 		t.Errorf("completion bash: exit %d\n%.200s", r.code, r.stdout)
 	}
 }
+
+// TestProgress: --progress rewrites one line on stderr per row; stdout keeps its lines.
+func TestProgress(t *testing.T) {
+	plain := testRun(t, collectives.AllReduce, append(small, "-c", "0"), newFake(1))
+	r := testRun(t, collectives.AllReduce, append(small, "-c", "0", "-d", "all", "--progress"), newFake(1))
+	if r.code != exitOK || plain.code != exitOK {
+		t.Fatalf("exit %d %d: %s", r.code, plain.code, r.stderr)
+	}
+	if strings.ContainsAny(r.stdout, "\r\x1b") || len(tableRows(r.stdout)) != 12*len(tableRows(plain.stdout)) {
+		t.Errorf("stdout changed:\n%s", r.stdout)
+	}
+	rows := len(tableRows(r.stdout))
+	for _, want := range []string{
+		"\rall_reduce int8 sum 8B: row 1 of " + fmt.Sprint(rows) + ", " + fmt.Sprint(rows-1) + " left\x1b[K",
+		fmt.Sprintf("\rall_reduce f8e5m2 sum 32KiB: row %d of %d, 0 left\x1b[K", rows, rows),
+	} {
+		if !strings.Contains(r.stderr, want) {
+			t.Errorf("stderr lacks %q:\n%q", want, r.stderr)
+		}
+	}
+	if !strings.HasSuffix(r.stderr, "\r\x1b[K") || strings.Count(r.stderr, "\r") != rows+1 {
+		t.Errorf("want one update per row and a cleared line at the end: %q", r.stderr)
+	}
+	if plain.stderr != "" {
+		t.Errorf("progress without --progress on a non-terminal: %q", plain.stderr)
+	}
+}
