@@ -105,11 +105,11 @@ func PlotRuns(out string, runs []results.Run, opt Options) error {
 	return save(p, out)
 }
 
-// banded reports whether any point of series has more than one sample.
+// banded reports whether any point of series that can be drawn (size above 0) has more than one sample.
 func banded(series []results.Series) bool {
 	for _, s := range series {
 		for _, p := range s.Points {
-			if len(p.Time) > 1 {
+			if p.Size > 0 && len(p.Time) > 1 {
 				return true
 			}
 		}

@@ -170,37 +170,41 @@ func armPrefix(rec *Record, experiment string) string {
 	return ""
 }
 
-// seriesLabels names each key by its run (when there are several runs) and
-// whatever differs between keys.
+// seriesLabels names each key by its run (when there are several runs, or it
+// is all a key has) and whatever tells the keys of its run apart.
 func seriesLabels(keys []seriesKey, nRuns int) []string {
-	differs := func(f func(seriesKey) string) bool {
-		for _, k := range keys {
-			if f(k) != f(keys[0]) {
-				return true
-			}
+	type dims struct{ series, arm, dtype, redop bool }
+	perRun := map[int]*dims{}
+	first := map[int]seriesKey{}
+	for _, k := range keys {
+		f, ok := first[k.run]
+		if !ok {
+			first[k.run], perRun[k.run] = k, &dims{}
+			continue
 		}
-		return false
+		d := perRun[k.run]
+		d.series = d.series || k.series != f.series
+		d.arm = d.arm || k.arm != f.arm
+		d.dtype = d.dtype || k.dtype != f.dtype
+		d.redop = d.redop || k.redop != f.redop
 	}
-	series := differs(func(k seriesKey) string { return k.series })
-	arm := differs(func(k seriesKey) string { return k.arm })
-	dtype := differs(func(k seriesKey) string { return k.dtype })
-	redop := differs(func(k seriesKey) string { return k.redop })
 	out := make([]string, len(keys))
 	for i, k := range keys {
+		d := perRun[k.run]
 		var parts []string
-		if nRuns > 1 || !(series || arm || dtype || redop) {
+		if nRuns > 1 || !(d.series || d.arm || d.dtype || d.redop) {
 			parts = append(parts, k.runLabel)
 		}
-		if series && k.series != "" {
+		if d.series && k.series != "" {
 			parts = append(parts, k.series)
 		}
-		if arm {
+		if d.arm {
 			parts = append(parts, strings.TrimSpace(k.armPrefix+k.arm))
 		}
-		if dtype {
+		if d.dtype {
 			parts = append(parts, k.dtype)
 		}
-		if redop {
+		if d.redop {
 			parts = append(parts, k.redop)
 		}
 		out[i] = strings.Join(parts, " ")
