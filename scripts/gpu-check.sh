@@ -82,7 +82,7 @@ step_test() {
 	grep -E '^(--- |FAIL|ok|PASS)|compiled|wrong|differs' "$OUT/test.log" | head -40
 }
 
-# The perf binaries take --engine gpu once the lead has registered the engine; until then the step says so.
+# The sweep needs perf binaries whose gpu engine opens here; otherwise the step says so and skips.
 gpu_engine_known() { "$BIN/all_reduce_perf" --help 2>&1 | grep -q -- '--engine' && "$BIN/all_reduce_perf" --engine gpu -b 8 -e 8 -g 2 -n 1 -w 0 >/dev/null 2>&1; }
 
 step_sweep() {
