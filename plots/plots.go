@@ -10,6 +10,7 @@ import (
 	"math"
 	"os"
 	"path/filepath"
+	"strconv"
 	"strings"
 
 	"gonum.org/v1/plot"
@@ -43,8 +44,8 @@ type Options struct {
 	LogY    bool   // a logarithmic value axis (always for time)
 }
 
-// PlotRuns draws the metric against size: per series (run, engine or
-// algorithm, A/B arm, type, reduction) the median over the samples at each
+// PlotRuns draws the metric against size: per series (run, engine, A/B arm,
+// type, reduction) the median over the samples at each
 // size (-N cycles, rounds) as a line, and their range from minimum to
 // maximum as a shaded band.
 func PlotRuns(out string, runs []results.Run, opt Options) error {
@@ -151,6 +152,9 @@ func PlotAB(out string, ab *results.ABReport) error {
 	if err != nil {
 		return err
 	}
+	// A ratio and its inverse lie the same distance from 1 on a log axis.
+	p.Y.Scale = plot.LogScale{}
+	p.Y.Tick.Marker = plot.TickerFunc(ratioTicks)
 	one := plotter.NewFunction(func(float64) float64 { return 1 })
 	one.Dashes = []vg.Length{vg.Points(4), vg.Points(4)}
 	p.Add(one, bars)
@@ -203,6 +207,19 @@ func save(p *plot.Plot, out string) error {
 		data = bytes.ReplaceAll(data, []byte("font-family:Liberation Sans;"), []byte(svgFamilies))
 	}
 	return os.WriteFile(out, data, 0o644)
+}
+
+// ratioTicks labels the round ratios in [min, max], 1 always among them.
+func ratioTicks(min, max float64) []plot.Tick {
+	var ticks []plot.Tick
+	for _, decade := range []float64{0.01, 0.1, 1, 10, 100} {
+		for _, m := range []float64{1, 1.25, 1.5, 2, 3, 5} {
+			if v := decade * m; v >= min && v <= max || v == 1 {
+				ticks = append(ticks, plot.Tick{Value: v, Label: strconv.FormatFloat(v, 'g', 3, 64)})
+			}
+		}
+	}
+	return ticks
 }
 
 // pow2Ticks marks every power of two in [min, max], labelling about eight.

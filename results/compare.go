@@ -1,9 +1,9 @@
 package results
 
 import (
+	"cmp"
 	"fmt"
 	"io"
-	"maps"
 	"path/filepath"
 	"slices"
 )
@@ -36,104 +36,107 @@ func LoadRuns(paths []string) ([]Run, error) {
 	return runs, nil
 }
 
-// Compare prints one row per series and size: for each run the median time
-// over that size's samples (repeated rows from -N cycles, A/B rounds), their
-// spread ((max - min) / median), the median bus bandwidth (busbw, as
-// nccl-tests computes it: algorithm bandwidth times the collective's bus
-// factor), and each later run's speedup over the first (ratio of median
-// times; above 1 is faster). The half is out-of-place unless inPlace.
+// Compare prints one row per type, reduction and size, and for each column
+// (each run, and within a run each engine and A/B arm) the
+// median time over that size's samples (repeated rows from -N cycles, A/B
+// rounds), their spread ((max - min) / median), the median bus bandwidth
+// (busbw, as nccl-tests computes it: algorithm bandwidth times the
+// collective's bus factor), and each later column's speedup over the first
+// (ratio of median times; above 1 is faster). So one record of
+// --engine vendor,gpu, or of --ab, compares its own engines or arms. The
+// half is out-of-place unless inPlace.
 func Compare(w io.Writer, runs []Run, inPlace bool) error {
 	if len(runs) == 0 {
 		return fmt.Errorf("compare: no runs")
 	}
 	keys, points := collect(runs, inPlace)
-	// A line is a series of any run: its key without the run.
-	type line struct {
-		key   seriesKey
-		sizes map[int64]bool
-		byRun []map[int64]*Point
+	type rowID struct {
+		dtype, redop string
+		size         int64
 	}
-	var lines []*line
-	index := map[seriesKey]*line{}
-	for _, k := range keys {
-		lk := k
-		lk.run, lk.runLabel = 0, ""
-		l := index[lk]
-		if l == nil {
-			l = &line{key: lk, sizes: map[int64]bool{}, byRun: make([]map[int64]*Point, len(runs))}
-			index[lk] = l
-			lines = append(lines, l)
-		}
-		l.byRun[k.run] = points[k]
-		for size := range points[k] {
-			l.sizes[size] = true
-		}
-	}
-	lineKeys := make([]seriesKey, len(lines))
-	for i, l := range lines {
-		lineKeys[i] = l.key
-	}
-	names := seriesLabels(lineKeys, 1)
+	var cols []seriesKey
+	colIndex := map[seriesKey]int{}
+	cells := map[rowID]map[int]*Point{}
+	var rows []rowID
 	samples := 0
 	for _, k := range keys {
-		for _, p := range points[k] {
+		col := k
+		col.dtype, col.redop = "", ""
+		c, ok := colIndex[col]
+		if !ok {
+			c = len(cols)
+			colIndex[col] = c
+			cols = append(cols, col)
+		}
+		for size, p := range points[k] {
+			id := rowID{k.dtype, k.redop, size}
+			if cells[id] == nil {
+				cells[id] = map[int]*Point{}
+				rows = append(rows, id)
+			}
+			cells[id][c] = p
 			samples = max(samples, len(p.Time))
 		}
 	}
+	slices.SortStableFunc(rows, func(a, b rowID) int {
+		return cmp.Or(cmp.Compare(a.dtype, b.dtype), cmp.Compare(a.redop, b.redop), cmp.Compare(a.size, b.size))
+	})
+	detailed := false
+	for _, r := range rows {
+		detailed = detailed || r.dtype != rows[0].dtype || r.redop != rows[0].redop
+	}
+	if len(cols) == 0 {
+		_, err := fmt.Fprintf(w, "# %s: no timed rows\n", HalfName(inPlace))
+		return err
+	}
+	names := seriesLabels(cols, len(runs))
 	if samples > 1 {
 		fmt.Fprintf(w, "# %s; per size: median time over up to %d samples (-N cycles, rounds), spread = (max-min)/median\n",
 			HalfName(inPlace), samples)
 	} else {
 		fmt.Fprintf(w, "# %s; one sample per size\n", HalfName(inPlace))
 	}
-	fmt.Fprintf(w, "# busbw: bus bandwidth in GB/s (nccl-tests' busbw); speedup: first run's median time / this run's\n")
+	fmt.Fprintf(w, "# busbw: bus bandwidth in GB/s (nccl-tests' busbw); speedup: %s's median time / this column's\n", names[0])
 	header := []any{"size"}
-	if len(lines) > 1 {
-		header = []any{"series", "size"}
+	if detailed {
+		header = []any{"type", "redop", "size"}
 	}
-	for i, run := range runs {
-		header = append(header, run.Label+" us", "spread", "busbw")
+	for i, name := range names {
+		header = append(header, name+" us", "spread", "busbw")
 		if i > 0 {
 			header = append(header, "speedup")
 		}
 	}
 	t := newTable(w)
 	t.Header(header...)
-	for li, l := range lines {
-		sizes := slices.Sorted(maps.Keys(l.sizes))
-		for _, size := range sizes {
-			var cells []any
-			if len(lines) > 1 {
-				cells = append(cells, names[li])
+	for _, r := range rows {
+		var line []any
+		if detailed {
+			line = append(line, r.dtype, r.redop)
+		}
+		line = append(line, FormatSize(r.size))
+		first := 0.0
+		if p := cells[r][0]; p != nil {
+			first = Median(p.Time)
+		}
+		for c := range cols {
+			p := cells[r][c]
+			if p == nil {
+				line = append(line, "-", "-", "-")
+			} else {
+				line = append(line, fmt.Sprintf("%.2f", Median(p.Time)), spread(p.Time), fmt.Sprintf("%.2f", Median(p.BusBW)))
 			}
-			cells = append(cells, FormatSize(size))
-			var first float64
-			for i := range runs {
-				var p *Point
-				if l.byRun[i] != nil {
-					p = l.byRun[i][size]
-				}
-				if p == nil || len(p.Time) == 0 {
-					cells = append(cells, "-", "-", "-")
-				} else {
-					med := Median(p.Time)
-					cells = append(cells, fmt.Sprintf("%.2f", med), spread(p.Time), fmt.Sprintf("%.2f", Median(p.BusBW)))
-				}
-				if i == 0 {
-					if p != nil {
-						first = Median(p.Time)
-					}
-					continue
-				}
-				if p == nil || first <= 0 || Median(p.Time) <= 0 {
-					cells = append(cells, "-")
-				} else {
-					cells = append(cells, fmt.Sprintf("%.3fx", first/Median(p.Time)))
-				}
+			if c == 0 {
+				continue
 			}
-			if err := t.Append(cells...); err != nil {
-				return err
+			if p == nil || first <= 0 || Median(p.Time) <= 0 {
+				line = append(line, "-")
+			} else {
+				line = append(line, fmt.Sprintf("%.3fx", first/Median(p.Time)))
 			}
+		}
+		if err := t.Append(line...); err != nil {
+			return err
 		}
 	}
 	return t.Render()

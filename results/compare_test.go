@@ -78,6 +78,7 @@ func TestCompareLabelsArms(t *testing.T) {
 		r := rec.Results[i]
 		rec.Results[i].ExperimentName = "NCCL_ALGO=ring"
 		r.ExperimentName = "NCCL_ALGO=tree"
+		r.OutOfPlace = scaledHalf(r.OutOfPlace, 0.5)
 		rec.Results = append(rec.Results, r)
 	}
 	rec.AB = &ABReport{Arms: [2]string{"NCCL_ALGO=ring", "NCCL_ALGO=tree"}}
@@ -85,8 +86,13 @@ func TestCompareLabelsArms(t *testing.T) {
 	if err := Compare(&out, []Run{{"ab.json", rec}}, false); err != nil {
 		t.Fatal(err)
 	}
-	if !strings.Contains(out.String(), "A NCCL_ALGO=ring") || !strings.Contains(out.String(), "B NCCL_ALGO=tree") {
-		t.Errorf("arms not labelled:\n%s", out.String())
+	text := out.String()
+	if !strings.Contains(text, "A NCCL_ALGO=ring us") || !strings.Contains(text, "B NCCL_ALGO=tree us") {
+		t.Errorf("arms not labelled:\n%s", text)
+	}
+	// Arm B took half the time at every size: one row per size with B's speedup over A.
+	if strings.Count(text, " 2.000x ") != n {
+		t.Errorf("want %d rows with speedup 2.000x:\n%s", n, text)
 	}
 }
 
@@ -120,5 +126,27 @@ func TestLoadRunsLabels(t *testing.T) {
 	}
 	if runs[0].Label != paths[0] || runs[2].Label != "other.json" {
 		t.Fatalf("labels %q %q", runs[0].Label, runs[2].Label)
+	}
+}
+
+// TestCompareEngines: one record of --engine vendor,gpu compares its engines side by side, however the
+// algorithm changes with size.
+func TestCompareEngines(t *testing.T) {
+	rec := synthRecord(newRand(), 3, 1, 0, 0)
+	n := len(rec.Results)
+	for i := range n {
+		r := rec.Results[i]
+		rec.Results[i].Engine, rec.Results[i].Algorithm = "vendor", "nccl"
+		r.Engine, r.Algorithm = "gpu", []string{"dda_flat", "dda_tree", "ring"}[i%3]
+		r.OutOfPlace = scaledHalf(r.OutOfPlace, 0.25)
+		rec.Results = append(rec.Results, r)
+	}
+	var out bytes.Buffer
+	if err := Compare(&out, []Run{{"both.json", rec}}, false); err != nil {
+		t.Fatal(err)
+	}
+	text := out.String()
+	if !strings.Contains(text, " vendor us ") || !strings.Contains(text, " gpu us ") || strings.Count(text, " 4.000x ") != n {
+		t.Errorf("want vendor and gpu columns and %d rows with speedup 4.000x:\n%s", n, text)
 	}
 }

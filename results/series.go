@@ -27,8 +27,8 @@ func (p *Point) Values(metric string) []float64 {
 	return p.BusBW
 }
 
-// Series is one line of a comparison: the points of one run, engine or
-// algorithm, A/B arm, type and reduction, by increasing size.
+// Series is one line of a comparison: the points of one run, engine, A/B
+// arm, type and reduction, by increasing size.
 type Series struct {
 	Label  string
 	Points []Point
@@ -62,7 +62,7 @@ type seriesKey struct {
 
 // Aggregate groups the rows of runs into series, one point per size, taking
 // the half that inPlace selects. A run splits into several series only where
-// it mixes engines or algorithms, A/B arms, types or reductions; labels
+// it mixes engines, A/B arms, types or reductions; labels
 // name the run and then only what tells its series apart. Rows without a
 // time for that half are left out.
 func Aggregate(runs []Run, inPlace bool) []Series {
@@ -84,13 +84,23 @@ func collect(runs []Run, inPlace bool) ([]seriesKey, map[seriesKey]map[int64]*Po
 	var keys []seriesKey
 	points := map[seriesKey]map[int64]*Point{}
 	for i, run := range runs {
+		// A record's series are its engines (when it has several) and A/B arms, not its algorithms: the policy
+		// picks an algorithm per size, and a line goes on across that change.
+		engines := map[string]bool{}
+		for _, r := range run.Record.Results {
+			engines[r.Engine] = true
+		}
 		for _, row := range keyRows(run.Record) {
 			h := row.res.halves()[half]
 			t, ok := h.Micros()
 			if !ok {
 				continue
 			}
-			k := seriesKey{run: i, series: row.key.Series, arm: row.res.ExperimentName, dtype: row.key.Type,
+			series := ""
+			if len(engines) > 1 {
+				series = row.res.Engine
+			}
+			k := seriesKey{run: i, series: series, arm: row.res.ExperimentName, dtype: row.key.Type,
 				redop: row.key.Redop, runLabel: run.Label, armPrefix: armPrefix(run.Record, row.res.ExperimentName)}
 			if points[k] == nil {
 				points[k] = map[int64]*Point{}

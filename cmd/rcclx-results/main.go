@@ -67,7 +67,7 @@ func compareCmd() *cobra.Command {
 	var inPlace bool
 	cmd := &cobra.Command{
 		Use:   "compare RUN [RUN ...]",
-		Short: "Table of time and busbw per size, with each run's speedup over the first",
+		Short: "One row per size: median time, spread and busbw of each run (engine, A/B arm), speedup over the first",
 		Args:  cobra.MinimumNArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			runs, err := results.LoadRuns(args)
@@ -159,8 +159,8 @@ func plotCmd() *cobra.Command {
 	cmd := &cobra.Command{
 		Use:   "plot RUN [RUN ...] -o FILE.svg|FILE.png",
 		Short: "Plot busbw, algbw or time against size (or, with --ab, an A/B speedup)",
-		Long: `Plot busbw, algbw or time against size: one line per run (and per engine or
-algorithm, A/B arm, type and reduction where a record mixes them) through the
+		Long: `Plot busbw, algbw or time against size: one line per run (and per engine, A/B
+arm, type and reduction where a record mixes them) through the
 median at each size, with a shaded band from the minimum to the maximum where
 a size has several samples (-N cycles, A/B rounds). With --ab, the speedup of
 an A/B record's arm B over arm A with its 95% interval.`,
