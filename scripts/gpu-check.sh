@@ -19,6 +19,7 @@
 #                  tree with a build.sh sits in $BIN/ncclt (not part of this repository)
 #        vendor    the vendor engine's and the NCCL binding's GPU tests (non-blocking communicators, -T inside
 #                  NCCL calls, hooks, device memory released on every exit path)
+#        doctor    rcclx-doctor: driver, GPUs, NVRTC, IPC, peer access, the NCCL library; every check ok
 # Logs go to $OUT (default /tmp/gpu-check); the compiled kernels are cached in $BIN/kcache and packed into
 # $OUT/kcache.tgz, so that the next call can carry them back in $BIN.
 set -uo pipefail
@@ -41,7 +42,7 @@ if [[ ${1:-} == --build ]]; then
 	done
 	# The perf binaries only matter once the engines registry knows the gpu engine (they are large to carry).
 	if grep -q gpuengine engines/*.go 2>/dev/null; then
-		for b in "${PERF_BINS[@]}"; do
+		for b in "${PERF_BINS[@]}" rcclx-doctor; do
 			CGO_ENABLED=0 go build -ldflags="-s -w" -o "$BIN/$b" "./cmd/$b" || exit 1
 		done
 	fi
@@ -145,6 +146,12 @@ step_bins() {
 	done
 	nvidia-smi --query-gpu=name,driver_version --format=csv,noheader >"$J/machine.txt" 2>&1
 	date -u +%Y-%m-%d >>"$J/machine.txt"
+}
+
+step_doctor() {
+	rm -f "$OUT/doctor.log"
+	expect doctor 0 doctor.log "$BIN/rcclx-doctor"
+	cat "$OUT/doctor.log"
 }
 
 step_ab() {
