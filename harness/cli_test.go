@@ -73,8 +73,9 @@ func TestProgress(t *testing.T) {
 			t.Errorf("stderr lacks %q:\n%q", want, r.stderr)
 		}
 	}
-	if !strings.HasSuffix(r.stderr, "\r\x1b[K") || strings.Count(r.stderr, "\r") != rows+1 {
-		t.Errorf("want one update per row and a cleared line at the end: %q", r.stderr)
+	// Each row: the line, then cleared before the row goes to stdout; cleared once more at the end.
+	if !strings.HasSuffix(r.stderr, "\r\x1b[K\r\x1b[K") || strings.Count(r.stderr, "\r") != 2*rows+1 {
+		t.Errorf("want one update and one clear per row and a cleared line at the end: %q", r.stderr)
 	}
 	if plain.stderr != "" {
 		t.Errorf("progress without --progress on a non-terminal: %q", plain.stderr)

@@ -47,8 +47,8 @@ func (p *progress) row(dt collectives.DType, redop string, size int64) {
 	fmt.Fprintf(p.w, "\r%s %s %s %s: row %d%s\x1b[K", p.coll, dt, redop, results.FormatSize(size), p.done, left)
 }
 
-// finish clears the line.
-func (p *progress) finish() {
+// clear erases the line: before a row goes to stdout (on a terminal both share the line), and at the end.
+func (p *progress) clear() {
 	if p != nil {
 		fmt.Fprint(p.w, "\r\x1b[K")
 	}

@@ -45,7 +45,7 @@ func sweepSizes(lo, hi, step, factor int64) []int64 {
 // (-N), size.
 func (s *session) sweep() error {
 	s.prog = s.newProgress()
-	defer s.prog.finish()
+	defer s.prog.clear()
 	for _, dt := range s.o.dtypes {
 		for _, op := range s.ops() {
 			skipped, err := s.passes(dt, op)
@@ -110,6 +110,7 @@ func (s *session) cycle(dt collectives.DType, op collectives.Op) (skipped bool, 
 		if err != nil {
 			return false, err
 		}
+		s.prog.clear()
 		fmt.Fprintln(s.out, formatRow(r, s.o))
 		s.rows = append(s.rows, r)
 		if s.stopped {
