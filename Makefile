@@ -1,7 +1,7 @@
 # rcclx-tests: `make` builds the perf binaries and the results tool into build/, `make test` runs the tests.
 GO      ?= go
 export CGO_ENABLED := 0
-BINS    := all_reduce_perf all_gather_perf alltoall_perf reduce_scatter_perf rcclx-results
+BINS    := all_reduce_perf all_gather_perf alltoall_perf reduce_scatter_perf rcclx-results rcclx-doctor
 
 .PHONY: all build test bench clean
 all: build

@@ -18,7 +18,7 @@ import (
 // Rank r completes segment r. reduce_scatter goes in chunks, so that reducing chunk i overlaps pushing chunk
 // i+1; all_reduce goes whole, pushes, reduction and gather one after the other: on 2 H200s chunking made it
 // 3-7% slower at 128 MiB-1 GiB (16 MiB chunks, gather whole), and gathering chunk by chunk beside the pushes
-// 17% slower (docs/GPU-NOTES.md, v3). Per call:
+// 17% slower (docs/DESIGN.md). Per call:
 //
 //	entry   main: record entry; side: wait for it
 //	push    main: wait for every peer's entry, then per chunk copy what peer q needs into q's buffers

@@ -15,7 +15,13 @@ import (
 
 	"github.com/rcclx-tests/rcclx-tests/collectives"
 	"github.com/rcclx-tests/rcclx-tests/engines"
+	"github.com/rcclx-tests/rcclx-tests/internal/version"
 )
+
+// nativeLibraries tells --version where the native libraries' versions show: --version itself loads none.
+const nativeLibraries = "none loaded by --version; a run loads its engine's libraries and names their versions " +
+	"in its header (# rcclx-tests version ...) and JSON (library, nccl_version); rcclx-doctor lists what this " +
+	"machine has"
 
 // Exit codes, as nccl-tests and this suite's SPEC define them.
 const (
@@ -45,13 +51,14 @@ type app struct {
 	interrupted    func() bool // SIGINT/SIGTERM received: stop after the current half
 	now            func() time.Time
 	world          func(timeout time.Duration) (collectives.World, error)
+	stderrTTY      bool // stderr is a terminal: show the progress line
 }
 
 // Main runs the perf binary of coll with the command-line arguments args and returns its exit code.
 func Main(coll *collectives.Collective, args []string) int {
 	a := &app{coll: coll, stdout: os.Stdout, stderr: os.Stderr, getenv: os.Getenv, environ: os.Environ,
 		engines: engineSource{names: engines.Names, open: engines.New}, argv: append([]string{os.Args[0]}, args...),
-		now: time.Now, world: openWorld}
+		now: time.Now, world: openWorld, stderrTTY: isTerminal(os.Stderr)}
 	var stop atomic.Bool
 	a.interrupted = stop.Load
 	sig := make(chan os.Signal, 2)
@@ -94,6 +101,7 @@ func (a *app) main(args []string) int {
 // parse reads the command line; run is false when only help was asked for.
 func (a *app) parse(args []string) (o *Options, run bool, err error) {
 	o = &Options{}
+	var showVersion bool
 	cmd := &cobra.Command{
 		Use:   a.binary() + " [flags]",
 		Short: "Measure and validate " + a.coll.Name + " like nccl-tests' " + a.binary(),
@@ -104,11 +112,18 @@ func (a *app) parse(args []string) (o *Options, run bool, err error) {
 		SilenceErrors: true,
 		SilenceUsage:  true,
 		RunE: func(cmd *cobra.Command, _ []string) error {
+			if showVersion {
+				_, err := io.WriteString(a.stdout, version.Text(a.binary(), nativeLibraries))
+				return err
+			}
 			run = true
 			return o.validate(cmd.Flags(), a.engines.names())
 		},
 	}
 	RegisterFlags(cmd.Flags(), o)
+	cmd.Flags().BoolVar(&o.Progress, "progress", false, "show a progress line on stderr (default: when stderr is a terminal)")
+	cmd.Flags().BoolVar(&showVersion, "version", false, "print the suite, commit, Go and module versions, and exit")
+	addCompletions(cmd, a.engines.names())
 	cmd.SetOut(a.stdout)
 	cmd.SetErr(a.stderr)
 	if args == nil {

@@ -43,6 +43,7 @@ type Options struct {
 	Env                []string // -E KEY=VALUE
 	DDA, LP            bool     // --dda, --lp
 	LPMode             string   // --lp-mode
+	Progress           bool     // --progress
 	Oversubscribe      bool
 	AlgoColumn         bool
 

@@ -25,7 +25,7 @@ func iterSummary(rows [][]float64, skip int) results.PerIter {
 	for i, v := range slowest {
 		us[i] = v * 1e6
 	}
-	out := results.PerIter{TimesUs: us}
+	out := results.PerIter{SkippedIterations: skip, TimesUs: us}
 	if len(rows) > 1 {
 		for _, r := range rows {
 			row := make([]float64, len(r))

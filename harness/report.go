@@ -9,10 +9,11 @@ import (
 	"time"
 
 	"github.com/rcclx-tests/rcclx-tests/collectives"
+	"github.com/rcclx-tests/rcclx-tests/internal/version"
 )
 
 // Version is this suite's version, printed where nccl-tests prints its own.
-const Version = "0.1.0"
+const Version = version.Suite
 
 // timeLayout is nccl-tests' time format (JSON start/end times, -S timestamps).
 const timeLayout = "2006-01-02 15:04:05"

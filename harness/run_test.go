@@ -290,7 +290,7 @@ func TestPerIterationColumns(t *testing.T) {
 			t.Errorf("header:\n%s", r.stdout)
 		}
 		p := loadRecord(t, file).Results[0].OutOfPlacePerIter
-		if p == nil || len(p.TimesUs) != 2 || p.MaxUs < p.MinUs {
+		if p == nil || len(p.TimesUs) != 2 || p.MaxUs < p.MinUs || p.SkippedIterations != 1 {
 			t.Errorf("per-iteration JSON %+v", p)
 		}
 	}

@@ -38,6 +38,7 @@ type session struct {
 	bwN     int
 	at      int64 // size column of the row being run, for error messages
 	stopped bool  // interrupted (SIGINT/SIGTERM)
+	prog    *progress
 	err     error // what ended the run early
 }
 

@@ -44,6 +44,8 @@ func sweepSizes(lo, hi, step, factor int64) []int64 {
 // sweep runs every row, in nccl-tests' nesting: type, operation, root (the four collectives have none), cycle
 // (-N), size.
 func (s *session) sweep() error {
+	s.prog = s.newProgress()
+	defer s.prog.clear()
 	for _, dt := range s.o.dtypes {
 		for _, op := range s.ops() {
 			skipped, err := s.passes(dt, op)
@@ -100,6 +102,7 @@ func (s *session) warmUp(dt collectives.DType, op collectives.Op) (skipped bool,
 func (s *session) cycle(dt collectives.DType, op collectives.Op) (skipped bool, err error) {
 	for _, size := range s.sizes() {
 		p := point{dt: dt, op: op, root: -1, size: size}
+		s.prog.row(dt, s.a.coll.RedOpName(op), size)
 		r, err := s.runPoint(p)
 		if errors.Is(err, collectives.ErrUnsupported) {
 			return true, nil
@@ -107,6 +110,7 @@ func (s *session) cycle(dt collectives.DType, op collectives.Op) (skipped bool, 
 		if err != nil {
 			return false, err
 		}
+		s.prog.clear()
 		fmt.Fprintln(s.out, formatRow(r, s.o))
 		s.rows = append(s.rows, r)
 		if s.stopped {

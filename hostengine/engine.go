@@ -20,7 +20,7 @@ const Version = 1
 
 // defaultChunkBytes is how much of a segment moves per ring step. Ranks outnumber cores, so every step
 // costs goroutine switches; at 1 MiB they are amortized and Go's copy switches to non-temporal stores.
-// Measured on the 2-core CI box (docs/HOSTENGINE-PERF.md): 64 KiB chunks ran 8-rank 128 MiB all_reduce in
+// Measured on the 2-core CI box (docs/DESIGN.md): 64 KiB chunks ran 8-rank 128 MiB all_reduce in
 // ~120 ms, 256 KiB in ~105 ms, 1 MiB and 2 MiB in ~71 ms.
 const defaultChunkBytes = 1 << 20
 

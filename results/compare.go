@@ -1,9 +1,11 @@
 package results
 
 import (
+	"cmp"
 	"fmt"
 	"io"
 	"path/filepath"
+	"slices"
 )
 
 // Run is a loaded record with the name it is shown under.
@@ -34,74 +36,116 @@ func LoadRuns(paths []string) ([]Run, error) {
 	return runs, nil
 }
 
-// Compare prints, per row, each run's time and busbw of one half (in-place
-// when inPlace) and each later run's speedup over the first (first time /
-// its time; above 1 is faster).
+// Compare prints one row per type, reduction and size, and for each column
+// (each run, and within a run each engine and A/B arm) the
+// median time over that size's samples (repeated rows from -N cycles, A/B
+// rounds), their spread ((max - min) / median), the median bus bandwidth
+// (busbw, as nccl-tests computes it: algorithm bandwidth times the
+// collective's bus factor), and each later column's speedup over the first
+// (ratio of median times; above 1 is faster). So one record of
+// --engine vendor,gpu, or of --ab, compares its own engines or arms. The
+// half is out-of-place unless inPlace.
 func Compare(w io.Writer, runs []Run, inPlace bool) error {
 	if len(runs) == 0 {
 		return fmt.Errorf("compare: no runs")
 	}
-	half := 0
-	if inPlace {
-		half = 1
+	keys, points := collect(runs, inPlace)
+	type rowID struct {
+		dtype, redop string
+		size         int64
 	}
-	var keys []rowKey
-	seen := map[rowKey]bool{}
-	byRun := make([]map[rowKey]*Half, len(runs))
-	for i, run := range runs {
-		byRun[i] = map[rowKey]*Half{}
-		for _, row := range keyRows(run.Record) {
-			if !seen[row.key] {
-				seen[row.key] = true
-				keys = append(keys, row.key)
+	var cols []seriesKey
+	colIndex := map[seriesKey]int{}
+	cells := map[rowID]map[int]*Point{}
+	var rows []rowID
+	samples := 0
+	for _, k := range keys {
+		col := k
+		col.dtype, col.redop = "", ""
+		c, ok := colIndex[col]
+		if !ok {
+			c = len(cols)
+			colIndex[col] = c
+			cols = append(cols, col)
+		}
+		for size, p := range points[k] {
+			id := rowID{k.dtype, k.redop, size}
+			if cells[id] == nil {
+				cells[id] = map[int]*Point{}
+				rows = append(rows, id)
 			}
-			byRun[i][row.key] = row.res.halves()[half]
+			cells[id][c] = p
+			samples = max(samples, len(p.Time))
 		}
 	}
-	sortKeys(keys)
-	names := newLabeler(keys)
-	header := []any{"row (" + halfNames[half] + ")"}
-	for i, run := range runs {
-		header = append(header, run.Label+" us", run.Label+" GB/s")
+	slices.SortStableFunc(rows, func(a, b rowID) int {
+		return cmp.Or(cmp.Compare(a.dtype, b.dtype), cmp.Compare(a.redop, b.redop), cmp.Compare(a.size, b.size))
+	})
+	detailed := false
+	for _, r := range rows {
+		detailed = detailed || r.dtype != rows[0].dtype || r.redop != rows[0].redop
+	}
+	if len(cols) == 0 {
+		_, err := fmt.Fprintf(w, "# %s: no timed rows\n", HalfName(inPlace))
+		return err
+	}
+	names := seriesLabels(cols, len(runs))
+	if samples > 1 {
+		fmt.Fprintf(w, "# %s; per size: median time over up to %d samples (-N cycles, rounds), spread = (max-min)/median\n",
+			HalfName(inPlace), samples)
+	} else {
+		fmt.Fprintf(w, "# %s; one sample per size\n", HalfName(inPlace))
+	}
+	fmt.Fprintf(w, "# busbw: bus bandwidth in GB/s (nccl-tests' busbw); speedup: %s's median time / this column's\n", names[0])
+	header := []any{"size"}
+	if detailed {
+		header = []any{"type", "redop", "size"}
+	}
+	for i, name := range names {
+		header = append(header, name+" us", "spread", "busbw")
 		if i > 0 {
 			header = append(header, "speedup")
 		}
 	}
 	t := newTable(w)
 	t.Header(header...)
-	for _, k := range keys {
-		cells := []any{names.label(k)}
-		first, firstOK := timeOf(byRun[0][k])
-		for i := range runs {
-			h := byRun[i][k]
-			us, ok := timeOf(h)
-			if !ok {
-				cells = append(cells, "-", "-")
+	for _, r := range rows {
+		var line []any
+		if detailed {
+			line = append(line, r.dtype, r.redop)
+		}
+		line = append(line, FormatSize(r.size))
+		first := 0.0
+		if p := cells[r][0]; p != nil {
+			first = Median(p.Time)
+		}
+		for c := range cols {
+			p := cells[r][c]
+			if p == nil {
+				line = append(line, "-", "-", "-")
 			} else {
-				cells = append(cells, fmt.Sprintf("%.2f", us), fmt.Sprintf("%.2f", h.BusBW))
+				line = append(line, fmt.Sprintf("%.2f", Median(p.Time)), spread(p.Time), fmt.Sprintf("%.2f", Median(p.BusBW)))
 			}
-			if i > 0 {
-				cells = append(cells, speedup(first, us, firstOK && ok))
+			if c == 0 {
+				continue
+			}
+			if p == nil || first <= 0 || Median(p.Time) <= 0 {
+				line = append(line, "-")
+			} else {
+				line = append(line, fmt.Sprintf("%.3fx", first/Median(p.Time)))
 			}
 		}
-		if err := t.Append(cells...); err != nil {
+		if err := t.Append(line...); err != nil {
 			return err
 		}
 	}
 	return t.Render()
 }
 
-// timeOf is the reported time of h, a half that may be missing (nil).
-func timeOf(h *Half) (float64, bool) {
-	if h == nil {
-		return 0, false
-	}
-	return h.Micros()
-}
-
-func speedup(first, us float64, ok bool) string {
-	if !ok || us <= 0 {
+// spread is (max - min) / median of xs in percent, "-" for a single sample.
+func spread(xs []float64) string {
+	if len(xs) < 2 || Median(xs) <= 0 {
 		return "-"
 	}
-	return fmt.Sprintf("%.3fx", first/us)
+	return fmt.Sprintf("%.1f%%", (Max(xs)-Min(xs))/Median(xs)*100)
 }

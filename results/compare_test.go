@@ -2,8 +2,10 @@ package results
 
 import (
 	"bytes"
+	"fmt"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"testing"
 )
@@ -17,17 +19,87 @@ func TestCompare(t *testing.T) {
 		t.Fatal(err)
 	}
 	text := out.String()
-	for _, want := range []string{"a.json us", "b.json GB/s", "speedup", "2.000x", "64B"} {
+	for _, want := range []string{"a.json us", "b.json us", "busbw", "bus bandwidth", "out-of-place", "speedup", "2.000x", "64B"} {
 		if !strings.Contains(text, want) {
 			t.Errorf("table lacks %q:\n%s", want, text)
 		}
 	}
 	// 64B is only in the second run: no time and no speedup in the first's columns.
 	for _, line := range strings.Split(text, "\n") {
-		if strings.Contains(line, " 64B ") && strings.Count(line, " - ") != 3 {
+		f := strings.Fields(strings.ReplaceAll(line, "|", " "))
+		if len(f) > 0 && f[0] == "64B" && (len(f) != 8 || f[1] != "-" || f[2] != "-" || f[3] != "-" || f[4] == "-" || f[7] != "-") {
 			t.Errorf("row only in the second run: %q", line)
 		}
 	}
+}
+
+// TestCompareOneRowPerSize: -N cycles (repeated rows) and rounds collapse into one row per size with the median
+// time and the spread of the samples.
+func TestCompareOneRowPerSize(t *testing.T) {
+	rec := synthRecord(newRand(), 3, 1, 0, 0)
+	// Three cycles: the same sizes again at twice and three times the time; the median is the 2x cycle.
+	base := slices.Clone(rec.Results)
+	for _, f := range []float64{2, 3} {
+		for _, r := range base {
+			r.OutOfPlace = scaledHalf(r.OutOfPlace, f)
+			rec.Results = append(rec.Results, r)
+		}
+	}
+	var out bytes.Buffer
+	if err := Compare(&out, []Run{{"n3.json", rec}}, false); err != nil {
+		t.Fatal(err)
+	}
+	rows := 0
+	for _, line := range strings.Split(out.String(), "\n") {
+		f := strings.Fields(strings.Trim(line, "| "))
+		if len(f) < 4 || !strings.HasSuffix(f[0], "B") || f[0] == "size" {
+			continue
+		}
+		rows++
+		i := slices.IndexFunc(base, func(r Result) bool { return FormatSize(r.Size) == f[0] })
+		if i < 0 {
+			t.Fatalf("row %q: no such size", line)
+		}
+		want := 2 * *base[i].OutOfPlace.Time
+		if f[2] != fmt.Sprintf("%.2f", want) || f[4] != "100.0%" {
+			t.Errorf("row %q: want median %.2f and spread 100.0%%", line, want)
+		}
+	}
+	if rows != 3 {
+		t.Errorf("%d rows, want one per size:\n%s", rows, out.String())
+	}
+}
+
+// TestCompareLabelsArms: an A/B record's rows carry the arm (A or B) and its setting.
+func TestCompareLabelsArms(t *testing.T) {
+	rec := synthRecord(newRand(), 2, 1, 0, 0)
+	n := len(rec.Results)
+	for i := range n {
+		r := rec.Results[i]
+		rec.Results[i].ExperimentName = "NCCL_ALGO=ring"
+		r.ExperimentName = "NCCL_ALGO=tree"
+		r.OutOfPlace = scaledHalf(r.OutOfPlace, 0.5)
+		rec.Results = append(rec.Results, r)
+	}
+	rec.AB = &ABReport{Arms: [2]string{"NCCL_ALGO=ring", "NCCL_ALGO=tree"}}
+	var out bytes.Buffer
+	if err := Compare(&out, []Run{{"ab.json", rec}}, false); err != nil {
+		t.Fatal(err)
+	}
+	text := out.String()
+	if !strings.Contains(text, "A NCCL_ALGO=ring us") || !strings.Contains(text, "B NCCL_ALGO=tree us") {
+		t.Errorf("arms not labelled:\n%s", text)
+	}
+	// Arm B took half the time at every size: one row per size with B's speedup over A.
+	if strings.Count(text, " 2.000x ") != n {
+		t.Errorf("want %d rows with speedup 2.000x:\n%s", n, text)
+	}
+}
+
+func scaledHalf(h Half, f float64) Half {
+	t := *h.Time * f
+	h.Time, h.AlgBW, h.BusBW = &t, h.AlgBW/f, h.BusBW/f
+	return h
 }
 
 func TestLoadRunsLabels(t *testing.T) {
@@ -54,5 +126,27 @@ func TestLoadRunsLabels(t *testing.T) {
 	}
 	if runs[0].Label != paths[0] || runs[2].Label != "other.json" {
 		t.Fatalf("labels %q %q", runs[0].Label, runs[2].Label)
+	}
+}
+
+// TestCompareEngines: one record of --engine vendor,gpu compares its engines side by side, however the
+// algorithm changes with size.
+func TestCompareEngines(t *testing.T) {
+	rec := synthRecord(newRand(), 3, 1, 0, 0)
+	n := len(rec.Results)
+	for i := range n {
+		r := rec.Results[i]
+		rec.Results[i].Engine, rec.Results[i].Algorithm = "vendor", "nccl"
+		r.Engine, r.Algorithm = "gpu", []string{"dda_flat", "dda_tree", "ring"}[i%3]
+		r.OutOfPlace = scaledHalf(r.OutOfPlace, 0.25)
+		rec.Results = append(rec.Results, r)
+	}
+	var out bytes.Buffer
+	if err := Compare(&out, []Run{{"both.json", rec}}, false); err != nil {
+		t.Fatal(err)
+	}
+	text := out.String()
+	if !strings.Contains(text, " vendor us ") || !strings.Contains(text, " gpu us ") || strings.Count(text, " 4.000x ") != n {
+		t.Errorf("want vendor and gpu columns and %d rows with speedup 4.000x:\n%s", n, text)
 	}
 }

@@ -108,17 +108,19 @@ type Half struct {
 }
 
 // PerIter is nccl-tests' per-iteration report of one half (-I), in
-// microseconds (CVPct in percent of the mean).
+// microseconds (CVPct in percent of the mean). The statistics leave out the
+// first SkippedIterations times (-K); TimesUs holds them all.
 type PerIter struct {
-	MinUs   float64   `json:"min_us"`
-	MaxUs   float64   `json:"max_us"`
-	AvgUs   float64   `json:"avg_us"`
-	P50Us   float64   `json:"p50_us"`
-	P95Us   float64   `json:"p95_us"`
-	P99Us   float64   `json:"p99_us"`
-	StdevUs float64   `json:"stdev_us"`
-	CVPct   float64   `json:"cv_pct"`
-	TimesUs []float64 `json:"times_us"`
+	SkippedIterations int       `json:"skipped_iterations"`
+	MinUs             float64   `json:"min_us"`
+	MaxUs             float64   `json:"max_us"`
+	AvgUs             float64   `json:"avg_us"`
+	P50Us             float64   `json:"p50_us"`
+	P95Us             float64   `json:"p95_us"`
+	P99Us             float64   `json:"p99_us"`
+	StdevUs           float64   `json:"stdev_us"`
+	CVPct             float64   `json:"cv_pct"`
+	TimesUs           []float64 `json:"times_us"`
 	// PerProcessMaxTimesUs is present with several processes.
 	PerProcessMaxTimesUs [][]float64 `json:"per_process_max_times_us,omitempty"`
 }

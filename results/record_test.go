@@ -9,26 +9,6 @@ import (
 	"testing"
 )
 
-// findAnchor walks up from the working directory to the checkout's shared/ dir.
-func findAnchor(t *testing.T) string {
-	t.Helper()
-	dir, err := os.Getwd()
-	if err != nil {
-		t.Fatal(err)
-	}
-	for {
-		p := filepath.Join(dir, "shared", "anchors", "h200x2-nccl-2.28.3", "all_reduce.json")
-		if _, err := os.Stat(p); err == nil {
-			return p
-		}
-		parent := filepath.Dir(dir)
-		if parent == dir {
-			t.Skip("no shared/anchors beside the checkout: testdata copy covers the same file")
-		}
-		dir = parent
-	}
-}
-
 // missingKeys lists the key paths of want that got lacks.
 func missingKeys(path string, want, got any) []string {
 	var out []string
@@ -94,8 +74,23 @@ func TestAnchorRoundTripTestdata(t *testing.T) {
 	checkRoundTrip(t, filepath.Join("testdata", "nccl-tests-all_reduce.json"))
 }
 
-func TestAnchorRoundTripShared(t *testing.T) {
-	checkRoundTrip(t, findAnchor(t))
+// TestDocsData: the result files docs/ draws its figures from load, and the JSON ones round-trip.
+func TestDocsData(t *testing.T) {
+	files, err := filepath.Glob(filepath.Join("..", "docs", "data", "*", "*"))
+	if err != nil || len(files) == 0 {
+		t.Fatalf("no files under docs/data: %v", err)
+	}
+	for _, f := range files {
+		switch filepath.Ext(f) {
+		case ".json":
+			checkRoundTrip(t, f)
+		case ".txt", ".csv":
+			rec, err := Load(f)
+			if err != nil || len(rec.Results) == 0 {
+				t.Errorf("%s: %v, %d rows", f, err, len(rec.Results))
+			}
+		}
+	}
 }
 
 func TestMissingKeysDetectsLoss(t *testing.T) {
@@ -163,5 +158,16 @@ func TestWriteEmptyListsNotNull(t *testing.T) {
 		if !strings.Contains(string(data), key) {
 			t.Errorf("written record lacks %s:\n%s", key, data)
 		}
+	}
+}
+
+// TestPerIterKeyOrder: skipped_iterations opens the per-iteration object, as nccl-tests 2.19.6 writes it.
+func TestPerIterKeyOrder(t *testing.T) {
+	data, err := json.Marshal(PerIter{SkippedIterations: 3, MinUs: 1, TimesUs: []float64{1}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !strings.HasPrefix(string(data), `{"skipped_iterations":3,"min_us":1,`) {
+		t.Errorf("per-iteration object %s", data)
 	}
 }

@@ -2,14 +2,15 @@
 # gpu-check.sh: the GPU engine's check on a GPU machine, from binaries built beforehand on any machine.
 #
 #   scripts/gpu-check.sh --build          build the binaries into $BIN (default .devbin-gpu), CGO_ENABLED=0
-#   scripts/gpu-check.sh [STEP...]        run steps (default: test sweep perf sanitize) and print a summary
+#   scripts/gpu-check.sh STEP...          run steps and print a summary (the usual set: test sweep perf sanitize)
 #
 # Steps: test      the gpuengine test binary (every algorithm x collective x dtype x op against hostengine)
 #        sweep     correctness sweep of the perf binaries with --engine gpu (-d all -o all, DDA, LP)
 #        perf      timing of every algorithm next to NCCL (the test binary's TestGPUPerf, and the perf
 #                  binaries with --engine vendor,gpu when they accept it)
 #        sanitize  compute-sanitizer memcheck and racecheck on a small case, if installed
-#        bins      the perf binaries side by side with NCCL (--engine vendor,gpu): ring, DDA with -G, FP8 LP
+#        bins      the perf binaries side by side with NCCL (--engine vendor,gpu): ring, DDA with -G, FP8 LP;
+#                  each run's JSON goes to $OUT/perf-json/ (docs/PERFORMANCE.md's tables and plots come from these)
 #        ab        --ab RCCL_DDA_ENABLE=0,1 on the gpu engine, 8 B .. 32 MiB
 #        multiproc 2 processes x 1 GPU (RANK/WORLD_SIZE/MASTER_ADDR): gpu engine (IPC) and vendor
 #        oversub   the users' command at 8 ranks on the GPUs there are (--oversubscribe), DDA on and off
@@ -18,9 +19,18 @@
 #                  tree with a build.sh sits in $BIN/ncclt (not part of this repository)
 #        vendor    the vendor engine's and the NCCL binding's GPU tests (non-blocking communicators, -T inside
 #                  NCCL calls, hooks, device memory released on every exit path)
+#        doctor    rcclx-doctor: driver, GPUs, NVRTC, IPC, peer access, the NCCL library; every check ok
 # Logs go to $OUT (default /tmp/gpu-check); the compiled kernels are cached in $BIN/kcache and packed into
 # $OUT/kcache.tgz, so that the next call can carry them back in $BIN.
 set -uo pipefail
+usage() { sed -n '2,/^set /{/^#/s/^# \{0,1\}//p}' "$0"; }
+case ${1:-} in
+'' | -h | --help)
+	usage
+	[[ -n ${1:-} ]]
+	exit
+	;;
+esac
 cd "$(dirname "$0")/.."
 BIN=${BIN:-.devbin-gpu}
 PERF_BINS=(all_reduce_perf all_gather_perf alltoall_perf reduce_scatter_perf)
@@ -32,7 +42,7 @@ if [[ ${1:-} == --build ]]; then
 	done
 	# The perf binaries only matter once the engines registry knows the gpu engine (they are large to carry).
 	if grep -q gpuengine engines/*.go 2>/dev/null; then
-		for b in "${PERF_BINS[@]}"; do
+		for b in "${PERF_BINS[@]}" rcclx-doctor; do
 			CGO_ENABLED=0 go build -ldflags="-s -w" -o "$BIN/$b" "./cmd/$b" || exit 1
 		done
 	fi
@@ -46,7 +56,13 @@ mkdir -p "$OUT" "$BIN/kcache"
 export RCCLX_TESTS_KERNEL_CACHE=$PWD/$BIN/kcache
 [[ -f $BIN/kcache.tgz ]] && tar -xzf "$BIN/kcache.tgz" -C "$BIN/kcache"
 STEPS=("$@")
-[[ ${#STEPS[@]} -eq 0 ]] && STEPS=(test sweep perf sanitize)
+for s in "${STEPS[@]}"; do
+	if ! grep -q "^step_$s() {" "$0"; then
+		echo "gpu-check.sh: unknown step $s" >&2
+		usage >&2
+		exit 2
+	fi
+done
 SUMMARY=()
 note() { SUMMARY+=("$(printf '%-9s %-6s %s' "$1" "$2" "$3")"); }
 
@@ -67,7 +83,7 @@ step_test() {
 	grep -E '^(--- |FAIL|ok|PASS)|compiled|wrong|differs' "$OUT/test.log" | head -40
 }
 
-# The perf binaries take --engine gpu once the lead has registered the engine; until then the step says so.
+# The sweep needs perf binaries whose gpu engine opens here; otherwise the step says so and skips.
 gpu_engine_known() { "$BIN/all_reduce_perf" --help 2>&1 | grep -q -- '--engine' && "$BIN/all_reduce_perf" --engine gpu -b 8 -e 8 -g 2 -n 1 -w 0 >/dev/null 2>&1; }
 
 step_sweep() {
@@ -120,12 +136,22 @@ expect() {
 
 P="$BIN/all_reduce_perf"
 step_bins() {
-	expect ring 0 bins.log "$P" --engine vendor,gpu -g 2 -b 8 -e 1G -f 4 -w 5 -n 20
-	expect dda-G 0 bins.log "$P" --engine vendor,gpu --dda -G 20 -g 2 -b 8 -e 4M -f 4 -w 5 -n 20
-	expect lp 0 bins.log "$P" --engine vendor,gpu --lp -g 2 -b 64M -e 1G -f 2 -w 5 -n 20
+	local J=$OUT/perf-json
+	rm -rf "$J" && mkdir -p "$J"
+	expect ring 0 bins.log "$P" --engine vendor,gpu -g 2 -b 8 -e 1G -f 4 -w 5 -n 20 -J "$J/all_reduce.json"
+	expect dda-G 0 bins.log "$P" --engine vendor,gpu --dda -G 20 -g 2 -b 8 -e 4M -f 4 -w 5 -n 20 -J "$J/all_reduce_dda_G20.json"
+	expect lp 0 bins.log "$P" --engine vendor,gpu --lp -g 2 -b 64M -e 1G -f 2 -w 5 -n 20 -J "$J/all_reduce_lp.json"
 	for b in all_gather_perf reduce_scatter_perf alltoall_perf; do
-		expect "${b%_perf}" 0 bins.log "$BIN/$b" --engine vendor,gpu -g 2 -b 1M -e 1G -f 32 -w 5 -n 20
+		expect "${b%_perf}" 0 bins.log "$BIN/$b" --engine vendor,gpu -g 2 -b 1M -e 1G -f 32 -w 5 -n 20 -J "$J/${b%_perf}.json"
 	done
+	nvidia-smi --query-gpu=name,driver_version --format=csv,noheader >"$J/machine.txt" 2>&1
+	date -u +%Y-%m-%d >>"$J/machine.txt"
+}
+
+step_doctor() {
+	rm -f "$OUT/doctor.log"
+	expect doctor 0 doctor.log "$BIN/rcclx-doctor"
+	cat "$OUT/doctor.log"
 }
 
 step_ab() {

@@ -2,10 +2,16 @@
 # hip-check.sh: compiles every GPU-engine module (12 dtypes x 6 ops, -DRX_DTYPE/-DRX_OP as gpuengine passes them
 # to NVRTC) as HIP with hipcc, through kernels/prelude.cuh's HIP branch, and prints hipcc's output for each
 # module that fails or warns. kernels.TestHIPCompile does the same for a representative set, with these flags.
-# Usage: scripts/hip-check.sh [offload-arch]   default gfx90a (Debian bookworm's hipcc 5.2 knows no gfx942)
+# Usage: scripts/hip-check.sh OFFLOAD_ARCH   e.g. gfx90a (Debian bookworm's hipcc 5.2 knows no gfx942)
 set -euo pipefail
+usage() { sed -n '2,/^set /{/^#/s/^# \{0,1\}//p}' "$0"; }
+if [[ $# -ne 1 || ! $1 =~ ^gfx[0-9a-f]+$ ]]; then
+  [[ ${1:-} == -h || ${1:-} == --help ]] && { usage; exit 0; }
+  usage >&2
+  exit 2
+fi
 cd "$(dirname "$0")/.."
-arch=${1:-gfx90a}
+arch=$1
 if ! command -v hipcc >/dev/null; then
   echo "hip-check: hipcc not installed (Debian: apt-get install -y hipcc)" >&2
   exit 2

@@ -1,12 +1,19 @@
 #!/usr/bin/env bash
 # host-faults.sh: tries every fault of docs/RELIABILITY.md that the host engine can show, with the binaries of
 # `make`, and prints one line per fault: exit code, wall time, what the run printed on stderr (first line).
-#   make && scripts/host-faults.sh
+#   make && scripts/host-faults.sh build        (the folder that holds the binaries)
 # Every command is bounded by `timeout -k 5` (the binaries take SIGTERM like Ctrl-C: finish the current
 # measurement; -k kills what a single signal cannot stop).
 set -u
+usage() { sed -n '2,/^set /{/^#/s/^# \{0,1\}//p}' "$0"; }
+if [[ $# -ne 1 || ! -x ${1:-}/all_reduce_perf ]]; then
+	[[ ${1:-} == -h || ${1:-} == --help ]] && { usage; exit 0; }
+	[[ $# -eq 1 ]] && echo "host-faults.sh: no all_reduce_perf in $1 (run make first)" >&2
+	usage >&2
+	exit 2
+fi
+B=$(cd "$1" && pwd)
 cd "$(dirname "$0")/.."
-B=build
 W=$(mktemp -d)
 trap 'rm -rf "$W"' EXIT
 unset RANK WORLD_SIZE OMPI_COMM_WORLD_RANK PMI_RANK SLURM_PROCID

@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # ncclt-compare.sh: times reported by nccl-tests and by this suite's vendor engine (same library, sizes and
-# iteration counts), run alternately on one machine, and whether they agree within issue 4's bounds: 1 us below
-# 1 MiB, 3% from 1 MiB up.
+# iteration counts), run alternately on one machine, and whether they agree within 1 us below 1 MiB and 3% from
+# 1 MiB up.
 #
 #   scripts/ncclt-compare.sh NCCLT_BIN OUR_BIN OUT [ARGS...]
 #
@@ -15,6 +15,16 @@
 # of nccl-tests' first half of rounds with the best of its second half: how well it agrees with itself.
 # NCCLT_CPUS (a taskset list such as 0-7) runs both tools on those CPUs.
 set -uo pipefail
+usage() { sed -n '2,/^set /{/^#/s/^# \{0,1\}//p}' "$0"; }
+if [[ ${1:-} == -h || ${1:-} == --help ]]; then
+	usage
+	exit 0
+fi
+if [[ $# -lt 3 || ! -d $1 || ! -d $2 ]]; then
+	[[ $# -ge 3 ]] && echo "ncclt-compare.sh: NCCLT_BIN ($1) and OUR_BIN ($2) must be directories" >&2
+	usage >&2
+	exit 2
+fi
 NCCLT=$1 OURS=$2 OUT=$3
 shift 3
 ARGS=("$@")

@@ -11,6 +11,8 @@ import (
 
 	"github.com/spf13/cobra"
 
+	"github.com/rcclx-tests/rcclx-tests/internal/version"
+	"github.com/rcclx-tests/rcclx-tests/plots"
 	"github.com/rcclx-tests/rcclx-tests/results"
 )
 
@@ -42,7 +44,9 @@ Exit status: 0 success; 1 the gate found a regression or wrong results;
 2 bad arguments or an unreadable or malformed input file.`,
 		SilenceUsage:  true,
 		SilenceErrors: true,
+		Version:       version.Suite,
 	}
+	root.SetVersionTemplate(version.Text("rcclx-results", "none: rcclx-results only reads files"))
 	root.AddCommand(compareCmd(), gateCmd(), plotCmd())
 	root.SetArgs(args)
 	root.SetOut(stdout)
@@ -63,7 +67,7 @@ func compareCmd() *cobra.Command {
 	var inPlace bool
 	cmd := &cobra.Command{
 		Use:   "compare RUN [RUN ...]",
-		Short: "Table of time and busbw per size, with each run's speedup over the first",
+		Short: "One row per size: median time, spread and busbw of each run (engine, A/B arm), speedup over the first",
 		Args:  cobra.MinimumNArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			runs, err := results.LoadRuns(args)
@@ -140,6 +144,7 @@ Exit status: 0 pass, 1 fail, 2 bad arguments or input.`,
 	f.StringVar(&metric, "metric", results.MetricBusBW, "busbw (drop fails) or time (rise fails)")
 	f.BoolVar(&requireAll, "require-all", false, "fail when a size is present on one side only")
 	_ = cmd.MarkFlagRequired("baseline")
+	completeMetric(cmd)
 	return cmd
 }
 
@@ -149,11 +154,17 @@ func plotCmd() *cobra.Command {
 		metric  string
 		inPlace bool
 		ab      bool
+		logY    bool
 	)
 	cmd := &cobra.Command{
 		Use:   "plot RUN [RUN ...] -o FILE.svg|FILE.png",
 		Short: "Plot busbw, algbw or time against size (or, with --ab, an A/B speedup)",
-		Args:  cobra.MinimumNArgs(1),
+		Long: `Plot busbw, algbw or time against size: one line per run (and per engine, A/B
+arm, type and reduction where a record mixes them) through the
+median at each size, with a shaded band from the minimum to the maximum where
+a size has several samples (-N cycles, A/B rounds). With --ab, the speedup of
+an A/B record's arm B over arm A with its 95% interval.`,
+		Args: cobra.MinimumNArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			if ab {
 				return plotAB(args, out)
@@ -162,15 +173,18 @@ func plotCmd() *cobra.Command {
 			if err != nil {
 				return err
 			}
-			return results.PlotRuns(out, runs, metric, inPlace)
+			return plots.PlotRuns(out, runs, plots.Options{Metric: metric, InPlace: inPlace, LogY: logY})
 		},
 	}
 	f := cmd.Flags()
 	f.StringVarP(&out, "output", "o", "", "output file; the extension (.svg, .png, .pdf) picks the format")
 	f.StringVar(&metric, "metric", results.MetricBusBW, "busbw, algbw or time")
 	f.BoolVar(&inPlace, "in-place", false, "plot the in-place half instead of out-of-place")
+	f.BoolVar(&logY, "log", false, "logarithmic value axis, so small sizes' bandwidths show (time always has one)")
 	f.BoolVar(&ab, "ab", false, "plot the A/B speedup of one record that carries an ab report")
 	_ = cmd.MarkFlagRequired("output")
+	completeMetric(cmd)
+	_ = cmd.RegisterFlagCompletionFunc("output", cobra.FixedCompletions([]string{"svg", "png", "pdf"}, cobra.ShellCompDirectiveFilterFileExt))
 	return cmd
 }
 
@@ -185,7 +199,13 @@ func plotAB(args []string, out string) error {
 	if rec.AB == nil {
 		return fmt.Errorf("%s: no A/B report (ab key) in this record", args[0])
 	}
-	return results.PlotAB(out, rec.AB)
+	return plots.PlotAB(out, rec.AB)
+}
+
+// completeMetric lets a shell complete --metric's values.
+func completeMetric(cmd *cobra.Command) {
+	_ = cmd.RegisterFlagCompletionFunc("metric", cobra.FixedCompletions(
+		[]string{results.MetricBusBW, results.MetricAlgBW, results.MetricTime}, cobra.ShellCompDirectiveNoFileComp))
 }
 
 func loadAll(paths []string) ([]*results.Record, error) {

@@ -95,3 +95,13 @@ func TestCompareAndPlot(t *testing.T) {
 		t.Fatalf("plot output: %v %v", st, err)
 	}
 }
+
+func TestVersionAndCompletion(t *testing.T) {
+	code, out, _ := runCLI(t, "--version")
+	if code != exitOK || !strings.HasPrefix(out, "rcclx-results (rcclx-tests) ") || !strings.Contains(out, "\ngo:      go") {
+		t.Errorf("--version: exit %d\n%s", code, out)
+	}
+	if code, out, _ := runCLI(t, "__complete", "gate", "--metric", ""); code != exitOK || !strings.Contains(out, "busbw\nalgbw\ntime\n") {
+		t.Errorf("--metric completion: exit %d %q", code, out)
+	}
+}

@@ -40,21 +40,24 @@ func runChecks() ([]result, []*gpu) {
 		out = append(out, result{step, detail, err})
 		return err == nil
 	}
-	if !add("load driver", "", cuda.Load()) {
+	if !add(stepDriver, "", cuda.Load()) {
 		return out, nil
 	}
 	v, err := cuda.DriverVersion()
 	n, err2 := cuda.DeviceCount()
-	if !add("driver version", fmt.Sprintf("API %d, %d device(s)", v, n), firstErr(err, err2)) || n == 0 {
+	if err == nil && err2 == nil && n == 0 {
+		err = fmt.Errorf("the driver sees no GPU")
+	}
+	if !add(stepDevices, fmt.Sprintf("CUDA driver API %d, %d device(s)", v, n), firstErr(err, err2)) {
 		return out, nil
 	}
-	if !add("load NVRTC", "", cuda.LoadNVRTC()) {
+	if !add(stepNVRTC, "", cuda.LoadNVRTC()) {
 		return out, nil
 	}
 	major, minor, err := cuda.NVRTCVersion()
 	add("NVRTC version", fmt.Sprintf("%d.%d", major, minor), err)
 	cubin, detail, err := compileTwice()
-	if !add("compile cold, then cached", detail, err) {
+	if !add(stepCompile, detail, err) {
 		return out, nil
 	}
 	var gpus []*gpu
@@ -75,10 +78,10 @@ func runChecks() ([]result, []*gpu) {
 	add("graph capture/replay", detail, err)
 	peer := gpus[len(gpus)-1]
 	detail, err = ipcRoundTrip(gpus[0], peer)
-	add(fmt.Sprintf("IPC dev0 -> child dev%d", peer.dev), detail, err)
+	add(fmt.Sprintf("%s dev0 -> child dev%d", stepIPC, peer.dev), detail, err)
 	if len(gpus) > 1 {
 		detail, err = peerCopy(gpus[0], gpus[1])
-		add("peer copy dev0 -> dev1", detail, err)
+		add(stepPeer+" dev0 -> dev1", detail, err)
 	}
 	return out, gpus
 }
@@ -93,7 +96,7 @@ func firstErr(errs ...error) error {
 }
 
 func compileTwice() ([]byte, string, error) {
-	dir, err := os.MkdirTemp("", "cudasmoke-cache-")
+	dir, err := os.MkdirTemp("", "rcclx-doctor-cache-")
 	if err != nil {
 		return nil, "", err
 	}
@@ -118,7 +121,7 @@ func compileTwice() ([]byte, string, error) {
 	if !bytes.Equal(cold, warm) {
 		return nil, "", fmt.Errorf("cached CUBIN differs from the compiled one")
 	}
-	return cold, fmt.Sprintf("sm_%d, %d B CUBIN, cold %v, cached %v", arch, len(cold), t1.Sub(t0).Round(time.Millisecond), t2.Sub(t1).Round(time.Microsecond)), nil
+	return cold, fmt.Sprintf("sm_%d, %d B CUBIN, compiled in %v, from the cache in %v", arch, len(cold), t1.Sub(t0).Round(time.Millisecond), t2.Sub(t1).Round(time.Microsecond)), nil
 }
 
 func openGPU(d cuda.Device, cubin []byte) (*gpu, string, error) {

@@ -1,0 +1,223 @@
+package results
+
+import (
+	"cmp"
+	"fmt"
+	"slices"
+	"strings"
+)
+
+// Point is one size of a series with every sample measured there: one per
+// repeated row (-N cycles, or roots with -r -1) and, where a half carries
+// rounds (A/B rounds), one per round. Time is in microseconds, bandwidths in
+// GB/s; the three lists run in parallel.
+type Point struct {
+	Size               int64
+	Time, AlgBW, BusBW []float64
+}
+
+// Values returns the samples of metric (MetricTime, MetricAlgBW or MetricBusBW).
+func (p *Point) Values(metric string) []float64 {
+	switch metric {
+	case MetricTime:
+		return p.Time
+	case MetricAlgBW:
+		return p.AlgBW
+	}
+	return p.BusBW
+}
+
+// Series is one line of a comparison: the points of one run, engine, A/B
+// arm, type and reduction, by increasing size.
+type Series struct {
+	Label  string
+	Points []Point
+}
+
+// CheckMetric accepts the metric names of compare and plot.
+func CheckMetric(metric string) error {
+	switch metric {
+	case MetricBusBW, MetricAlgBW, MetricTime:
+		return nil
+	}
+	return fmt.Errorf("metric %q: want %s, %s or %s", metric, MetricBusBW, MetricAlgBW, MetricTime)
+}
+
+// HalfName names the half that inPlace selects.
+func HalfName(inPlace bool) string {
+	if inPlace {
+		return halfNames[1]
+	}
+	return halfNames[0]
+}
+
+// seriesKey groups rows into series; unlike rowKey it has no size or ordinal,
+// so repeated rows of a size fall into one point.
+type seriesKey struct {
+	run                 int
+	series, arm         string
+	dtype, redop        string
+	runLabel, armPrefix string
+}
+
+// Aggregate groups the rows of runs into series, one point per size, taking
+// the half that inPlace selects. A run splits into several series only where
+// it mixes engines, A/B arms, types or reductions; labels
+// name the run and then only what tells its series apart. Rows without a
+// time for that half are left out.
+func Aggregate(runs []Run, inPlace bool) []Series {
+	keys, points := collect(runs, inPlace)
+	names := seriesLabels(keys, len(runs))
+	out := make([]Series, len(keys))
+	for i, k := range keys {
+		out[i] = Series{Label: names[i], Points: sortedPoints(points[k])}
+	}
+	return out
+}
+
+// collect gathers the samples of every series of runs by size.
+func collect(runs []Run, inPlace bool) ([]seriesKey, map[seriesKey]map[int64]*Point) {
+	half := 0
+	if inPlace {
+		half = 1
+	}
+	var keys []seriesKey
+	points := map[seriesKey]map[int64]*Point{}
+	for i, run := range runs {
+		// A record's series are its engines (when it has several) and A/B arms, not its algorithms: the policy
+		// picks an algorithm per size, and a line goes on across that change.
+		engines := map[string]bool{}
+		for _, r := range run.Record.Results {
+			engines[r.Engine] = true
+		}
+		for _, row := range keyRows(run.Record) {
+			h := row.res.halves()[half]
+			t, ok := h.Micros()
+			if !ok {
+				continue
+			}
+			series := ""
+			if len(engines) > 1 {
+				series = row.res.Engine
+			}
+			k := seriesKey{run: i, series: series, arm: row.res.ExperimentName, dtype: row.key.Type,
+				redop: row.key.Redop, runLabel: run.Label, armPrefix: armPrefix(run.Record, row.res.ExperimentName)}
+			if points[k] == nil {
+				points[k] = map[int64]*Point{}
+				keys = append(keys, k)
+			}
+			p := points[k][row.key.Size]
+			if p == nil {
+				p = &Point{Size: row.key.Size}
+				points[k][row.key.Size] = p
+			}
+			rounds := h.Rounds
+			if len(rounds) == 0 {
+				rounds = []float64{t}
+			}
+			for _, r := range rounds {
+				if r <= 0 {
+					continue
+				}
+				// Bandwidth is bytes over time: a round's bandwidth scales with the row's time over its own.
+				p.Time = append(p.Time, r)
+				p.AlgBW = append(p.AlgBW, h.AlgBW*t/r)
+				p.BusBW = append(p.BusBW, h.BusBW*t/r)
+			}
+		}
+	}
+	return keys, points
+}
+
+// sortedPoints lists the points that have samples by increasing size.
+func sortedPoints(bySize map[int64]*Point) []Point {
+	var out []Point
+	for _, p := range bySize {
+		if len(p.Time) > 0 {
+			out = append(out, *p)
+		}
+	}
+	slices.SortFunc(out, func(a, b Point) int { return cmp.Compare(a.Size, b.Size) })
+	return out
+}
+
+// Median, Min and Max summarize samples; they return 0 for none.
+func Median(xs []float64) float64 {
+	if len(xs) == 0 {
+		return 0
+	}
+	s := slices.Sorted(slices.Values(xs))
+	if n := len(s); n%2 == 0 {
+		return (s[n/2-1] + s[n/2]) / 2
+	}
+	return s[len(s)/2]
+}
+
+func Min(xs []float64) float64 {
+	if len(xs) == 0 {
+		return 0
+	}
+	return slices.Min(xs)
+}
+
+func Max(xs []float64) float64 {
+	if len(xs) == 0 {
+		return 0
+	}
+	return slices.Max(xs)
+}
+
+// armPrefix is "A " or "B " for a row of an A/B record's arm, else "".
+func armPrefix(rec *Record, experiment string) string {
+	if rec.AB == nil || experiment == "" {
+		return ""
+	}
+	for i, arm := range rec.AB.Arms {
+		if arm == experiment {
+			return string(rune('A'+i)) + " "
+		}
+	}
+	return ""
+}
+
+// seriesLabels names each key by its run (when there are several runs, or it
+// is all a key has) and whatever tells the keys of its run apart.
+func seriesLabels(keys []seriesKey, nRuns int) []string {
+	type dims struct{ series, arm, dtype, redop bool }
+	perRun := map[int]*dims{}
+	first := map[int]seriesKey{}
+	for _, k := range keys {
+		f, ok := first[k.run]
+		if !ok {
+			first[k.run], perRun[k.run] = k, &dims{}
+			continue
+		}
+		d := perRun[k.run]
+		d.series = d.series || k.series != f.series
+		d.arm = d.arm || k.arm != f.arm
+		d.dtype = d.dtype || k.dtype != f.dtype
+		d.redop = d.redop || k.redop != f.redop
+	}
+	out := make([]string, len(keys))
+	for i, k := range keys {
+		d := perRun[k.run]
+		var parts []string
+		if nRuns > 1 || !(d.series || d.arm || d.dtype || d.redop) {
+			parts = append(parts, k.runLabel)
+		}
+		if d.series && k.series != "" {
+			parts = append(parts, k.series)
+		}
+		if d.arm {
+			parts = append(parts, strings.TrimSpace(k.armPrefix+k.arm))
+		}
+		if d.dtype {
+			parts = append(parts, k.dtype)
+		}
+		if d.redop {
+			parts = append(parts, k.redop)
+		}
+		out[i] = strings.Join(parts, " ")
+	}
+	return out
+}
