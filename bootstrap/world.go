@@ -1,3 +1,8 @@
+// Package bootstrap is the process group of multi-process runs: it detects the launcher (mpirun, an MPICH-style
+// PMI launcher, srun, torchrun) from the environment, meets the other processes over TCP at a rendezvous
+// address, and offers AllGather and Barrier through rank 0 (a star: small messages, few processes). The
+// connections stay open for the whole run: a process that dies is noticed at once, by rank 0 through its
+// connection and by every other process through rank 0 (Err, Failed).
 package bootstrap
 
 import (
@@ -6,6 +11,7 @@ import (
 	"net"
 	"os"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/rcclx-tests/rcclx-tests/collectives"
@@ -22,17 +28,33 @@ type World struct {
 	timeout time.Duration
 
 	mu     sync.Mutex
+	pmu    sync.Mutex // peers and pids while rank 0 still accepts (a reader may report a failure meanwhile)
 	peers  []*peer // rank 0: indexed by rank, nil at 0; other ranks: the one connection to rank 0
+	pids   []int   // every process's pid, by rank, once connected
 	ln     net.Listener
 	done   chan struct{}
 	closed sync.Once
 	broken error // once a call failed, every later call fails the same way
+
+	fail     atomic.Pointer[error] // the first process failure, seen outside any call
+	failed   chan struct{}         // closed when fail is set
+	failOnce sync.Once
+	// rank 0: the rank whose connection failed, and the notice of it to the others
+	failedRank int
+	notifyOnce sync.Once
 }
 
 type peer struct {
 	rank int
 	conn net.Conn
 	in   <-chan frame
+	wmu  sync.Mutex // the caller's frames and failure notices may be written at once
+}
+
+func (p *peer) write(kind byte, payload []byte, timeout time.Duration) error {
+	p.wmu.Lock()
+	defer p.wmu.Unlock()
+	return writeFrame(p.conn, kind, payload, timeout)
 }
 
 // FromEnv detects the launcher and meets the other processes at the rendezvous address; it returns once every
@@ -46,7 +68,8 @@ func FromEnv(timeout time.Duration) (*World, error) {
 	if l.Size == 1 {
 		return Single(), nil
 	}
-	w := &World{launch: l, timeout: timeout, done: make(chan struct{})}
+	w := newWorld(l)
+	w.timeout = timeout
 	if w.addr, err = Rendezvous(os.Getenv, l); err != nil {
 		return nil, err
 	}
@@ -72,9 +95,15 @@ func FromEnv(timeout time.Duration) (*World, error) {
 	return w, nil
 }
 
+func newWorld(l Launch) *World {
+	return &World{launch: l, done: make(chan struct{}), failed: make(chan struct{})}
+}
+
 // Single is the world of a run in one process.
 func Single() *World {
-	return &World{launch: Launch{Size: 1, LocalSize: 1}, done: make(chan struct{})}
+	w := newWorld(Launch{Size: 1, LocalSize: 1})
+	w.pids = []int{os.Getpid()}
+	return w
 }
 
 func (w *World) Rank() int      { return w.launch.Rank }
@@ -85,6 +114,77 @@ func (w *World) LocalSize() int { return w.launch.LocalSize }
 // Launcher names the launcher that started this process ("torchrun", "mpirun", "pmi", "slurm"; "" if none).
 func (w *World) Launcher() string { return w.launch.Launcher }
 
+// Err is why the run is broken (a process died or left, naming its rank and pid), or nil while every process
+// is connected. It is cheap: engines poll it while they wait on other processes.
+func (w *World) Err() error {
+	if e := w.fail.Load(); e != nil {
+		return *e
+	}
+	return nil
+}
+
+// Failed is closed once Err is set.
+func (w *World) Failed() <-chan struct{} { return w.failed }
+
+// setFailed records the first failure; rank 0 passes it on to every other process. The notice waits for a
+// call in progress, so that it never overtakes that call's result: a process that left after its last call
+// fails only the calls that need it.
+func (w *World) setFailed(err error, except int) {
+	w.failOnce.Do(func() {
+		w.failedRank = except
+		w.fail.Store(&err)
+		close(w.failed)
+		if w.Rank() != 0 {
+			return
+		}
+		if w.mu.TryLock() {
+			w.notify()
+			w.mu.Unlock()
+			return
+		}
+		go func() { // the call in progress sees the failure, notifies and returns
+			w.mu.Lock()
+			defer w.mu.Unlock()
+			w.notify()
+		}()
+	})
+}
+
+// notify tells every other process, once, why the run broke (rank 0, after setFailed).
+func (w *World) notify() {
+	w.notifyOnce.Do(func() {
+		err := w.Err()
+		w.pmu.Lock()
+		defer w.pmu.Unlock()
+		for _, p := range w.peers {
+			if p != nil && p.rank != w.failedRank && p.in != nil {
+				p.write(kindFail, []byte(err.Error()), time.Second)
+			}
+		}
+	})
+}
+
+// lostPeer is a connection that failed or a failure notice from rank 0, seen by the connection's reader.
+func (w *World) lostPeer(p *peer, f frame) {
+	if f.err == nil { // a failure notice: rank 0 says why
+		w.setFailed(errors.New(string(f.payload)), p.rank)
+		return
+	}
+	who := fmt.Sprintf("rank %d", p.rank)
+	w.pmu.Lock()
+	if p.rank < len(w.pids) && w.pids[p.rank] != 0 {
+		who += fmt.Sprintf(" (pid %d)", w.pids[p.rank])
+	} else if p.rank == 0 {
+		who += " (" + w.addr + ")"
+	}
+	w.pmu.Unlock()
+	w.setFailed(fmt.Errorf("bootstrap: %s died or left the run (its connection to rank %d closed: %v)",
+		who, w.Rank(), f.err), p.rank)
+}
+
+// Pid is the process id of rank's process.
+func (w *World) Pid(rank int) int { return w.pids[rank] }
+
 // AllGather sends data to every process and returns every process's data, in rank order.
 func (w *World) AllGather(data []byte) ([][]byte, error) {
 	w.mu.Lock()
@@ -94,6 +194,13 @@ func (w *World) AllGather(data []byte) ([][]byte, error) {
 	}
 	if w.Size() == 1 {
 		return [][]byte{append([]byte(nil), data...)}, nil
+	}
+	if err := w.Err(); err != nil {
+		w.broken = err
+		if w.Rank() == 0 {
+			w.notify()
+		}
+		return nil, err
 	}
 	if w.Rank() == 0 {
 		return w.gatherAtRoot(data)
@@ -110,6 +217,9 @@ func (w *World) Barrier() error {
 // Close ends this process's part; a process still waiting on this one fails.
 func (w *World) Close() error {
 	w.closed.Do(func() {
+		if w.Rank() == 0 && w.Err() != nil {
+			w.notify() // a notice still waiting for a call must not be lost as this process exits
+		}
 		close(w.done)
 		if w.ln != nil {
 			w.ln.Close()
@@ -123,11 +233,34 @@ func (w *World) Close() error {
 	return nil
 }
 
+// await returns the next frame of ch, or errTimeout past timeout (none: wait forever), or the world's failure.
+func (w *World) await(ch <-chan frame, timeout time.Duration) (frame, error) {
+	var tc <-chan time.Time
+	if timeout > 0 {
+		t := time.NewTimer(timeout)
+		defer t.Stop()
+		tc = t.C
+	}
+	select {
+	case f := <-ch:
+		return f, f.err
+	case <-w.failed:
+		select {
+		case f := <-ch: // what came before the failure still counts
+			return f, f.err
+		default:
+		}
+		return frame{}, w.Err()
+	case <-tc:
+		return frame{}, errTimeout
+	}
+}
+
 func (w *World) gatherAtRoot(data []byte) ([][]byte, error) {
 	parts := make([][]byte, w.Size())
 	parts[0] = append([]byte(nil), data...)
 	for _, p := range w.peers[1:] {
-		f, err := await(p.in, w.timeout)
+		f, err := w.await(p.in, w.timeout)
 		if err == nil && f.kind != kindData {
 			err = fmt.Errorf("unexpected frame kind %d", f.kind)
 		}
@@ -138,7 +271,7 @@ func (w *World) gatherAtRoot(data []byte) ([][]byte, error) {
 	}
 	result := encodeParts(parts)
 	for _, p := range w.peers[1:] {
-		if err := writeFrame(p.conn, kindResult, result, w.timeout); err != nil {
+		if err := p.write(kindResult, result, w.timeout); err != nil {
 			return nil, w.breakAtRoot(p.rank, err)
 		}
 	}
@@ -148,16 +281,22 @@ func (w *World) gatherAtRoot(data []byte) ([][]byte, error) {
 // breakAtRoot records that rank failed and tells every other process why, so that none waits for its timeout.
 // A process that stopped answering is a timeout (exit code 4) on every process; one that died is not.
 func (w *World) breakAtRoot(rank int, err error) error {
+	if failure := w.Err(); failure != nil {
+		w.broken = failure
+		w.notify()
+		return failure
+	}
 	kind := kindFail
 	if errors.Is(err, errTimeout) {
 		kind = kindTimeout
 		w.broken = w.timeoutError(fmt.Sprintf("the rendezvous (AllGather/Barrier): process %d did not answer", rank))
 	} else {
-		w.broken = fmt.Errorf("bootstrap: rank %d died or left the run (its connection to rank 0 failed: %v)", rank, err)
+		w.broken = fmt.Errorf("bootstrap: rank %d (pid %d) died or left the run (its connection to rank 0 failed: %v)",
+			rank, w.pids[rank], err)
 	}
 	for _, p := range w.peers[1:] {
 		if p.rank != rank {
-			writeFrame(p.conn, kind, []byte(w.broken.Error()), time.Second)
+			p.write(kind, []byte(w.broken.Error()), time.Second)
 		}
 	}
 	return w.broken
@@ -170,14 +309,16 @@ func (w *World) timeoutError(phase string) error {
 
 func (w *World) gatherAtPeer(data []byte) ([][]byte, error) {
 	p := w.peers[0]
-	err := writeFrame(p.conn, kindData, data, w.timeout)
+	err := p.write(kindData, data, w.timeout)
 	var f frame
 	if err == nil {
-		f, err = await(p.in, w.timeout)
+		f, err = w.await(p.in, w.timeout)
 	}
 	switch {
 	case errors.Is(err, errTimeout):
 		w.broken = w.timeoutError(fmt.Sprintf("the rendezvous (AllGather/Barrier): process 0 (%s) did not answer", w.addr))
+	case err != nil && w.Err() != nil:
+		w.broken = w.Err()
 	case err != nil:
 		w.broken = fmt.Errorf("bootstrap: rank %d lost rank 0 (%s): %v", w.Rank(), w.addr, err)
 	case f.kind == kindFail:
