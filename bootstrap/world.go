@@ -29,8 +29,8 @@ type World struct {
 
 	mu     sync.Mutex
 	pmu    sync.Mutex // peers and pids while rank 0 still accepts (a reader may report a failure meanwhile)
-	peers  []*peer // rank 0: indexed by rank, nil at 0; other ranks: the one connection to rank 0
-	pids   []int   // every process's pid, by rank, once connected
+	peers  []*peer    // rank 0: indexed by rank, nil at 0; other ranks: the one connection to rank 0
+	pids   []int      // every process's pid, by rank, once connected
 	ln     net.Listener
 	done   chan struct{}
 	closed sync.Once
