@@ -20,6 +20,10 @@ const (
 	// runs dry never steals the ranks queued behind a thread the OS has descheduled. docs/PERFORMANCE.md has
 	// the measurements (0, 4 and 16 yields).
 	yieldsBeforePark = 4
+	// firstNap and lastNap bound the sleeps of a wait on ranks of other processes, which cannot be woken: a
+	// long wait costs a wake-up per lastNap instead of a core.
+	firstNap = 20 * time.Microsecond
+	lastNap  = time.Millisecond
 )
 
 // parker is where one rank's goroutine sleeps while it waits for a flag that peers set. Only that goroutine
@@ -125,7 +129,33 @@ func (w *waiter) waitAtLeast(flag *atomic.Uint64, target uint64, p phase) error 
 			runtime.Gosched()
 		}
 	}
+	if w.c.sh != nil {
+		return w.poll(flag, target, p)
+	}
 	return w.park(flag, target, p)
+}
+
+// poll is waitAtLeast after the spin and the yields when ranks live in several processes: it sleeps, longer
+// each time up to lastNap, and looks each time at the flag, the deadline, this communicator's error, and
+// failures from outside (an abort another process posted, a process that died).
+func (w *waiter) poll(flag *atomic.Uint64, target uint64, p phase) error {
+	nap := firstNap
+	for flag.Load() < target {
+		if err := w.c.err(); err != nil {
+			return err
+		}
+		if err := w.c.sh.failure(); err != nil {
+			w.c.abort(err)
+			return w.c.err()
+		}
+		if !w.deadline.IsZero() && !time.Now().Before(w.deadline) {
+			w.c.abort(&collectives.TimeoutError{Rank: w.rank, Phase: p.String(), After: w.c.timeout})
+			return w.c.err()
+		}
+		time.Sleep(nap)
+		nap = min(2*nap, lastNap)
+	}
+	return nil
 }
 
 // park is waitAtLeast after the spin and the yields. The rank records the flag it parks on before every look
