@@ -15,8 +15,8 @@ const (
 	kindWelcome                 // rank 0 -> peer: every process has arrived; every process's pid
 	kindData                    // peer -> rank 0: this process's part of an AllGather
 	kindResult                  // rank 0 -> peer: every part, in rank order
-	kindFail                    // rank 0 -> peer: the world is broken; the payload says why
-	kindTimeout                 // rank 0 -> peer: a process did not answer within the timeout; the payload says which
+	kindFail                    // the run is broken; the payload says why (rank 0 -> peer, or a peer that aborts -> rank 0)
+	kindTimeout                 // as kindFail, for a timeout: rank, duration and phase
 	kindAck                     // rank 0 -> peer, at once after a valid hello: magic
 )
 
@@ -74,7 +74,7 @@ func reader(c net.Conn, done <-chan struct{}, lost func(f frame)) <-chan frame {
 				return
 			default:
 			}
-			if err != nil || f.kind == kindFail {
+			if err != nil || f.kind == kindFail || f.kind == kindTimeout {
 				lost(f)
 			}
 			select {

@@ -10,6 +10,8 @@ import (
 	"fmt"
 	"net"
 	"os"
+	"strconv"
+	"strings"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -156,18 +158,56 @@ func (w *World) notify() {
 		err := w.Err()
 		w.pmu.Lock()
 		defer w.pmu.Unlock()
+		kind, payload := errorFrame(err)
 		for _, p := range w.peers {
 			if p != nil && p.rank != w.failedRank && p.in != nil {
-				p.write(kindFail, []byte(err.Error()), time.Second)
+				p.write(kind, payload, time.Second)
 			}
 		}
 	})
 }
 
+// Abort ends the run with err for every process, as a process that died does: an engine that stops on an
+// error (a -T timeout) tells the processes that wait elsewhere, so that every process reports the same error.
+func (w *World) Abort(err error) {
+	if w.Size() == 1 || w.Err() != nil {
+		return
+	}
+	w.setFailed(err, -1)
+	if w.Rank() != 0 {
+		kind, payload := errorFrame(err)
+		w.peers[0].write(kind, payload, time.Second)
+	}
+}
+
+// errorFrame encodes a failure notice: a timeout keeps its rank, duration and phase, so that every process
+// reports it alike (exit code 4).
+func errorFrame(err error) (byte, []byte) {
+	var te *collectives.TimeoutError
+	if errors.As(err, &te) {
+		return kindTimeout, fmt.Appendf(nil, "%d\x00%d\x00%s", te.Rank, te.After, te.Phase)
+	}
+	return kindFail, []byte(err.Error())
+}
+
+func frameError(kind byte, payload []byte) error {
+	if kind == kindTimeout {
+		te := &collectives.TimeoutError{}
+		f := strings.SplitN(string(payload), "\x00", 3)
+		if len(f) == 3 {
+			te.Rank, _ = strconv.Atoi(f[0])
+			after, _ := strconv.ParseInt(f[1], 10, 64)
+			te.After, te.Phase = time.Duration(after), f[2]
+			return te
+		}
+	}
+	return errors.New(string(payload))
+}
+
 // lostPeer is a connection that failed or a failure notice from rank 0, seen by the connection's reader.
 func (w *World) lostPeer(p *peer, f frame) {
-	if f.err == nil { // a failure notice: rank 0 says why
-		w.setFailed(errors.New(string(f.payload)), p.rank)
+	if f.err == nil { // a failure notice: rank 0 says why, or another rank aborts
+		w.setFailed(frameError(f.kind, f.payload), p.rank)
 		return
 	}
 	who := fmt.Sprintf("rank %d", p.rank)
@@ -286,17 +326,16 @@ func (w *World) breakAtRoot(rank int, err error) error {
 		w.notify()
 		return failure
 	}
-	kind := kindFail
 	if errors.Is(err, errTimeout) {
-		kind = kindTimeout
 		w.broken = w.timeoutError(fmt.Sprintf("the rendezvous (AllGather/Barrier): process %d did not answer", rank))
 	} else {
 		w.broken = fmt.Errorf("bootstrap: rank %d (pid %d) died or left the run (its connection to rank 0 failed: %v)",
 			rank, w.pids[rank], err)
 	}
+	kind, payload := errorFrame(w.broken)
 	for _, p := range w.peers[1:] {
 		if p.rank != rank {
-			p.write(kind, []byte(w.broken.Error()), time.Second)
+			p.write(kind, payload, time.Second)
 		}
 	}
 	return w.broken
@@ -321,10 +360,8 @@ func (w *World) gatherAtPeer(data []byte) ([][]byte, error) {
 		w.broken = w.Err()
 	case err != nil:
 		w.broken = fmt.Errorf("bootstrap: rank %d lost rank 0 (%s): %v", w.Rank(), w.addr, err)
-	case f.kind == kindFail:
-		w.broken = errors.New(string(f.payload))
-	case f.kind == kindTimeout:
-		w.broken = w.timeoutError("the rendezvous (AllGather/Barrier), after rank 0 reported: " + string(f.payload))
+	case f.kind == kindFail || f.kind == kindTimeout:
+		w.broken = frameError(f.kind, f.payload)
 	case f.kind != kindResult:
 		w.broken = fmt.Errorf("bootstrap: rank %d got frame kind %d from rank 0, want a result", w.Rank(), f.kind)
 	}

@@ -60,6 +60,10 @@ const (
 // connected.
 type watcher interface{ Err() error }
 
+// aborter is a World that can end the run for every process (bootstrap's World): processes that wait outside
+// the engine learn of an error here as those inside it do.
+type aborter interface{ Abort(err error) }
+
 // shared is the cross-process part of a communicator.
 type shared struct {
 	world  collectives.World
@@ -229,8 +233,6 @@ func (s *shared) post(err error) {
 	var te *collectives.TimeoutError
 	if errors.As(err, &te) {
 		kind, rank, after, text = kindTimeout, uint64(te.Rank), uint64(te.After), te.Phase
-	} else {
-		text = fmt.Sprintf("%s (process %d, pid %d)", text, s.proc, os.Getpid())
 	}
 	n := copy(a.mem[abortTextAt:abortTextAt+abortTextMax], text)
 	a.word(abortAt + 8).Store(kind)
@@ -238,6 +240,9 @@ func (s *shared) post(err error) {
 	a.word(abortAt + 24).Store(after)
 	a.word(abortAt + 32).Store(uint64(n))
 	state.Store(abortPosted)
+	if ab, ok := s.world.(aborter); ok {
+		ab.Abort(err)
+	}
 }
 
 // failure is why the run must stop as this process sees it from outside: an abort another process posted, or
