@@ -127,7 +127,7 @@ func (a *arena) grow(size int64) error {
 			size, shmDir, len(a.mem))
 	}
 	size = min(max(size, a.size+growStep), int64(len(a.mem)))
-	if err := syscall.Fallocate(int(a.file.Fd()), 0, a.size, size-a.size); err != nil {
+	if err := reserve(a.file, a.size, size-a.size); err != nil {
 		if errors.Is(err, syscall.ENOSPC) {
 			return fmt.Errorf("host engine: %s is full (%d more bytes wanted): enlarge it (docker --shm-size) or lower -e", shmDir, size-a.size)
 		}
