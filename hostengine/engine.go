@@ -72,9 +72,7 @@ func (engine) Open(cfg collectives.Config) (collectives.Comm, error) {
 	for r := range n {
 		rk := &rank{c: c, id: r}
 		if c.sh != nil {
-			var mail []atomic.Uint64
-			rk.progress, rk.desc, mail, rk.arena = c.sh.rankWords(r, n)
-			c.barrier.boxes = append(c.barrier.boxes, mail)
+			c.barrier.boxes = append(c.barrier.boxes, c.sh.attachRank(rk, n))
 		} else {
 			rk.progress = &rk.cell
 		}
@@ -145,10 +143,10 @@ func (c *comm) abort(err error) {
 	c.abortOnce.Do(func() {
 		c.abortErr = err
 		c.aborted.Store(true)
-		c.wakeAll(nil)
 		if c.sh != nil && err != errClosed {
 			c.sh.post(err) // the other processes' ranks stop too
 		}
+		c.wakeAll(nil)
 	})
 }
 

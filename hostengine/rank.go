@@ -38,13 +38,15 @@ type rank struct {
 	// progress is epoch<<32 | steps done in the current call (see ring.go); also "started" for direct.
 	progress *atomic.Uint64
 
-	c       *comm
-	id      int
-	local   bool
-	queue   chan *task
-	exposed exposed         // set by expose; read by view for ranks of this process
-	desc    []atomic.Uint64 // several processes: exposed as offsets into the owner's arena (shm.go)
-	arena   *arena          // several processes: the owner's arena as this process maps it
+	c        *comm
+	id       int
+	local    bool
+	queue    chan *task
+	exposed  exposed         // set by expose; read by view for ranks of this process
+	desc     []atomic.Uint64 // several processes: exposed as offsets into the owner's arena (shm.go)
+	bell     *atomic.Uint32  // several processes: incremented by every wake; the rank sleeps on it (futex)
+	sleepers *atomic.Uint32  // several processes: non-zero while the rank may sleep on bell
+	arena    *arena          // several processes: the owner's arena as this process maps it
 
 	// Owned by the rank's goroutine.
 	epoch        uint64 // calls started

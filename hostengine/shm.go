@@ -29,9 +29,9 @@ import (
 //
 // and then the memory peers read: every buffer Alloc returns and every peer-visible buffer of the algorithms.
 // Peers find a rank's exposed memory from its descriptor, offsets into its owner's arena, which each process
-// turns into slices of its own mapping of that arena. Waits poll with a growing sleep instead of parking (a
-// process cannot wake a goroutine of another), and every poll also looks at the abort record and at the World
-// (a process that died), so that a failure anywhere ends every process's calls.
+// turns into slices of its own mapping of that arena. A waiting rank sleeps on its doorbell, a futex word that
+// every publish to it increments (wait.go), for at most a growing nap, and after each nap also looks at the
+// abort record and at the World (a process that died), so that a failure anywhere ends every process's calls.
 
 // shmDir holds the arenas; a variable for tests.
 var shmDir = "/dev/shm"
@@ -87,9 +87,9 @@ type arena struct {
 
 type span struct{ off, len int64 }
 
-// rankStride is the header bytes of one rank: progress, descriptor and a mailbox of n words, each on cache lines
-// of its own.
-func rankStride(n int) int64 { return 64 + 64 + (int64(n)*8+63)/64*64 }
+// rankStride is the header bytes of one rank: progress, doorbell, descriptor and a mailbox of n words, each on
+// cache lines of its own.
+func rankStride(n int) int64 { return 3*64 + (int64(n)*8+63)/64*64 }
 
 func headerBytes(n, nlocal int) int64 {
 	return (ranksAt + int64(nlocal)*rankStride(n) + pageBytes - 1) / pageBytes * pageBytes
@@ -381,11 +381,14 @@ func (s *shared) attach(p int, path string, length int64) error {
 	return nil
 }
 
-// rankWords returns global rank r's progress word, descriptor and barrier mailbox, as this process maps them.
-func (s *shared) rankWords(r, n int) (progress *atomic.Uint64, desc, mail []atomic.Uint64, a *arena) {
-	a = s.arenas[r/s.nlocal]
-	at := ranksAt + int64(r%s.nlocal)*rankStride(n)
-	return a.word(at), a.words(at+64, descWords), a.words(at+128, n), a
+// attachRank points rank r's flags, doorbell and descriptor at shared memory and returns its barrier mailbox.
+func (s *shared) attachRank(rk *rank, n int) []atomic.Uint64 {
+	a := s.arenas[rk.id/s.nlocal]
+	at := ranksAt + int64(rk.id%s.nlocal)*rankStride(n)
+	rk.arena, rk.progress = a, a.word(at)
+	rk.bell, rk.sleepers = (*atomic.Uint32)(unsafe.Pointer(&a.mem[at+64])), (*atomic.Uint32)(unsafe.Pointer(&a.mem[at+68]))
+	rk.desc = a.words(at+128, descWords)
+	return a.words(at+192, n)
 }
 
 // close unmaps every arena; called once no rank of this process runs.
