@@ -175,6 +175,8 @@ func (w *World) dial(timeout time.Duration) error {
 		return fmt.Errorf("bootstrap: rank %d reached rank 0 at %s, but not every process arrived within %v", w.Rank(), w.addr, timeout)
 	case err != nil:
 		return err
+	case f.kind == kindFail || f.kind == kindTimeout:
+		return frameError(f.kind, f.payload)
 	case f.kind != kindWelcome || len(f.payload) != 4*w.Size():
 		return fmt.Errorf("bootstrap: rank %d got frame kind %d from %s, want a welcome", w.Rank(), f.kind, w.addr)
 	}

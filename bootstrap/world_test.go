@@ -262,7 +262,7 @@ func TestDeathNoticedOutsideCalls(t *testing.T) {
 func TestDeadAfterConnectFailsRendezvous(t *testing.T) {
 	port := freePort(t)
 	t.Setenv("RANK", "0")
-	t.Setenv("WORLD_SIZE", "3")
+	t.Setenv("WORLD_SIZE", "4") // rank 3 never comes
 	t.Setenv("MASTER_ADDR", "127.0.0.1")
 	t.Setenv("MASTER_PORT", itoa(port))
 	errc := make(chan error, 1)
@@ -272,6 +272,13 @@ func TestDeadAfterConnectFailsRendezvous(t *testing.T) {
 			w.Close()
 		}
 		errc <- err
+	}()
+	other := make(chan error, 1)
+	go func() { // rank 2, connected and waiting for the welcome, learns of it too
+		w := newWorld(Launch{Launcher: "torchrun", Rank: 2, Size: 4})
+		w.addr, w.timeout = "127.0.0.1:"+itoa(port), 20*time.Second
+		other <- w.dial(20 * time.Second)
+		w.Close()
 	}()
 	var c net.Conn
 	for start := time.Now(); ; time.Sleep(10 * time.Millisecond) {
@@ -284,7 +291,7 @@ func TestDeadAfterConnectFailsRendezvous(t *testing.T) {
 		}
 	}
 	hello := append([]byte(nil), magic...)
-	for _, v := range []uint32{1, 3, 4242} {
+	for _, v := range []uint32{1, 4, 4242} {
 		hello = binary.LittleEndian.AppendUint32(hello, v)
 	}
 	if err := writeFrame(c, kindHello, hello, time.Second); err != nil {
@@ -293,6 +300,7 @@ func TestDeadAfterConnectFailsRendezvous(t *testing.T) {
 	if f, err := readFrame(c); err != nil || f.kind != kindAck || !bytes.Equal(f.payload, magic) {
 		t.Fatalf("rank 0 answered the hello with %+v, %v; want an ack", f, err)
 	}
+	time.Sleep(300 * time.Millisecond) // rank 2 has been acked
 	c.Close()
 	start := time.Now()
 	select {
@@ -306,6 +314,17 @@ func TestDeadAfterConnectFailsRendezvous(t *testing.T) {
 		}
 	case <-time.After(10 * time.Second):
 		t.Fatal("rank 0 did not notice that rank 1 died")
+	}
+	select {
+	case err := <-other:
+		if err == nil || !strings.HasPrefix(err.Error(), "bootstrap: rank 1 (pid 4242) died or left the run") {
+			t.Errorf("rank 2: %v, want rank 1's death", err)
+		}
+		if el := time.Since(start); el > 2*time.Second {
+			t.Errorf("rank 2 learned of it after %v, want within 2 s", el)
+		}
+	case <-time.After(10 * time.Second):
+		t.Fatal("rank 2 did not learn that rank 1 died")
 	}
 }
 
