@@ -21,9 +21,10 @@ type task struct {
 	red        reducer // zero for collectives that do not reduce
 }
 
-// exposed is what a rank lets peers read during one call. The owner sets it before the signal that starts the
-// call for its readers (a progress store or a barrier); the memory it points to changes only as the
-// algorithm's flags announce, and is not reused before every reader has said it is done.
+// exposed is what a rank lets peers read during one call. The owner sets it (x.expose) before the signal that
+// starts the call for its readers (a progress store or a barrier), and readers take it (x.view) after that
+// signal; the memory it points to changes only as the algorithm's flags announce, and is not reused before
+// every reader has said it is done.
 type exposed struct {
 	in, partial, out []byte
 	scales           []float32
