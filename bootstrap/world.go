@@ -210,16 +210,19 @@ func (w *World) lostPeer(p *peer, f frame) {
 		w.setFailed(frameError(f.kind, f.payload), p.rank)
 		return
 	}
-	who := fmt.Sprintf("rank %d", p.rank)
 	w.pmu.Lock()
-	if p.rank < len(w.pids) && w.pids[p.rank] != 0 {
-		who += fmt.Sprintf(" (pid %d)", w.pids[p.rank])
-	} else if p.rank == 0 {
-		who += " (" + w.addr + ")"
+	pid := 0
+	if p.rank < len(w.pids) {
+		pid = w.pids[p.rank]
 	}
 	w.pmu.Unlock()
-	w.setFailed(fmt.Errorf("bootstrap: %s died or left the run (its connection to rank %d closed: %v)",
-		who, w.Rank(), f.err), p.rank)
+	if w.Rank() != 0 { // p is rank 0
+		w.setFailed(fmt.Errorf("bootstrap: rank %d lost rank 0 (%s, pid %d): it died or left the run (%v)",
+			w.Rank(), w.addr, pid, f.err), 0)
+		return
+	}
+	w.setFailed(fmt.Errorf("bootstrap: rank %d died or left the run (pid %d; its connection to rank 0 closed: %v)",
+		p.rank, pid, f.err), p.rank)
 }
 
 // Pid is the process id of rank's process.
@@ -329,7 +332,7 @@ func (w *World) breakAtRoot(rank int, err error) error {
 	if errors.Is(err, errTimeout) {
 		w.broken = w.timeoutError(fmt.Sprintf("the rendezvous (AllGather/Barrier): process %d did not answer", rank))
 	} else {
-		w.broken = fmt.Errorf("bootstrap: rank %d (pid %d) died or left the run (its connection to rank 0 failed: %v)",
+		w.broken = fmt.Errorf("bootstrap: rank %d died or left the run (pid %d; its connection to rank 0 failed: %v)",
 			rank, w.pids[rank], err)
 	}
 	kind, payload := errorFrame(w.broken)

@@ -242,9 +242,12 @@ func TestDeathNoticedOutsideCalls(t *testing.T) {
 				continue
 			}
 			out := c.out.String()
-			want := fmt.Sprintf("rank %d (pid %d) died or left the run", victim, victimPid)
+			want := fmt.Sprintf("bootstrap: rank %d died or left the run (pid %d;", victim, victimPid)
 			if victim == 0 {
-				want = "rank 0 (pid " + itoa(victimPid) + ") died or left the run"
+				want = fmt.Sprintf("bootstrap: rank %d lost rank 0 (127.0.0.1:", r)
+				if !strings.Contains(out, fmt.Sprintf(", pid %d): it died or left the run", victimPid)) {
+					t.Errorf("rank %d: %q does not name rank 0's pid %d", r, out, victimPid)
+				}
 			}
 			if err != nil || !strings.Contains(out, want) {
 				t.Errorf("victim %d, rank %d: %v, stdout %q, stderr %q: want %q", victim, r, err, out, c.stderr.String(), want)
@@ -305,7 +308,7 @@ func TestDeadAfterConnectFailsRendezvous(t *testing.T) {
 	start := time.Now()
 	select {
 	case err := <-errc:
-		want := "bootstrap: rank 1 (pid 4242) died or left the run"
+		want := "bootstrap: rank 1 died or left the run (pid 4242;"
 		if err == nil || !strings.HasPrefix(err.Error(), want) {
 			t.Errorf("FromEnv error = %v, want prefix %q", err, want)
 		}
@@ -317,7 +320,7 @@ func TestDeadAfterConnectFailsRendezvous(t *testing.T) {
 	}
 	select {
 	case err := <-other:
-		if err == nil || !strings.HasPrefix(err.Error(), "bootstrap: rank 1 (pid 4242) died or left the run") {
+		if err == nil || !strings.HasPrefix(err.Error(), "bootstrap: rank 1 died or left the run (pid 4242;") {
 			t.Errorf("rank 2: %v, want rank 1's death", err)
 		}
 		if el := time.Since(start); el > 2*time.Second {

@@ -251,6 +251,11 @@ func (s *shared) failure() error {
 	if e := s.remote.Load(); e != nil {
 		return *e
 	}
+	if s.watch != nil { // this process's own view first: its words name the dead process as seen from here
+		if err := s.watch.Err(); err != nil {
+			return err
+		}
+	}
 	a := s.arenas[0]
 	if a.word(abortAt).Load() == abortPosted {
 		text := string(a.mem[abortTextAt : abortTextAt+int64(a.word(abortAt+32).Load())])
@@ -261,9 +266,6 @@ func (s *shared) failure() error {
 		}
 		s.remote.Store(&err)
 		return err
-	}
-	if s.watch != nil {
-		return s.watch.Err()
 	}
 	return nil
 }

@@ -244,11 +244,11 @@ func TestAcrossProcessesDeadProcessEndsWaits(t *testing.T) {
 		t.Fatal(err)
 	}
 	time.Sleep(100 * time.Millisecond)
-	dead := errors.New("bootstrap: rank 1 (pid 4242) died or left the run")
+	dead := errors.New("bootstrap: rank 1 died or left the run (pid 4242; its connection to rank 0 closed: EOF)")
 	h.fail.Store(&dead)
 	start := time.Now()
 	err := g.Wait()
-	if err == nil || !strings.Contains(err.Error(), "rank 1 (pid 4242) died") {
+	if err == nil || !strings.Contains(err.Error(), "rank 1 died or left the run (pid 4242;") {
 		t.Errorf("Wait = %v, want the World's failure", err)
 	}
 	if el := time.Since(start); el > 500*time.Millisecond {

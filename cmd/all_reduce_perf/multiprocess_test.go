@@ -279,7 +279,7 @@ func TestHostEngineKilledProcessEndsRun(t *testing.T) {
 	killed := time.Now()
 	victim.cmd.Process.Kill()
 	waitAll(procs)
-	want := fmt.Sprintf("rank 2 (pid %d) died", pid)
+	want := fmt.Sprintf("rank 2 died or left the run (pid %d;", pid)
 	for r, p := range procs {
 		if r == 2 {
 			continue
