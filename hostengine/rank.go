@@ -177,7 +177,11 @@ func (c *comm) alloc(n int64) ([]byte, error) {
 	if c.sh == nil {
 		return alignedBytes(n), nil
 	}
-	return c.sh.arenas[c.sh.proc].alloc(n)
+	b, err := c.sh.arenas[c.sh.proc].alloc(n)
+	if err != nil {
+		c.abort(err) // every process reports why, not only that this one left
+	}
+	return b, err
 }
 
 // release gives back memory from alloc.
