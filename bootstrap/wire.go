@@ -11,13 +11,21 @@ import (
 
 // Frames on a connection: one kind byte, a 4-byte little-endian length, the payload.
 const (
-	kindHello   byte = iota + 1 // peer -> rank 0: rank and world size
-	kindWelcome                 // rank 0 -> peer: every process has arrived
+	kindHello   byte = iota + 1 // peer -> rank 0: magic, rank, world size, pid
+	kindWelcome                 // rank 0 -> peer: every process has arrived; every process's pid
 	kindData                    // peer -> rank 0: this process's part of an AllGather
 	kindResult                  // rank 0 -> peer: every part, in rank order
-	kindFail                    // rank 0 -> peer: the world is broken; the payload says why
-	kindTimeout                 // rank 0 -> peer: a process did not answer within the timeout; the payload says which
+	kindFail                    // the run is broken; the payload says why (rank 0 -> peer, or a peer that aborts -> rank 0)
+	kindTimeout                 // as kindFail, for a timeout: rank, duration and phase
+	kindAck                     // rank 0 -> peer, at once after a valid hello: magic
 )
+
+// magic opens every hello and ack, so that a process that reached some other program at the rendezvous port
+// says so at once instead of waiting for a welcome. Its last byte is the protocol version.
+var magic = []byte("RCCLXTB\x01")
+
+// ackTimeout bounds the wait for rank 0's ack after connecting: rank 0 acks every valid hello at once.
+const ackTimeout = 5 * time.Second
 
 const maxFrame = 1 << 30
 
@@ -51,14 +59,23 @@ func readFrame(r io.Reader) (frame, error) {
 }
 
 // reader delivers a connection's frames on a channel until the connection fails or done is closed, so that a
-// wait can also watch a timer.
-func reader(c net.Conn, done <-chan struct{}) <-chan frame {
-	ch := make(chan frame, 2)
+// wait can also watch a timer. It reads for the whole run: a failed read (the peer died or left) or a failure
+// frame calls lost at once, whether or not anyone waits on the channel.
+func reader(c net.Conn, done <-chan struct{}, lost func(f frame)) <-chan frame {
+	ch := make(chan frame, 8)
 	go func() {
 		for {
 			f, err := readFrame(c)
 			if err != nil {
 				f = frame{err: err}
+			}
+			select {
+			case <-done:
+				return
+			default:
+			}
+			if err != nil || f.kind == kindFail || f.kind == kindTimeout {
+				lost(f)
 			}
 			select {
 			case ch <- f:
@@ -83,22 +100,6 @@ func deadline(timeout time.Duration) time.Time {
 
 // errTimeout marks a wait that ran out of time (as opposed to a connection that failed).
 var errTimeout = errors.New("timed out")
-
-// await returns the next frame of ch, or errTimeout past timeout (none: wait forever).
-func await(ch <-chan frame, timeout time.Duration) (frame, error) {
-	var tc <-chan time.Time
-	if timeout > 0 {
-		t := time.NewTimer(timeout)
-		defer t.Stop()
-		tc = t.C
-	}
-	select {
-	case f := <-ch:
-		return f, f.err
-	case <-tc:
-		return frame{}, errTimeout
-	}
-}
 
 func encodeParts(parts [][]byte) []byte {
 	var out []byte

@@ -1,3 +1,8 @@
+// Package bootstrap is the process group of multi-process runs: it detects the launcher (mpirun, an MPICH-style
+// PMI launcher, srun, torchrun) from the environment, meets the other processes over TCP at a rendezvous
+// address, and offers AllGather and Barrier through rank 0 (a star: small messages, few processes). The
+// connections stay open for the whole run: a process that dies is noticed at once, by rank 0 through its
+// connection and by every other process through rank 0 (Err, Failed).
 package bootstrap
 
 import (
@@ -5,7 +10,10 @@ import (
 	"fmt"
 	"net"
 	"os"
+	"strconv"
+	"strings"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/rcclx-tests/rcclx-tests/collectives"
@@ -22,17 +30,33 @@ type World struct {
 	timeout time.Duration
 
 	mu     sync.Mutex
-	peers  []*peer // rank 0: indexed by rank, nil at 0; other ranks: the one connection to rank 0
+	pmu    sync.Mutex // peers and pids while rank 0 still accepts (a reader may report a failure meanwhile)
+	peers  []*peer    // rank 0: indexed by rank, nil at 0; other ranks: the one connection to rank 0
+	pids   []int      // every process's pid, by rank, once connected
 	ln     net.Listener
 	done   chan struct{}
 	closed sync.Once
 	broken error // once a call failed, every later call fails the same way
+
+	fail     atomic.Pointer[error] // the first process failure, seen outside any call
+	failed   chan struct{}         // closed when fail is set
+	failOnce sync.Once
+	// rank 0: the rank whose connection failed, and the notice of it to the others
+	failedRank int
+	notifyOnce sync.Once
 }
 
 type peer struct {
 	rank int
 	conn net.Conn
 	in   <-chan frame
+	wmu  sync.Mutex // the caller's frames and failure notices may be written at once
+}
+
+func (p *peer) write(kind byte, payload []byte, timeout time.Duration) error {
+	p.wmu.Lock()
+	defer p.wmu.Unlock()
+	return writeFrame(p.conn, kind, payload, timeout)
 }
 
 // FromEnv detects the launcher and meets the other processes at the rendezvous address; it returns once every
@@ -46,7 +70,8 @@ func FromEnv(timeout time.Duration) (*World, error) {
 	if l.Size == 1 {
 		return Single(), nil
 	}
-	w := &World{launch: l, timeout: timeout, done: make(chan struct{})}
+	w := newWorld(l)
+	w.timeout = timeout
 	if w.addr, err = Rendezvous(os.Getenv, l); err != nil {
 		return nil, err
 	}
@@ -72,9 +97,15 @@ func FromEnv(timeout time.Duration) (*World, error) {
 	return w, nil
 }
 
+func newWorld(l Launch) *World {
+	return &World{launch: l, done: make(chan struct{}), failed: make(chan struct{})}
+}
+
 // Single is the world of a run in one process.
 func Single() *World {
-	return &World{launch: Launch{Size: 1, LocalSize: 1}, done: make(chan struct{})}
+	w := newWorld(Launch{Size: 1, LocalSize: 1})
+	w.pids = []int{os.Getpid()}
+	return w
 }
 
 func (w *World) Rank() int      { return w.launch.Rank }
@@ -85,6 +116,118 @@ func (w *World) LocalSize() int { return w.launch.LocalSize }
 // Launcher names the launcher that started this process ("torchrun", "mpirun", "pmi", "slurm"; "" if none).
 func (w *World) Launcher() string { return w.launch.Launcher }
 
+// Err is why the run is broken (a process died or left, naming its rank and pid), or nil while every process
+// is connected. It is cheap: engines poll it while they wait on other processes.
+func (w *World) Err() error {
+	if e := w.fail.Load(); e != nil {
+		return *e
+	}
+	return nil
+}
+
+// Failed is closed once Err is set.
+func (w *World) Failed() <-chan struct{} { return w.failed }
+
+// setFailed records the first failure; rank 0 passes it on to every other process. The notice waits for a
+// call in progress, so that it never overtakes that call's result: a process that left after its last call
+// fails only the calls that need it.
+func (w *World) setFailed(err error, except int) {
+	w.failOnce.Do(func() {
+		w.failedRank = except
+		w.fail.Store(&err)
+		close(w.failed)
+		if w.Rank() != 0 {
+			return
+		}
+		if w.mu.TryLock() {
+			w.notify()
+			w.mu.Unlock()
+			return
+		}
+		go func() { // the call in progress sees the failure, notifies and returns
+			w.mu.Lock()
+			defer w.mu.Unlock()
+			w.notify()
+		}()
+	})
+}
+
+// notify tells every other process, once, why the run broke (rank 0, after setFailed).
+func (w *World) notify() {
+	w.notifyOnce.Do(func() {
+		err := w.Err()
+		w.pmu.Lock()
+		defer w.pmu.Unlock()
+		kind, payload := errorFrame(err)
+		for _, p := range w.peers {
+			if p != nil && p.rank != w.failedRank && p.in != nil {
+				p.write(kind, payload, time.Second)
+			}
+		}
+	})
+}
+
+// Abort ends the run with err for every process, as a process that died does: an engine that stops on an
+// error (a -T timeout) tells the processes that wait elsewhere, so that every process reports the same error.
+func (w *World) Abort(err error) {
+	if w.Size() == 1 || w.Err() != nil {
+		return
+	}
+	w.setFailed(err, -1)
+	if w.Rank() != 0 {
+		kind, payload := errorFrame(err)
+		w.peers[0].write(kind, payload, time.Second)
+	}
+}
+
+// errorFrame encodes a failure notice: a timeout keeps its rank, duration and phase, so that every process
+// reports it alike (exit code 4).
+func errorFrame(err error) (byte, []byte) {
+	var te *collectives.TimeoutError
+	if errors.As(err, &te) {
+		return kindTimeout, fmt.Appendf(nil, "%d\x00%d\x00%s", te.Rank, te.After, te.Phase)
+	}
+	return kindFail, []byte(err.Error())
+}
+
+func frameError(kind byte, payload []byte) error {
+	if kind == kindTimeout {
+		te := &collectives.TimeoutError{}
+		f := strings.SplitN(string(payload), "\x00", 3)
+		if len(f) == 3 {
+			te.Rank, _ = strconv.Atoi(f[0])
+			after, _ := strconv.ParseInt(f[1], 10, 64)
+			te.After, te.Phase = time.Duration(after), f[2]
+			return te
+		}
+	}
+	return errors.New(string(payload))
+}
+
+// lostPeer is a connection that failed or a failure notice from rank 0, seen by the connection's reader.
+func (w *World) lostPeer(p *peer, f frame) {
+	if f.err == nil { // a failure notice: rank 0 says why, or another rank aborts
+		w.setFailed(frameError(f.kind, f.payload), p.rank)
+		return
+	}
+	w.pmu.Lock()
+	pid := 0
+	if p.rank < len(w.pids) {
+		pid = w.pids[p.rank]
+	}
+	w.pmu.Unlock()
+	if w.Rank() != 0 { // p is rank 0
+		w.setFailed(fmt.Errorf("bootstrap: rank %d lost rank 0 (%s, pid %d): it died or left the run (%v)",
+			w.Rank(), w.addr, pid, f.err), 0)
+		return
+	}
+	w.setFailed(fmt.Errorf("bootstrap: rank %d died or left the run (pid %d; its connection to rank 0 closed: %v)",
+		p.rank, pid, f.err), p.rank)
+}
+
+// Pid is the process id of rank's process.
+func (w *World) Pid(rank int) int { return w.pids[rank] }
+
 // AllGather sends data to every process and returns every process's data, in rank order.
 func (w *World) AllGather(data []byte) ([][]byte, error) {
 	w.mu.Lock()
@@ -94,6 +237,13 @@ func (w *World) AllGather(data []byte) ([][]byte, error) {
 	}
 	if w.Size() == 1 {
 		return [][]byte{append([]byte(nil), data...)}, nil
+	}
+	if err := w.Err(); err != nil {
+		w.broken = err
+		if w.Rank() == 0 {
+			w.notify()
+		}
+		return nil, err
 	}
 	if w.Rank() == 0 {
 		return w.gatherAtRoot(data)
@@ -110,6 +260,9 @@ func (w *World) Barrier() error {
 // Close ends this process's part; a process still waiting on this one fails.
 func (w *World) Close() error {
 	w.closed.Do(func() {
+		if w.Rank() == 0 && w.Err() != nil {
+			w.notify() // a notice still waiting for a call must not be lost as this process exits
+		}
 		close(w.done)
 		if w.ln != nil {
 			w.ln.Close()
@@ -123,11 +276,34 @@ func (w *World) Close() error {
 	return nil
 }
 
+// await returns the next frame of ch, or errTimeout past timeout (none: wait forever), or the world's failure.
+func (w *World) await(ch <-chan frame, timeout time.Duration) (frame, error) {
+	var tc <-chan time.Time
+	if timeout > 0 {
+		t := time.NewTimer(timeout)
+		defer t.Stop()
+		tc = t.C
+	}
+	select {
+	case f := <-ch:
+		return f, f.err
+	case <-w.failed:
+		select {
+		case f := <-ch: // what came before the failure still counts
+			return f, f.err
+		default:
+		}
+		return frame{}, w.Err()
+	case <-tc:
+		return frame{}, errTimeout
+	}
+}
+
 func (w *World) gatherAtRoot(data []byte) ([][]byte, error) {
 	parts := make([][]byte, w.Size())
 	parts[0] = append([]byte(nil), data...)
 	for _, p := range w.peers[1:] {
-		f, err := await(p.in, w.timeout)
+		f, err := w.await(p.in, w.timeout)
 		if err == nil && f.kind != kindData {
 			err = fmt.Errorf("unexpected frame kind %d", f.kind)
 		}
@@ -138,7 +314,7 @@ func (w *World) gatherAtRoot(data []byte) ([][]byte, error) {
 	}
 	result := encodeParts(parts)
 	for _, p := range w.peers[1:] {
-		if err := writeFrame(p.conn, kindResult, result, w.timeout); err != nil {
+		if err := p.write(kindResult, result, w.timeout); err != nil {
 			return nil, w.breakAtRoot(p.rank, err)
 		}
 	}
@@ -148,16 +324,21 @@ func (w *World) gatherAtRoot(data []byte) ([][]byte, error) {
 // breakAtRoot records that rank failed and tells every other process why, so that none waits for its timeout.
 // A process that stopped answering is a timeout (exit code 4) on every process; one that died is not.
 func (w *World) breakAtRoot(rank int, err error) error {
-	kind := kindFail
+	if failure := w.Err(); failure != nil {
+		w.broken = failure
+		w.notify()
+		return failure
+	}
 	if errors.Is(err, errTimeout) {
-		kind = kindTimeout
 		w.broken = w.timeoutError(fmt.Sprintf("the rendezvous (AllGather/Barrier): process %d did not answer", rank))
 	} else {
-		w.broken = fmt.Errorf("bootstrap: rank %d died or left the run (its connection to rank 0 failed: %v)", rank, err)
+		w.broken = fmt.Errorf("bootstrap: rank %d died or left the run (pid %d; its connection to rank 0 failed: %v)",
+			rank, w.pids[rank], err)
 	}
+	kind, payload := errorFrame(w.broken)
 	for _, p := range w.peers[1:] {
 		if p.rank != rank {
-			writeFrame(p.conn, kind, []byte(w.broken.Error()), time.Second)
+			p.write(kind, payload, time.Second)
 		}
 	}
 	return w.broken
@@ -170,20 +351,20 @@ func (w *World) timeoutError(phase string) error {
 
 func (w *World) gatherAtPeer(data []byte) ([][]byte, error) {
 	p := w.peers[0]
-	err := writeFrame(p.conn, kindData, data, w.timeout)
+	err := p.write(kindData, data, w.timeout)
 	var f frame
 	if err == nil {
-		f, err = await(p.in, w.timeout)
+		f, err = w.await(p.in, w.timeout)
 	}
 	switch {
 	case errors.Is(err, errTimeout):
 		w.broken = w.timeoutError(fmt.Sprintf("the rendezvous (AllGather/Barrier): process 0 (%s) did not answer", w.addr))
+	case err != nil && w.Err() != nil:
+		w.broken = w.Err()
 	case err != nil:
 		w.broken = fmt.Errorf("bootstrap: rank %d lost rank 0 (%s): %v", w.Rank(), w.addr, err)
-	case f.kind == kindFail:
-		w.broken = errors.New(string(f.payload))
-	case f.kind == kindTimeout:
-		w.broken = w.timeoutError("the rendezvous (AllGather/Barrier), after rank 0 reported: " + string(f.payload))
+	case f.kind == kindFail || f.kind == kindTimeout:
+		w.broken = frameError(f.kind, f.payload)
 	case f.kind != kindResult:
 		w.broken = fmt.Errorf("bootstrap: rank %d got frame kind %d from rank 0, want a result", w.Rank(), f.kind)
 	}

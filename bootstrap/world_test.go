@@ -3,6 +3,7 @@ package bootstrap
 import (
 	"bytes"
 	"crypto/rand"
+	"encoding/binary"
 	"encoding/hex"
 	"fmt"
 	"net"
@@ -65,6 +66,19 @@ func runChild(scenario string) error {
 		}
 		fmt.Printf("rank %d of %d local %d of %d\n", w.Rank(), w.Size(), w.LocalRank(), w.LocalSize())
 		return nil
+	case "idle":
+		victim, _ := strconv.Atoi(os.Getenv(childVictim))
+		if w.Rank() == victim {
+			syscall.Kill(os.Getpid(), syscall.SIGKILL)
+		}
+		start := time.Now()
+		select {
+		case <-w.Failed():
+			fmt.Printf("noticed after %v: %v\n", time.Since(start).Round(time.Millisecond), w.Err())
+		case <-time.After(8 * time.Second):
+			return fmt.Errorf("rank %d: rank %d's death went unnoticed for 8 s", w.Rank(), victim)
+		}
+		return nil
 	case "die":
 		if _, err := w.AllGather([]byte(nonce)); err != nil {
 			return err
@@ -101,9 +115,13 @@ type child struct {
 // launch starts n ranks torchrun-style; extra adds variables for every rank.
 func launch(t *testing.T, n int, scenario string, extra ...string) []*child {
 	t.Helper()
+	return launchAt(t, n, scenario, freePort(t), extra...)
+}
+
+func launchAt(t *testing.T, n int, scenario string, port int, extra ...string) []*child {
+	t.Helper()
 	nonce := make([]byte, 8)
 	rand.Read(nonce)
-	port := freePort(t)
 	kids := make([]*child, n)
 	for r := range kids {
 		c := &child{cmd: exec.Command(os.Args[0])}
@@ -209,5 +227,142 @@ func TestDecodePartsRejectsCorruptResults(t *testing.T) {
 		if _, err := decodeParts(bad, 3); err == nil {
 			t.Errorf("decodeParts(%v) accepted a corrupt result", bad)
 		}
+	}
+}
+
+// A process that dies while the others make no call is noticed by every process at once, naming its rank and
+// pid, whether it is rank 0 or another.
+func TestDeathNoticedOutsideCalls(t *testing.T) {
+	for _, victim := range []int{1, 0} {
+		kids := launch(t, 3, "idle", childVictim+"="+itoa(victim))
+		victimPid := kids[victim].cmd.Process.Pid
+		for r, c := range kids {
+			err := c.cmd.Wait()
+			if r == victim {
+				continue
+			}
+			out := c.out.String()
+			want := fmt.Sprintf("bootstrap: rank %d died or left the run (pid %d;", victim, victimPid)
+			if victim == 0 {
+				want = fmt.Sprintf("bootstrap: rank %d lost rank 0 (127.0.0.1:", r)
+				if !strings.Contains(out, fmt.Sprintf(", pid %d): it died or left the run", victimPid)) {
+					t.Errorf("rank %d: %q does not name rank 0's pid %d", r, out, victimPid)
+				}
+			}
+			if err != nil || !strings.Contains(out, want) {
+				t.Errorf("victim %d, rank %d: %v, stdout %q, stderr %q: want %q", victim, r, err, out, c.stderr.String(), want)
+				continue
+			}
+			took, _, _ := strings.Cut(strings.TrimPrefix(out, "noticed after "), ":")
+			if d, err := time.ParseDuration(took); err != nil || d > 2*time.Second {
+				t.Errorf("victim %d, rank %d noticed it after %q, want within 2 s", victim, r, took)
+			}
+		}
+	}
+}
+
+// A rank that connected and died while rank 0 still waits for others fails the connect at once, naming it.
+func TestDeadAfterConnectFailsRendezvous(t *testing.T) {
+	port := freePort(t)
+	t.Setenv("RANK", "0")
+	t.Setenv("WORLD_SIZE", "4") // rank 3 never comes
+	t.Setenv("MASTER_ADDR", "127.0.0.1")
+	t.Setenv("MASTER_PORT", itoa(port))
+	errc := make(chan error, 1)
+	go func() {
+		w, err := FromEnv(20 * time.Second)
+		if w != nil {
+			w.Close()
+		}
+		errc <- err
+	}()
+	other := make(chan error, 1)
+	go func() { // rank 2, connected and waiting for the welcome, learns of it too
+		w := newWorld(Launch{Launcher: "torchrun", Rank: 2, Size: 4})
+		w.addr, w.timeout = "127.0.0.1:"+itoa(port), 20*time.Second
+		other <- w.dial(20 * time.Second)
+		w.Close()
+	}()
+	var c net.Conn
+	for start := time.Now(); ; time.Sleep(10 * time.Millisecond) {
+		var err error
+		if c, err = net.Dial("tcp", "127.0.0.1:"+itoa(port)); err == nil {
+			break
+		}
+		if time.Since(start) > 5*time.Second {
+			t.Fatal(err)
+		}
+	}
+	hello := append([]byte(nil), magic...)
+	for _, v := range []uint32{1, 4, 4242} {
+		hello = binary.LittleEndian.AppendUint32(hello, v)
+	}
+	if err := writeFrame(c, kindHello, hello, time.Second); err != nil {
+		t.Fatal(err)
+	}
+	if f, err := readFrame(c); err != nil || f.kind != kindAck || !bytes.Equal(f.payload, magic) {
+		t.Fatalf("rank 0 answered the hello with %+v, %v; want an ack", f, err)
+	}
+	time.Sleep(300 * time.Millisecond) // rank 2 has been acked
+	c.Close()
+	start := time.Now()
+	select {
+	case err := <-errc:
+		want := "bootstrap: rank 1 died or left the run (pid 4242;"
+		if err == nil || !strings.HasPrefix(err.Error(), want) {
+			t.Errorf("FromEnv error = %v, want prefix %q", err, want)
+		}
+		if el := time.Since(start); el > 2*time.Second {
+			t.Errorf("rank 0 noticed the dead rank after %v, want within 2 s", el)
+		}
+	case <-time.After(10 * time.Second):
+		t.Fatal("rank 0 did not notice that rank 1 died")
+	}
+	select {
+	case err := <-other:
+		if err == nil || !strings.HasPrefix(err.Error(), "bootstrap: rank 1 died or left the run (pid 4242;") {
+			t.Errorf("rank 2: %v, want rank 1's death", err)
+		}
+		if el := time.Since(start); el > 2*time.Second {
+			t.Errorf("rank 2 learned of it after %v, want within 2 s", el)
+		}
+	case <-time.After(10 * time.Second):
+		t.Fatal("rank 2 did not learn that rank 1 died")
+	}
+}
+
+// A port held by another program: rank 0 fails at once naming the address, and the other ranks, which reach
+// the other program, say within 10 s that it is not rank 0.
+func TestPortHeldByAnotherProgram(t *testing.T) {
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer ln.Close()
+	go func() { // accept and say nothing, as a stuck server would
+		for {
+			c, err := ln.Accept()
+			if err != nil {
+				return
+			}
+			defer c.Close()
+		}
+	}()
+	port := ln.Addr().(*net.TCPAddr).Port
+	start := time.Now()
+	kids := launchAt(t, 3, "gather", port)
+	for r, c := range kids {
+		err := c.cmd.Wait()
+		line := strings.TrimSpace(c.stderr.String())
+		want := fmt.Sprintf("bootstrap: rank %d: the program at 127.0.0.1:%d is not rank 0 of this run", r, port)
+		if r == 0 {
+			want = fmt.Sprintf("bootstrap: rank 0 cannot listen on 127.0.0.1:%d: another program holds the port", port)
+		}
+		if err == nil || !strings.HasPrefix(line, want) || strings.Contains(line, "\n") {
+			t.Errorf("rank %d: %v, stderr %q: want one line starting %q", r, err, line, want)
+		}
+	}
+	if el := time.Since(start); el > 10*time.Second {
+		t.Errorf("the run took %v to fail, want within 10 s", el)
 	}
 }

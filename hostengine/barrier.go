@@ -10,15 +10,20 @@ import "sync/atomic"
 // runs one block per rank, a GPU kernel one per thread block.
 type barrier struct {
 	n, blocks int
-	mail      []atomic.Uint64 // rank r's block-b slot for peer p: mail[(r*blocks+b)*n+p]
+	boxes     [][]atomic.Uint64 // rank r's block-b slot for peer p: boxes[r][b*n+p] (shared memory across processes)
 }
 
 func newBarrier(n, blocks int) *barrier {
-	return &barrier{n: n, blocks: blocks, mail: make([]atomic.Uint64, n*blocks*n)}
+	mail := make([]atomic.Uint64, n*blocks*n)
+	b := &barrier{n: n, blocks: blocks}
+	for r := range n {
+		b.boxes = append(b.boxes, mail[r*blocks*n:(r+1)*blocks*n])
+	}
+	return b
 }
 
 func (b *barrier) slot(owner, block, peer int) *atomic.Uint64 {
-	return &b.mail[(owner*b.blocks+block)*b.n+peer]
+	return &b.boxes[owner][block*b.n+peer]
 }
 
 // wait is rank's arrival at barrier epoch on block.

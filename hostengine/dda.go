@@ -18,19 +18,23 @@ import "github.com/rcclx-tests/rcclx-tests/collectives"
 // adding 16-byte vectors of the element type does), so all ranks compute identical bits.
 
 // ddaIn copies the call's input into this rank's peer-visible buffer and exposes it.
-func (x *run) ddaIn() []byte {
+func (x *run) ddaIn() error {
 	r := x.r
 	if r.dda == nil {
-		r.dda = alignedBytes(x.c.policy.SendBuf)
+		if err := x.grow(&r.dda, x.c.policy.SendBuf); err != nil {
+			return err
+		}
 	}
 	in := r.dda[:len(x.send)]
 	copy(in, x.send)
-	r.exposed = exposed{in: in, out: x.recv}
-	return in
+	x.expose(exposed{in: in, out: x.recv})
+	return nil
 }
 
 func (x *run) ddaFlat() error {
-	x.ddaIn()
+	if err := x.ddaIn(); err != nil {
+		return err
+	}
 	if err := x.barrier(1); err != nil {
 		return err
 	}
@@ -39,7 +43,9 @@ func (x *run) ddaFlat() error {
 }
 
 func (x *run) ddaTree() error {
-	x.ddaIn()
+	if err := x.ddaIn(); err != nil {
+		return err
+	}
 	if err := x.barrier(1); err != nil {
 		return err
 	}
@@ -52,14 +58,16 @@ func (x *run) ddaTree() error {
 	for j := range x.n {
 		if j != x.r.id {
 			at := int64(j) * slice
-			copy(x.recv[at:at+slice], x.peer(j).exposed.out[at:at+slice])
+			copy(x.recv[at:at+slice], x.view(x.peer(j)).out[at:at+slice])
 		}
 	}
 	return x.barrier(3)
 }
 
 func (x *run) dda() error {
-	x.ddaIn()
+	if err := x.ddaIn(); err != nil {
+		return err
+	}
 	if err := x.barrier(1); err != nil {
 		return err
 	}
@@ -68,13 +76,13 @@ func (x *run) dda() error {
 	switch x.coll {
 	case collectives.AllGather:
 		for j := range x.n {
-			copy(x.recv[int64(j)*block:], x.peer(j).exposed.in)
+			copy(x.recv[int64(j)*block:], x.view(x.peer(j)).in)
 		}
 	case collectives.ReduceScatter:
 		x.reduceRanks(x.recv, x.peerInputs(mine, mine+block))
 	case collectives.AllToAll:
 		for j := range x.n {
-			copy(x.recv[int64(j)*block:int64(j+1)*block], x.peer(j).exposed.in[mine:mine+block])
+			copy(x.recv[int64(j)*block:int64(j+1)*block], x.view(x.peer(j)).in[mine:mine+block])
 		}
 	default:
 		return collectives.ErrUnsupported
@@ -86,7 +94,7 @@ func (x *run) dda() error {
 func (x *run) peerInputs(lo, hi int64) [][]byte {
 	srcs := make([][]byte, x.n)
 	for j := range srcs {
-		srcs[j] = x.peer(j).exposed.in[lo:hi]
+		srcs[j] = x.view(x.peer(j)).in[lo:hi]
 	}
 	return srcs
 }

@@ -10,22 +10,24 @@ func (x *run) direct() error {
 	block := x.k.Param * int64(x.dt.Size())
 	src := x.send
 	if x.inPlace {
-		r.scratch = grow(r.scratch, int64(len(x.send)))
+		if err := x.grow(&r.scratch, int64(len(x.send))); err != nil {
+			return err
+		}
 		copy(r.scratch, x.send)
 		src = r.scratch
 	}
-	r.exposed = exposed{in: src}
+	x.expose(exposed{in: src})
 	base := x.epoch << 32
 	r.progress.Store(base)
-	x.c.wakeAll(&r.progress) // every peer reads this rank's input
+	x.c.wakeAll(r.progress) // every peer reads this rank's input
 	mine := int64(r.id) * block
 	for s := range x.n {
 		p := x.peer(r.id - s)
-		if err := x.waitAtLeast(&p.progress, base, newPhase("direct step %d, waiting for rank %d", s, p.id)); err != nil {
+		if err := x.waitAtLeast(p.progress, base, newPhase("direct step %d, waiting for rank %d", s, p.id)); err != nil {
 			return err
 		}
 		theirs := int64(p.id) * block
-		copy(x.recv[theirs:theirs+block], p.exposed.in[mine:mine+block])
+		copy(x.recv[theirs:theirs+block], x.view(p).in[mine:mine+block])
 	}
 	return x.barrier(1)
 }

@@ -1,5 +1,7 @@
-// Package hostengine is the pure-Go RCCLX engine: every rank is a long-lived goroutine of this process and
-// buffers are host memory. It runs the algorithms of SPEC section 5 for real (ring, direct alltoall, DDA flat
+// Package hostengine is the pure-Go RCCLX engine: every rank is a long-lived goroutine and buffers are host
+// memory. The ranks of one run may live in one process or in several processes of one machine (shm.go): the
+// algorithms see peers only through their flags (progress, barrier mailboxes), their exposed memory (expose,
+// view) and buffers from grow or alloc, so they do not care whether a peer is a goroutine or a process. It runs the algorithms of SPEC section 5 for real (ring, direct alltoall, DDA flat
 // and tree, FP8 low precision) with the flag and barrier protocols a GPU implementation uses, and is the
 // bit-level reference for the GPU kernels: each algorithm's file states the order in which it reduces.
 package hostengine
@@ -31,11 +33,9 @@ func New() collectives.Engine { return engine{} }
 
 func (engine) Name() string { return "host" }
 
-// Open starts cfg.NThreads*cfg.NGpus rank goroutines. The host engine is single-process.
+// Open starts this process's cfg.NThreads*cfg.NGpus rank goroutines. With several processes in the World,
+// process p holds ranks p*nlocal to (p+1)*nlocal-1 and the processes meet in shared memory (one machine).
 func (engine) Open(cfg collectives.Config) (collectives.Comm, error) {
-	if cfg.World != nil && cfg.World.Size() != 1 {
-		return nil, fmt.Errorf("host engine: runs in one process, but the run has %d processes (use the gpu or vendor engine across processes)", cfg.World.Size())
-	}
 	if cfg.NThreads < 1 || cfg.NGpus < 1 {
 		return nil, fmt.Errorf("host engine: need at least one thread and one rank per thread (got -t %d -g %d)", cfg.NThreads, cfg.NGpus)
 	}
@@ -44,7 +44,11 @@ func (engine) Open(cfg collectives.Config) (collectives.Comm, error) {
 	if err != nil {
 		return nil, fmt.Errorf("host engine: %w", err)
 	}
-	n := cfg.NThreads * cfg.NGpus
+	nlocal, procs := cfg.NThreads*cfg.NGpus, 1
+	if cfg.World != nil {
+		procs = cfg.World.Size()
+	}
+	n := nlocal * procs
 	hk, err := collectives.HooksFromEnv(getenv, n)
 	if err != nil {
 		return nil, fmt.Errorf("host engine: %w", err)
@@ -55,29 +59,48 @@ func (engine) Open(cfg collectives.Config) (collectives.Comm, error) {
 		timeout:    cfg.Timeout,
 		hooks:      hk,
 		chunkBytes: defaultChunkBytes,
-		barrier:    newBarrier(n, 1),
 		parkers:    newParkers(n),
 		done:       make(chan struct{}),
 	}
-	c.devices = devices(cfg.NThreads, cfg.NGpus)
+	if procs > 1 {
+		if c.sh, err = openShared(cfg.World, n, nlocal); err != nil {
+			return nil, err
+		}
+		c.first = cfg.World.Rank() * nlocal
+	}
+	c.barrier = &barrier{n: n, blocks: 1}
 	for r := range n {
-		rk := &rank{c: c, id: r, queue: make(chan *task, queueDepth)}
+		rk := &rank{c: c, id: r}
+		if c.sh != nil {
+			c.barrier.boxes = append(c.barrier.boxes, c.sh.attachRank(rk, n))
+		} else {
+			rk.progress = &rk.cell
+		}
 		c.ranks = append(c.ranks, rk)
+	}
+	if c.sh == nil {
+		c.barrier = newBarrier(n, 1)
+	}
+	for _, rk := range c.ranks[c.first : c.first+nlocal] {
+		rk.local, rk.queue = true, make(chan *task, queueDepth)
 		c.running.Add(1)
 		go rk.loop()
 	}
 	for t := range cfg.NThreads {
-		c.groups = append(c.groups, &group{c: c, ranks: c.ranks[t*cfg.NGpus : (t+1)*cfg.NGpus]})
+		at := c.first + t*cfg.NGpus
+		c.groups = append(c.groups, &group{c: c, ranks: c.ranks[at : at+cfg.NGpus]})
 	}
+	c.devices = devices(c.first, cfg.NThreads, cfg.NGpus)
 	return c, nil
 }
 
-func devices(nthreads, ngpus int) []collectives.Device {
+// devices describes this process's ranks, the first of which is global rank first.
+func devices(first, nthreads, ngpus int) []collectives.Device {
 	host, _ := os.Hostname()
 	var out []collectives.Device
-	for r := range nthreads * ngpus {
+	for l := range nthreads * ngpus {
 		out = append(out, collectives.Device{
-			Rank: r, Group: r / ngpus, Pid: os.Getpid(), Hostname: host, Index: r, BusID: "host", Name: "host",
+			Rank: first + l, Group: l / ngpus, Pid: os.Getpid(), Hostname: host, Index: first + l, BusID: "host", Name: "host",
 		})
 	}
 	return out
@@ -92,7 +115,9 @@ type comm struct {
 	chunkBytes int64 // ring chunk size; tests shrink it
 	barrier    *barrier
 	parkers    []parker // one per rank (wait.go)
-	ranks      []*rank
+	ranks      []*rank  // every rank of the run; this process runs ranks[first:first+local ranks]
+	first      int
+	sh         *shared // the other processes' ranks; nil when all ranks are in this process
 	groups     []*group
 	devices    []collectives.Device
 
@@ -118,6 +143,9 @@ func (c *comm) abort(err error) {
 	c.abortOnce.Do(func() {
 		c.abortErr = err
 		c.aborted.Store(true)
+		if c.sh != nil && err != errClosed {
+			c.sh.post(err) // the other processes' ranks stop too
+		}
 		c.wakeAll(nil)
 	})
 }
@@ -136,6 +164,9 @@ func (c *comm) Close() error {
 		c.abort(errClosed)
 		close(c.done)
 		c.running.Wait()
+		if c.sh != nil {
+			c.sh.close()
+		}
 	})
 	return nil
 }

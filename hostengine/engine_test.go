@@ -47,7 +47,6 @@ func TestOpenRejects(t *testing.T) {
 		cfg  collectives.Config
 		want string
 	}{
-		{collectives.Config{NThreads: 1, NGpus: 2, World: fakeWorld{2}}, "one process"},
 		{collectives.Config{NThreads: 0, NGpus: 2}, "at least one"},
 		{collectives.Config{NThreads: 1, NGpus: 2, Env: map[string]string{"RCCL_DDA_ENABLE": "maybe"}}, "RCCL_DDA_ENABLE"},
 	} {

@@ -32,11 +32,16 @@ func (g *group) Alloc(local int, bytes int64) (collectives.Buffer, error) {
 	if local < 0 || local >= len(g.ranks) || bytes < 0 {
 		return nil, fmt.Errorf("host engine: Alloc(local %d, %d bytes) out of range", local, bytes)
 	}
-	return &buffer{b: alignedBytes(bytes)}, nil
+	b, err := g.c.alloc(bytes)
+	if err != nil {
+		return nil, err
+	}
+	return &buffer{b: b}, nil
 }
 
 func (g *group) Free(b collectives.Buffer) error {
 	if buf, ok := b.(*buffer); ok {
+		g.c.release(buf.b)
 		buf.b = nil
 	}
 	return nil

@@ -66,11 +66,13 @@ type rankBufs struct {
 	before     [][]byte // the buffers' contents before the call
 }
 
-// outcome is what a call did: the algorithm and, per rank, the wrong elements and the largest relative error.
+// outcome is what a call did: the algorithm and, per rank, the wrong elements, the largest relative error and
+// the output.
 type outcome struct {
 	algo   string
 	wrong  []int64
 	relErr []float64
+	out    [][]byte
 	err    error
 }
 
@@ -79,10 +81,25 @@ type outcome struct {
 // the seed, and bytes outside the output view must not change.
 func runCase(t testing.TB, c *comm, tc testCase, seed uint64) outcome {
 	t.Helper()
-	n := c.NRanks()
+	return runCaseOn(t, []*comm{c}, tc, seed)
+}
+
+// runCaseOn is runCase on the communicators of every process of a run (shm_test.go), in process order.
+func runCaseOn(t testing.TB, comms []*comm, tc testCase, seed uint64) outcome {
+	t.Helper()
+	n := comms[0].NRanks()
 	es := int64(tc.dt.Size())
 	rng := rand.New(rand.NewPCG(seed, 1))
-	groups := c.Groups()
+	var groups []collectives.Group
+	groupOf := map[int]collectives.Group{}
+	for _, c := range comms {
+		for _, g := range c.Groups() {
+			groups = append(groups, g)
+			for _, r := range g.Ranks() {
+				groupOf[r] = g
+			}
+		}
+	}
 	calls := make([]*collectives.Call, len(groups))
 	var ranks []*rankBufs
 	for gi, g := range groups {
@@ -123,7 +140,7 @@ func runCase(t testing.TB, c *comm, tc testCase, seed uint64) outcome {
 		}
 		calls[gi] = call
 	}
-	out := outcome{algo: groups[0].Algorithm(calls[0]), wrong: make([]int64, n), relErr: make([]float64, n)}
+	out := outcome{algo: groups[0].Algorithm(calls[0]), wrong: make([]int64, n), relErr: make([]float64, n), out: make([][]byte, n)}
 	errs := make([]error, len(groups))
 	var wg sync.WaitGroup
 	for gi, g := range groups {
@@ -145,13 +162,14 @@ func runCase(t testing.TB, c *comm, tc testCase, seed uint64) outcome {
 	}
 	tol := tc.coll.Tolerance(tc.dt, tc.op, n, out.algo == collectives.LowPrecision)
 	for _, rb := range ranks {
-		g := groups[c.devices[rb.rank].Group]
+		g := groupOf[rb.rank]
 		got := make([]byte, rb.k.Recv*es)
 		if err := g.Read(got, rb.recv); err != nil {
 			t.Fatal(err)
 		}
 		exp := tc.coll.Expect(tc.dt, tc.op, rb.rank, n, rb.k, seed, tol)
 		out.wrong[rb.rank], out.relErr[rb.rank] = exp.Check(got)
+		out.out[rb.rank] = got
 		for i, b := range rb.bufs {
 			after := readAll(t, g, b)
 			lo, hi := int64(len(after)), int64(len(after))

@@ -137,13 +137,15 @@ type lpBuffers struct {
 }
 
 // lpQuantizeInput quantizes the whole input into this rank's FP8 buffer under layout l and exposes it.
-func (x *run) lpQuantizeInput(l lpLayout, io lpIO) lpBuffers {
+func (x *run) lpQuantizeInput(l lpLayout, io lpIO) (lpBuffers, error) {
 	r := x.r
-	r.lpq = grow(r.lpq, l.total)
-	if n := l.scales(); cap(r.lps) < n {
-		r.lps = make([]float32, n)
+	if err := x.grow(&r.lpq, l.total); err != nil {
+		return lpBuffers{}, err
 	}
-	b := lpBuffers{me: exposed{in: r.lpq, scales: r.lps}, acc: make([]float32, l.window), tmp: make([]float32, l.window)}
+	if err := x.grow(&r.lps, 4*int64(l.scales())); err != nil {
+		return lpBuffers{}, err
+	}
+	b := lpBuffers{me: exposed{in: r.lpq, scales: as[float32](r.lps)}, acc: make([]float32, l.window), tmp: make([]float32, l.window)}
 	es := int64(x.dt.Size())
 	for j := range l.parts {
 		l.windows(j, func(lo, hi int64, s int) {
@@ -152,15 +154,15 @@ func (x *run) lpQuantizeInput(l lpLayout, io lpIO) lpBuffers {
 			l.quantize(b.me.in[lo:hi], b.me.scales, s, f)
 		})
 	}
-	r.exposed = b.me
-	return b
+	x.expose(b.me)
+	return b, nil
 }
 
 // lpSum dequantizes window [lo, hi) from every rank in rank order and sums it into b.acc.
 func (x *run) lpSum(l lpLayout, b lpBuffers, lo, hi int64, s int) []float32 {
 	acc := b.acc[:hi-lo]
 	for j := range x.n {
-		l.dequantize(acc, b.tmp, x.peer(j).exposed, lo, hi, s, j > 0)
+		l.dequantize(acc, b.tmp, x.view(x.peer(j)), lo, hi, s, j > 0)
 	}
 	return acc
 }
@@ -172,7 +174,10 @@ func (x *run) lowPrecision() error {
 	switch x.coll {
 	case collectives.AllReduce:
 		l := x.lpLayout(x.k.Param, x.n)
-		b := x.lpQuantizeInput(l, io)
+		b, err := x.lpQuantizeInput(l, io)
+		if err != nil {
+			return err
+		}
 		if err := x.barrier(1); err != nil {
 			return err
 		}
@@ -183,7 +188,7 @@ func (x *run) lowPrecision() error {
 			return err
 		}
 		for j := range x.n {
-			src := x.peer(j).exposed
+			src := x.view(x.peer(j))
 			l.windows(j, func(lo, hi int64, s int) {
 				l.dequantize(b.acc, b.tmp, src, lo, hi, s, false)
 				io.store(x.recv[lo*es:hi*es], b.acc[:hi-lo])
@@ -192,7 +197,10 @@ func (x *run) lowPrecision() error {
 		return x.barrier(3)
 	case collectives.ReduceScatter:
 		l := x.lpLayout(int64(x.n)*x.k.Param, x.n)
-		b := x.lpQuantizeInput(l, io)
+		b, err := x.lpQuantizeInput(l, io)
+		if err != nil {
+			return err
+		}
 		if err := x.barrier(1); err != nil {
 			return err
 		}
@@ -207,13 +215,16 @@ func (x *run) lowPrecision() error {
 		if x.coll == collectives.AllToAll {
 			l, from = x.lpLayout(int64(x.n)*x.k.Param, x.n), mine
 		}
-		b := x.lpQuantizeInput(l, io)
+		b, err := x.lpQuantizeInput(l, io)
+		if err != nil {
+			return err
+		}
 		if err := x.barrier(1); err != nil {
 			return err
 		}
 		first, _ := l.part(from)
 		for j := range x.n {
-			src, at := x.peer(j).exposed, int64(j)*x.k.Param-first
+			src, at := x.view(x.peer(j)), int64(j)*x.k.Param-first
 			l.windows(from, func(lo, hi int64, s int) {
 				l.dequantize(b.acc, b.tmp, src, lo, hi, s, false)
 				io.store(x.recv[(at+lo)*es:(at+hi)*es], b.acc[:hi-lo])

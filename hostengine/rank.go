@@ -21,33 +21,41 @@ type task struct {
 	red        reducer // zero for collectives that do not reduce
 }
 
-// exposed is what a rank lets peers read during one call. The owner sets it before the signal that starts the
-// call for its readers (a progress store or a barrier); the memory it points to changes only as the
-// algorithm's flags announce, and is not reused before every reader has said it is done.
+// exposed is what a rank lets peers read during one call. The owner sets it (x.expose) before the signal that
+// starts the call for its readers (a progress store or a barrier), and readers take it (x.view) after that
+// signal; the memory it points to changes only as the algorithm's flags announce, and is not reused before
+// every reader has said it is done.
 type exposed struct {
 	in, partial, out []byte
 	scales           []float32
 }
 
-// rank is one rank's goroutine and the state its peers may read.
+// rank is one rank's goroutine and the state its peers may read; in a run of several processes, the ranks of
+// other processes appear here too (not local: no goroutine, their state in shared memory).
 type rank struct {
-	_ [64]byte
+	_    [64]byte
+	cell atomic.Uint64 // progress when every rank is in this process
+	_    [56]byte
 	// progress is epoch<<32 | steps done in the current call (see ring.go); also "started" for direct.
-	progress atomic.Uint64
-	_        [56]byte
+	progress *atomic.Uint64
 
-	c       *comm
-	id      int
-	queue   chan *task
-	exposed exposed
+	c        *comm
+	id       int
+	local    bool
+	queue    chan *task
+	exposed  exposed         // set by expose; read by view for ranks of this process
+	desc     []atomic.Uint64 // several processes: exposed as offsets into the owner's arena (shm.go)
+	bell     *atomic.Uint32  // several processes: incremented by every wake; the rank sleeps on it (futex)
+	sleepers *atomic.Uint32  // several processes: non-zero while the rank may sleep on bell
+	arena    *arena          // several processes: the owner's arena as this process maps it
 
 	// Owned by the rank's goroutine.
 	epoch        uint64 // calls started
 	barrierEpoch uint64
-	dda          []byte    // DDA's peer-visible buffer, policy.SendBuf bytes once a DDA call has run
-	scratch      []byte    // ring reduce_scatter partial sums and in-place direct alltoall staging
-	lpq          []byte    // FP8 codes (low precision)
-	lps          []float32 // FP8 block scales
+	dda          []byte // DDA's peer-visible buffer, policy.SendBuf bytes once a DDA call has run
+	scratch      []byte // ring reduce_scatter partial sums and in-place direct alltoall staging
+	lpq          []byte // FP8 codes (low precision)
+	lps          []byte // FP8 block scales (float32)
 }
 
 func (r *rank) loop() {
@@ -120,6 +128,41 @@ func (x *run) peer(p int) *rank {
 	return x.c.ranks[mod(p, x.n)]
 }
 
+// expose makes e the memory peers may read during this call. Every slice must come from x.grow, x.c.alloc or
+// the call's own buffers (peers in other processes reach only shared memory). Set it before the flag or
+// barrier that lets readers start.
+func (x *run) expose(e exposed) {
+	x.r.exposed = e
+	if x.c.sh != nil {
+		x.r.arena.encode(x.r.desc, e)
+	}
+}
+
+// view is what rank p exposed, as this process reaches it; call it after the flag or barrier that announces
+// it, and not after p may have moved on.
+func (x *run) view(p *rank) exposed {
+	if p.local {
+		return p.exposed
+	}
+	return p.arena.decode(p.desc)
+}
+
+// grow sets *buf to n bytes of memory peers may read, reallocating (aligned, zeroed) when its capacity is
+// short; the old memory must no longer be exposed.
+func (x *run) grow(buf *[]byte, n int64) error {
+	if int64(cap(*buf)) >= n {
+		*buf = (*buf)[:n]
+		return nil
+	}
+	b, err := x.c.alloc(n)
+	if err != nil {
+		return err
+	}
+	x.c.release(*buf)
+	*buf = b
+	return nil
+}
+
 // barrier passes the communicator's barrier; i numbers the call's barriers for timeout messages.
 func (x *run) barrier(i int) error {
 	x.r.barrierEpoch++
@@ -129,10 +172,22 @@ func (x *run) barrier(i int) error {
 // pre is the mulsum premultiplier of rank p's input (ignored by other ops).
 func pre(p int) int { return collectives.PreMulScalar(p) }
 
-// grow returns buf resized to n bytes, reallocating (aligned) when its capacity is short.
-func grow(buf []byte, n int64) []byte {
-	if int64(cap(buf)) >= n {
-		return buf[:n]
+// alloc returns n zeroed, aligned bytes that every rank can read: shared memory when ranks live in several
+// processes.
+func (c *comm) alloc(n int64) ([]byte, error) {
+	if c.sh == nil {
+		return alignedBytes(n), nil
 	}
-	return alignedBytes(n)
+	b, err := c.sh.arenas[c.sh.proc].alloc(n)
+	if err != nil {
+		c.abort(err) // every process reports why, not only that this one left
+	}
+	return b, err
+}
+
+// release gives back memory from alloc.
+func (c *comm) release(b []byte) {
+	if c.sh != nil && cap(b) > 0 {
+		c.sh.arenas[c.sh.proc].release(b)
+	}
 }

@@ -85,7 +85,9 @@ func (x *run) ring() error {
 		layout = newRingLayout(total, x.k.Param, int(es), x.c.chunkBytes)
 		plan = ringPlan{rsSteps: n - 1, rsOff: -2, finalOff: int64(r.id) * x.k.Param}
 		if n > 2 { // with two ranks the only reduce-scatter step is the last
-			r.scratch = grow(r.scratch, total*es)
+			if err := x.grow(&r.scratch, total*es); err != nil {
+				return err
+			}
 			me.partial = r.scratch
 		}
 	case collectives.AllGather:
@@ -95,14 +97,14 @@ func (x *run) ring() error {
 	default:
 		return collectives.ErrUnsupported
 	}
-	r.exposed = me
+	x.expose(me)
 	base := x.epoch << 32
 	up, down := x.peer(r.id-1), x.peer(r.id+1)
-	x.c.publish(&r.progress, base, down.id)
-	if err := x.waitAtLeast(&up.progress, base, newPhase("ring start, waiting for rank %d", up.id)); err != nil {
+	x.c.publish(r.progress, base, down.id)
+	if err := x.waitAtLeast(up.progress, base, newPhase("ring start, waiting for rank %d", up.id)); err != nil {
 		return err
 	}
-	upx := up.exposed
+	upx := x.view(up)
 	steps := plan.rsSteps + plan.agSteps
 	for c := range layout.chunks {
 		for s := range steps {
@@ -111,7 +113,7 @@ func (x *run) ring() error {
 			if s >= plan.rsSteps {
 				name, step = "ring all-gather step %d chunk %d", s-plan.rsSteps
 			}
-			if err := x.waitAtLeast(&up.progress, base|k, newPhase(name, step, c)); err != nil {
+			if err := x.waitAtLeast(up.progress, base|k, newPhase(name, step, c)); err != nil {
 				return err
 			}
 			if s < plan.rsSteps {
@@ -120,12 +122,12 @@ func (x *run) ring() error {
 				lo, hi := layout.span(mod(r.id+plan.agOff-step, n), c)
 				copy(me.out[lo*es:hi*es], upx.out[lo*es:hi*es])
 			}
-			x.c.publish(&r.progress, base|(k+1), down.id)
+			x.c.publish(r.progress, base|(k+1), down.id)
 		}
 	}
-	x.c.wake(up.id, &r.progress) // it waits in its ring end for the last item
+	x.c.wake(up.id, r.progress) // it waits in its ring end for the last item
 	items := uint64(layout.chunks * steps)
-	return x.waitAtLeast(&down.progress, base|items, newPhase("ring end, waiting for rank %d to finish reading", down.id))
+	return x.waitAtLeast(down.progress, base|items, newPhase("ring end, waiting for rank %d to finish reading", down.id))
 }
 
 // ringReduce is reduce-scatter step s of chunk c: combine upstream's input (step 0) or partial sum with this

@@ -20,6 +20,11 @@ const (
 	// runs dry never steals the ranks queued behind a thread the OS has descheduled. docs/PERFORMANCE.md has
 	// the measurements (0, 4 and 16 yields).
 	yieldsBeforePark = 4
+	// firstNap and lastNap bound the sleeps of a wait across processes: it sleeps on its doorbell, which every
+	// publish to it rings, at most a nap at a time, then looks for failures outside (which ring no bell); a long
+	// wait costs a wake-up per lastNap instead of a core, and a failure is seen within lastNap.
+	firstNap = 100 * time.Microsecond
+	lastNap  = 10 * time.Millisecond
 )
 
 // parker is where one rank's goroutine sleeps while it waits for a flag that peers set. Only that goroutine
@@ -61,6 +66,14 @@ func (p *parker) sleep(deadline time.Time) {
 // ranks that wait for this very flag matters at a barrier: a rank waiting for its last peer would otherwise
 // be woken by every earlier arrival.
 func (c *comm) wake(rank int, flag *atomic.Uint64) {
+	if c.sh != nil { // any flag: ring the rank's doorbell, in whichever process it runs
+		rk := c.ranks[rank]
+		rk.bell.Add(1)
+		if rk.sleepers.Load() != 0 {
+			futexWake(rk.bell)
+		}
+		return
+	}
 	p := &c.parkers[rank]
 	if on := p.waitingOn.Load(); on != nil && (flag == nil || on == flag) {
 		select {
@@ -125,7 +138,48 @@ func (w *waiter) waitAtLeast(flag *atomic.Uint64, target uint64, p phase) error 
 			runtime.Gosched()
 		}
 	}
+	if w.c.sh != nil {
+		return w.poll(flag, target, p)
+	}
 	return w.park(flag, target, p)
+}
+
+// poll is waitAtLeast after the spin and the yields when ranks live in several processes: it sleeps on the
+// rank's doorbell, at most a nap at a time (longer each time up to lastNap), and looks each time at the flag,
+// the deadline, this communicator's error, and failures from outside (an abort another process posted, a
+// process that died). A publisher stores the flag, rings the bell, then looks at sleepers; the rank counts
+// itself a sleeper, looks at the flag again and sleeps only while the bell still holds the value it read
+// before: so either it sees the flag, or the futex sees the bell move, or the publisher sees the sleeper.
+func (w *waiter) poll(flag *atomic.Uint64, target uint64, p phase) error {
+	me := w.c.ranks[w.rank]
+	nap := firstNap
+	for {
+		bell := me.bell.Load()
+		if flag.Load() >= target {
+			return nil
+		}
+		if err := w.c.err(); err != nil {
+			return err
+		}
+		if err := w.c.sh.failure(); err != nil {
+			w.c.abort(err)
+			return w.c.err()
+		}
+		if !w.deadline.IsZero() && !time.Now().Before(w.deadline) {
+			w.c.abort(&collectives.TimeoutError{Rank: w.rank, Phase: p.String(), After: w.c.timeout})
+			return w.c.err()
+		}
+		d := nap
+		if !w.deadline.IsZero() {
+			d = min(d, time.Until(w.deadline))
+		}
+		me.sleepers.Add(1)
+		if flag.Load() < target {
+			futexWait(me.bell, bell, d)
+		}
+		me.sleepers.Add(^uint32(0))
+		nap = min(2*nap, lastNap)
+	}
 }
 
 // park is waitAtLeast after the spin and the yields. The rank records the flag it parks on before every look

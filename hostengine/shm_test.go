@@ -1,0 +1,298 @@
+package hostengine
+
+import (
+	"bytes"
+	"errors"
+	"fmt"
+	"math/rand/v2"
+	"os"
+	"path/filepath"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/rcclx-tests/rcclx-tests/collectives"
+)
+
+// hub joins the fake processes of one run inside the test process: each opens its own communicator through a
+// World of its own, so that the ranks meet only through the shared-memory transport, as processes would.
+type hub struct {
+	n       int
+	mu      sync.Mutex
+	cond    *sync.Cond
+	round   int
+	parts   [][]byte
+	arrived int
+	result  [][]byte
+	fail    atomic.Pointer[error]
+	hosts   []string // per process; nil: all alike
+}
+
+type hubWorld struct {
+	h    *hub
+	rank int
+}
+
+func newHub(n int) *hub {
+	h := &hub{n: n, parts: make([][]byte, n)}
+	h.cond = sync.NewCond(&h.mu)
+	return h
+}
+
+func (w hubWorld) Rank() int { return w.rank }
+func (w hubWorld) Size() int { return w.h.n }
+func (w hubWorld) Barrier() error {
+	_, err := w.AllGather(nil)
+	return err
+}
+
+func (w hubWorld) AllGather(data []byte) ([][]byte, error) {
+	h := w.h
+	if h.hosts != nil { // the setup exchange names the host first
+		if i := bytes.IndexByte(data, 0); i > 0 {
+			host, _ := os.Hostname()
+			if string(data[:i]) == host {
+				data = append([]byte(h.hosts[w.rank]), data[i:]...)
+			}
+		}
+	}
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	round := h.round
+	h.parts[w.rank] = append([]byte(nil), data...)
+	if h.arrived++; h.arrived == h.n {
+		h.result, h.parts, h.arrived = h.parts, make([][]byte, h.n), 0
+		h.round++
+		h.cond.Broadcast()
+	}
+	for h.round == round {
+		h.cond.Wait()
+	}
+	return h.result, nil
+}
+
+func (w hubWorld) Err() error {
+	if e := w.h.fail.Load(); e != nil {
+		return *e
+	}
+	return nil
+}
+
+// openProcs opens one communicator per fake process, threads x gpus ranks each.
+func openProcs(t testing.TB, h *hub, threads, gpus int, env map[string]string, timeouts []time.Duration, chunk int64) ([]*comm, []error) {
+	t.Helper()
+	comms, errs := make([]*comm, h.n), make([]error, h.n)
+	var wg sync.WaitGroup
+	for p := range h.n {
+		wg.Go(func() {
+			var timeout time.Duration
+			if timeouts != nil {
+				timeout = timeouts[p]
+			}
+			c, err := New().Open(collectives.Config{NThreads: threads, NGpus: gpus, World: hubWorld{h, p}, Env: env, Timeout: timeout})
+			if errs[p] = err; err == nil {
+				comms[p] = c.(*comm)
+				if chunk > 0 {
+					comms[p].chunkBytes = chunk
+				}
+				t.Cleanup(func() { c.Close() })
+			}
+		})
+	}
+	wg.Wait()
+	return comms, errs
+}
+
+func mustOpenProcs(t testing.TB, procs, threads, gpus int, env map[string]string, chunk int64) []*comm {
+	t.Helper()
+	comms, errs := openProcs(t, newHub(procs), threads, gpus, env, nil, chunk)
+	if err := errors.Join(errs...); err != nil {
+		t.Fatal(err)
+	}
+	return comms
+}
+
+// useShmDir points the arenas at a fresh directory, so that a test can see what is left behind.
+func useShmDir(t *testing.T) string {
+	dir := t.TempDir()
+	old := shmDir
+	shmDir = dir
+	t.Cleanup(func() { shmDir = old })
+	return dir
+}
+
+// Every algorithm gives the same bits with its ranks spread over processes as with all ranks in one process,
+// and every element is right.
+func TestAcrossProcessesSameBits(t *testing.T) {
+	useShmDir(t)
+	dts := []collectives.DType{collectives.Float, collectives.BFloat16, collectives.Int32, collectives.Half}
+	arms := []struct {
+		name string
+		env  map[string]string
+	}{
+		{"ring and direct", nil},
+		{"dda", map[string]string{"RCCL_DDA_ENABLE": "1", "RCCL_DDA_SENDBUF_BYTES": "64K", "RCCL_DDA_ALL_REDUCE_FLAT_MAX_BYTES": "256"}},
+		{"lp scaled", map[string]string{"RCCL_LOW_PRECISION_ENABLE": "1", "RCCLX_TESTS_LP_MIN_BYTES": "0",
+			"RCCLX_TESTS_LP_MODE": collectives.LPModeScaled, "RCCLX_TESTS_LP_BLOCK": "16"}},
+	}
+	layouts := [][3]int{{2, 1, 1}, {3, 1, 1}, {2, 2, 2}} // processes, threads, gpus
+	if testing.Short() {
+		layouts = layouts[1:2]
+	}
+	for _, lay := range layouts {
+		for _, arm := range arms {
+			procs, threads, gpus := lay[0], lay[1], lay[2]
+			n := procs * threads * gpus
+			t.Run(fmt.Sprintf("%s/%dx%dx%d", arm.name, procs, threads, gpus), func(t *testing.T) {
+				multi := mustOpenProcs(t, procs, threads, gpus, arm.env, 256)
+				one := openGroups(t, procs*threads, gpus, arm.env, 0, 256)
+				ran := map[string]bool{}
+				forEachCase(n, dts, func(tc testCase) {
+					if tc.op > collectives.Max {
+						return
+					}
+					seed := rand.Uint64()
+					a, b := runCase(t, one, tc, seed), runCaseOn(t, multi, tc, seed)
+					if a.err != nil || b.err != nil || a.algo != b.algo {
+						t.Fatalf("%v: one process %s %v, several %s %v", tc, a.algo, a.err, b.algo, b.err)
+					}
+					ran[b.algo] = true
+					for r := range n {
+						if b.wrong[r] != 0 || !bytes.Equal(a.out[r], b.out[r]) {
+							t.Errorf("%v seed %#x (%s): rank %d: %d wrong elements, same bits as one process: %v",
+								tc, seed, b.algo, r, b.wrong[r], bytes.Equal(a.out[r], b.out[r]))
+						}
+					}
+				})
+				t.Logf("algorithms: %v", ran)
+				want := map[string][]string{"ring and direct": {collectives.Ring, collectives.Direct},
+					"dda": {collectives.DDA, collectives.DDAFlat, collectives.DDATree}, "lp scaled": {collectives.LowPrecision}}
+				for _, algo := range want[arm.name] {
+					if !ran[algo] {
+						t.Errorf("no case ran %s", algo)
+					}
+				}
+			})
+		}
+	}
+}
+
+// The arenas are unlinked once every process has mapped them: a run leaves nothing in the directory, even if
+// it is killed.
+func TestAcrossProcessesLeavesNoFiles(t *testing.T) {
+	dir := useShmDir(t)
+	comms := mustOpenProcs(t, 3, 1, 1, nil, 0)
+	left, _ := filepath.Glob(filepath.Join(dir, "*"))
+	if len(left) != 0 {
+		t.Errorf("files left after Open: %v", left)
+	}
+	out := runCaseOn(t, comms, testCase{coll: collectives.AllReduce, dt: collectives.Float, op: collectives.Sum, bytes: 1 << 20}, 7)
+	if out.err != nil || out.wrong[2] != 0 {
+		t.Errorf("all_reduce after unlinking: %v, %v wrong", out.err, out.wrong)
+	}
+}
+
+// A timeout in one process ends the calls of every other, with the same timeout error (exit code 4), even in a
+// process that has no timeout of its own.
+func TestAcrossProcessesTimeoutReachesEveryProcess(t *testing.T) {
+	useShmDir(t)
+	env := map[string]string{collectives.EnvSkipRank: "3"} // process 1's second rank; its first waits forever
+	comms, errs := openProcs(t, newHub(2), 1, 2, env, []time.Duration{300 * time.Millisecond, 0}, 0)
+	if err := errors.Join(errs...); err != nil {
+		t.Fatal(err)
+	}
+	start := time.Now()
+	out := runCaseOn(t, comms, testCase{coll: collectives.AllReduce, dt: collectives.Float, op: collectives.Sum, bytes: 4096}, 1)
+	var te *collectives.TimeoutError
+	if !errors.As(out.err, &te) || te.Rank > 1 || te.After != 300*time.Millisecond {
+		t.Errorf("error %v, want process 0's timeout", out.err)
+	}
+	for p, c := range comms {
+		if !errors.As(c.err(), &te) {
+			t.Errorf("process %d ended with %v, want the timeout", p, c.err())
+		}
+	}
+	if el := time.Since(start); el > 2*time.Second {
+		t.Errorf("took %v", el)
+	}
+}
+
+// A process that died (the World says so) ends every wait on it within the poll interval, naming it.
+func TestAcrossProcessesDeadProcessEndsWaits(t *testing.T) {
+	useShmDir(t)
+	h := newHub(2)
+	comms, errs := openProcs(t, h, 1, 2, nil, nil, 0)
+	if err := errors.Join(errs...); err != nil {
+		t.Fatal(err)
+	}
+	g := comms[0].Groups()[0] // process 1 never calls: it died
+	var calls []*collectives.Call
+	call := &collectives.Call{Coll: collectives.AllReduce, DType: collectives.Float, Op: collectives.Sum}
+	for l := range 2 {
+		b, err := g.Alloc(l, 4096)
+		if err != nil {
+			t.Fatal(err)
+		}
+		call.Counts = append(call.Counts, collectives.AllReduce.Counts(4096, 4, 2*0+l, collectives.Float))
+		call.Send = append(call.Send, collectives.View{Buf: b})
+		call.Recv = append(call.Recv, collectives.View{Buf: b})
+	}
+	calls = append(calls, call)
+	if err := g.Launch(calls[0]); err != nil {
+		t.Fatal(err)
+	}
+	time.Sleep(100 * time.Millisecond)
+	dead := errors.New("bootstrap: rank 1 died or left the run (pid 4242; its connection to rank 0 closed: EOF)")
+	h.fail.Store(&dead)
+	start := time.Now()
+	err := g.Wait()
+	if err == nil || !strings.Contains(err.Error(), "rank 1 died or left the run (pid 4242;") {
+		t.Errorf("Wait = %v, want the World's failure", err)
+	}
+	if el := time.Since(start); el > 500*time.Millisecond {
+		t.Errorf("the waits ended %v after the World failed", el)
+	}
+}
+
+func TestAcrossProcessesRejects(t *testing.T) {
+	useShmDir(t)
+	h := newHub(3)
+	h.hosts = []string{"node-a", "node-a", "node-b"}
+	_, errs := openProcs(t, h, 1, 1, nil, nil, 0)
+	for p, err := range errs {
+		if err == nil || !strings.Contains(err.Error(), "all processes must run on one machine") || strings.Contains(err.Error(), "\n") {
+			t.Errorf("process %d: %v, want one line saying the host engine needs one machine", p, err)
+		}
+	}
+}
+
+// The arena allocator reuses and merges what was released, and a full file system is an error, not a crash.
+func TestArenaAllocator(t *testing.T) {
+	dir := useShmDir(t)
+	s := &shared{arenas: make([]*arena, 1)}
+	if err := s.create(filepath.Join(dir, "a"), 8<<20, pageBytes); err != nil {
+		t.Fatal(err)
+	}
+	defer s.close()
+	a := s.arenas[0]
+	x, _ := a.alloc(100)
+	y, _ := a.alloc(1000)
+	z, _ := a.alloc(64)
+	for _, b := range [][]byte{x, y, z} {
+		if off, ok := a.offset(b); !ok || off%bufferAlign != 0 {
+			t.Fatalf("allocation at %d (in arena %v)", off, ok)
+		}
+	}
+	top := a.top
+	a.release(x)
+	a.release(y)
+	w, _ := a.alloc(1100) // fits where x and y were, merged
+	if off, _ := a.offset(w); off != pageBytes || a.top != top {
+		t.Errorf("merged space not reused: offset %d, top %d -> %d", off, top, a.top)
+	}
+	if _, err := a.alloc(16 << 20); err == nil || !strings.Contains(err.Error(), dir) {
+		t.Errorf("allocating past the file system: %v, want an error naming %s", err, dir)
+	}
+}
