@@ -277,7 +277,8 @@ func testRun(t *testing.T, coll *collectives.Collective, args []string, engs ...
 			return nil, fmt.Errorf("no engine %q", name)
 		},
 	}
-	return runWith(t, coll, args, src, nil)
+	// A/B workers are this test binary, running a fake engine of their own (see childMain).
+	return runWith(t, coll, args, src, func(a *app) { a.workerEnv = append(a.workerEnv, childFaultEnv+"=none") })
 }
 
 // runWith runs with the engines of src; tweak, when not nil, adjusts the app (environment, world, signals).
@@ -287,7 +288,7 @@ func runWith(t *testing.T, coll *collectives.Collective, args []string, src engi
 	a := &app{coll: coll, stdout: &out, stderr: &errOut, getenv: func(string) string { return "" },
 		environ: func() []string { return []string{"NCCL_PROTO=Simple", "HOME=/root"} }, engines: src,
 		argv: append([]string{coll.Name + "_perf"}, args...), interrupted: func() bool { return false },
-		now: time.Now, world: openWorld}
+		now: time.Now, world: openWorld, workerEnv: []string{childEnv + "=" + coll.Name}}
 	if tweak != nil {
 		tweak(a)
 	}

@@ -130,8 +130,7 @@ func (g probeGroup) Launch(c *collectives.Call) error {
 }
 
 // TestReliabilityEveryExitFreesEverything: whatever ends the run (success, wrong results, a timeout, an
-// interrupt, a failed allocation, an A/B run of two communicators), every buffer allocated is freed and every
-// communicator opened is closed.
+// interrupt, a failed allocation), every buffer allocated is freed and every communicator opened is closed.
 func TestReliabilityEveryExitFreesEverything(t *testing.T) {
 	args := []string{"-b", "1K", "-e", "16K", "-f", "4", "-n", "1", "-t", "2", "-g", "2"}
 	for _, c := range []struct {
@@ -146,7 +145,6 @@ func TestReliabilityEveryExitFreesEverything(t *testing.T) {
 		{"timeout", []string{"-T", "1"}, func(e *fakeEngine) { e.timeoutRank = 2 }, 0, exitTimeout},
 		{"interrupt", nil, nil, 3, exitInterrupted},
 		{"alloc", nil, func(e *fakeEngine) { e.failAlloc = true }, 0, exitRuntime},
-		{"ab", []string{"--ab", "FAKE_ALGO=a,b", "--ab-rounds", "2"}, nil, 0, exitOK},
 	} {
 		t.Run(c.name, func(t *testing.T) {
 			seed := rand.Uint64()
