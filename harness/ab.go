@@ -219,6 +219,7 @@ func (r *abRun) replyError(arm *abArm, m abReply) error {
 		return nil
 	}
 	if te := m.Err.Timeout; te != nil {
+		r.at = m.Err.Size
 		te.Phase += fmt.Sprintf(" (arm %s, %s)", arm.name, arm.label)
 		return te
 	}

@@ -70,6 +70,7 @@ type abError struct {
 	Msg     string
 	Code    int
 	Timeout *collectives.TimeoutError `json:",omitempty"`
+	Size    int64 // the size column of the row being run, for a timeout's line
 }
 
 // abWorker is the worker side: open the engine with the arm's value, report ready, then answer commands until
@@ -80,8 +81,12 @@ func (a *app) abWorker(o *Options, key string) int {
 		return a.fail(errors.New(abWorkerEnv + " is set, but the A/B pipes were not passed"))
 	}
 	dec, enc := json.NewDecoder(commands), json.NewEncoder(replies)
+	var s *session
 	fail := func(err error) int {
 		e := &abError{Msg: err.Error(), Code: exitCode(err)}
+		if s != nil {
+			e.Size = s.at
+		}
 		errors.As(err, &e.Timeout)
 		_ = enc.Encode(abReply{Err: e})
 		return e.Code
@@ -95,7 +100,7 @@ func (a *app) abWorker(o *Options, key string) int {
 	if err != nil {
 		return fail(err)
 	}
-	s := &session{a: a, o: o, world: world, seed: o.Seed.resolve(), out: io.Discard, engineName: o.engines[0]}
+	s = &session{a: a, o: o, world: world, seed: o.Seed.resolve(), out: io.Discard, engineName: o.engines[0]}
 	if err := s.start(); err != nil {
 		return fail(err)
 	}
