@@ -70,7 +70,7 @@ type abError struct {
 	Msg     string
 	Code    int
 	Timeout *collectives.TimeoutError `json:",omitempty"`
-	Size    int64 // the size column of the row being run, for a timeout's line
+	Size    int64                     // the size column of the row being run, for a timeout's line
 }
 
 // abWorker is the worker side: open the engine with the arm's value, report ready, then answer commands until
