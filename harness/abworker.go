@@ -3,6 +3,7 @@ package harness
 import (
 	"encoding/json"
 	"errors"
+	"fmt"
 	"io"
 	"maps"
 	"math"
@@ -77,8 +78,11 @@ type abError struct {
 // the launcher closes the command pipe.
 func (a *app) abWorker(o *Options, key string) int {
 	commands, replies := os.NewFile(abCommandFD, "a/b commands"), os.NewFile(abReplyFD, "a/b replies")
-	if commands == nil || replies == nil {
-		return a.fail(errors.New(abWorkerEnv + " is set, but the A/B pipes were not passed"))
+	for _, f := range []*os.File{commands, replies} {
+		if st, err := f.Stat(); err != nil || st.Mode()&os.ModeNamedPipe == 0 {
+			return a.fail(fmt.Errorf("%s is set, but file descriptor %d is not a pipe: only --ab starts workers",
+				abWorkerEnv, f.Fd()))
+		}
 	}
 	dec, enc := json.NewDecoder(commands), json.NewEncoder(replies)
 	var s *session
