@@ -70,17 +70,21 @@ func (a *app) runAB(out io.Writer, o *Options, world collectives.World, seed uin
 		r.arms[i] = &abArm{name: string(rune('A' + i)), label: o.abKey + "=" + v}
 		r.report.Arms[i] = r.arms[i].label
 	}
+	var memory string
 	err := r.start()
 	if err == nil {
 		writeHeader(out, o, r.header())
 		err = r.sweep()
+	}
+	if err == nil && o.Memory == 1 {
+		memory, err = r.memory()
 	}
 	r.stop(err != nil)
 	r.record(j, err)
 	if err != nil {
 		return r.abort(err)
 	}
-	t := trailer{binary: a.binary(), oob: r.oob[0] + r.oob[1], minBW: a.minBW()}
+	t := trailer{binary: a.binary(), oob: r.oob[0] + r.oob[1], minBW: a.minBW(), memory: memory}
 	if n := r.bwN[0] + r.bwN[1]; n > 0 {
 		t.avgBusBW = (r.bwSum[0] + r.bwSum[1]) / float64(n)
 	}
@@ -178,14 +182,19 @@ func (r *abRun) spawn(arm *abArm, world []string) error {
 }
 
 // ask sends arm i a command and waits for the reply.
-func (r *abRun) ask(i int, c abCommand) (*abHalf, error) {
+func (r *abRun) ask(i int, c abCommand) (abReply, error) {
 	if err := r.world.Barrier(); err != nil { // no arm starts before the other arm has finished everywhere
-		return nil, err
+		return abReply{}, err
 	}
 	if err := r.arms[i].enc.Encode(c); err != nil {
 		<-r.arms[i].gone
 	}
-	m, err := r.await(i)
+	return r.await(i)
+}
+
+// half asks arm i to time or validate a half.
+func (r *abRun) half(i int, c abCommand) (*abHalf, error) {
+	m, err := r.ask(i, c)
 	if err == nil && m.Half == nil {
 		err = &armError{arm: r.arms[i], rank: r.world.Rank(), err: errors.New("worker sent no result"), code: exitRuntime}
 	}
@@ -236,6 +245,19 @@ func (r *abRun) died(arm *abArm) error {
 	}
 	return &armError{arm: arm, rank: r.world.Rank(), code: exitRuntime,
 		err: fmt.Errorf("worker process %d died (%s)", arm.cmd.Process.Pid, how)}
+}
+
+// memory is the -M line of both arms (empty where the engine cannot report device memory).
+func (r *abRun) memory() (string, error) {
+	var lines [2]string
+	for i := range r.arms {
+		m, err := r.ask(i, abCommand{Do: "memory"})
+		if err != nil || m.Memory == "" {
+			return "", err
+		}
+		lines[i] = fmt.Sprintf("%s (arm %s)", m.Memory, r.arms[i].name)
+	}
+	return lines[0] + "; " + lines[1], nil
 }
 
 // stop ends the workers: closing their command pipes ends them after they have freed their buffers; after a
@@ -339,7 +361,7 @@ func (r *abRun) point(p point) error {
 	var last [2]*abHalf
 	for range r.o.ABRounds {
 		for i := range r.arms {
-			h, err := r.ask(i, c)
+			h, err := r.half(i, c)
 			if err != nil {
 				return err
 			}
@@ -363,7 +385,7 @@ func (r *abRun) point(p point) error {
 			h.algBW, h.busBW = last[i].AlgBW*last[i].Sec/h.sec, last[i].BusBW*last[i].Sec/h.sec
 		}
 		if r.o.Check > 0 {
-			v, err := r.ask(i, c)
+			v, err := r.half(i, c)
 			if err != nil {
 				return err
 			}

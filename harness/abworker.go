@@ -24,7 +24,8 @@ const (
 	abReplyFD   = 4
 )
 
-// abCommand asks a worker to time one half of a point ("time") or to validate it ("check").
+// abCommand asks a worker to time one half of a point ("time"), to validate it ("check"), or for its -M line
+// after the sweep ("memory").
 type abCommand struct {
 	Do      string            `json:"do"`
 	DType   collectives.DType `json:"dtype"`
@@ -33,11 +34,13 @@ type abCommand struct {
 	InPlace bool              `json:"in_place"`
 }
 
-// abReply is a worker's answer: once Ready, then one Half per command; Err ends the worker.
+// abReply is a worker's answer: once Ready, then a Half per "time" or "check", Memory for "memory"; Err ends
+// the worker.
 type abReply struct {
-	Ready *abReady `json:"ready,omitempty"`
-	Half  *abHalf  `json:"half,omitempty"`
-	Err   *abError `json:"err,omitempty"`
+	Ready  *abReady `json:"ready,omitempty"`
+	Half   *abHalf  `json:"half,omitempty"`
+	Memory string   `json:"memory,omitempty"`
+	Err    *abError `json:"err,omitempty"`
 }
 
 // abReady is what the launcher needs of an arm for the header and the JSON, once its communicator is open
@@ -46,6 +49,7 @@ type abReady struct {
 	Pids           []int                // the arm's workers, in rank order
 	Engine         string               // Engine.Name()
 	Library        string               // Comm.Library()
+	LibraryPath    string               // the loaded collective library's file, where the engine loads one
 	Version        int                  // Comm.Version()
 	Graph          int                  // -G as it applies to the engine
 	Notes          []string             // the header's "#" lines
@@ -121,11 +125,11 @@ func (a *app) abWorker(o *Options, key string) int {
 		if err := dec.Decode(&c); err != nil {
 			return exitOK // the launcher closed the pipe: the run is over (or the launcher is gone)
 		}
-		h, err := s.abCommand(c)
+		reply, err := s.abCommand(c)
 		if err != nil {
 			return fail(err)
 		}
-		if err := enc.Encode(abReply{Half: &h}); err != nil {
+		if err := enc.Encode(reply); err != nil {
 			return exitRuntime
 		}
 	}
@@ -137,15 +141,28 @@ func (s *session) ready() (*abReady, error) {
 	if err != nil {
 		return nil, err
 	}
-	_, library := s.comm.(interface{ LibraryPath() string })
 	h := s.header()
-	return &abReady{Pids: pids, Engine: s.eng.Name(), Library: h.library, Version: s.comm.Version(), Graph: h.graph,
+	r := &abReady{Pids: pids, Engine: s.eng.Name(), Library: h.library, Version: s.comm.Version(), Graph: h.graph,
 		Notes: h.notes, Devices: h.devices, Reduced: h.reduced, MinBytes: s.minBytes, MaxBytes: s.maxBytes,
-		KnowsAlgorithm: !library}, nil
+		KnowsAlgorithm: true}
+	if lp, ok := s.comm.(interface{ LibraryPath() string }); ok {
+		r.LibraryPath, r.KnowsAlgorithm = lp.LibraryPath(), false
+	}
+	return r, nil
 }
 
-// abCommand times or validates one half as a plain run does (timeHalf, validate).
-func (s *session) abCommand(c abCommand) (abHalf, error) {
+// abCommand answers one command.
+func (s *session) abCommand(c abCommand) (abReply, error) {
+	if c.Do == "memory" {
+		err := s.snapshotMemory()
+		return abReply{Memory: s.memoryLine()}, err
+	}
+	h, err := s.abHalf(c)
+	return abReply{Half: &h}, err
+}
+
+// abHalf times or validates one half as a plain run does (timeHalf, validate).
+func (s *session) abHalf(c abCommand) (abHalf, error) {
 	p := point{dt: c.DType, op: c.Op, root: -1, size: c.Size}
 	k := s.threads[0].counts(p, 0)
 	s.at = s.a.coll.Bytes(k, p.dt)
