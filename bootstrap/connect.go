@@ -45,7 +45,7 @@ func (w *World) serve(timeout time.Duration) error {
 		if err := writeFrame(p.conn, kindWelcome, nil, time.Until(end)); err != nil {
 			return fmt.Errorf("bootstrap: rank 0 could not welcome rank %d: %v", p.rank, err)
 		}
-		p.in = reader(p.conn, w.done)
+		p.in = reader(p.conn, w.done, w.markLost)
 	}
 	return nil
 }
@@ -121,6 +121,6 @@ func (w *World) dial(timeout time.Duration) error {
 	case f.kind != kindWelcome:
 		return fmt.Errorf("bootstrap: rank %d got frame kind %d from %s, want a welcome", w.Rank(), f.kind, w.addr)
 	}
-	w.peers[0].in = reader(c, w.done)
+	w.peers[0].in = reader(c, w.done, w.markLost)
 	return nil
 }

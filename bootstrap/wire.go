@@ -51,14 +51,19 @@ func readFrame(r io.Reader) (frame, error) {
 }
 
 // reader delivers a connection's frames on a channel until the connection fails or done is closed, so that a
-// wait can also watch a timer.
-func reader(c net.Conn, done <-chan struct{}) <-chan frame {
+// wait can also watch a timer; it calls failed when the connection fails before done is closed.
+func reader(c net.Conn, done <-chan struct{}, failed func()) <-chan frame {
 	ch := make(chan frame, 2)
 	go func() {
 		for {
 			f, err := readFrame(c)
 			if err != nil {
 				f = frame{err: err}
+				select {
+				case <-done:
+				default:
+					failed()
+				}
 			}
 			select {
 			case ch <- f:

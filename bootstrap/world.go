@@ -21,12 +21,14 @@ type World struct {
 	addr    string
 	timeout time.Duration
 
-	mu     sync.Mutex
-	peers  []*peer // rank 0: indexed by rank, nil at 0; other ranks: the one connection to rank 0
-	ln     net.Listener
-	done   chan struct{}
-	closed sync.Once
-	broken error // once a call failed, every later call fails the same way
+	mu       sync.Mutex
+	peers    []*peer // rank 0: indexed by rank, nil at 0; other ranks: the one connection to rank 0
+	ln       net.Listener
+	done     chan struct{}
+	closed   sync.Once
+	lost     chan struct{} // closed when a connection to another process fails
+	lostOnce sync.Once
+	broken   error // once a call failed, every later call fails the same way
 }
 
 type peer struct {
@@ -46,7 +48,7 @@ func FromEnv(timeout time.Duration) (*World, error) {
 	if l.Size == 1 {
 		return Single(), nil
 	}
-	w := &World{launch: l, timeout: timeout, done: make(chan struct{})}
+	w := &World{launch: l, timeout: timeout, done: make(chan struct{}), lost: make(chan struct{})}
 	if w.addr, err = Rendezvous(os.Getenv, l); err != nil {
 		return nil, err
 	}
@@ -74,8 +76,15 @@ func FromEnv(timeout time.Duration) (*World, error) {
 
 // Single is the world of a run in one process.
 func Single() *World {
-	return &World{launch: Launch{Size: 1, LocalSize: 1}, done: make(chan struct{})}
+	return &World{launch: Launch{Size: 1, LocalSize: 1}, done: make(chan struct{}), lost: make(chan struct{})}
 }
+
+// Lost is closed once a connection of this process to another one fails (that process died or left the run)
+// before Close, even while no call is waiting on it: a process waiting on something else (a child process)
+// can watch it.
+func (w *World) Lost() <-chan struct{} { return w.lost }
+
+func (w *World) markLost() { w.lostOnce.Do(func() { close(w.lost) }) }
 
 func (w *World) Rank() int      { return w.launch.Rank }
 func (w *World) Size() int      { return w.launch.Size }

@@ -27,6 +27,7 @@ type abRun struct {
 	o      *Options
 	out    io.Writer
 	world  collectives.World
+	lost   <-chan struct{} // closed when another process of the run is gone (nil: never)
 	seed   uint64
 	arms   [2]*abArm
 	rows   [2][]row
@@ -66,6 +67,9 @@ func (e *armError) Unwrap() error { return e.err }
 
 func (a *app) runAB(out io.Writer, o *Options, world collectives.World, seed uint64, j *jsonOut) int {
 	r := &abRun{a: a, o: o, out: out, world: world, seed: seed}
+	if l, ok := world.(interface{ Lost() <-chan struct{} }); ok {
+		r.lost = l.Lost()
+	}
 	for i, v := range o.abVals {
 		r.arms[i] = &abArm{name: string(rune('A' + i)), label: o.abKey + "=" + v}
 		r.report.Arms[i] = r.arms[i].label
@@ -78,6 +82,9 @@ func (a *app) runAB(out io.Writer, o *Options, world collectives.World, seed uin
 	}
 	if err == nil && o.Memory == 1 {
 		memory, err = r.memory()
+	}
+	if err == nil { // no process leaves while another still waits on its workers (that would look like a failure)
+		err = world.Barrier()
 	}
 	r.stop(err != nil)
 	r.record(j, err)
@@ -201,7 +208,8 @@ func (r *abRun) half(i int, c abCommand) (*abHalf, error) {
 	return m.Half, err
 }
 
-// await returns arm i's next reply, or the error that ended either arm's worker.
+// await returns arm i's next reply, or the error that ended either arm's worker or another process of the
+// run (whose workers may never answer this process's workers).
 func (r *abRun) await(i int) (abReply, error) {
 	arm := r.arms[i]
 	var otherGone <-chan struct{}
@@ -214,6 +222,9 @@ func (r *abRun) await(i int) (abReply, error) {
 	case <-arm.gone:
 	case <-otherGone:
 		arm = r.arms[1-i]
+	case <-r.lost:
+		return abReply{}, fmt.Errorf("A/B: rank %d lost another process of the run (it died or left) while arm %s "+
+			"(%s) ran", r.world.Rank(), arm.name, arm.label)
 	}
 	select {
 	case m := <-arm.replies: // the error a worker sent before it exited

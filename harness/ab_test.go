@@ -197,6 +197,37 @@ func TestABAcrossProcesses(t *testing.T) {
 	}
 }
 
+// TestABProcessLost: in a run of two processes, when one launching process dies while the other's worker is
+// stuck (in a collective whose peers are gone, without -T), the survivor ends within 2 s, exit 2, and ends its
+// workers.
+func TestABProcessLost(t *testing.T) {
+	port := freeTCPPort(t)
+	seed := strconv.FormatUint(rand.Uint64(), 10)
+	var procs [2]*proc
+	for rank, fault := range []string{"hang:5", "none"} { // rank 0's workers hang at their sixth launch
+		env := append(launcherEnv(rank, 2, port), seedEnv+"="+seed, childFaultEnv+"="+fault)
+		procs[rank] = startChild(t, "all_reduce", env, "-g", "2", "-b", "1K", "-e", "4K", "-f", "2", "-n", "2",
+			"--ab", "FAKE_ALGO=ring,tree")
+	}
+	m := regexp.MustCompile(`\(A: pid (\d+),\d+, B: pid (\d+),\d+\)`)
+	procs[0].waitOutput(t, m, 30*time.Second)
+	time.Sleep(300 * time.Millisecond) // rank 0's arm A is stuck by now
+	procs[1].cmd.Process.Kill()
+	killed := time.Now()
+	code, _ := procs[0].exit(t, 20*time.Second)
+	took := time.Since(killed)
+	stderr := procs[0].stderr.String()
+	if code != exitRuntime || took > 2*time.Second || strings.Count(stderr, "\n") != 1 ||
+		!strings.Contains(stderr, "A/B: rank 0 lost another process of the run (it died or left) while arm A") {
+		t.Errorf("exit %d %v after the kill, stderr %q", code, took, stderr)
+	}
+	for _, s := range m.FindStringSubmatch(procs[0].stdout.String())[1:] {
+		if pid, _ := strconv.Atoi(s); !gone(pid) {
+			t.Errorf("worker %d outlived the run", pid)
+		}
+	}
+}
+
 func TestWithoutAB(t *testing.T) {
 	got := withoutAB([]string{"-g", "2", "--ab", "K=1,2", "--ab-rounds=3", "-b", "8", "--ab=K=1,2", "--ab-rounds", "4",
 		"-E", "X=1"})
