@@ -80,6 +80,27 @@ func checkABRecord(t *testing.T, rec *results.Record, rows int) {
 	}
 }
 
+// TestABValidation: each arm's workers validate their own output: a corrupted element in each arm is one wrong
+// element per arm and size, the trailer fails and the exit code is 7, as in a plain run.
+func TestABValidation(t *testing.T) {
+	file := filepath.Join(t.TempDir(), "ab.json")
+	r := hostRun(t, collectives.AllGather, "-g", "2", "-b", "1K", "-e", "4K", "-f", "4", "-n", "1", "--ab-rounds", "2",
+		"--ab", collectives.EnvCorruptRank+"=1,0", "-J", file)
+	for _, size := range []string{"1024", "4096"} {
+		if want := "# float none, size " + size + ": #wrong RCCLX_TESTS_CORRUPT_RANK=1 1, RCCLX_TESTS_CORRUPT_RANK=0 1\n"; !strings.Contains(r.stdout, want) {
+			t.Errorf("no %q", want)
+		}
+	}
+	if r.code != exitTestFailed || !strings.Contains(r.stdout, "# Out of bounds values : 4 FAILED") {
+		t.Fatalf("exit %d\n%s%s", r.code, r.stdout, r.stderr)
+	}
+	rec := loadRecord(t, file)
+	if rec.OutOfBounds.Count != 4 || len(rec.Results) != 4 || rec.Results[3].OutOfPlace.NWrong == nil ||
+		*rec.Results[3].OutOfPlace.NWrong != 1 {
+		t.Errorf("JSON: %d out of bounds, results %+v", rec.OutOfBounds.Count, rec.Results)
+	}
+}
+
 // TestABTimeoutNamesArm: -T ends a run whose arm hangs (a rank skips every call) with the timeout line, naming
 // the size and the arm, exit 4.
 func TestABTimeoutNamesArm(t *testing.T) {
