@@ -101,6 +101,25 @@ func TestABValidation(t *testing.T) {
 	}
 }
 
+// TestABWorkersFreeEverything: each arm's worker gives back its communicator and every buffer before it exits
+// at the end of the run (a counting wrapper engine in the workers reports what it saw).
+func TestABWorkersFreeEverything(t *testing.T) {
+	seed := rand.Uint64()
+	r := runWith(t, collectives.AllReduce, seedArgs(seed, "-b", "1K", "-e", "16K", "-f", "4", "-n", "1", "-t", "2", "-g", "2",
+		"--ab", "FAKE_ALGO=a,b", "--ab-rounds", "2"), testSource(newFake(seed)), func(a *app) {
+		a.workerEnv = append(a.workerEnv, childFaultEnv+"=count")
+	})
+	lines := regexp.MustCompile(`(?m)^probe: (\d+) opened (\d+) closed (\d+) allocated (\d+) freed$`).FindAllStringSubmatch(r.stderr, -1)
+	if r.code != exitOK || len(lines) != 2 {
+		t.Fatalf("exit %d, %d probe lines\n%s%s", r.code, len(lines), r.stdout, r.stderr)
+	}
+	for _, m := range lines {
+		if m[1] != "1" || m[2] != "1" || m[3] == "0" || m[3] != m[4] {
+			t.Errorf("a worker: %s", m[0])
+		}
+	}
+}
+
 // TestABTimeoutNamesArm: -T ends a run whose arm hangs (a rank skips every call) with the timeout line, naming
 // the size and the arm, exit 4.
 func TestABTimeoutNamesArm(t *testing.T) {

@@ -125,7 +125,7 @@ func (a *app) abWorker(o *Options, key string) int {
 		if err := dec.Decode(&c); err != nil {
 			return exitOK // the launcher closed the pipe: the run is over (or the launcher is gone)
 		}
-		reply, err := s.abCommand(c)
+		reply, err := s.answer(c)
 		if err != nil {
 			return fail(err)
 		}
@@ -151,8 +151,8 @@ func (s *session) ready() (*abReady, error) {
 	return r, nil
 }
 
-// abCommand answers one command.
-func (s *session) abCommand(c abCommand) (abReply, error) {
+// answer answers one command of the launching process.
+func (s *session) answer(c abCommand) (abReply, error) {
 	if c.Do == "memory" {
 		err := s.snapshotMemory()
 		return abReply{Memory: s.memoryLine()}, err

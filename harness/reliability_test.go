@@ -26,7 +26,8 @@ const (
 	// childEnv names the collective whose perf binary a re-executed test binary runs (Main, registered engines).
 	childEnv = "RCCLX_RELIABILITY_CHILD"
 	// childFaultEnv makes the child run the fake engine over the launcher's world instead, and plant a fault
-	// before launch number N of this process: "die:N" (SIGKILL itself), "hang:N" (never return) or "none".
+	// before launch number N of this process: "die:N" (SIGKILL itself), "hang:N" (never return) or "none"; or
+	// "count": no fault, and a line on stderr at the end with the communicators and buffers it took and gave back.
 	childFaultEnv = "RCCLX_RELIABILITY_FAULT"
 )
 
@@ -64,7 +65,11 @@ func childMain(name string, args []string) int {
 	a := &app{coll: coll, stdout: os.Stdout, stderr: os.Stderr, getenv: os.Getenv, environ: os.Environ,
 		engines: testSource(p), argv: append([]string{name + "_perf"}, args...), interrupted: func() bool { return false },
 		now: time.Now, world: openWorld}
-	return a.main(args)
+	code := a.main(args)
+	if kind == "count" {
+		fmt.Fprintf(os.Stderr, "probe: %d opened %d closed %d allocated %d freed\n", p.opened, p.closed, p.allocs, p.frees)
+	}
+	return code
 }
 
 // probe wraps an engine: it counts communicators and buffers, so that a test sees every exit path give back
