@@ -144,7 +144,8 @@ func (r *abRun) spawn(arm *abArm, world []string) error {
 	env := append(append(world, r.a.workerEnv...), arm.label, abWorkerEnv+"="+r.o.abKey, seedEnv+"="+seed)
 	cmd.Env = bootstrap.Isolate(r.a.environ(), env...)
 	cmd.ExtraFiles = []*os.File{abCommandFD - 3: cmdRead, abReplyFD - 3: replyWrite}
-	cmd.Stderr = r.a.stderr
+	// The workers print nothing themselves; what their libraries print (NCCL_DEBUG) goes where a plain run's would.
+	cmd.Stdout, cmd.Stderr = r.a.stdout, r.a.stderr
 	endWithParent(cmd)
 	arm.cmd, arm.commands, arm.enc = cmd, cmdWrite, json.NewEncoder(cmdWrite)
 	arm.replies, arm.exited, arm.gone = make(chan abReply, 4), make(chan struct{}), make(chan struct{})

@@ -1,7 +1,6 @@
 package harness
 
 import (
-	"bytes"
 	"fmt"
 	"os"
 	"strconv"
@@ -284,8 +283,7 @@ func testRun(t *testing.T, coll *collectives.Collective, args []string, engs ...
 // runWith runs with the engines of src; tweak, when not nil, adjusts the app (environment, world, signals).
 func runWith(t *testing.T, coll *collectives.Collective, args []string, src engineSource, tweak func(*app)) run {
 	t.Helper()
-	var out bytes.Buffer
-	var errOut syncBuffer // A/B workers write their stderr into it from goroutines of their own
+	var out, errOut syncBuffer // A/B workers' output is copied into them from goroutines of their own
 	a := &app{coll: coll, stdout: &out, stderr: &errOut, getenv: func(string) string { return "" },
 		environ: func() []string { return []string{"NCCL_PROTO=Simple", "HOME=/root"} }, engines: src,
 		argv: append([]string{coll.Name + "_perf"}, args...), interrupted: func() bool { return false },
