@@ -94,8 +94,8 @@ func Rendezvous(getenv func(string) string, l Launch) (string, error) {
 		}
 		return checkAddr("MASTER_ADDR/MASTER_PORT", net.JoinHostPort(host, port))
 	}
-	if addr := getenv("RCCLX_TESTS_BOOTSTRAP"); addr != "" {
-		return checkAddr("RCCLX_TESTS_BOOTSTRAP", addr)
+	if addr := getenv(EnvBootstrap); addr != "" {
+		return checkAddr(EnvBootstrap, addr)
 	}
 	if l.LocalSize == l.Size {
 		for _, key := range jobIDVars {

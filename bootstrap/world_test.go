@@ -79,6 +79,30 @@ func runChild(scenario string) error {
 			return fmt.Errorf("rank %d: rank %d's death went unnoticed for 8 s", w.Rank(), victim)
 		}
 		return nil
+	case "subworlds":
+		// Two worlds of children beside this one: each child is a "gather" rank of its own sub-world.
+		envs, err := SubWorlds(w, 2)
+		if err != nil {
+			return err
+		}
+		outs := make([]bytes.Buffer, len(envs))
+		var cmds []*exec.Cmd
+		for i, env := range envs {
+			c := exec.Command(os.Args[0])
+			c.Env = Isolate(os.Environ(), append(env, childScenario+"=gather")...)
+			c.Stdout, c.Stderr = &outs[i], &outs[i]
+			if err := c.Start(); err != nil {
+				return err
+			}
+			cmds = append(cmds, c)
+		}
+		for i, c := range cmds {
+			if err := c.Wait(); err != nil {
+				return fmt.Errorf("sub-world %d: %v: %s", i, err, outs[i].String())
+			}
+			fmt.Printf("sub %d: %s", i, outs[i].String())
+		}
+		return w.Barrier()
 	case "die":
 		if _, err := w.AllGather([]byte(nonce)); err != nil {
 			return err
@@ -147,6 +171,28 @@ func TestAllGatherAcrossProcesses(t *testing.T) {
 				t.Errorf("n=%d rank %d: %v, stdout %q (want %q), stderr %q", n, r, err, c.out.String(), want, c.stderr.String())
 			}
 		}
+	}
+}
+
+// TestSubWorlds: every process of a world starts one child per sub-world; the children of each sub-world meet
+// each other only, with their parents' ranks, and the parents' world still works afterwards.
+func TestSubWorlds(t *testing.T) {
+	kids := launch(t, 2, "subworlds")
+	for r, c := range kids {
+		err := c.cmd.Wait()
+		line := fmt.Sprintf("rank %d of 2 local %d of 2\n", r, r)
+		if want := "sub 0: " + line + "sub 1: " + line; err != nil || c.out.String() != want {
+			t.Errorf("rank %d: %v, stdout %q (want %q), stderr %q", r, err, c.out.String(), want, c.stderr.String())
+		}
+	}
+	envs, err := SubWorlds(Single(), 2)
+	if err != nil || len(envs) != 2 || len(envs[0]) != 0 {
+		t.Errorf("single process: %q, %v", envs, err)
+	}
+	env := Isolate([]string{"RANK=1", "OMPI_COMM_WORLD_SIZE=2", "MASTER_PORT=1", "RCCLX_TESTS_BOOTSTRAP=h:1",
+		"HOME=/root", "SLURM_LOCALID=0"}, "X=1")
+	if strings.Join(env, " ") != "HOME=/root X=1" {
+		t.Errorf("Isolate kept %q", env)
 	}
 }
 

@@ -1,101 +1,358 @@
 package harness
 
 import (
+	"encoding/json"
+	"errors"
 	"fmt"
 	"io"
-	"maps"
+	"os"
+	"os/exec"
+	"runtime"
+	"strconv"
 	"strings"
+	"time"
 
-	"gonum.org/v1/gonum/stat"
-
+	"github.com/rcclx-tests/rcclx-tests/bootstrap"
 	"github.com/rcclx-tests/rcclx-tests/collectives"
 	"github.com/rcclx-tests/rcclx-tests/results"
 )
 
-// abRun compares two communicators of one engine that differ in one environment variable (--ab KEY=v1,v2). Each
-// arm is a session of its own (threads, buffers); per size their timed halves alternate ABAB... for
-// --ab-rounds rounds so both arms see the same machine state, then each arm is validated.
+// abRun compares two values of one environment variable (--ab KEY=v1,v2). Each process of the run (this one,
+// or each one a launcher started) starts one worker process per arm (see abWorkerEnv); the workers of an arm
+// form a world of their own and open the engine with the arm's value in their environment from the start.
+// This process drives them: per size, the arms' timed halves alternate ABAB... for --ab-rounds rounds so
+// both arms see the same machine state (the idle arm blocks on its pipe), then each arm is validated.
 type abRun struct {
 	a      *app
 	o      *Options
 	out    io.Writer
-	arms   [2]*session
-	labels [2]string
+	world  collectives.World
+	lost   <-chan struct{} // closed when another process of the run is gone (nil: never)
+	seed   uint64
+	arms   [2]*abArm
+	rows   [2][]row
+	oob    [2]int
+	bwSum  [2]float64
+	bwN    [2]int
+	at     int64 // size column of the point being run, for error messages
 	report results.ABReport
+
+	stopped bool
 }
 
+// abArm is one arm's worker process, as this process sees it.
+type abArm struct {
+	name, label string // "A", "KEY=v1"
+	cmd         *exec.Cmd
+	commands    *os.File // the write end of the worker's command pipe
+	enc         *json.Encoder
+	replies     chan abReply
+	exited      chan struct{} // the process has exited (cmd.ProcessState is set)
+	gone        chan struct{} // the reply pipe has ended, and the process has exited or had a second to
+	ready       *abReady
+}
+
+// armError is what ended an arm's worker, or the worker's death.
+type armError struct {
+	arm  *abArm
+	rank int
+	err  error
+	code int
+}
+
+func (e *armError) Error() string {
+	return fmt.Sprintf("arm %s (%s) rank %d: %v", e.arm.name, e.arm.label, e.rank, e.err)
+}
+func (e *armError) Unwrap() error { return e.err }
+
 func (a *app) runAB(out io.Writer, o *Options, world collectives.World, seed uint64, j *jsonOut) int {
-	r := &abRun{a: a, o: o, out: out}
-	for i, v := range o.abVals {
-		arm := *o
-		arm.env = maps.Clone(o.env)
-		arm.env[o.abKey] = v
-		r.labels[i] = o.abKey + "=" + v
-		r.arms[i] = &session{a: a, o: &arm, world: world, seed: seed, out: out, engineName: o.engines[0]}
+	r := &abRun{a: a, o: o, out: out, world: world, seed: seed}
+	if l, ok := world.(interface{ Failed() <-chan struct{} }); ok {
+		r.lost = l.Failed()
 	}
-	r.report.Arms = r.labels
-	for i, s := range r.arms {
-		if err := s.start(); err != nil {
-			if i == 1 {
-				r.arms[0].close()
+	for i, v := range o.abVals {
+		r.arms[i] = &abArm{name: string(rune('A' + i)), label: o.abKey + "=" + v}
+		r.report.Arms[i] = r.arms[i].label
+	}
+	var memory string
+	err := r.start()
+	if err == nil {
+		writeHeader(out, o, r.header())
+		err = r.sweep()
+	}
+	if err == nil && o.Memory == 1 {
+		memory, err = r.memory()
+	}
+	if err == nil { // no process leaves while another still waits on its workers (that would look like a failure)
+		err = world.Barrier()
+	}
+	r.stop(err != nil)
+	r.record(j, err)
+	if err != nil {
+		return r.abort(err)
+	}
+	t := trailer{binary: a.binary(), oob: r.oob[0] + r.oob[1], minBW: a.minBW(), memory: memory}
+	if n := r.bwN[0] + r.bwN[1]; n > 0 {
+		t.avgBusBW = (r.bwSum[0] + r.bwSum[1]) / float64(n)
+	}
+	return finish(out, t, r.stopped)
+}
+
+// start starts arm A's workers, then arm B's (one after the other, so that B's memory limit sees A's buffers),
+// and waits until each is ready.
+func (r *abRun) start() error {
+	worlds, err := bootstrap.SubWorlds(r.world, len(r.arms))
+	if err != nil {
+		return err
+	}
+	for i, arm := range r.arms {
+		if err := r.spawn(arm, worlds[i]); err != nil {
+			return err
+		}
+		m, err := r.await(i)
+		if err != nil {
+			return err
+		}
+		if m.Ready == nil {
+			return &armError{arm: arm, rank: r.world.Rank(), err: errors.New("worker did not report ready"), code: exitRuntime}
+		}
+		arm.ready = m.Ready
+	}
+	r.report.Pids = [2][]int{r.arms[0].ready.Pids, r.arms[1].ready.Pids}
+	return nil
+}
+
+// spawn starts arm's worker: this binary with the command line less the A/B flags, the run's seed, the arm's
+// value and world in its environment, and the two pipes.
+func (r *abRun) spawn(arm *abArm, world []string) error {
+	exe, err := os.Executable()
+	if err != nil {
+		return fmt.Errorf("A/B: cannot find this program to start the arms' workers: %v", err)
+	}
+	cmdRead, cmdWrite, err := os.Pipe()
+	if err != nil {
+		return err
+	}
+	replyRead, replyWrite, err := os.Pipe()
+	if err != nil {
+		cmdRead.Close()
+		cmdWrite.Close()
+		return err
+	}
+	seed := strconv.FormatUint(r.seed, 10)
+	cmd := exec.Command(exe, append(withoutAB(r.a.argv[1:]), "--seed", seed)...)
+	env := append(append(world, r.a.workerEnv...), arm.label, abWorkerEnv+"="+r.o.abKey, seedEnv+"="+seed)
+	cmd.Env = bootstrap.Isolate(r.a.environ(), env...)
+	cmd.ExtraFiles = []*os.File{abCommandFD - 3: cmdRead, abReplyFD - 3: replyWrite}
+	// The workers print nothing themselves; what their libraries print (NCCL_DEBUG) goes where a plain run's would.
+	cmd.Stdout, cmd.Stderr = r.a.stdout, r.a.stderr
+	endWithParent(cmd)
+	arm.cmd, arm.commands, arm.enc = cmd, cmdWrite, json.NewEncoder(cmdWrite)
+	arm.replies, arm.exited, arm.gone = make(chan abReply, 4), make(chan struct{}), make(chan struct{})
+	started := make(chan error)
+	go func() {
+		// The kernel ends the worker when the thread that started it ends (endWithParent): keep this thread,
+		// locked to this goroutine, until the worker has exited.
+		runtime.LockOSThread()
+		defer runtime.UnlockOSThread()
+		err := cmd.Start()
+		started <- err
+		if err == nil {
+			_ = cmd.Wait()
+		}
+		close(arm.exited)
+	}()
+	err = <-started
+	cmdRead.Close()
+	replyWrite.Close()
+	if err != nil {
+		cmdWrite.Close()
+		replyRead.Close()
+		return fmt.Errorf("A/B: starting arm %s's worker: %v", arm.name, err)
+	}
+	go func() {
+		dec := json.NewDecoder(replyRead)
+		for {
+			var m abReply
+			if dec.Decode(&m) != nil {
+				break
 			}
-			j.fail(err.Error())
-			return a.fail(err)
+			arm.replies <- m
+		}
+		replyRead.Close()
+		select {
+		case <-arm.exited:
+		case <-time.After(time.Second):
+		}
+		close(arm.gone)
+	}()
+	return nil
+}
+
+// ask sends arm i a command and waits for the reply.
+func (r *abRun) ask(i int, c abCommand) (abReply, error) {
+	if err := r.world.Barrier(); err != nil { // no arm starts before the other arm has finished everywhere
+		return abReply{}, err
+	}
+	if err := r.arms[i].enc.Encode(c); err != nil {
+		<-r.arms[i].gone
+	}
+	return r.await(i)
+}
+
+// half asks arm i to time or validate a half.
+func (r *abRun) half(i int, c abCommand) (*abHalf, error) {
+	m, err := r.ask(i, c)
+	if err == nil && m.Half == nil {
+		err = &armError{arm: r.arms[i], rank: r.world.Rank(), err: errors.New("worker sent no result"), code: exitRuntime}
+	}
+	return m.Half, err
+}
+
+// await returns arm i's next reply, or the error that ended either arm's worker or another process of the
+// run (whose workers may never answer this process's workers).
+func (r *abRun) await(i int) (abReply, error) {
+	arm := r.arms[i]
+	var otherGone <-chan struct{}
+	if other := r.arms[1-i]; other.cmd != nil {
+		otherGone = other.gone
+	}
+	select {
+	case m := <-arm.replies:
+		return m, r.replyError(arm, m)
+	case <-arm.gone:
+	case <-otherGone:
+		arm = r.arms[1-i]
+	case <-r.lost:
+		return abReply{}, fmt.Errorf("A/B: rank %d lost another process of the run (it died or left) while arm %s "+
+			"(%s) ran", r.world.Rank(), arm.name, arm.label)
+	}
+	select {
+	case m := <-arm.replies: // the error a worker sent before it exited
+		return m, r.replyError(arm, m)
+	default:
+	}
+	return abReply{}, r.died(arm)
+}
+
+func (r *abRun) replyError(arm *abArm, m abReply) error {
+	if m.Err == nil {
+		return nil
+	}
+	if te := m.Err.Timeout; te != nil {
+		r.at = m.Err.Size
+		te.Phase += fmt.Sprintf(" (arm %s, %s)", arm.name, arm.label)
+		return te
+	}
+	return &armError{arm: arm, rank: r.world.Rank(), err: errors.New(m.Err.Msg), code: m.Err.Code}
+}
+
+// died is the error of a worker that ended without saying why.
+func (r *abRun) died(arm *abArm) error {
+	how := "ended"
+	select {
+	case <-arm.exited:
+		how = arm.cmd.ProcessState.String()
+	default:
+	}
+	return &armError{arm: arm, rank: r.world.Rank(), code: exitRuntime,
+		err: fmt.Errorf("worker process %d died (%s)", arm.cmd.Process.Pid, how)}
+}
+
+// memory is the -M line of both arms (empty where the engine cannot report device memory).
+func (r *abRun) memory() (string, error) {
+	var lines [2]string
+	for i := range r.arms {
+		m, err := r.ask(i, abCommand{Do: "memory"})
+		if err != nil || m.Memory == "" {
+			return "", err
+		}
+		lines[i] = fmt.Sprintf("%s (arm %s)", m.Memory, r.arms[i].name)
+	}
+	return lines[0] + "; " + lines[1], nil
+}
+
+// stop ends the workers: closing their command pipes ends them after they have freed their buffers; after a
+// failure they are killed, so that the run ends at once.
+func (r *abRun) stop(failed bool) {
+	for _, arm := range r.arms {
+		if arm.cmd == nil {
+			continue
+		}
+		arm.commands.Close()
+		if failed {
+			_ = arm.cmd.Process.Kill()
 		}
 	}
-	defer r.arms[1].close()
-	defer r.arms[0].close()
-	writeHeader(out, o, r.header())
-	err := r.sweep()
-	for _, s := range r.arms {
-		j.add(s)
+	for _, arm := range r.arms {
+		if arm.cmd == nil {
+			continue
+		}
+		select {
+		case <-arm.exited:
+		case <-time.After(30 * time.Second):
+			_ = arm.cmd.Process.Kill()
+			<-arm.exited
+		}
 	}
-	if j.rec != nil {
-		j.rec.AB = &r.report
+}
+
+// abort reports the error that ended the run and returns its exit code.
+func (r *abRun) abort(err error) int {
+	var te *collectives.TimeoutError
+	if errors.As(err, &te) {
+		fmt.Fprintln(r.a.stderr, timeoutLine(r.a.coll, te, r.at))
+		return exitTimeout
 	}
-	if err != nil {
-		return r.arms[0].abort(err)
-	}
-	t := r.arms[0].trailer()
-	b := r.arms[1].trailer()
-	t.oob += b.oob
-	t.avgBusBW = (r.arms[0].bwSum + r.arms[1].bwSum) / float64(max(1, r.arms[0].bwN+r.arms[1].bwN))
-	r.arms[0].stopped = r.arms[0].stopped || r.arms[1].stopped
-	return r.arms[0].finish(t)
+	return r.a.fail(err)
 }
 
 // header is arm A's header, with arm B's algorithms and the comparison noted; there is no nccl-tests table.
 func (r *abRun) header() header {
-	h := r.arms[0].header()
-	h.notes = append(h.notes, fmt.Sprintf("A/B: A is %s, B is %s, %d interleaved rounds per size", r.labels[0],
-		r.labels[1], r.o.ABRounds))
-	for _, n := range r.arms[1].notes {
+	a, b := r.arms[0].ready, r.arms[1].ready
+	h := header{binary: r.a.binary(), library: a.Library, graph: a.Graph, notes: append([]string(nil), a.Notes...),
+		devices: a.Devices, reduced: a.Reduced, noTable: true}
+	if b.Reduced > 0 && (a.Reduced == 0 || b.Reduced < a.Reduced) {
+		h.reduced = b.Reduced
+	}
+	h.notes = append(h.notes, fmt.Sprintf("A/B: A is %s, B is %s, %d interleaved rounds per size; each arm runs in "+
+		"worker processes of its own (A: pid %s, B: pid %s)", r.arms[0].label, r.arms[1].label, r.o.ABRounds,
+		joinInts(a.Pids), joinInts(b.Pids)))
+	for _, n := range b.Notes {
 		if strings.HasPrefix(n, "Algorithm") {
 			h.notes = append(h.notes, "B "+n)
 		}
 	}
-	h.noTable = true
 	return h
 }
 
+func joinInts(xs []int) string {
+	var s []string
+	for _, x := range xs {
+		s = append(s, strconv.Itoa(x))
+	}
+	return strings.Join(s, ",")
+}
+
 func (r *abRun) sweep() error {
-	a := r.arms[0]
+	a, b := r.arms[0].ready, r.arms[1].ready
+	sizes := sweepSizes(max(a.MinBytes, b.MinBytes), min(a.MaxBytes, b.MaxBytes), r.o.StepBytes, r.o.StepFactor)
 	for _, dt := range r.o.dtypes {
-		for _, op := range a.ops() {
+		for _, op := range sweepOps(r.a.coll, r.o) {
 			first := len(r.report.Rows)
 			var err error
-			for _, size := range a.sizes() {
-				if err = r.point(point{dt: dt, op: op, root: -1, size: size}); err != nil || a.stopped {
+			for _, size := range sizes {
+				if err = r.point(point{dt: dt, op: op, root: -1, size: size}); err != nil || r.stopped {
 					break
 				}
 			}
 			// One table per type and op, every size a row: what the sizes completed, even when interrupted.
 			if len(r.report.Rows) > first {
-				if rerr := results.RenderAB(r.out, r.labels[0], r.labels[1], r.report.Rows[first:]); rerr != nil && err == nil {
+				if rerr := results.RenderAB(r.out, r.arms[0].label, r.arms[1].label, r.report.Rows[first:]); rerr != nil && err == nil {
 					err = rerr
 				}
 			}
-			if err != nil || a.stopped {
+			if err != nil || r.stopped {
 				return err
 			}
 		}
@@ -110,45 +367,88 @@ func (r *abRun) point(p point) error {
 	if inPlace {
 		half = 1
 	}
-	k := r.arms[0].threads[0].counts(p, 0)
-	var tr *truth
-	if r.o.Check > 0 {
-		tr = newTruth(r.a.coll, p, r.arms[0].nranks, r.arms[0].localRanks(), r.arms[0].seed)
-	}
+	c := abCommand{Do: "time", DType: p.dt, Op: p.op, Size: p.size, InPlace: inPlace}
 	var hs [2]halfResult
 	var us [2][]float64
+	var last [2]*abHalf
 	for range r.o.ABRounds {
-		for i, s := range r.arms {
-			h, err := s.timeHalf(p, k, inPlace)
+		for i := range r.arms {
+			h, err := r.half(i, c)
 			if err != nil {
 				return err
 			}
-			hs[i].algorithm = h.algorithm
-			hs[i].rounds = append(hs[i].rounds, h.sec)
-			us[i] = append(us[i], h.sec*1e6)
+			r.at, last[i] = h.Bytes, h
+			hs[i].algorithm = h.Algorithm
+			hs[i].rounds = append(hs[i].rounds, h.Sec)
+			us[i] = append(us[i], h.Sec*1e6)
 		}
 	}
-	for i, s := range r.arms {
-		s.at = r.a.coll.Bytes(k, p.dt)
+	ab := results.AnalyzeAB([]int64{r.at}, [][]float64{us[0]}, [][]float64{us[1]})[0]
+	if r.arms[0].ready.KnowsAlgorithm && r.arms[1].ready.KnowsAlgorithm {
+		ab.AlgorithmA, ab.AlgorithmB = hs[0].algorithm, hs[1].algorithm
+	}
+	c.Do = "check"
+	for i, us := range [2]float64{ab.TimeA, ab.TimeB} {
 		h := &hs[i]
-		h.ran, h.sec = true, stat.Mean(h.rounds, nil)
-		h.algBW, h.busBW = r.a.coll.AlgBW(k, p.dt, h.sec), r.a.coll.BusBW(k, p.dt, h.sec, s.nranks)
-		if tr != nil && s.checkable(inPlace) {
-			if err := s.validate(tr, inPlace, h); err != nil {
+		// The arm's time is the statistic of the table (the geometric mean of its paired rounds); bandwidths
+		// scale with its inverse.
+		h.ran, h.sec = true, us*1e-6
+		if h.sec > 0 {
+			h.algBW, h.busBW = last[i].AlgBW*last[i].Sec/h.sec, last[i].BusBW*last[i].Sec/h.sec
+		}
+		if r.o.Check > 0 {
+			v, err := r.half(i, c)
+			if err != nil {
 				return err
 			}
+			h.checked, h.wrong, h.maxRelErr = v.Checked, v.Wrong, v.MaxRelErr
+			if v.Wrong > 0 {
+				r.oob[i]++
+			}
 		}
-		s.bwSum += h.busBW
-		s.bwN++
-		row := row{size: s.at, count: k.Param, dtype: p.dt.String(), redop: r.a.coll.RedOpName(p.op), root: p.root,
-			when: r.a.now(), engine: s.eng.Name(), label: r.labels[i]}
+		r.bwSum[i] += h.busBW
+		r.bwN[i]++
+		row := row{size: r.at, count: last[i].Count, dtype: p.dt.String(), redop: r.a.coll.RedOpName(p.op),
+			root: p.root, when: r.a.now(), engine: r.arms[i].ready.Engine, label: r.arms[i].label}
 		row.halves[half] = *h
-		s.rows = append(s.rows, row)
+		r.rows[i] = append(r.rows[i], row)
 	}
-	rows := results.AnalyzeAB([]int64{r.arms[0].at}, [][]float64{us[0]}, [][]float64{us[1]})
-	r.report.Rows = append(r.report.Rows, rows...)
-	fmt.Fprintf(r.out, "# %s %s, size %d: #wrong %s %s, %s %s\n", p.dt, r.a.coll.RedOpName(p.op),
-		r.arms[0].at, r.labels[0], hs[0].wrongText(), r.labels[1], hs[1].wrongText())
-	r.arms[0].stopped = r.a.interrupted()
+	r.report.Rows = append(r.report.Rows, ab)
+	fmt.Fprintf(r.out, "# %s %s, size %d: #wrong %s %s, %s %s\n", p.dt, r.a.coll.RedOpName(p.op), r.at,
+		r.arms[0].label, hs[0].wrongText(), r.arms[1].label, hs[1].wrongText())
+	r.stopped = r.a.interrupted()
 	return nil
+}
+
+// record adds both arms, what they completed, and the comparison to the JSON.
+func (r *abRun) record(j *jsonOut, err error) {
+	for i, arm := range r.arms {
+		e := engineRun{rows: r.rows[i], oob: r.oob[i], bwSum: r.bwSum[i], bwN: r.bwN[i], stopped: r.stopped}
+		if m := arm.ready; m != nil {
+			e.opened, e.engine, e.library, e.version, e.graph, e.devices = true, m.Engine, m.Library, m.Version,
+				m.Graph, m.Devices
+		}
+		j.add(e)
+	}
+	if err != nil {
+		j.fail(err.Error())
+	}
+	if j.rec != nil {
+		j.rec.AB = &r.report
+	}
+}
+
+// withoutAB is a command line less its --ab and --ab-rounds flags.
+func withoutAB(args []string) []string {
+	var out []string
+	for i := 0; i < len(args); i++ {
+		switch a := args[i]; {
+		case a == "--ab" || a == "--ab-rounds":
+			i++
+		case strings.HasPrefix(a, "--ab=") || strings.HasPrefix(a, "--ab-rounds="):
+		default:
+			out = append(out, a)
+		}
+	}
+	return out
 }

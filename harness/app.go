@@ -52,6 +52,7 @@ type app struct {
 	now            func() time.Time
 	world          func(timeout time.Duration) (collectives.World, error)
 	stderrTTY      bool // stderr is a terminal: show the progress line
+	workerEnv      []string // variables added to A/B workers' environments (tests re-execute their own binary)
 }
 
 // Main runs the perf binary of coll with the command-line arguments args and returns its exit code.
@@ -59,6 +60,12 @@ func Main(coll *collectives.Collective, args []string) int {
 	a := &app{coll: coll, stdout: os.Stdout, stderr: os.Stderr, getenv: os.Getenv, environ: os.Environ,
 		engines: engineSource{names: engines.Names, open: engines.New}, argv: append([]string{os.Args[0]}, args...),
 		now: time.Now, world: openWorld, stderrTTY: isTerminal(os.Stderr)}
+	if os.Getenv(abWorkerEnv) != "" {
+		// An A/B worker ends when its launching process says so (a Ctrl-C at a terminal reaches both).
+		signal.Ignore(syscall.SIGINT, syscall.SIGTERM)
+		a.interrupted = func() bool { return false }
+		return a.main(args)
+	}
 	var stop atomic.Bool
 	a.interrupted = stop.Load
 	sig := make(chan os.Signal, 2)
@@ -94,6 +101,9 @@ func (a *app) main(args []string) int {
 			fmt.Fprintf(a.stderr, "%s: invalid %s=%q: %v\n", a.binary(), seedEnv, v, err)
 			return exitUsage
 		}
+	}
+	if key := a.getenv(abWorkerEnv); key != "" {
+		return a.abWorker(o, key)
 	}
 	return a.run(o)
 }
@@ -177,7 +187,7 @@ func (a *app) runEngines(out io.Writer, o *Options, world collectives.World, see
 		}
 		s := &session{a: a, o: o, world: world, seed: seed, out: out, engineName: name, multi: len(o.engines) > 1}
 		c := s.run()
-		j.add(s)
+		j.add(s.record())
 		runs = append(runs, s)
 		code = worseExit(code, c)
 		if c != exitOK && c != exitTestFailed {
@@ -232,11 +242,14 @@ func (a *app) fail(err error) int {
 func exitCode(err error) int {
 	var te *collectives.TimeoutError
 	var le *collectives.LibraryError
+	var ae *armError
 	switch {
 	case err == nil:
 		return exitOK
 	case errors.As(err, &te):
 		return exitTimeout
+	case errors.As(err, &ae):
+		return ae.code
 	case errors.As(err, &le):
 		return exitLibrary
 	}

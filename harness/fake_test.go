@@ -1,7 +1,6 @@
 package harness
 
 import (
-	"bytes"
 	"fmt"
 	"os"
 	"strconv"
@@ -277,17 +276,18 @@ func testRun(t *testing.T, coll *collectives.Collective, args []string, engs ...
 			return nil, fmt.Errorf("no engine %q", name)
 		},
 	}
-	return runWith(t, coll, args, src, nil)
+	// A/B workers are this test binary, running a fake engine of their own (see childMain).
+	return runWith(t, coll, args, src, func(a *app) { a.workerEnv = append(a.workerEnv, childFaultEnv+"=none") })
 }
 
 // runWith runs with the engines of src; tweak, when not nil, adjusts the app (environment, world, signals).
 func runWith(t *testing.T, coll *collectives.Collective, args []string, src engineSource, tweak func(*app)) run {
 	t.Helper()
-	var out, errOut bytes.Buffer
+	var out, errOut syncBuffer // A/B workers' output is copied into them from goroutines of their own
 	a := &app{coll: coll, stdout: &out, stderr: &errOut, getenv: func(string) string { return "" },
 		environ: func() []string { return []string{"NCCL_PROTO=Simple", "HOME=/root"} }, engines: src,
 		argv: append([]string{coll.Name + "_perf"}, args...), interrupted: func() bool { return false },
-		now: time.Now, world: openWorld}
+		now: time.Now, world: openWorld, workerEnv: []string{childEnv + "=" + coll.Name}}
 	if tweak != nil {
 		tweak(a)
 	}

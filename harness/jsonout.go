@@ -10,6 +10,7 @@ import (
 	"strconv"
 	"strings"
 
+	"github.com/rcclx-tests/rcclx-tests/collectives"
 	"github.com/rcclx-tests/rcclx-tests/results"
 )
 
@@ -119,23 +120,46 @@ func jsonConfig(o *Options) results.Config {
 	return c
 }
 
-// add records one engine's session.
-func (j *jsonOut) add(s *session) {
+// engineRun is what the JSON records of one engine's run (or of one A/B arm).
+type engineRun struct {
+	opened          bool // the communicator was opened: the fields up to devices are known
+	engine, library string
+	version, graph  int
+	devices         []collectives.Device
+	rows            []row
+	oob, bwN        int
+	bwSum           float64
+	err             error
+	stopped         bool
+}
+
+// record is what the JSON keeps of the session.
+func (s *session) record() engineRun {
+	e := engineRun{rows: s.rows, oob: s.oob, bwSum: s.bwSum, bwN: s.bwN, err: s.err, stopped: s.stopped}
+	if s.comm != nil {
+		e.opened, e.engine, e.library, e.version = true, s.eng.Name(), s.comm.Library(), s.comm.Version()
+		e.graph, e.devices = s.graph, s.devices
+	}
+	return e
+}
+
+// add records one engine's run.
+func (j *jsonOut) add(s engineRun) {
 	if j.rec == nil {
 		return
 	}
 	r := j.rec
-	if s.comm != nil {
+	if s.opened {
 		if len(r.Config.Devices) == 0 {
-			r.NcclVersion = s.comm.Version()
+			r.NcclVersion = s.version
 			r.Config.Graph = s.graph
 			for _, d := range s.devices {
 				r.Config.Devices = append(r.Config.Devices, results.Device{Rank: d.Rank, Group: d.Group,
 					Pid: d.Pid, Hostname: d.Hostname, Device: d.Index, DeviceHex: d.BusID, DeviceInfo: d.Name})
 			}
 		}
-		r.Engine = joinName(r.Engine, s.eng.Name())
-		r.Library = joinName(r.Library, s.comm.Library())
+		r.Engine = joinName(r.Engine, s.engine)
+		r.Library = joinName(r.Library, s.library)
 	}
 	for _, row := range s.rows {
 		r.Results = append(r.Results, jsonResult(row, j.o))

@@ -81,10 +81,12 @@ func (s *session) abort(err error) int {
 }
 
 // finish prints the trailer and returns the exit code it implies.
-func (s *session) finish(t trailer) int {
-	writeTrailer(s.out, t)
+func (s *session) finish(t trailer) int { return finish(s.out, t, s.stopped) }
+
+func finish(out io.Writer, t trailer, stopped bool) int {
+	writeTrailer(out, t)
 	switch {
-	case s.stopped:
+	case stopped:
 		return exitInterrupted
 	case t.oob > 0 || !t.bandwidthOK():
 		return exitTestFailed

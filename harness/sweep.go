@@ -8,11 +8,13 @@ import (
 )
 
 // ops are the reduction operations to run: -o for reducing collectives, one pass otherwise.
-func (s *session) ops() []collectives.Op {
-	if !s.a.coll.Reduces {
+func (s *session) ops() []collectives.Op { return sweepOps(s.a.coll, s.o) }
+
+func sweepOps(c *collectives.Collective, o *Options) []collectives.Op {
+	if !c.Reduces {
 		return []collectives.Op{collectives.Sum}
 	}
-	return s.o.ops
+	return o.ops
 }
 
 // sizes is the sweep between -b and -e (as the memory limit left them).

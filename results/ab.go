@@ -12,20 +12,30 @@ import (
 // (for example two engines or two algorithms) measured round by round.
 type ABReport struct {
 	Arms [2]string `json:"arms"`
-	Rows []ABRow   `json:"rows"`
+	// Pids are the process ids of each arm's worker processes, in rank order: each arm runs in processes of
+	// its own, so that a variable a library reads once per process differs between the arms.
+	Pids [2][]int `json:"pids,omitempty"`
+	Rows []ABRow  `json:"rows"`
 }
 
 // ABRow is the comparison at one size. TimesA and TimesB are the per-round
-// times (us) of arm A and arm B, paired by index. Speedup is time A / time B
-// (above 1: B is faster), [Lo, Hi] its 95% confidence interval.
+// times (us) of arm A and arm B, paired by index; TimeA and TimeB their
+// geometric means over the rounds paired in the ratios. Speedup is time A /
+// time B (above 1: B is faster), so that Speedup = TimeA / TimeB exactly;
+// [Lo, Hi] is its 95% confidence interval. AlgorithmA and AlgorithmB name the
+// algorithm each arm ran, where the engine knows it.
 type ABRow struct {
-	Size    int64     `json:"size"`
-	TimesA  []float64 `json:"times_a"`
-	TimesB  []float64 `json:"times_b"`
-	Speedup float64   `json:"speedup"`
-	Lo      float64   `json:"lo"`
-	Hi      float64   `json:"hi"`
-	Verdict string    `json:"verdict"`
+	Size       int64     `json:"size"`
+	TimesA     []float64 `json:"times_a"`
+	TimesB     []float64 `json:"times_b"`
+	TimeA      float64   `json:"time_a"`
+	TimeB      float64   `json:"time_b"`
+	Speedup    float64   `json:"speedup"`
+	Lo         float64   `json:"lo"`
+	Hi         float64   `json:"hi"`
+	Verdict    string    `json:"verdict"`
+	AlgorithmA string    `json:"algorithm_a,omitempty"`
+	AlgorithmB string    `json:"algorithm_b,omitempty"`
 }
 
 // Verdicts of an ABRow: arm B against arm A.
@@ -42,16 +52,21 @@ const (
 // geometric mean of the paired ratios tA_j/tB_j, its 95% interval the
 // Student-t interval of the mean log ratio, exponentiated: always positive,
 // and swapping the arms inverts speedup and interval exactly. Rounds without
-// a positive time on both arms are left out of the ratios.
+// a positive time on both arms are left out of the ratios and of the arms'
+// geometric means, which are 0 when no round is left.
 func AnalyzeAB(sizes []int64, a, b [][]float64) []ABRow {
 	rows := make([]ABRow, len(sizes))
 	for i, size := range sizes {
 		row := ABRow{Size: size, TimesA: roundsAt(a, i), TimesB: roundsAt(b, i)}
-		var ratios []float64
+		var ratios, logA, logB []float64
 		for j := 0; j < len(row.TimesA) && j < len(row.TimesB); j++ {
 			if row.TimesA[j] > 0 && row.TimesB[j] > 0 {
-				ratios = append(ratios, math.Log(row.TimesA[j]/row.TimesB[j]))
+				logA, logB = append(logA, math.Log(row.TimesA[j])), append(logB, math.Log(row.TimesB[j]))
+				ratios = append(ratios, logA[len(logA)-1]-logB[len(logB)-1])
 			}
+		}
+		if len(ratios) > 0 {
+			row.TimeA, row.TimeB = math.Exp(stat.Mean(logA, nil)), math.Exp(stat.Mean(logB, nil))
 		}
 		var ok bool
 		row.Speedup, row.Lo, row.Hi, ok = meanInterval(ratios)
@@ -78,24 +93,45 @@ func roundsAt(times [][]float64, i int) []float64 {
 	return nil
 }
 
-// RenderAB prints rows as a table: mean times of both arms, the speedup of B
-// over A with its interval, and the verdict.
+// SameAlgorithm is the algorithm both arms ran, or "" when they differ or the
+// engine does not say.
+func (r ABRow) SameAlgorithm() string {
+	if r.AlgorithmA != r.AlgorithmB {
+		return ""
+	}
+	return r.AlgorithmA
+}
+
+// VerdictText is the verdict column: the verdict, preceded by a note when
+// both arms ran the same algorithm (a difference then comes from something
+// else than the algorithm choice: channels, protocol, a planted delay).
+func (r ABRow) VerdictText() string {
+	if a := r.SameAlgorithm(); a != "" {
+		return "same algorithm (" + a + "): " + r.Verdict
+	}
+	return r.Verdict
+}
+
+// RenderAB prints rows as a table: the geometric mean time of each arm over
+// the paired rounds, the speedup of B over A (the geometric mean of the paired
+// ratios, which is the ratio of the two columns) with its interval, and the
+// verdict.
 func RenderAB(w io.Writer, armA, armB string, rows []ABRow) error {
 	t := newTable(w)
-	t.Header("size", armA+" us", armB+" us", "rounds", "speedup", "95% CI", "verdict")
+	t.Header("size", armA+" us (geomean)", armB+" us (geomean)", "rounds", "speedup A/B", "95% CI", "verdict")
 	for _, r := range rows {
-		if err := t.Append(FormatSize(r.Size), fmtMean(r.TimesA), fmtMean(r.TimesB),
+		if err := t.Append(FormatSize(r.Size), fmtTime(r.TimeA), fmtTime(r.TimeB),
 			fmt.Sprint(min(len(r.TimesA), len(r.TimesB))), fmt.Sprintf("%.3fx", r.Speedup),
-			fmt.Sprintf("%.3f..%.3f", r.Lo, r.Hi), r.Verdict); err != nil {
+			fmt.Sprintf("%.3f..%.3f", r.Lo, r.Hi), r.VerdictText()); err != nil {
 			return err
 		}
 	}
 	return t.Render()
 }
 
-func fmtMean(xs []float64) string {
-	if len(xs) == 0 {
+func fmtTime(us float64) string {
+	if us <= 0 {
 		return "-"
 	}
-	return fmt.Sprintf("%.2f", stat.Mean(xs, nil))
+	return fmt.Sprintf("%.2f", us)
 }

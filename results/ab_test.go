@@ -1,7 +1,11 @@
 package results
 
 import (
+	"fmt"
+	"strconv"
+
 	"bytes"
+	"gonum.org/v1/gonum/stat"
 	"math"
 	"path/filepath"
 	"strings"
@@ -73,5 +77,66 @@ func TestRenderABAndRecordKey(t *testing.T) {
 	}
 	if back.AB == nil || back.AB.Arms[1] != "dda" || len(back.AB.Rows[0].TimesB) != 10 || back.AB.Rows[0].TimesB[9] != b[9] {
 		t.Fatalf("ab key did not round-trip: %+v", back.AB)
+	}
+}
+
+// TestABColumnsAgreeWithSpeedup: rounds where the arms' means point one way and the paired ratios the other
+// (one slow round of A dominates A's mean while B is slower in every other round). The table's arm columns are
+// the geometric means over the paired rounds, whose ratio is the speedup: they cannot disagree with it.
+func TestABColumnsAgreeWithSpeedup(t *testing.T) {
+	a := []float64{100, 100, 100, 100, 400}
+	b := []float64{150, 150, 150, 150, 160}
+	if stat.Mean(a, nil) <= stat.Mean(b, nil) {
+		t.Fatal("synthetic data: A's mean must be the larger")
+	}
+	r := AnalyzeAB([]int64{4096}, [][]float64{a}, [][]float64{b})[0]
+	if r.Speedup >= 1 {
+		t.Fatalf("speedup %v: B is slower in 4 of 5 paired rounds, the geometric mean of ratios must be below 1", r.Speedup)
+	}
+	if math.Abs(r.TimeA/r.TimeB-r.Speedup) > 1e-12 || r.TimeA >= r.TimeB {
+		t.Errorf("columns %v and %v do not give the speedup %v", r.TimeA, r.TimeB, r.Speedup)
+	}
+	var out bytes.Buffer
+	if err := RenderAB(&out, "A", "B", []ABRow{r}); err != nil {
+		t.Fatal(err)
+	}
+	table := out.String()
+	cells := strings.Fields(strings.NewReplacer("|", " ").Replace(strings.Split(table, "\n")[3]))
+	colA, _ := strconv.ParseFloat(cells[1], 64)
+	colB, _ := strconv.ParseFloat(cells[2], 64)
+	if !strings.Contains(table, "A us (geomean)") || !(colA < colB) ||
+		strings.Contains(table, fmt.Sprintf("%.2f", stat.Mean(a, nil))) {
+		t.Errorf("the table's arm columns must be the geometric means (A %v < B %v):\n%s", colA, colB, table)
+	}
+	// Unpaired or non-positive rounds are left out of the columns as of the ratios.
+	r = AnalyzeAB([]int64{1}, [][]float64{{100, 0, 50}}, [][]float64{{50, 10}})[0]
+	if math.Abs(r.TimeA-100) > 1e-9 || math.Abs(r.TimeB-50) > 1e-9 || math.Abs(r.Speedup-2) > 1e-12 {
+		t.Errorf("unpaired rounds counted: %+v", r)
+	}
+	if r = AnalyzeAB([]int64{1}, [][]float64{{0}}, [][]float64{{1}})[0]; r.TimeA != 0 || r.Verdict != VerdictTooFewAB {
+		t.Errorf("no paired round: %+v", r)
+	}
+}
+
+// TestABSameAlgorithmVerdict: a row whose arms ran the same algorithm says so before its verdict; a row whose
+// arms differ, or whose engine does not name its algorithm, shows the verdict alone.
+func TestABSameAlgorithmVerdict(t *testing.T) {
+	a, b := abRounds(5, 1, 0)
+	rows := AnalyzeAB([]int64{8, 16, 32}, [][]float64{a, a, a}, [][]float64{b, b, b})
+	rows[0].AlgorithmA, rows[0].AlgorithmB = "ring", "ring"
+	rows[1].AlgorithmA, rows[1].AlgorithmB = "ring", "dda_flat"
+	want := []string{"same algorithm (ring): " + VerdictNoise, VerdictNoise, VerdictNoise}
+	var out bytes.Buffer
+	if err := RenderAB(&out, "A", "B", rows); err != nil {
+		t.Fatal(err)
+	}
+	lines := strings.Split(out.String(), "\n")
+	for i, r := range rows {
+		if r.VerdictText() != want[i] || !strings.HasSuffix(strings.TrimSpace(strings.TrimSuffix(strings.TrimSpace(lines[3+i]), "|")), want[i]) {
+			t.Errorf("row %d: verdict %q, want %q\n%s", i, r.VerdictText(), want[i], out.String())
+		}
+	}
+	if !strings.Contains(lines[3+1], "| "+VerdictNoise+" |") && !strings.HasSuffix(strings.TrimSpace(lines[3+1]), " "+VerdictNoise+" |") {
+		t.Errorf("row with different algorithms:\n%s", out.String())
 	}
 }

@@ -11,7 +11,9 @@
 #        sanitize  compute-sanitizer memcheck and racecheck on a small case, if installed
 #        bins      the perf binaries side by side with NCCL (--engine vendor,gpu): ring, DDA with -G, FP8 LP;
 #                  each run's JSON goes to $OUT/perf-json/ (docs/PERFORMANCE.md's tables and plots come from these)
-#        ab        --ab RCCL_DDA_ENABLE=0,1 on the gpu engine, 8 B .. 32 MiB
+#        ab        --ab, each arm in processes of its own: NCCL_MAX_NCHANNELS=1,32 and 32,1 on the vendor engine
+#                  (the 32-channel arm >= 5x faster at 256 MiB in both orders), RCCL_DDA_ENABLE=0,1 on the gpu
+#                  engine 8 B .. 32 MiB, and both again as 2 processes x 1 GPU
 #        multiproc 2 processes x 1 GPU (RANK/WORLD_SIZE/MASTER_ADDR): gpu engine (IPC) and vendor
 #        oversub   the users' command at 8 ranks on the GPUs there are (--oversubscribe), DDA on and off
 #        faults    skipped rank -> exit 4 within -T; corrupted element -> exit 7 (gpu and vendor engines)
@@ -154,8 +156,41 @@ step_doctor() {
 	cat "$OUT/doctor.log"
 }
 
+# ab_speedup NAME LOG LO HI: every row of the A/B tables in LOG has its speedup (time A / time B) in [LO, HI].
+ab_speedup() {
+	local name=$1 log=$2 lo=$3 hi=$4 rows bad
+	rows=$(grep -cE '^\| +[0-9]+(B|KiB|MiB|GiB) ' "$OUT/$log")
+	bad=$(grep -E '^\| +[0-9]+(B|KiB|MiB|GiB) ' "$OUT/$log" |
+		awk -F'|' -v lo="$lo" -v hi="$hi" '{s = $6; sub(/x/, "", s); if (s + 0 < lo || s + 0 > hi) print}')
+	note "$name" "$([[ $rows -gt 0 && -z $bad ]] && echo ok || echo FAIL)" "$rows rows, speedup in [$lo, $hi] $log"
+}
+
+# ab_2proc NAME LOG ARGS...: the A/B as 2 processes x 1 GPU (the launcher's variables set by hand); rank 0's
+# output goes to LOG, rank 1's to LOG.1.
+ab_2proc() {
+	local name=$1 log=$2 pids=() rc=0
+	shift 2
+	for r in 0 1; do
+		RANK=$r WORLD_SIZE=2 LOCAL_RANK=$r LOCAL_WORLD_SIZE=2 MASTER_ADDR=127.0.0.1 MASTER_PORT=$((29600 + ${#name})) \
+			timeout -k 10 150 "$P" -g 1 -T 60 "$@" >"$OUT/$log$([[ $r == 1 ]] && echo .1)" 2>&1 &
+		pids+=($!)
+	done
+	for p in "${pids[@]}"; do wait "$p" || rc=$?; done
+	note "$name" "$([[ $rc == 0 ]] && echo ok || echo FAIL)" "rc=$rc $log"
+}
+
+# NCCL reads NCCL_MAX_NCHANNELS once per process: only arms in processes of their own can differ in it. One
+# channel against 32 at 256 MiB is many times slower (14x on 2x H200, NCCL 2.28.3), in either arm order.
 step_ab() {
-	expect ab 0 ab.log "$P" --engine gpu -g 2 -b 8 -e 32M -f 4 -w 5 -n 20 --ab RCCL_DDA_ENABLE=0,1 -J "$OUT/ab.json"
+	local ch=(--engine vendor -b 256M -e 256M -w 2 -n 5 --ab-rounds 3)
+	expect ab-ch1-32 0 ab-ch1-32.log "$P" "${ch[@]}" -g 2 --ab NCCL_MAX_NCHANNELS=1,32 -J "$OUT/ab-ch1-32.json"
+	ab_speedup ab-ch1-32 ab-ch1-32.log 5 1000
+	expect ab-ch32-1 0 ab-ch32-1.log "$P" "${ch[@]}" -g 2 --ab NCCL_MAX_NCHANNELS=32,1 -J "$OUT/ab-ch32-1.json"
+	ab_speedup ab-ch32-1 ab-ch32-1.log 0 0.2
+	expect ab 0 ab.log "$P" --engine gpu -g 2 -b 8 -e 32M -f 8 -w 5 -n 20 --ab RCCL_DDA_ENABLE=0,1 -J "$OUT/ab.json"
+	ab_2proc ab-2p-ch ab-2p-ch.log "${ch[@]}" --ab NCCL_MAX_NCHANNELS=1,32 -J "$OUT/ab-2p-ch.json"
+	ab_speedup ab-2p-ch ab-2p-ch.log 5 1000
+	ab_2proc ab-2p-dda ab-2p-dda.log --engine gpu -b 8 -e 32M -f 8 -w 5 -n 20 --ab RCCL_DDA_ENABLE=0,1
 }
 
 step_multiproc() {
@@ -210,5 +245,7 @@ tar -czf "$OUT/kcache.tgz" -C "$BIN/kcache" . 2>/dev/null
 grep -A40 'algo  ' "$OUT/perf.log" 2>/dev/null | grep -v '^---' | sed 's/^ *perf_test.go:[0-9]*: *//' | head -40
 # The short tables: gpu engine time over NCCL's from one run, and the A/B.
 [[ -f $OUT/bins.log ]] && grep -E '^# (Time ratio|  +size| +[0-9]+ +[a-z0-9]+ +[a-z]+ +[0-9.N/A]+ )' "$OUT/bins.log" | head -60
-[[ -f $OUT/ab.log ]] && grep -E '^[|+]' "$OUT/ab.log" | head -20
+for f in ab-ch1-32 ab-ch32-1 ab ab-2p-ch ab-2p-dda; do
+	[[ -f $OUT/$f.log ]] && echo "$f:" && grep -E '^([|+]|# A/B)' "$OUT/$f.log" | head -20
+done
 printf '%s\n' "${SUMMARY[@]}"
