@@ -13,6 +13,10 @@ import (
 type ABReport struct {
 	Arms [2]string `json:"arms"`
 	Rows []ABRow   `json:"rows"`
+	// VariableRead says whether anything in the run reads the arms' variable (false: both arms ran the same);
+	// Library is the library file that was searched for its name (vendor engine).
+	VariableRead *bool  `json:"variable_read,omitempty"`
+	Library      string `json:"library,omitempty"`
 }
 
 // ABRow is the comparison at one size. TimesA and TimesB are the per-round
