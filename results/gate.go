@@ -68,8 +68,8 @@ type GateReport struct {
 	// Mismatches name what the two sides measured differently (failures unless AllowMismatch), Warnings what
 	// they ran on differently, Unread the A/B records whose variable nothing read (failures).
 	Mismatches, Warnings, Unread []string
-	AllowMismatch               bool
-	rows                        int
+	AllowMismatch                bool
+	rows                         int
 }
 
 // sideSamples pools the times (us) of every record of one side of the gate: one sample per run of a row, that
