@@ -25,6 +25,14 @@ type Variable struct {
 	Check func(value string) error
 }
 
+// LibraryScanner is an engine that loads a library of its own, which may read any variable. It can search the
+// file that Open would load for a variable's name before anything is opened: NCCL_PARAM and RCCL_PARAM build
+// the whole name ("NCCL_" or "RCCL_" and the rest) as one string constant, so a library that reads a variable
+// contains its name.
+type LibraryScanner interface {
+	LibraryReads(cfg Config, name string) (read bool, library string, err error)
+}
+
 // ReadBy reports whether engine reads v.
 func (v Variable) ReadBy(engine string) bool { return slices.Contains(v.Engines, engine) }
 

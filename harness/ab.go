@@ -34,6 +34,7 @@ func (a *app) runAB(out io.Writer, o *Options, world collectives.World, seed uin
 		r.arms[i] = &session{a: a, o: &arm, world: world, seed: seed, out: out, engineName: o.engines[0]}
 	}
 	r.report.Arms = r.labels
+	o.abVar.record(&r.report)
 	for i, s := range r.arms {
 		if err := s.start(); err != nil {
 			if i == 1 {
@@ -46,6 +47,9 @@ func (a *app) runAB(out io.Writer, o *Options, world collectives.World, seed uin
 	defer r.arms[1].close()
 	defer r.arms[0].close()
 	writeHeader(out, o, r.header())
+	if n := o.abVar.note(o.abKey); n != "" {
+		fmt.Fprintln(out, n)
+	}
 	err := r.sweep()
 	for _, s := range r.arms {
 		j.add(s)

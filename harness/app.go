@@ -32,6 +32,9 @@ const (
 type engineSource struct {
 	names func() []string
 	open  func(name string) (collectives.Engine, error)
+	// readers lists the engines an --engine name may create, when all of them read only registered variables
+	// (nil: unknown, no name is refused).
+	readers func(name string) ([]string, bool)
 }
 
 // app is one invocation of a perf binary.
@@ -50,7 +53,7 @@ type app struct {
 // Main runs the perf binary of coll with the command-line arguments args and returns its exit code.
 func Main(coll *collectives.Collective, args []string) int {
 	a := &app{coll: coll, stdout: os.Stdout, stderr: os.Stderr, getenv: os.Getenv, environ: os.Environ,
-		engines: engineSource{names: engines.Names, open: engines.New}, argv: append([]string{os.Args[0]}, args...),
+		engines: engineSource{names: engines.Names, open: engines.New, readers: engines.Readers}, argv: append([]string{os.Args[0]}, args...),
 		now: time.Now, world: openWorld}
 	var stop atomic.Bool
 	a.interrupted = stop.Load
@@ -105,7 +108,15 @@ func (a *app) parse(args []string) (o *Options, run bool, err error) {
 		SilenceUsage:  true,
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			run = true
-			return o.validate(cmd.Flags(), a.engines.names())
+			if err := o.validate(cmd.Flags(), a.engines.names()); err != nil {
+				return err
+			}
+			if err := o.checkVariables(cmd.Flags(), a.engines.readers); err != nil || o.abKey == "" {
+				return err
+			}
+			var err error
+			o.abVar, err = a.checkABVariable(o)
+			return err
 		},
 	}
 	RegisterFlags(cmd.Flags(), o)
