@@ -48,7 +48,11 @@ func (o *Options) checkVariables(fs *pflag.FlagSet, readers func(string) ([]stri
 	}
 	for _, kv := range o.Env {
 		k, v, _ := strings.Cut(kv, "=")
-		if err := check(k, v); err != nil {
+		err := check(k, v)
+		if known, ok := collectives.LookupVariable(k); ok && err == nil && len(known.Engines) == 0 {
+			err = fmt.Errorf("%s is read from the process environment, which -E does not change: set it there", k)
+		}
+		if err != nil {
 			return &usageError{fmt.Sprintf("invalid value %q for -E/--env: %v", kv, err)}
 		}
 	}

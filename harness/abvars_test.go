@@ -30,6 +30,7 @@ func TestUnknownVariableNamesClosest(t *testing.T) {
 		{[]string{"--engine", "host", "--ab", "RCCLX_TESTS_GPU_CE_BYTES=off,8M"}, "read by the gpu engine, not host"},
 		{[]string{"--engine", "host", "--ab", "RCCL_DDA_ENABLE=0,yes"}, `RCCL_DDA_ENABLE="yes": want 0 or 1`},
 		{[]string{"--engine", "gpu", "-E", "RCCL_DDA_NRANKS=0"}, "RCCL_DDA_NRANKS"},
+		{[]string{"--engine", "host", "-E", "RCCLX_TESTS_DELAY_US=100"}, "read from the process environment"},
 	} {
 		dir := t.TempDir()
 		r := runWith(t, collectives.AllReduce, append(c.args, "-J", filepath.Join(dir, "x.json")), realEngines, nil)
