@@ -1,7 +1,6 @@
 package nccl
 
 import (
-	"bufio"
 	"bytes"
 	"fmt"
 	"io"
@@ -72,37 +71,54 @@ func confDirs(path string, glob func(string) ([]string, error), depth int) []str
 	return dirs
 }
 
-// FileContains reports whether the file at path contains s, reading it once in blocks.
+// FileContains reports whether the file at path contains the name s as a whole word: not followed by a letter,
+// digit or underscore (a C string's terminator, "=", a space), so that RCCL_DDA_ENABLED does not count for
+// RCCL_DDA_ENABLE. It reads the file once, in blocks.
 func FileContains(path, s string) (bool, error) {
 	f, err := os.Open(path)
 	if err != nil {
 		return false, err
 	}
 	defer f.Close()
-	return readerContains(bufio.NewReaderSize(f, 1<<20), []byte(s))
+	return readerContains(f, []byte(s))
 }
 
 func readerContains(r io.Reader, s []byte) (bool, error) {
 	if len(s) == 0 {
 		return true, nil
 	}
-	buf := make([]byte, 0, 1<<20+len(s))
-	block := make([]byte, 1<<20)
+	const block = 1 << 20
+	buf := make([]byte, 0, block+len(s))
 	for {
-		n, err := r.Read(block)
-		buf = append(buf, block[:n]...)
-		if bytes.Contains(buf, s) {
-			return true, nil
-		}
-		// Keep the tail that could start a match across blocks.
-		if keep := len(s) - 1; len(buf) > keep {
-			buf = append(buf[:0], buf[len(buf)-keep:]...)
-		}
-		if err == io.EOF {
-			return false, nil
-		}
-		if err != nil {
+		n, err := io.ReadFull(r, buf[len(buf):len(buf)+block])
+		buf = buf[:len(buf)+n]
+		eof := err == io.EOF || err == io.ErrUnexpectedEOF
+		if err != nil && !eof {
 			return false, err
 		}
+		for off := 0; ; {
+			i := bytes.Index(buf[off:], s)
+			if i < 0 {
+				break
+			}
+			end := off + i + len(s)
+			if end == len(buf) && !eof {
+				break // the byte after it comes with the next block
+			}
+			if end == len(buf) || !nameByte(buf[end]) {
+				return true, nil
+			}
+			off += i + 1
+		}
+		if eof {
+			return false, nil
+		}
+		// Keep the tail that could hold a match, or a match without its next byte.
+		keep := min(len(s), len(buf))
+		buf = append(buf[:0], buf[len(buf)-keep:]...)
 	}
+}
+
+func nameByte(b byte) bool {
+	return b == '_' || b >= '0' && b <= '9' || b >= 'A' && b <= 'Z' || b >= 'a' && b <= 'z'
 }

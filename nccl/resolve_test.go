@@ -9,12 +9,13 @@ import (
 	"testing/iotest"
 )
 
-// The scan finds a name wherever it lies in the file, across read blocks too, and only when all of it is there.
+// The scan finds a name wherever it lies in the file, across read blocks too, and only as a whole name.
 func TestFileContains(t *testing.T) {
 	dir := t.TempDir()
 	const name = "NCCL_MAX_NCHANNELS"
-	for _, at := range []int{0, 1000, 1<<20 - 5, 1 << 20, 3<<20 - 1} {
-		data := bytes.Repeat([]byte{0x90}, 3<<20+64)
+	size := 3<<20 + 64
+	for _, at := range []int{0, 1000, 1<<20 - 5, 1<<20 - len(name), 1 << 20, 3<<20 - 1, size - len(name)} {
+		data := bytes.Repeat([]byte{0x90}, size)
 		copy(data[at:], name)
 		path := filepath.Join(dir, "with.so")
 		if err := os.WriteFile(path, data, 0o644); err != nil {
@@ -30,7 +31,8 @@ func TestFileContains(t *testing.T) {
 			}
 		}
 	}
-	data := bytes.Repeat([]byte("NCCL_MAX_NCHANNEL\x00"), 1<<16) // all but the last letter
+	// All but the last letter, and the name as the start of a longer one: neither counts.
+	data := bytes.Repeat([]byte("NCCL_MAX_NCHANNEL\x00NCCL_MAX_NCHANNELS_X\x00"), 1<<15)
 	path := filepath.Join(dir, "without.so")
 	if err := os.WriteFile(path, data, 0o644); err != nil {
 		t.Fatal(err)
