@@ -21,14 +21,24 @@ const (
 	LPModeScaled = "scaled" // one fp32 scale per block of LPBlock elements (block max maps to E4M3's 448)
 )
 
-// MaxDDARanks is the largest rank count the DDA algorithms run at (RCCLX: exactly 8).
+// MaxDDARanks is the largest rank count the DDA algorithms run at (RCCLX: exactly RCCL_DDA_NRANKS, default 8).
 const MaxDDARanks = 16
+
+// The master switches. RCCL_DDA_ENABLE is the name in RCCLX's announcement; no RCCLX code reads it, RCCLX's own
+// switches are the per-collective RCCL_ENABLE_DDA_* (default 1 there). RCCL_DDA_NRANKS is RCCLX's: DDA only at
+// exactly that many ranks.
+const (
+	EnvDDA       = "RCCL_DDA_ENABLE"
+	EnvLP        = "RCCL_LOW_PRECISION_ENABLE"
+	EnvDDANRanks = "RCCL_DDA_NRANKS"
+)
 
 // Policy is the algorithm choice of the RCCLX engine, read from the environment at communicator creation.
 // The host and GPU engines share it, so both run the same algorithm for the same call.
 type Policy struct {
 	DDA        map[*Collective]bool  // DDA enabled per collective
 	DDAMax     map[*Collective]int64 // largest size (report's size column) DDA takes, per collective
+	DDARanks   int                   // RCCL_DDA_NRANKS: DDA only at exactly this many ranks; 0: any up to MaxDDARanks
 	FlatMax    int64                 // all_reduce: DDA flat at or below, DDA tree above
 	MaxBlocks  int
 	SendBuf    int64 // bytes of each rank's peer-visible buffer: no DDA call may exceed it
@@ -51,9 +61,14 @@ var ddaMaxDefault = map[*Collective]int64{
 	AllReduce: 29 << 20, AllGather: 16 << 20, ReduceScatter: 8 << 20, AllToAll: 2 << 20,
 }
 
-// PolicyFromEnv reads the switches. A per-collective switch set to 1 enables that collective's path, set to 0
-// disables it; unset, it follows the master switch (RCCL_DDA_ENABLE, RCCL_LOW_PRECISION_ENABLE), which is off
-// by default. A malformed value is an error naming the variable.
+// PolicyFromEnv reads the switches. The rule where RCCLX's per-collective switches (RCCL_ENABLE_DDA_*, default
+// 1 in RCCLX) meet the master switch (RCCL_DDA_ENABLE, default 0): a per-collective switch that is set decides
+// its collective, with RCCLX's meaning (1 on, 0 off); one that is unset follows the master. So a plain run is
+// ring, as stock NCCL and RCCL are, RCCL_DDA_ENABLE=1 gives RCCLX's defaults, and RCCL_ENABLE_DDA_ALL_REDUCE=0,1
+// compares what it compares on RCCLX's librccl. The low-precision switches follow the same rule with
+// RCCL_LOW_PRECISION_ENABLE. RCCL_DDA_NRANKS, when set, restricts DDA to exactly that many ranks (RCCLX's
+// meaning; RCCLX's default 8 is not ours, so that DDA runs on the 2..16 ranks at hand). A malformed value is an
+// error naming the variable.
 func PolicyFromEnv(getenv func(string) string) (Policy, error) {
 	p := Policy{DDA: map[*Collective]bool{}, DDAMax: map[*Collective]int64{}, LP: map[*Collective]bool{}}
 	var errs []error
@@ -79,8 +94,15 @@ func PolicyFromEnv(getenv func(string) string) (Policy, error) {
 		}
 		return n
 	}
-	dda := flag("RCCL_DDA_ENABLE", false)
-	lp := flag("RCCL_LOW_PRECISION_ENABLE", false)
+	dda := flag(EnvDDA, false)
+	lp := flag(EnvLP, false)
+	if v := getenv(EnvDDANRanks); v != "" {
+		n, err := strconv.Atoi(v)
+		if err != nil || n < 1 {
+			errs = append(errs, fmt.Errorf("%s=%q: want a rank count of 1 or more", EnvDDANRanks, v))
+		}
+		p.DDARanks = n
+	}
 	for _, c := range All() {
 		n := policyEnv[c]
 		p.DDA[c] = flag(n.dda, dda)
@@ -117,7 +139,8 @@ func (p Policy) Choose(c *Collective, dt DType, op Op, nranks int, k Counts, ali
 		return LowPrecision
 	}
 	ddaType := dt == Float || dt == Half || dt == BFloat16
-	if p.DDA[c] && ddaType && sumOnly && aligned && nranks <= MaxDDARanks && bytes <= p.SendBuf &&
+	if p.DDA[c] && ddaType && sumOnly && aligned && nranks <= MaxDDARanks &&
+		(p.DDARanks == 0 || nranks == p.DDARanks) && bytes <= p.SendBuf &&
 		bytes <= p.DDAMax[c] {
 		switch {
 		case c != AllReduce:

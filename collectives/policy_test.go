@@ -1,6 +1,9 @@
 package collectives
 
-import "testing"
+import (
+	"strings"
+	"testing"
+)
 
 func env(kv map[string]string) func(string) string { return func(k string) string { return kv[k] } }
 
@@ -108,6 +111,68 @@ func TestPolicyRejectsBadValues(t *testing.T) {
 	} {
 		if _, err := PolicyFromEnv(env(kv)); err == nil {
 			t.Errorf("%v should be rejected", kv)
+		}
+	}
+}
+
+// RCCLX's own names with RCCLX's meaning, and the rule where they meet the master switch: a per-collective switch
+// that is set decides its collective (either way, whatever the master says); unset, it follows the master.
+func TestPolicyRCCLXSwitchesAndMaster(t *testing.T) {
+	for _, tc := range []struct {
+		env  map[string]string
+		want map[*Collective]bool
+	}{
+		{nil, map[*Collective]bool{AllReduce: false, AllGather: false, ReduceScatter: false, AllToAll: false}},
+		{map[string]string{EnvDDA: "1"}, map[*Collective]bool{AllReduce: true, AllGather: true, ReduceScatter: true, AllToAll: true}},
+		{map[string]string{"RCCL_ENABLE_DDA_ALL_REDUCE": "1"},
+			map[*Collective]bool{AllReduce: true, AllGather: false, ReduceScatter: false, AllToAll: false}},
+		{map[string]string{EnvDDA: "0", "RCCL_ENABLE_DDA_ALL_GATHER": "1"},
+			map[*Collective]bool{AllReduce: false, AllGather: true, ReduceScatter: false, AllToAll: false}},
+		{map[string]string{EnvDDA: "1", "RCCL_ENABLE_DDA_REDUCE_SCATTER": "0", "RCCL_ENABLE_DDA_ALL_TO_ALL": "0"},
+			map[*Collective]bool{AllReduce: true, AllGather: true, ReduceScatter: false, AllToAll: false}},
+	} {
+		p, err := PolicyFromEnv(env(tc.env))
+		if err != nil {
+			t.Fatal(err)
+		}
+		for c, want := range tc.want {
+			k := c.Counts(64<<10, 8, 0, Float)
+			got := p.Choose(c, Float, Sum, 8, k, true)
+			if isDDA := got != Ring && got != Direct; isDDA != want {
+				t.Errorf("%v: %s runs %s, want DDA %v", tc.env, c.Name, got, want)
+			}
+		}
+	}
+}
+
+// RCCL_DDA_NRANKS restricts DDA to exactly that rank count, as in RCCLX; unset, DDA runs at 2..MaxDDARanks.
+func TestPolicyDDANRanks(t *testing.T) {
+	choose := func(e map[string]string, n int) string {
+		p, err := PolicyFromEnv(env(e))
+		if err != nil {
+			t.Fatal(err)
+		}
+		return p.Choose(AllReduce, Float, Sum, n, AllReduce.Counts(4096, n, 0, Float), true)
+	}
+	for _, tc := range []struct {
+		nranks string
+		n      int
+		want   string
+	}{
+		{"", 2, DDAFlat}, {"", 8, DDAFlat}, {"", 16, DDAFlat}, {"", 17, Ring},
+		{"8", 8, DDAFlat}, {"8", 4, Ring}, {"8", 16, Ring}, {"2", 2, DDAFlat}, {"2", 8, Ring},
+	} {
+		e := map[string]string{EnvDDA: "1"}
+		if tc.nranks != "" {
+			e[EnvDDANRanks] = tc.nranks
+		}
+		if got := choose(e, tc.n); got != tc.want {
+			t.Errorf("RCCL_DDA_NRANKS=%q at %d ranks: %s, want %s", tc.nranks, tc.n, got, tc.want)
+		}
+	}
+	for _, bad := range []string{"0", "-8", "eight", "8.0"} {
+		if _, err := PolicyFromEnv(env(map[string]string{EnvDDANRanks: bad})); err == nil || !strings.Contains(err.Error(), EnvDDANRanks) {
+			t.Errorf("RCCL_DDA_NRANKS=%q: %v", bad, err)
 		}
 	}
 }

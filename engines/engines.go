@@ -67,3 +67,18 @@ func New(name string) (collectives.Engine, error) {
 	}
 	return nil, errors.New("no engine available: " + strings.Join(reasons, "; "))
 }
+
+// Readers lists the engines that --engine name may create when every one of them reads no environment variable
+// outside collectives.Variables (ok true): then a name outside the registry reads nothing. ok is false for an
+// engine whose library may read variables of its own (vendor).
+func Readers(name string) (readers []string, ok bool) {
+	for _, e := range registry {
+		if e.name == name || (name == Auto && e.auto) {
+			if e.name != collectives.EngineHost && e.name != collectives.EngineGPU {
+				return nil, false
+			}
+			readers = append(readers, e.name)
+		}
+	}
+	return readers, len(readers) > 0
+}

@@ -24,3 +24,16 @@ func TestRegistry(t *testing.T) {
 		t.Error("New(nope) succeeded")
 	}
 }
+
+func TestReaders(t *testing.T) {
+	for name, want := range map[string][]string{"auto": {"gpu", "host"}, "host": {"host"}, "gpu": {"gpu"}} {
+		if got, ok := Readers(name); !ok || !slices.Equal(got, want) {
+			t.Errorf("Readers(%s) = %v, %v; want %v", name, got, ok, want)
+		}
+	}
+	for _, name := range []string{"vendor", "nope"} {
+		if got, ok := Readers(name); ok {
+			t.Errorf("Readers(%s) = %v, ok", name, got)
+		}
+	}
+}

@@ -74,10 +74,14 @@ func (a *app) runAB(out io.Writer, o *Options, world collectives.World, seed uin
 		r.arms[i] = &abArm{name: string(rune('A' + i)), label: o.abKey + "=" + v}
 		r.report.Arms[i] = r.arms[i].label
 	}
+	o.abVar.record(&r.report)
 	var memory string
 	err := r.start()
 	if err == nil {
 		writeHeader(out, o, r.header())
+		if n := o.abVar.note(o.abKey); n != "" {
+			fmt.Fprintln(out, n)
+		}
 		err = r.sweep()
 	}
 	if err == nil && o.Memory == 1 {

@@ -38,6 +38,9 @@ const (
 type engineSource struct {
 	names func() []string
 	open  func(name string) (collectives.Engine, error)
+	// readers lists the engines an --engine name may create, when all of them read only registered variables
+	// (nil: unknown, no name is refused).
+	readers func(name string) ([]string, bool)
 }
 
 // app is one invocation of a perf binary.
@@ -51,15 +54,15 @@ type app struct {
 	interrupted    func() bool // SIGINT/SIGTERM received: stop after the current half
 	now            func() time.Time
 	world          func(timeout time.Duration) (collectives.World, error)
-	stderrTTY      bool // stderr is a terminal: show the progress line
+	stderrTTY      bool     // stderr is a terminal: show the progress line
 	workerEnv      []string // variables added to A/B workers' environments (tests re-execute their own binary)
 }
 
 // Main runs the perf binary of coll with the command-line arguments args and returns its exit code.
 func Main(coll *collectives.Collective, args []string) int {
 	a := &app{coll: coll, stdout: os.Stdout, stderr: os.Stderr, getenv: os.Getenv, environ: os.Environ,
-		engines: engineSource{names: engines.Names, open: engines.New}, argv: append([]string{os.Args[0]}, args...),
-		now: time.Now, world: openWorld, stderrTTY: isTerminal(os.Stderr)}
+		engines: engineSource{names: engines.Names, open: engines.New, readers: engines.Readers},
+		argv:    append([]string{os.Args[0]}, args...), now: time.Now, world: openWorld, stderrTTY: isTerminal(os.Stderr)}
 	if os.Getenv(abWorkerEnv) != "" {
 		// An A/B worker ends when its launching process says so (a Ctrl-C at a terminal reaches both).
 		signal.Ignore(syscall.SIGINT, syscall.SIGTERM)
@@ -127,7 +130,15 @@ func (a *app) parse(args []string) (o *Options, run bool, err error) {
 				return err
 			}
 			run = true
-			return o.validate(cmd.Flags(), a.engines.names())
+			if err := o.validate(cmd.Flags(), a.engines.names()); err != nil {
+				return err
+			}
+			if err := o.checkVariables(cmd.Flags(), a.engines.readers); err != nil || o.abKey == "" {
+				return err
+			}
+			var err error
+			o.abVar, err = a.checkABVariable(o)
+			return err
 		},
 	}
 	RegisterFlags(cmd.Flags(), o)

@@ -8,7 +8,6 @@ import (
 	"time"
 
 	"github.com/rcclx-tests/rcclx-tests/collectives"
-	"github.com/rcclx-tests/rcclx-tests/engines"
 	"github.com/rcclx-tests/rcclx-tests/results"
 )
 
@@ -16,7 +15,7 @@ import (
 func hostRun(t *testing.T, coll *collectives.Collective, args ...string) run {
 	t.Helper()
 	return runWith(t, coll, append([]string{"--engine", "host"}, args...),
-		engineSource{names: engines.Names, open: engines.New}, nil)
+		realEngines, nil)
 }
 
 func TestHostEngineAllCollectives(t *testing.T) {

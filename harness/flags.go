@@ -49,6 +49,7 @@ func RegisterFlags(fs *pflag.FlagSet, o *Options) {
 	fs.Var(&o.Seed, "seed", "seed of the input data; default $RCCLX_TESTS_SEED, else random (JSON records it in env)")
 	fs.StringVar(&o.AB, "ab", "", "A/B comparison KEY=v1,v2: each arm in worker processes of its own, started with KEY=v1 or KEY=v2, interleaved")
 	fs.IntVar(&o.ABRounds, "ab-rounds", 5, "rounds per arm and size with --ab")
+	fs.BoolVar(&o.ABStrict, "ab-strict", false, "with --ab: a variable the vendor library never reads is an error, not a warning")
 	fs.StringArrayVarP(&o.Env, "env", "E", nil, "KEY=VALUE communicator environment override (repeatable)")
 	fs.BoolVar(&o.DDA, "dda", false, "enable RCCLX DDA (RCCL_DDA_ENABLE=1)")
 	fs.BoolVar(&o.LP, "lp", false, "enable RCCLX low precision (RCCL_LOW_PRECISION_ENABLE=1)")

@@ -40,6 +40,7 @@ type Options struct {
 	Seed               seed     // --seed
 	AB                 string   // --ab KEY=v1,v2
 	ABRounds           int      // --ab-rounds
+	ABStrict           bool     // --ab-strict
 	Env                []string // -E KEY=VALUE
 	DDA, LP            bool     // --dda, --lp
 	LPMode             string   // --lp-mode
@@ -54,6 +55,7 @@ type Options struct {
 	env     map[string]string // communicator overrides: -E, --dda, --lp, --lp-mode
 	abKey   string
 	abVals  [2]string
+	abVar   abVariable // whether anything reads abKey (app.checkABVariable)
 	// changed records which flags the user gave, for "ignored" notes.
 	changed map[string]bool
 }

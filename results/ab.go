@@ -16,6 +16,10 @@ type ABReport struct {
 	// its own, so that a variable a library reads once per process differs between the arms.
 	Pids [2][]int `json:"pids,omitempty"`
 	Rows []ABRow  `json:"rows"`
+	// VariableRead says whether anything in the run reads the arms' variable (false: both arms ran the same);
+	// Library is the library file that was searched for its name (vendor engine).
+	VariableRead *bool  `json:"variable_read,omitempty"`
+	Library      string `json:"library,omitempty"`
 }
 
 // ABRow is the comparison at one size. TimesA and TimesB are the per-round

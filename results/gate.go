@@ -26,6 +26,9 @@ type GateOptions struct {
 	Metric string
 	// RequireAll makes rows present on one side only failures.
 	RequireAll bool
+	// AllowMismatch compares the rows two sides share even when they measured different collectives, types,
+	// ops, rank counts, halves or A/B arms (otherwise each difference fails).
+	AllowMismatch bool
 }
 
 func (o GateOptions) thresholdFor(size int64) float64 {
@@ -62,11 +65,16 @@ type GateReport struct {
 	OnlyBase, OnlyCur []string
 	// Incomplete counts current records marked incomplete (interrupted runs): each is a failure.
 	Incomplete int
-	rows       int
+	// Mismatches name what the two sides measured differently (failures unless AllowMismatch), Warnings what
+	// they ran on differently, Unread the A/B records whose variable nothing read (failures).
+	Mismatches, Warnings, Unread []string
+	AllowMismatch                bool
+	rows                         int
 }
 
-// sideSamples pools the times (us) of every record of one side of the gate. Rows repeated within a record
-// (-N cycles) are samples of the same row, as rounds are.
+// sideSamples pools the times (us) of every record of one side of the gate: one sample per run of a row, that
+// is per file and per -N cycle (rows repeated within a record, or the rounds that text and CSV output keep for
+// them). The interleaved rounds of an A/B run are not runs: each arm gives its mean.
 type sideSamples struct {
 	order []rowKey
 	times map[rowKey]*[2][]float64
@@ -85,7 +93,7 @@ func poolSide(recs []*Record) sideSamples {
 				s.order = append(s.order, key)
 			}
 			for i, h := range row.res.halves() {
-				s.times[key][i] = append(s.times[key][i], timeSamples(h)...)
+				s.times[key][i] = append(s.times[key][i], timeSamples(h, rec.AB == nil)...)
 				if h.NWrong != nil {
 					s.wrong[key][i] += *h.NWrong
 				}
@@ -95,9 +103,9 @@ func poolSide(recs []*Record) sideSamples {
 	return s
 }
 
-// timeSamples is every round of h, or its one reported time.
-func timeSamples(h *Half) []float64 {
-	if len(h.Rounds) > 0 {
+// timeSamples is every round of h (when rounds are runs), or its one reported time.
+func timeSamples(h *Half, roundsAreRuns bool) []float64 {
+	if len(h.Rounds) > 0 && roundsAreRuns {
 		return h.Rounds
 	}
 	if t, ok := h.Micros(); ok {
@@ -108,8 +116,11 @@ func timeSamples(h *Half) []float64 {
 
 // Gate compares current runs against baseline runs, row by row and half by
 // half. A half fails when its metric regressed beyond the threshold of its
-// size and, where the samples have a spread, the regression lies outside the
-// 95% interval of the noise; any wrong element in the current run fails.
+// size (the floor of its size range) and, where the runs have a spread, the
+// regression lies outside the 95% interval of that run-to-run noise; any
+// wrong element in the current run fails. The gate also fails when it
+// compared nothing, when the sides measured different things (see shape),
+// and on an A/B record whose variable nothing read.
 // Both metrics are computed from times, so that rounding in text output does
 // not matter: at equal size and rank count the busbw ratio is the inverse of
 // the time ratio.
@@ -118,10 +129,24 @@ func Gate(base, cur []*Record, opt GateOptions) (*GateReport, error) {
 		return nil, fmt.Errorf("gate metric %q: want %s or %s", opt.Metric, MetricBusBW, MetricTime)
 	}
 	b, c := poolSide(base), poolSide(cur)
-	rep := &GateReport{Metric: opt.Metric, RequireAll: opt.RequireAll}
+	rep := &GateReport{Metric: opt.Metric, RequireAll: opt.RequireAll, AllowMismatch: opt.AllowMismatch}
 	for _, rec := range cur {
 		if rec.Incomplete {
 			rep.Incomplete++
+		}
+	}
+	bs, bc := shapeOf(base)
+	cs, cc := shapeOf(cur)
+	rep.Mismatches = mismatches(shapeFields, bs, cs)
+	rep.Warnings = mismatches(contextFields, bc, cc)
+	for _, side := range []struct {
+		name string
+		recs []*Record
+	}{{"baseline", base}, {"current", cur}} {
+		for i, rec := range side.recs {
+			if u := unreadVariable(rec); u != "" {
+				rep.Unread = append(rep.Unread, fmt.Sprintf("%s %d is %s", side.name, i+1, u))
+			}
 		}
 	}
 	names := newLabeler(append(append([]rowKey{}, b.order...), c.order...))
@@ -194,7 +219,13 @@ func (r *GateReport) Passed() bool {
 }
 
 func (r *GateReport) failures() int {
-	n := r.Incomplete
+	n := r.Incomplete + len(r.Unread)
+	if r.rows == 0 {
+		n++
+	}
+	if !r.AllowMismatch {
+		n += len(r.Mismatches)
+	}
 	for _, c := range r.Checks {
 		if c.Failed {
 			n++
@@ -210,6 +241,22 @@ func (r *GateReport) failures() int {
 // and a summary line: "gate: PASS (28 sizes, worst -3.1% at 64MiB in-place)".
 func (r *GateReport) Write(w io.Writer) error {
 	var b strings.Builder
+	for _, m := range r.Mismatches {
+		word := "FAIL"
+		if r.AllowMismatch {
+			word = "NOTE"
+		}
+		fmt.Fprintf(&b, "%s baseline and current differ in %s\n", word, m)
+	}
+	for _, w := range r.Warnings {
+		fmt.Fprintf(&b, "WARN baseline and current differ in %s\n", w)
+	}
+	for _, u := range r.Unread {
+		fmt.Fprintf(&b, "FAIL %s\n", u)
+	}
+	if r.rows == 0 {
+		fmt.Fprintf(&b, "FAIL no size compared: baseline and current share no row with a time on both sides\n")
+	}
 	for _, c := range r.Checks {
 		if c.Failed {
 			fmt.Fprintf(&b, "FAIL %s\n", r.describe(c))

@@ -2,6 +2,7 @@ package results
 
 import (
 	"bytes"
+	"math/rand/v2"
 	"strings"
 	"testing"
 )
@@ -152,5 +153,133 @@ func TestGateMissingSizes(t *testing.T) {
 func TestGateBadMetric(t *testing.T) {
 	if _, err := Gate(nil, nil, GateOptions{Metric: "algbw"}); err == nil {
 		t.Fatal("algbw accepted as a gate metric")
+	}
+}
+
+// cycles is a record of n -N cycles of synthRecord: each row repeated once per cycle, as this suite writes -N.
+func cycles(rng *rand.Rand, n, sizes int, factor, noise float64) *Record {
+	rec := synthRecord(rng, sizes, factor, 0, 0)
+	rec.Results = nil
+	for range n {
+		rec.Results = append(rec.Results, synthRecord(rng, sizes, factor*(1+noise*rng.NormFloat64()), 0, 0).Results...)
+	}
+	return rec
+}
+
+// Two runs of three -N cycles each, 0.5% apart at random, pass; the same with a 15% slowdown planted in one size
+// range fail there and only there, whatever the range.
+func TestGateCyclesPlantedFifteenPercent(t *testing.T) {
+	rng := newRand()
+	opt := GateOptions{Threshold: 0.10}
+	base := cycles(rng, 3, 12, 1, 0.005)
+	if rep, out := gate(t, []*Record{base}, []*Record{cycles(rng, 3, 12, 1, 0.005)}, opt); !rep.Passed() {
+		t.Fatalf("identical runs failed:\n%s", out)
+	}
+	for _, lo := range []int64{8, 256, 4096} {
+		cur := cycles(rng, 3, 12, 1, 0.005)
+		for i := range cur.Results {
+			if r := &cur.Results[i]; r.Size >= lo && r.Size < 8*lo {
+				*r.OutOfPlace.Time *= 1.15
+			}
+		}
+		rep, out := gate(t, []*Record{base}, []*Record{cur}, opt)
+		if rep.Passed() || strings.Count("\n"+out, "\nFAIL ") != 3 ||
+			!strings.Contains(out, "FAIL "+FormatSize(lo)+" out-of-place: busbw -1") {
+			t.Fatalf("15%% slower at %s..%s:\n%s", FormatSize(lo), FormatSize(4*lo), out)
+		}
+	}
+}
+
+// A gate that compares nothing, or compares different things, cannot pass; each difference is one line.
+func TestGateDisjointRunsFail(t *testing.T) {
+	rng := newRand()
+	base := synthRecord(rng, 6, 1, 0, 0)
+	for _, tc := range []struct {
+		name, line string
+		change     func(r *Record)
+		allowed    bool // passes with AllowMismatch
+	}{
+		{"collective", "FAIL baseline and current differ in collective: baseline all_reduce, current all_gather",
+			func(r *Record) { r.Args = []string{"./all_gather_perf"} }, true},
+		{"type", "FAIL baseline and current differ in type: baseline float, current half",
+			func(r *Record) { r.Results = retype(r.Results, "half") }, false},
+		{"op", "FAIL baseline and current differ in op: baseline sum, current max",
+			func(r *Record) {
+				for i := range r.Results {
+					r.Results[i].Redop = "max"
+				}
+			}, false},
+		{"ranks", "FAIL baseline and current differ in rank count: baseline 2, current 8",
+			func(r *Record) {
+				for i := range r.Results {
+					r.Results[i].OutOfPlace.BusBW *= 1.75
+					r.Results[i].InPlace.BusBW *= 1.75
+				}
+			}, true},
+		{"halves", "FAIL baseline and current differ in halves (-O): baseline in-place,out-of-place, current out-of-place",
+			func(r *Record) {
+				for i := range r.Results {
+					r.Results[i].InPlace = Half{}
+				}
+			}, true},
+		{"empty", "FAIL no size compared: baseline and current share no row with a time on both sides", func(r *Record) { r.Results = nil }, false},
+		{"ab", "FAIL baseline and current differ in A/B arms: baseline none, current K=0 vs K=1",
+			func(r *Record) {
+				arms := append(r.Results, r.Results...)
+				for i := range arms {
+					arms[i].ExperimentName = []string{"K=0", "K=1"}[i/len(r.Results)]
+				}
+				r.Results, r.AB = arms, &ABReport{Arms: [2]string{"K=0", "K=1"}}
+			}, false},
+	} {
+		cur := synthRecord(rng, 6, 1, 0, 0)
+		tc.change(cur)
+		rep, out := gate(t, []*Record{base}, []*Record{cur}, GateOptions{Threshold: 0.1})
+		if rep.Passed() || !strings.Contains(out, tc.line+"\n") || !strings.Contains(out, "gate: FAIL") {
+			t.Errorf("%s: passed or no line %q:\n%s", tc.name, tc.line, out)
+		}
+		rep, out = gate(t, []*Record{base}, []*Record{cur}, GateOptions{Threshold: 0.1, AllowMismatch: true})
+		if rep.Passed() != tc.allowed {
+			t.Errorf("%s with AllowMismatch: passed %v, want %v:\n%s", tc.name, rep.Passed(), tc.allowed, out)
+		}
+	}
+}
+
+func retype(rs []Result, typ string) []Result {
+	for i := range rs {
+		rs[i].Type = typ
+	}
+	return rs
+}
+
+// What a run ran on may be the change under test: a warning, not a failure.
+func TestGateContextWarns(t *testing.T) {
+	rng := newRand()
+	base, cur := synthRecord(rng, 4, 1, 0, 0), synthRecord(rng, 4, 1, 0, 0)
+	base.Engine, cur.Engine = "vendor", "gpu"
+	base.NcclVersion, cur.NcclVersion = 22803, 22703
+	rep, out := gate(t, []*Record{base}, []*Record{cur}, GateOptions{Threshold: 0.1})
+	if !rep.Passed() || !strings.Contains(out, "WARN baseline and current differ in engine: baseline vendor, current gpu\n") ||
+		!strings.Contains(out, "WARN baseline and current differ in library version: baseline 22803, current 22703\n") {
+		t.Fatalf("context differences:\n%s", out)
+	}
+}
+
+// An A/B baseline whose variable the library never reads measured one configuration twice.
+func TestGateUnreadABVariableFails(t *testing.T) {
+	rng := newRand()
+	mk := func(read bool) *Record {
+		r := synthRecord(rng, 4, 1, 0, 0)
+		r.AB = &ABReport{Arms: [2]string{"RCCL_DDA_ENABLE=0", "RCCL_DDA_ENABLE=1"}, VariableRead: &read,
+			Library: "/lib/libnccl.so.2"}
+		return r
+	}
+	if rep, out := gate(t, []*Record{mk(true)}, []*Record{mk(true)}, GateOptions{Threshold: 0.1}); !rep.Passed() {
+		t.Fatalf("A/B runs of a read variable:\n%s", out)
+	}
+	rep, out := gate(t, []*Record{mk(false)}, []*Record{mk(true)}, GateOptions{Threshold: 0.1})
+	want := "FAIL baseline 1 is an A/B run of RCCL_DDA_ENABLE, which /lib/libnccl.so.2 never reads: both arms ran the same\n"
+	if rep.Passed() || !strings.Contains(out, want) {
+		t.Fatalf("unread variable:\n%s", out)
 	}
 }

@@ -29,10 +29,10 @@ func (r *Result) halves() [2]*Half {
 	return [2]*Half{&r.OutOfPlace, &r.InPlace}
 }
 
-// seriesOf names the engine and algorithm that produced r.
+// seriesOf names the engine and algorithm that produced r, and the A/B arm (experiment name) it belongs to.
 func seriesOf(r *Result) string {
 	var parts []string
-	for _, p := range []string{r.Engine, r.Algorithm} {
+	for _, p := range []string{r.ExperimentName, r.Engine, r.Algorithm} {
 		if p != "" {
 			parts = append(parts, p)
 		}

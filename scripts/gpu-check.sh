@@ -13,7 +13,10 @@
 #                  each run's JSON goes to $OUT/perf-json/ (docs/PERFORMANCE.md's tables and plots come from these)
 #        ab        --ab, each arm in processes of its own: NCCL_MAX_NCHANNELS=1,32 and 32,1 on the vendor engine
 #                  (the 32-channel arm >= 5x faster at 256 MiB in both orders), RCCL_DDA_ENABLE=0,1 on the gpu
-#                  engine 8 B .. 32 MiB, and both again as 2 processes x 1 GPU
+#                  engine 8 B .. 32 MiB, and both again as 2 processes x 1 GPU; on the vendor engine
+#                  RCCL_DDA_ENABLE (which NCCL never reads) warns, and fails with --ab-strict
+#        gate      the README's CI recipe on the vendor engine: two runs of -N 3 back to back pass the gate,
+#                  a third with a planted per-call delay (RCCLX_TESTS_DELAY_US) fails it
 #        multiproc 2 processes x 1 GPU (RANK/WORLD_SIZE/MASTER_ADDR): gpu engine (IPC) and vendor
 #        oversub   the users' command at 8 ranks on the GPUs there are (--oversubscribe), DDA on and off
 #        faults    skipped rank -> exit 4 within -T; corrupted element -> exit 7 (gpu and vendor engines)
@@ -44,7 +47,7 @@ if [[ ${1:-} == --build ]]; then
 	done
 	# The perf binaries only matter once the engines registry knows the gpu engine (they are large to carry).
 	if grep -q gpuengine engines/*.go 2>/dev/null; then
-		for b in "${PERF_BINS[@]}" rcclx-doctor; do
+		for b in "${PERF_BINS[@]}" rcclx-doctor rcclx-results; do
 			CGO_ENABLED=0 go build -ldflags="-s -w" -o "$BIN/$b" "./cmd/$b" || exit 1
 		done
 	fi
@@ -191,6 +194,24 @@ step_ab() {
 	ab_2proc ab-2p-ch ab-2p-ch.log "${ch[@]}" --ab NCCL_MAX_NCHANNELS=1,32 -J "$OUT/ab-2p-ch.json"
 	ab_speedup ab-2p-ch ab-2p-ch.log 5 1000
 	ab_2proc ab-2p-dda ab-2p-dda.log --engine gpu -b 8 -e 32M -f 8 -w 5 -n 20 --ab RCCL_DDA_ENABLE=0,1
+	expect ab-unread 0 ab-vendor.log "$P" --engine vendor -g 2 -b 1M -e 1M -n 5 --ab RCCL_DDA_ENABLE=0,1
+	note ab-warn "$(grep -q '^# WARNING: .* does not contain the name RCCL_DDA_ENABLE' "$OUT/ab-vendor.log" && echo ok ||
+		echo FAIL)" "the library never reads RCCL_DDA_ENABLE: ab-vendor.log"
+	expect ab-strict 1 ab-vendor.log "$P" --engine vendor -g 2 -b 1M -e 1M --ab RCCL_DDA_ENABLE=0,1 --ab-strict
+	expect ab-nchan 0 ab-vendor.log "$P" --engine vendor -g 2 -b 1M -e 1M -n 5 --ab NCCL_MAX_NCHANNELS=1,32 --ab-strict
+}
+
+# The README's gate recipe, on the GPUs there are: identical runs pass; 20 us more per call (every size up to
+# ~64K slows by far more than 15%) fails.
+step_gate() {
+	local R="$BIN/rcclx-results" run=("$P" --engine vendor -g 2 -b 8 -e 128M -f 2 -N 3)
+	rm -f "$OUT"/gate-*.json
+	expect gate-base 0 gate.log "${run[@]}" -J "$OUT/gate-base.json"
+	expect gate-same 0 gate.log "${run[@]}" -J "$OUT/gate-same.json"
+	RCCLX_TESTS_DELAY_US=20 expect gate-slow 0 gate.log "${run[@]}" -J "$OUT/gate-slow.json"
+	expect gate-pass 0 gate.log "$R" gate --baseline "$OUT/gate-base.json" "$OUT/gate-same.json" --threshold 10%
+	expect gate-fail 1 gate.log "$R" gate --baseline "$OUT/gate-base.json" "$OUT/gate-slow.json" --threshold 10%
+	grep -E '^(FAIL|WARN|NOTE|gate:)' "$OUT/gate.log" | head -30
 }
 
 step_multiproc() {

@@ -8,6 +8,7 @@ import (
 	"fmt"
 	"io"
 	"os"
+	"strconv"
 
 	"github.com/spf13/cobra"
 
@@ -16,11 +17,12 @@ import (
 	"github.com/rcclx-tests/rcclx-tests/results"
 )
 
-// Exit codes.
+// Exit codes: bad input is exit 1 as in the perf binaries, and so is a failed gate; the message tells them
+// apart (a gate verdict on stdout, one "rcclx-results: " line on stderr for bad input).
 const (
 	exitOK         = 0
 	exitGateFailed = 1
-	exitUsage      = 2
+	exitUsage      = 1
 )
 
 var errGateFailed = errors.New("gate failed")
@@ -40,8 +42,8 @@ Inputs: this suite's JSON records, nccl-tests' -J JSON (schema 3), rccl-tests'
 CSV (-Z csv) and the text output of nccl-tests or rccl-tests; the format is
 detected from the content.
 
-Exit status: 0 success; 1 the gate found a regression or wrong results;
-2 bad arguments or an unreadable or malformed input file.`,
+Exit status: 0 success; 1 the gate failed, or bad arguments or an unreadable
+or malformed input file (one line on stderr).`,
 		SilenceUsage:  true,
 		SilenceErrors: true,
 		Version:       version.Suite,
@@ -88,6 +90,7 @@ func gateCmd() *cobra.Command {
 		ranges     []string
 		metric     string
 		requireAll bool
+		mismatch   bool
 	)
 	cmd := &cobra.Command{
 		Use:   "gate --baseline BASE [--baseline BASE2 ...] CURRENT [CURRENT2 ...]",
@@ -95,13 +98,18 @@ func gateCmd() *cobra.Command {
 		Long: `Compare current runs against baseline runs, size by size and half by half.
 
 A size fails when its busbw dropped (--metric busbw) or its time rose
-(--metric time) by more than the threshold for its size AND, where repeated
-rounds in a record or several files on one side give a spread, the change
-lies outside the 95% Welch interval of that noise. Any wrong element in a
-current run fails. Sizes present on one side only are reported; they fail
-only with --require-all. Prints one line per failure and a summary line.
+(--metric time) by more than the threshold of its size range (the floor)
+AND, where several runs on a side give a spread (-N cycles in a record, or
+several files), the change lies outside the 95% Welch interval of that
+run-to-run noise. Any wrong element in a current run fails. The gate also
+fails when no size was compared, when baseline and current differ in
+collective, type, op, rank count, halves (-O) or A/B arms (unless
+--allow-mismatch), and on an A/B record whose variable the library never
+reads; a different engine, library version, GPU model or -G is a WARN line.
+Sizes present on one side only are reported; they fail only with
+--require-all. Prints one line per failure and a summary line.
 
-Exit status: 0 pass, 1 fail, 2 bad arguments or input.`,
+Exit status: 0 pass; 1 fail, or bad arguments or input (one line on stderr).`,
 		Args: cobra.MinimumNArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			opt := results.GateOptions{Metric: metric, RequireAll: requireAll}
@@ -109,13 +117,20 @@ Exit status: 0 pass, 1 fail, 2 bad arguments or input.`,
 			if opt.Threshold, err = results.ParsePercent(threshold); err != nil {
 				return fmt.Errorf("--threshold: %v", err)
 			}
+			if err := checkThreshold(metric, opt.Threshold); err != nil {
+				return fmt.Errorf("--threshold %s: %v", threshold, err)
+			}
 			for _, s := range ranges {
 				r, err := results.ParseSizeRange(s)
+				if err == nil {
+					err = checkThreshold(metric, r.Threshold)
+				}
 				if err != nil {
-					return fmt.Errorf("--range: %v", err)
+					return fmt.Errorf("--range %s: %v", s, err)
 				}
 				opt.Ranges = append(opt.Ranges, r)
 			}
+			opt.AllowMismatch = mismatch
 			base, err := loadAll(baselines)
 			if err != nil {
 				return err
@@ -143,9 +158,21 @@ Exit status: 0 pass, 1 fail, 2 bad arguments or input.`,
 	f.StringArrayVar(&ranges, "range", nil, "own threshold for a size range, MIN-MAX=PCT (e.g. 0-64K=25%); first match wins")
 	f.StringVar(&metric, "metric", results.MetricBusBW, "busbw (drop fails) or time (rise fails)")
 	f.BoolVar(&requireAll, "require-all", false, "fail when a size is present on one side only")
+	f.BoolVar(&mismatch, "allow-mismatch", false,
+		"compare the rows both sides share even if they differ in collective, type, op, ranks, halves or A/B arms")
 	_ = cmd.MarkFlagRequired("baseline")
 	completeMetric(cmd)
 	return cmd
+}
+
+// checkThreshold refuses a bandwidth threshold of 100% or more: busbw cannot drop by that much, so such a gate
+// could never fail.
+func checkThreshold(metric string, t float64) error {
+	if metric != results.MetricTime && t >= 1 {
+		return fmt.Errorf("a busbw drop of %s%% or more cannot happen, so the gate could never fail (use --metric time for a rise)",
+			strconv.FormatFloat(100*t, 'g', -1, 64))
+	}
+	return nil
 }
 
 func plotCmd() *cobra.Command {

@@ -9,7 +9,7 @@ import (
 )
 
 // TestMalformedInputs: a result file cut anywhere, random bytes, an empty file, a directory or a missing file,
-// as baseline or as candidate of gate and as a run of compare, is one line naming the file, exit 2, and nothing
+// as baseline or as candidate of gate and as a run of compare, is one line naming the file, exit 1, and nothing
 // on stdout.
 func TestMalformedInputs(t *testing.T) {
 	dir := t.TempDir()

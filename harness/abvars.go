@@ -1,0 +1,124 @@
+package harness
+
+import (
+	"cmp"
+	"fmt"
+	"strings"
+
+	"github.com/spf13/pflag"
+
+	"github.com/rcclx-tests/rcclx-tests/collectives"
+	"github.com/rcclx-tests/rcclx-tests/results"
+)
+
+// checkVariables refuses, when the flags are parsed, a -E or --ab variable that no engine of the run reads, or
+// a value its reader would refuse. Only engines that read nothing outside the registry can tell (readers): with
+// the vendor engine among them, the library may read any name (checkABVariable searches its file for --ab's).
+func (o *Options) checkVariables(fs *pflag.FlagSet, readers func(string) ([]string, bool)) error {
+	if readers == nil {
+		return nil
+	}
+	var engines []string
+	for _, name := range o.engines {
+		known, ok := readers(name)
+		if !ok {
+			return nil
+		}
+		engines = append(engines, known...)
+	}
+	check := func(key string, values ...string) error {
+		if _, ok := collectives.LookupVariable(key); !ok {
+			return fmt.Errorf("%s is not a variable the %s engine reads: did you mean %s?", key,
+				strings.Join(engines, " or "), collectives.ClosestVariable(key))
+		}
+		var first error
+		for _, e := range engines {
+			err := error(nil)
+			for _, v := range values {
+				if err = collectives.CheckVariable(e, key, v); err != nil {
+					break
+				}
+			}
+			if err == nil {
+				return nil
+			}
+			first = cmp.Or(first, err)
+		}
+		return first
+	}
+	for _, kv := range o.Env {
+		k, v, _ := strings.Cut(kv, "=")
+		err := check(k, v)
+		if known, ok := collectives.LookupVariable(k); ok && err == nil && len(known.Engines) == 0 {
+			err = fmt.Errorf("%s is read from the process environment, which -E does not change: set it there", k)
+		}
+		if err != nil {
+			return &usageError{fmt.Sprintf("invalid value %q for -E/--env: %v", kv, err)}
+		}
+	}
+	if o.abKey != "" {
+		if err := check(o.abKey, o.abVals[:]...); err != nil {
+			return badValue(fs, "ab", err.Error())
+		}
+	}
+	return nil
+}
+
+// abVariable is what the run knows, before it measures, about whether anything reads the --ab variable.
+type abVariable struct {
+	known   bool // false: the library file could not be searched (the run then fails to load it, or says why)
+	read    bool
+	library string // the library file searched (vendor engine)
+}
+
+// checkABVariable finds out, when the flags are parsed, whether anything reads the --ab variable. Our engines'
+// names were checked by checkVariables; an engine that loads a library (collectives.LibraryScanner) has the
+// library's file searched for the name. An unread variable is a "#" warning (both arms will run the same), or
+// with --ab-strict an error.
+func (a *app) checkABVariable(o *Options) (abVariable, error) {
+	name := o.engines[0]
+	if a.engines.readers != nil {
+		if _, ours := a.engines.readers(name); ours {
+			return abVariable{known: true, read: true}, nil
+		}
+	}
+	if v, known := collectives.LookupVariable(o.abKey); known && (len(v.Engines) == 0 || v.ReadBy(name)) {
+		return abVariable{known: true, read: true}, nil // one of the suite's own, read by this engine or the process
+	}
+	if a.engines.open == nil {
+		return abVariable{}, nil
+	}
+	eng, err := a.engines.open(name)
+	if err != nil {
+		return abVariable{}, nil
+	}
+	s, ok := eng.(collectives.LibraryScanner)
+	if !ok {
+		return abVariable{}, nil
+	}
+	read, lib, err := s.LibraryReads(collectives.Config{Library: o.Library}, o.abKey)
+	if err != nil {
+		return abVariable{}, nil
+	}
+	if !read && o.ABStrict {
+		return abVariable{}, &usageError{fmt.Sprintf("invalid value %q for --ab: %s does not contain the name %s, "+
+			"so it never reads it and both arms would run the same (--ab-strict)", o.AB, lib, o.abKey)}
+	}
+	return abVariable{known: true, read: read, library: lib}, nil
+}
+
+// record puts what is known into the JSON's ab key.
+func (v abVariable) record(r *results.ABReport) {
+	if v.known {
+		r.VariableRead, r.Library = &v.read, v.library
+	}
+}
+
+// note is the "#" line for an unread variable, "" otherwise.
+func (v abVariable) note(key string) string {
+	if !v.known || v.read {
+		return ""
+	}
+	return fmt.Sprintf("# WARNING: %s does not contain the name %s: the library never reads it, so both arms "+
+		"will behave the same", v.library, key)
+}

@@ -1,0 +1,114 @@
+package harness
+
+import (
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"github.com/rcclx-tests/rcclx-tests/collectives"
+	"github.com/rcclx-tests/rcclx-tests/engines"
+	"github.com/rcclx-tests/rcclx-tests/results"
+)
+
+// realEngines is the binaries' engine source.
+var realEngines = engineSource{names: engines.Names, open: engines.New, readers: engines.Readers}
+
+// Our engines know every variable they read: a name they do not read is one line naming the closest known
+// one, exit 1, before anything runs or is written.
+func TestUnknownVariableNamesClosest(t *testing.T) {
+	for _, c := range []struct {
+		args []string
+		want string
+	}{
+		{[]string{"--engine", "host", "--ab", "RCCL_DDA_ENABLED=0,1"},
+			`invalid value "RCCL_DDA_ENABLED=0,1" for --ab: RCCL_DDA_ENABLED is not a variable the host engine reads: did you mean RCCL_DDA_ENABLE?`},
+		{[]string{"--ab", "RCCL_ENABLE_DDA_ALLREDUCE=0,1"},
+			"RCCL_ENABLE_DDA_ALLREDUCE is not a variable the gpu or host engine reads: did you mean RCCL_ENABLE_DDA_ALL_REDUCE?"},
+		{[]string{"--engine", "host,gpu", "-E", "RCCL_DDA_NRANK=8"},
+			`invalid value "RCCL_DDA_NRANK=8" for -E/--env: RCCL_DDA_NRANK is not a variable the host or gpu engine reads: did you mean RCCL_DDA_NRANKS?`},
+		{[]string{"--engine", "host", "--ab", "RCCLX_TESTS_GPU_CE_BYTES=off,8M"}, "read by the gpu engine, not host"},
+		{[]string{"--engine", "host", "--ab", "RCCL_DDA_ENABLE=0,yes"}, `RCCL_DDA_ENABLE="yes": want 0 or 1`},
+		{[]string{"--engine", "gpu", "-E", "RCCL_DDA_NRANKS=0"}, "RCCL_DDA_NRANKS"},
+		{[]string{"--engine", "host", "-E", "RCCLX_TESTS_DELAY_US=100"}, "read from the process environment"},
+	} {
+		dir := t.TempDir()
+		r := runWith(t, collectives.AllReduce, append(c.args, "-J", filepath.Join(dir, "x.json")), realEngines, nil)
+		if r.code != exitUsage || r.stdout != "" || strings.Count(r.stderr, "\n") != 1 || !strings.Contains(r.stderr, c.want) {
+			t.Errorf("%v: exit %d, stdout %q, stderr %q", c.args, r.code, r.stdout, r.stderr)
+		}
+		if entries, _ := os.ReadDir(dir); len(entries) != 0 {
+			t.Errorf("%v wrote %v", c.args, entries)
+		}
+	}
+	// Names our engines read, and any name where a library reads variables of its own, parse.
+	a := &app{coll: collectives.AllReduce, engines: realEngines}
+	for _, args := range [][]string{
+		{"--engine", "host", "--ab", "RCCL_ENABLE_DDA_ALL_REDUCE=0,1"},
+		{"--engine", "host", "--ab", "RCCLX_TESTS_DELAY_US=0,2000"},
+		{"--engine", "gpu", "-E", "RCCLX_TESTS_GPU_CE_BYTES=off"},
+		{"--engine", "host,gpu", "-E", "RCCLX_TESTS_GPU_CE_BYTES=off"},
+		{"--engine", "vendor,host", "-E", "NCCL_ALGO=Ring"},
+	} {
+		if _, _, err := a.parse(args); err != nil {
+			t.Errorf("%v: %v", args, err)
+		}
+	}
+}
+
+// fakeLibrary writes a file standing for a library: some bytes, and the name given, if any, as a C string.
+func fakeLibrary(t *testing.T, name string) string {
+	t.Helper()
+	data := append([]byte("\x7fELF fake\x00NCCL_DEBUG\x00"), make([]byte, 1<<20)...)
+	if name != "" {
+		data = append(data, name+"\x00"...)
+	}
+	path := filepath.Join(t.TempDir(), "libnccl.so.2")
+	if err := os.WriteFile(path, data, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	return path
+}
+
+// With the vendor engine, the library file is searched for the --ab variable before anything runs: absent, a
+// "#" warning and variable_read false in the JSON; with --ab-strict, one line and exit 1.
+func TestABVariableInLibraryFile(t *testing.T) {
+	with, without := fakeLibrary(t, "NCCL_MAX_NCHANNELS"), fakeLibrary(t, "")
+	a := &app{coll: collectives.AllReduce, engines: realEngines}
+	ab := []string{"--engine", "vendor", "--ab", "NCCL_MAX_NCHANNELS=1,32"}
+
+	o, _, err := a.parse(append(ab, "--lib", with, "--ab-strict"))
+	if err != nil || !o.abVar.known || !o.abVar.read || o.abVar.library != with || o.abVar.note(o.abKey) != "" {
+		t.Fatalf("library with the name: %+v, %v", o.abVar, err)
+	}
+	o, _, err = a.parse(append(ab, "--lib", without))
+	if err != nil || !o.abVar.known || o.abVar.read {
+		t.Fatalf("library without the name: %+v, %v", o.abVar, err)
+	}
+	want := "# WARNING: " + without + " does not contain the name NCCL_MAX_NCHANNELS: the library never reads it, " +
+		"so both arms will behave the same"
+	if n := o.abVar.note(o.abKey); n != want {
+		t.Errorf("note %q", n)
+	}
+	var rep results.ABReport
+	o.abVar.record(&rep)
+	if rep.VariableRead == nil || *rep.VariableRead || rep.Library != without {
+		t.Errorf("JSON: %+v", rep)
+	}
+
+	dir := t.TempDir()
+	r := runWith(t, collectives.AllReduce, append(ab, "--lib", without, "--ab-strict", "-J", filepath.Join(dir, "x.json")),
+		realEngines, nil)
+	if r.code != exitUsage || r.stdout != "" || strings.Count(r.stderr, "\n") != 1 ||
+		!strings.Contains(r.stderr, "does not contain the name NCCL_MAX_NCHANNELS") {
+		t.Errorf("--ab-strict: exit %d, stdout %q, stderr %q", r.code, r.stdout, r.stderr)
+	}
+	if entries, _ := os.ReadDir(dir); len(entries) != 0 {
+		t.Errorf("--ab-strict wrote %v", entries)
+	}
+	// The suite's own variables are not searched for in the library: the vendor engine reads them itself.
+	if o, _, err := a.parse([]string{"--engine", "vendor", "--lib", without, "--ab", "RCCLX_TESTS_DELAY_US=0,100",
+		"--ab-strict"}); err != nil || !o.abVar.read {
+		t.Errorf("suite variable on the vendor engine: %+v %v", o.abVar, err)
+	}
+}
