@@ -17,10 +17,10 @@ import (
 const seedEnv = "RCCLX_TESTS_SEED"
 
 // jsonOut is the -J file: nccl-tests' schema (version 3) plus this suite's keys, written once at the end by
-// world rank 0 and never over an existing file; the same record goes to the --csv file in rccl-tests' CSV.
+// world rank 0 and never over an existing file; the same rows go to the -X file in rccl-tests' layout.
 type jsonOut struct {
 	path    string // "" when no JSON is written
-	csvPath string // "" when no CSV is written
+	rccl    *rcclOut // nil when no -X file is written
 	rec     *results.Record
 	o       *Options
 	a       *app
@@ -40,11 +40,7 @@ func (a *app) startJSON(out io.Writer, o *Options, seed uint64, root bool) *json
 	} else if name != "" {
 		fmt.Fprintf(out, "# -J %s ignored: only .json output is written\n", name)
 	}
-	if o.CSVFile != "" {
-		fmt.Fprintf(out, "# Writing CSV output to %s\n", freeName(o.CSVFile))
-		j.csvPath = o.CSVFile
-	}
-	if j.path == "" && j.csvPath == "" {
+	if j.path == "" {
 		return j
 	}
 	j.rec = &results.Record{Version: results.SchemaVersion, StartTime: a.now().Format(timeLayout), Args: a.argv,
@@ -53,11 +49,11 @@ func (a *app) startJSON(out io.Writer, o *Options, seed uint64, root bool) *json
 	return j
 }
 
-// checkOutputDirs refuses a -J or --csv file whose directory does not exist before anything runs, not after
+// checkOutputDirs refuses a -J or -X file whose directory does not exist before anything runs, not after
 // the sweep.
 func checkOutputDirs(o *Options) error {
-	for _, f := range []struct{ name, flag string }{{o.OutputFile, "-J/--output_file"}, {o.CSVFile, "--csv"}} {
-		if f.name == "" || (f.flag != "--csv" && !strings.HasSuffix(f.name, ".json")) {
+	for _, f := range []struct{ name, flag string }{{o.OutputFile, "-J/--output_file"}, {o.RCCL.File, "-X/--rccl_output_file"}} {
+		if f.name == "" || (f.flag == "-J/--output_file" && !strings.HasSuffix(f.name, ".json")) {
 			continue
 		}
 		dir := filepath.Dir(f.name)
@@ -121,6 +117,7 @@ func jsonConfig(o *Options) results.Config {
 
 // add records one engine's session.
 func (j *jsonOut) add(s *session) {
+	j.rccl.add(s)
 	if j.rec == nil {
 		return
 	}
@@ -170,6 +167,9 @@ func joinName(list, name string) string {
 
 // finish fills the summary keys and writes the file.
 func (j *jsonOut) finish() error {
+	if err := j.rccl.finish(); err != nil {
+		return err
+	}
 	if j.rec == nil {
 		return nil
 	}
@@ -186,11 +186,6 @@ func (j *jsonOut) finish() error {
 	}
 	if j.path != "" {
 		if _, err := results.Write(j.path, r); err != nil {
-			return err
-		}
-	}
-	if j.csvPath != "" {
-		if _, err := results.WriteCSV(j.csvPath, r); err != nil {
 			return err
 		}
 	}

@@ -32,7 +32,6 @@ type Options struct {
 	PerIter, IterSkip  int      // -I, -K
 	Memory             int      // -M
 	OutputFile         string   // -J
-	CSVFile            string   // --csv
 	ParallelInit       int      // -p
 	Register           int      // -R
 	Halves             halves   // -O
@@ -45,6 +44,7 @@ type Options struct {
 	LPMode             string   // --lp-mode
 	Oversubscribe      bool
 	AlgoColumn         bool
+	RCCL               rcclOptions // rccl-tests' flags and nccl-tests' -x, -D, -V (rcclflags.go)
 
 	// Derived by validate.
 	dtypes  []collectives.DType
