@@ -193,8 +193,12 @@ func formatRow(r row, o *Options) string {
 		fmt.Fprintf(&b, "%21s", r.when.Format(timeLayout))
 	}
 	if o.RCCL.AlgoColumns == 1 {
-		// rccl-tests' -A columns; only RCCL's own query tells protocol and channels.
-		fmt.Fprintf(&b, "  %8s  %8s  %10s", r.algorithm(), "-", "-")
+		// rccl-tests' -A columns: our engines' algorithm; a library does not tell its choices through the NCCL API.
+		algo := r.algorithm()
+		if r.engine == "vendor" {
+			algo = "-"
+		}
+		fmt.Fprintf(&b, "  %8s  %8s  %10s", algo, "-", "-")
 	} else if o.AlgoColumn {
 		b.WriteString("  " + r.algorithm())
 	}
