@@ -19,13 +19,13 @@ const seedEnv = "RCCLX_TESTS_SEED"
 // jsonOut is the -J file: nccl-tests' schema (version 3) plus this suite's keys, written once at the end by
 // world rank 0 and never over an existing file; the same rows go to the -X file in rccl-tests' layout.
 type jsonOut struct {
-	path    string // "" when no JSON is written
-	rccl    *rcclOut // nil when no -X file is written
-	rec     *results.Record
-	o       *Options
-	a       *app
-	bwSum   float64
-	bwN     int
+	path  string   // "" when no JSON is written
+	rccl  *rcclOut // nil when no -X file is written
+	rec   *results.Record
+	o     *Options
+	a     *app
+	bwSum float64
+	bwN   int
 }
 
 // startJSON announces the file, as nccl-tests does before its header, and starts the record.
