@@ -1,5 +1,5 @@
 // Command rcclx-results compares, gates and plots the records of perf runs
-// (this suite's JSON, nccl-tests' -J JSON, rccl-tests' CSV, or the text
+// (this suite's JSON, nccl-tests' -J JSON, rccl-tests' CSV or JSON, or the text
 // output of either tool).
 package main
 
