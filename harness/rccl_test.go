@@ -354,3 +354,43 @@ func TestRotatingTensor(t *testing.T) {
 		t.Errorf("calls %+v", calls)
 	}
 }
+
+// TestRCCLOutputMPI: with two processes of two threads, only rank 0 writes the -X file, in rccl-tests' MPI
+// layout: nodes 1 (one host), ranks 2 (processes), ranksPerNode 2, gpusPerRank 2 (threads x GPUs).
+func TestRCCLOutputMPI(t *testing.T) {
+	seed := rand.Uint64()
+	dir := t.TempDir()
+	for _, format := range []string{"csv", "json"} {
+		file := filepath.Join(dir, "r."+format)
+		args := seedArgs(seed, append(small, "-t", "2", "-Z", format, "-X", file)...)
+		runs := multiRun(t, 2, args, func(int) *fakeEngine { return newFake(seed) })
+		if runs[0].code != exitOK || runs[1].code != exitOK {
+			t.Fatalf("exits %d %d: %s%s", runs[0].code, runs[1].code, runs[0].stderr, runs[1].stderr)
+		}
+		data, err := os.ReadFile(file)
+		if err != nil {
+			t.Fatal(err)
+		}
+		lines := strings.Split(strings.TrimSuffix(string(data), "\n"), "\n")
+		line := regexp.MustCompile(`^\d+,"AllReduce",1,2,2,2,\d+,"float","sum",[01],\d+\.\d{6},\d+\.\d{6},\d+\.\d{6},"0"$`)
+		if format == "json" {
+			lines = lines[1 : len(lines)-1]
+			line = regexp.MustCompile(`^\{"numCycle":0, "name":"AllReduce", "nodes":1, "ranks":2, "ranksPerNode":2, "gpusPerRank":2, "size":\d+, `)
+		} else if lines[0] != "numCycle,collective,nodes,ranks,ranksPerNode,gpusPerRank,size,type,redop,inplace,time,algbw,busbw,#wrong" {
+			t.Errorf("MPI CSV header %q", lines[0])
+		} else {
+			lines = lines[1:]
+		}
+		if len(lines) != 14 {
+			t.Errorf("%s: %d lines", format, len(lines))
+		}
+		for _, l := range lines {
+			if !line.MatchString(l) {
+				t.Errorf("%s line %q", format, l)
+			}
+		}
+	}
+	if entries, _ := os.ReadDir(dir); len(entries) != 2 {
+		t.Errorf("files %v, want one per format", entries)
+	}
+}
