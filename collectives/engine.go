@@ -34,6 +34,9 @@ type Config struct {
 	Oversubscribe bool
 	// Library names the vendor library (--lib): a path or a name to search for.
 	Library string
+	// Memory is where rank buffers live (rccl-tests' -Y); CTAPolicy is ncclConfig's CTA policy (-x), -1 unset.
+	Memory    MemoryKind
+	CTAPolicy int
 }
 
 // Getenv reads a variable with the config's overrides first.

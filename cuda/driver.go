@@ -36,6 +36,7 @@ var (
 	cuCtxEnablePeerAccess       = driverLib.fn("cuCtxEnablePeerAccess")
 	cuMemAlloc                  = driverLib.fn("cuMemAlloc_v2")
 	cuMemFree                   = driverLib.fn("cuMemFree_v2")
+	cuMemAllocManaged           = driverLib.fn("cuMemAllocManaged")
 	cuMemGetInfo                = driverLib.fn("cuMemGetInfo_v2")
 	cuMemcpyHtoD                = driverLib.fn("cuMemcpyHtoD_v2")
 	cuMemcpyDtoH                = driverLib.fn("cuMemcpyDtoH_v2")

@@ -101,3 +101,38 @@ func HostAllocMapped(bytes int64) (host unsafe.Pointer, dev DevicePtr, err error
 func HostFree(host unsafe.Pointer) error {
 	return cuMemFreeHost.call(uintptr(host))
 }
+
+// MemKind is where AllocKind places memory.
+type MemKind int
+
+const (
+	MemDevice     MemKind = iota // device memory (cuMemAlloc)
+	MemHostMapped                // pinned host memory mapped for every context (cuMemHostAlloc)
+	MemManaged                   // managed memory (cuMemAllocManaged, attached globally)
+)
+
+const memAttachGlobal = 0x1
+
+// AllocKind allocates bytes of kind in the current context; it returns the address kernels and copies use and
+// the function that frees the memory.
+func AllocKind(kind MemKind, bytes int64) (DevicePtr, func() error, error) {
+	switch kind {
+	case MemHostMapped:
+		host, dev, err := HostAllocMapped(bytes)
+		if err != nil {
+			return 0, nil, err
+		}
+		return dev, func() error { return HostFree(host) }, nil
+	case MemManaged:
+		var p DevicePtr
+		if err := cuMemAllocManaged.call(uintptr(unsafe.Pointer(&p)), uintptr(bytes), memAttachGlobal); err != nil {
+			return 0, nil, err
+		}
+		return p, func() error { return MemFree(p) }, nil
+	}
+	p, err := MemAlloc(bytes)
+	if err != nil {
+		return 0, nil, err
+	}
+	return p, func() error { return MemFree(p) }, nil
+}

@@ -25,6 +25,7 @@ type comm struct {
 	groups   []*group
 	devices  []collectives.Device
 	modules  modules
+	memory   collectives.MemoryKind // -Y: where rank buffers live (memory.go)
 
 	// Host-mapped words: [0] the abort flag every kernel wait polls, [1+l] local rank l's stuck phase.
 	flagsHost unsafe.Pointer

@@ -5,6 +5,7 @@ import (
 
 	"github.com/rcclx-tests/rcclx-tests/collectives"
 	"github.com/rcclx-tests/rcclx-tests/cuda"
+	"github.com/rcclx-tests/rcclx-tests/internal/memkind"
 )
 
 // group drives the ranks of one harness thread, from the OS thread the harness locked; every method makes
@@ -16,11 +17,12 @@ type group struct {
 	launchers []*launcher // launchers.go: one per local rank after the first, started on first use
 }
 
-// buffer is device memory of one rank.
+// buffer is memory of one rank: device memory, or what -Y asked for (memory.go).
 type buffer struct {
-	ptr cuda.DevicePtr
-	n   int64
-	r   *rank
+	ptr  cuda.DevicePtr
+	n    int64
+	r    *rank
+	free func() error
 }
 
 func (b *buffer) Len() int64 { return b.n }
@@ -38,11 +40,11 @@ func (g *group) Alloc(local int, bytes int64) (collectives.Buffer, error) {
 	if err := r.ctx.SetCurrent(); err != nil {
 		return nil, runtimeError(r, err)
 	}
-	p, err := cuda.MemAlloc(max(bytes, 16))
+	p, free, err := cuda.AllocKind(memkind.Of(g.c.memory), max(bytes, 16))
 	if err != nil {
 		return nil, runtimeError(r, err)
 	}
-	return &buffer{ptr: p, n: bytes, r: r}, nil
+	return &buffer{ptr: p, n: bytes, r: r, free: free}, nil
 }
 
 func (g *group) Free(b collectives.Buffer) error {
@@ -50,7 +52,7 @@ func (g *group) Free(b collectives.Buffer) error {
 	if err := buf.r.ctx.SetCurrent(); err != nil {
 		return runtimeError(buf.r, err)
 	}
-	return runtimeError(buf.r, cuda.MemFree(buf.ptr))
+	return runtimeError(buf.r, buf.free())
 }
 
 // Write and Read wait for the rank's stream first: its kernels may still use the buffer.

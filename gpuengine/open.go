@@ -31,13 +31,16 @@ func (engine) Open(cfg collectives.Config) (collectives.Comm, error) {
 	if err != nil {
 		return nil, fmt.Errorf("gpu: %w", err)
 	}
+	if cfg.Memory == collectives.MemoryHost || cfg.Memory == collectives.MemoryManaged {
+		tun.ceBytes = -1 // peer copies are defined between device memory only
+	}
 	world := cfg.World
 	if world == nil {
 		world = single{}
 	}
 	nlocal := max(cfg.NThreads, 1) * max(cfg.NGpus, 1)
 	c := &comm{nranks: world.Size() * nlocal, policy: policy, tuning: tun, timeout: cfg.Timeout,
-		half: halfBytes(policy.SendBuf)}
+		half: halfBytes(policy.SendBuf), memory: cfg.Memory}
 	if c.hooks, err = collectives.HooksFromEnv(getenv, c.nranks); err != nil {
 		return nil, fmt.Errorf("gpu: %w", err)
 	}

@@ -170,11 +170,18 @@ func (a *app) run(o *Options) int {
 		fmt.Fprintf(a.stderr, "%s: %v\n", a.binary(), err)
 		return exitUsage
 	}
+	rccl, err := startRCCL(out, o, a.coll, world)
+	if err != nil {
+		fmt.Fprintf(a.stderr, "%s: %v\n", a.binary(), err)
+		return exitUsage
+	}
 	seed, err := agreeSeed(world, o.Seed.resolve())
 	if err != nil {
+		_ = rccl.finish()
 		return a.fail(err)
 	}
 	j := a.startJSON(out, o, seed, world.Rank() == 0)
+	j.rccl = rccl
 	var code int
 	if o.abKey != "" {
 		code = a.runAB(out, o, world, seed, j)

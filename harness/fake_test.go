@@ -30,6 +30,8 @@ type fakeEngine struct {
 	noInPlaceA2A bool // groups are InPlaceLimiters without in-place alltoall, as NCCL
 	// splitAt > 0: rows at or below this size column use algorithm "small", above it "large".
 	splitAt int64
+	// onLaunch, when set, sees every call before it runs.
+	onLaunch func(c *collectives.Call)
 
 	mu       sync.Mutex
 	launches int
@@ -181,6 +183,9 @@ func (g *fakeGroup) Launch(c *collectives.Call) error {
 	e := g.c.e
 	if e.unsupported[c.DType] {
 		return collectives.ErrUnsupported
+	}
+	if e.onLaunch != nil {
+		e.onLaunch(c)
 	}
 	es := int64(c.DType.Size())
 	for l, r := range g.ranks {

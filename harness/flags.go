@@ -28,18 +28,19 @@ func RegisterFlags(fs *pflag.FlagSet, o *Options) {
 	fs.IntVarP(&o.Root, "root", "r", 0, "root rank of rooted collectives (-1 = all roots)")
 	fs.IntVarP(&o.Blocking, "blocking", "z", 0,
 		"1: wait and barrier after each operation; 2: wait only; 3: wait and untimed barrier per iteration")
-	fs.IntVarP(&o.StreamNull, "stream_null", "y", 0, "use the default stream (0/1)")
+	fs.VarP(streamNullValue{&o.StreamNull, &o.RCCL.MemoryType}, "stream_null", "y",
+		"use the default stream (0/1); a word is rccl-tests' memory type (-Y)")
 	fs.IntVarP(&o.TimeoutSec, "timeout", "T", 0, "seconds before a stuck operation is aborted (exit 4); 0 = never")
 	fs.IntVarP(&o.Graph, "cudagraph", "G", 0, "capture the iteration loop as a graph and replay it this many times")
 	fs.IntVarP(&o.CPUTime, "report_cputime", "C", 0, "report host enqueue time instead of completion time (0/1)")
 	fs.IntVarP(&o.Timestamps, "report_timestamps", "S", 0, "append a timestamp to each row (0/1)")
 	fs.IntVarP(&o.Average, "average", "a", 1, "combine ranks' times: 0 rank 0, 1 average, 2 minimum, 3 maximum")
-	fs.IntVarP(&o.Unalign, "unalign", "u", 0, "shift buffers by this many elements")
+	fs.VarP(unalignValue{&o.Unalign, &o.RCCL.Cumask}, "unalign", "u",
+		"shift buffers by this many elements; a list of hex masks is rccl-tests' --cumask")
 	fs.IntVarP(&o.PerIter, "per_iter_timing", "I", 0, "time each iteration: adds i_min i_max i_p99 i_cv% (0/1)")
 	fs.IntVarP(&o.IterSkip, "per_iter_skip", "K", 0, "leave this many first iterations out of the per-iteration summary")
 	fs.IntVarP(&o.Memory, "memory", "M", 0, "print a device memory usage line (0/1)")
 	fs.StringVarP(&o.OutputFile, "output_file", "J", "", "write JSON results to this file if it ends in .json (never overwrites)")
-	fs.StringVar(&o.CSVFile, "csv", "", "write the results as rccl-tests' CSV to this file (never overwrites)")
 	fs.IntVarP(&o.ParallelInit, "parallel_init", "p", 0, "each thread creates its own communicators (0/1)")
 	fs.IntVarP(&o.Register, "local_register", "R", 0, "register buffers with the library: 0 no, 1 local, 2 symmetric")
 	fs.VarP(&o.Halves, "out_of_place", "O", "1 = out-of-place only, 0 = in-place only")
@@ -50,12 +51,14 @@ func RegisterFlags(fs *pflag.FlagSet, o *Options) {
 	fs.StringVar(&o.AB, "ab", "", "A/B comparison KEY=v1,v2: each arm in worker processes of its own, started with KEY=v1 or KEY=v2, interleaved")
 	fs.IntVar(&o.ABRounds, "ab-rounds", 5, "rounds per arm and size with --ab")
 	fs.BoolVar(&o.ABStrict, "ab-strict", false, "with --ab: a variable the vendor library never reads is an error, not a warning")
-	fs.StringArrayVarP(&o.Env, "env", "E", nil, "KEY=VALUE communicator environment override (repeatable)")
+	fs.VarP(envValue{&o.Env, &o.RCCL.RotatingTensor}, "env", "E",
+		"KEY=VALUE communicator environment override (repeatable); 0/1 is rccl-tests' --rotating_tensor")
 	fs.BoolVar(&o.DDA, "dda", false, "enable RCCLX DDA (RCCL_DDA_ENABLE=1)")
 	fs.BoolVar(&o.LP, "lp", false, "enable RCCLX low precision (RCCL_LOW_PRECISION_ENABLE=1)")
 	fs.StringVar(&o.LPMode, "lp-mode", "", "low-precision quantization: rcclx (plain E4M3 cast) or scaled (per-block scale)")
 	fs.BoolVar(&o.Oversubscribe, "oversubscribe", false, "let more ranks than devices share devices")
 	fs.BoolVar(&o.AlgoColumn, "algo-column", false, "append the algorithm of each row as an extra column")
+	registerRCCLFlags(fs, o)
 	showZeroDefaults(fs)
 }
 

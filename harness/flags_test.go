@@ -63,7 +63,7 @@ func TestBadInput(t *testing.T) {
 		{[]string{"-E", "NOVALUE"}, "env", "NOVALUE"},
 		{[]string{"--lp-mode", "fp4"}, "lp-mode", "fp4"},
 		{[]string{"--bogus"}, "bogus", ""},
-		{[]string{"-q", "1"}, "q", ""},
+		{[]string{"-q", "-1"}, "delay_inout_place", "-1"},
 		{[]string{"stray"}, "stray", ""},
 	} {
 		dir := t.TempDir()
@@ -115,6 +115,9 @@ func TestFlagLettersAndDefaults(t *testing.T) {
 		{"I", "per_iter_timing", "0"}, {"K", "per_iter_skip", "0"}, {"M", "memory", "0"},
 		{"J", "output_file", ""}, {"p", "parallel_init", "0"}, {"R", "local_register", "0"},
 		{"O", "out_of_place", "both"}, {"E", "env", "[]"},
+		{"Y", "memory_type", ""}, {"q", "delay_inout_place", "0"}, {"F", "cache_flush", "0"},
+		{"Z", "rccl_output_format", ""}, {"X", "rccl_output_file", ""}, {"A", "output_algo_proto_channels", "0"},
+		{"x", "cta_policy", "-1"}, {"D", "device_implementation", "0"}, {"V", "device_cta_count", "16"},
 	} {
 		f := fs.ShorthandLookup(c.short)
 		if f == nil || f.Name != c.long || f.DefValue != c.def {

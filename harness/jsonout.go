@@ -18,15 +18,15 @@ import (
 const seedEnv = "RCCLX_TESTS_SEED"
 
 // jsonOut is the -J file: nccl-tests' schema (version 3) plus this suite's keys, written once at the end by
-// world rank 0 and never over an existing file; the same record goes to the --csv file in rccl-tests' CSV.
+// world rank 0 and never over an existing file; the same rows go to the -X file in rccl-tests' layout.
 type jsonOut struct {
-	path    string // "" when no JSON is written
-	csvPath string // "" when no CSV is written
-	rec     *results.Record
-	o       *Options
-	a       *app
-	bwSum   float64
-	bwN     int
+	path  string   // "" when no JSON is written
+	rccl  *rcclOut // nil when no -X file is written
+	rec   *results.Record
+	o     *Options
+	a     *app
+	bwSum float64
+	bwN   int
 }
 
 // startJSON announces the file, as nccl-tests does before its header, and starts the record.
@@ -41,11 +41,7 @@ func (a *app) startJSON(out io.Writer, o *Options, seed uint64, root bool) *json
 	} else if name != "" {
 		fmt.Fprintf(out, "# -J %s ignored: only .json output is written\n", name)
 	}
-	if o.CSVFile != "" {
-		fmt.Fprintf(out, "# Writing CSV output to %s\n", freeName(o.CSVFile))
-		j.csvPath = o.CSVFile
-	}
-	if j.path == "" && j.csvPath == "" {
+	if j.path == "" {
 		return j
 	}
 	j.rec = &results.Record{Version: results.SchemaVersion, StartTime: a.now().Format(timeLayout), Args: a.argv,
@@ -54,11 +50,11 @@ func (a *app) startJSON(out io.Writer, o *Options, seed uint64, root bool) *json
 	return j
 }
 
-// checkOutputDirs refuses a -J or --csv file whose directory does not exist before anything runs, not after
+// checkOutputDirs refuses a -J or -X file whose directory does not exist before anything runs, not after
 // the sweep.
 func checkOutputDirs(o *Options) error {
-	for _, f := range []struct{ name, flag string }{{o.OutputFile, "-J/--output_file"}, {o.CSVFile, "--csv"}} {
-		if f.name == "" || (f.flag != "--csv" && !strings.HasSuffix(f.name, ".json")) {
+	for _, f := range []struct{ name, flag string }{{o.OutputFile, "-J/--output_file"}, {o.RCCL.File, "-X/--rccl_output_file"}} {
+		if f.name == "" || (f.flag == "-J/--output_file" && !strings.HasSuffix(f.name, ".json")) {
 			continue
 		}
 		dir := filepath.Dir(f.name)
@@ -145,6 +141,7 @@ func (s *session) record() engineRun {
 
 // add records one engine's run.
 func (j *jsonOut) add(s engineRun) {
+	j.rccl.add(s)
 	if j.rec == nil {
 		return
 	}
@@ -194,6 +191,9 @@ func joinName(list, name string) string {
 
 // finish fills the summary keys and writes the file.
 func (j *jsonOut) finish() error {
+	if err := j.rccl.finish(); err != nil {
+		return err
+	}
 	if j.rec == nil {
 		return nil
 	}
@@ -210,11 +210,6 @@ func (j *jsonOut) finish() error {
 	}
 	if j.path != "" {
 		if _, err := results.Write(j.path, r); err != nil {
-			return err
-		}
-	}
-	if j.csvPath != "" {
-		if _, err := results.WriteCSV(j.csvPath, r); err != nil {
 			return err
 		}
 	}

@@ -69,6 +69,9 @@ func (s *session) memoryLimit() (limit int64, known bool, err error) {
 	default:
 		return 0, false, nil
 	}
+	if s.o.RCCL.RotatingTensor == 1 {
+		limit -= rotatingBytes // every buffer is that much longer
+	}
 	limit, err = worldMin(s.world, limit)
 	return limit, err == nil, err
 }

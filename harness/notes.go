@@ -73,6 +73,7 @@ func (s *session) makeNotes() error {
 	if o.PerIter == 1 {
 		s.notes = append(s.notes, perIterNote(group, o.IterSkip))
 	}
+	s.rcclNotes()
 	return nil
 }
 

@@ -32,7 +32,6 @@ type Options struct {
 	PerIter, IterSkip  int      // -I, -K
 	Memory             int      // -M
 	OutputFile         string   // -J
-	CSVFile            string   // --csv
 	ParallelInit       int      // -p
 	Register           int      // -R
 	Halves             halves   // -O
@@ -47,6 +46,7 @@ type Options struct {
 	Progress           bool     // --progress
 	Oversubscribe      bool
 	AlgoColumn         bool
+	RCCL               rcclOptions // rccl-tests' flags and nccl-tests' -x, -D, -V (rcclflags.go)
 
 	// Derived by validate.
 	dtypes  []collectives.DType

@@ -113,7 +113,9 @@ func columnHeader(o *Options) []string {
 	}
 	nameLine := names + nameHalf + nameHalf + fmt.Sprintf(" %*s", tsPad, tsName)
 	unitLine := lead("(B)", "(elements)") + unitHalf + unitHalf + fmt.Sprintf(" %*s", tsPad, tsFmt)
-	if o.AlgoColumn {
+	if o.RCCL.AlgoColumns == 1 {
+		nameLine += fmt.Sprintf("  %8s  %8s  %10s", "algo", "proto", "nchannels")
+	} else if o.AlgoColumn {
 		nameLine += "  algorithm"
 	}
 	return []string{top, nameLine, unitLine}
@@ -149,6 +151,7 @@ type row struct {
 	when         time.Time
 	engine       string
 	label        string // --ab: the arm ("KEY=value"), JSON's experiment_name
+	cycle        int    // -N: the pass over the sizes, from 0 for each type and operation
 }
 
 // algorithm names the row's algorithm: the halves' when they agree, else both.
@@ -190,7 +193,14 @@ func formatRow(r row, o *Options) string {
 	if o.Timestamps == 1 {
 		fmt.Fprintf(&b, "%21s", r.when.Format(timeLayout))
 	}
-	if o.AlgoColumn {
+	if o.RCCL.AlgoColumns == 1 {
+		// rccl-tests' -A columns: our engines' algorithm; a library does not tell its choices through the NCCL API.
+		algo := r.algorithm()
+		if r.engine == "vendor" {
+			algo = "-"
+		}
+		fmt.Fprintf(&b, "  %8s  %8s  %10s", algo, "-", "-")
+	} else if o.AlgoColumn {
 		b.WriteString("  " + r.algorithm())
 	}
 	return b.String()

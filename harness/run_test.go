@@ -92,7 +92,7 @@ func TestUncheckedIsNA(t *testing.T) {
 	}
 }
 
-// TestCSVOutput: --csv writes the run's rows in rccl-tests' CSV, which loads back with the same sizes, times and
+// TestCSVOutput: --csv (-Z csv -X) writes the run's rows in rccl-tests' CSV, which loads back with the same sizes, times and
 // #wrong as the JSON of the same run; an existing file is never replaced.
 func TestCSVOutput(t *testing.T) {
 	dir := t.TempDir()
@@ -102,7 +102,7 @@ func TestCSVOutput(t *testing.T) {
 	}
 	seed := rand.Uint64()
 	r := testRun(t, collectives.AllReduce, seedArgs(seed, append(small, "-g", "2", "--csv", csv, "-J", js)...), newFake(seed))
-	if r.code != exitOK || !strings.Contains(r.stdout, "# Writing CSV output to "+csv+".0\n") {
+	if r.code != exitOK || !strings.Contains(r.stdout, "# Writing rccl-tests csv output to "+csv+".0\n") {
 		t.Fatalf("exit %d\n%s%s", r.code, r.stdout, r.stderr)
 	}
 	if old, _ := os.ReadFile(csv); string(old) != "keep" {

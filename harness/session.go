@@ -105,7 +105,8 @@ func (s *session) open() error {
 	o := s.o
 	cfg := collectives.Config{NThreads: o.NThreads, NGpus: o.NGpus, World: s.world, Env: o.env,
 		Timeout: o.Timeout(), StreamNull: o.StreamNull == 1, Register: o.Register > 0,
-		ParallelInit: o.ParallelInit == 1, Oversubscribe: o.Oversubscribe, Library: o.Library}
+		ParallelInit: o.ParallelInit == 1, Oversubscribe: o.Oversubscribe, Library: o.Library,
+		Memory: o.RCCL.memoryKind(), CTAPolicy: o.RCCL.CTAPolicy}
 	s.team = newTeam(o.NThreads, s.world)
 	comm, err := s.openComm(cfg)
 	if err != nil {
@@ -217,6 +218,9 @@ func (s *session) bufferBytes() int64 {
 			k := s.a.coll.Counts(s.maxBytes, s.nranks, r, dt)
 			need = max(need, max(k.Send, k.Recv)*es+int64(s.o.Unalign)*es)
 		}
+	}
+	if s.o.RCCL.RotatingTensor == 1 {
+		need += rotatingBytes
 	}
 	return max(need, 64)
 }

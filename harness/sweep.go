@@ -70,7 +70,7 @@ func (s *session) passes(dt collectives.DType, op collectives.Op) (skipped bool,
 		return skipped, err
 	}
 	for cycle := 0; s.o.Cycles == 0 || cycle < s.o.Cycles; cycle++ {
-		if skipped, err := s.cycle(dt, op); skipped || err != nil || s.stopped {
+		if skipped, err := s.cycle(dt, op, cycle); skipped || err != nil || s.stopped {
 			return skipped, err
 		}
 	}
@@ -100,8 +100,8 @@ func (s *session) warmUp(dt collectives.DType, op collectives.Op) (skipped bool,
 	return false, nil
 }
 
-// cycle runs one pass over the sizes; skipped reports that the engine does not support this type and operation.
-func (s *session) cycle(dt collectives.DType, op collectives.Op) (skipped bool, err error) {
+// cycle runs pass n over the sizes; skipped reports that the engine does not support this type and operation.
+func (s *session) cycle(dt collectives.DType, op collectives.Op, n int) (skipped bool, err error) {
 	for _, size := range s.sizes() {
 		p := point{dt: dt, op: op, root: -1, size: size}
 		s.prog.row(dt, s.a.coll.RedOpName(op), size)
@@ -113,6 +113,7 @@ func (s *session) cycle(dt collectives.DType, op collectives.Op) (skipped bool, 
 			return false, err
 		}
 		s.prog.clear()
+		r.cycle = n
 		fmt.Fprintln(s.out, formatRow(r, s.o))
 		s.rows = append(s.rows, r)
 		if s.stopped {
@@ -145,6 +146,9 @@ func (s *session) runPoint(p point) (row, error) {
 		if s.a.interrupted() {
 			s.stopped = true
 			break
+		}
+		if !inPlace {
+			s.delayHalves()
 		}
 	}
 	r.when = s.a.now()

@@ -113,6 +113,10 @@ func (t *thread) call(p point, inPlace bool, shift int64) *collectives.Call {
 const maxRotation = 64
 
 func (t *thread) timedCalls(p point, inPlace bool, iterations int) []*collectives.Call {
+	if t.opts.RCCL.RotatingTensor == 1 {
+		// rccl-tests' rotating tensor: even iterations at the buffer's start, odd ones rotatingBytes further.
+		return []*collectives.Call{t.call(p, inPlace, 0), t.call(p, inPlace, rotatingBytes)}
+	}
 	es := int64(p.dt.Size())
 	k := t.counts(p, 0)
 	span := max(k.Send, k.Recv) * es

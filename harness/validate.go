@@ -74,6 +74,9 @@ func (o *Options) validate(fs *pflag.FlagSet, engineNames []string) error {
 	if err := o.buildEnv(fs); err != nil {
 		return err
 	}
+	if err := o.validateRCCL(fs); err != nil {
+		return err
+	}
 	o.changed = map[string]bool{}
 	fs.Visit(func(f *pflag.Flag) { o.changed[f.Name] = true })
 	return nil

@@ -3,6 +3,7 @@ package nccl
 import (
 	"errors"
 	"math"
+	"unsafe"
 )
 
 // Config is ncclConfig_t in its NCCL 2.14 form: the first version of the struct, and the smallest one that
@@ -45,3 +46,37 @@ func IsInProgress(err error) bool {
 	var e *Error
 	return errors.As(err, &e) && e.Code == InProgress
 }
+
+// CTAConfig is ncclConfig_t in its NCCL 2.27 form (up to nvlsCTAs), the first with CTAPolicy, for nccl-tests'
+// -x. Config's Tail is cgaClusterSize in this form. Every option but blocking and CTAPolicy is undefined.
+type CTAConfig struct {
+	Config
+	MinCTAs, MaxCTAs         int32
+	NetName                  uintptr // const char*
+	SplitShare, TrafficClass int32
+	CommName                 uintptr // const char*
+	CollnetEnable, CTAPolicy int32
+	ShrinkShare, NVLSCTAs    int32
+}
+
+// CTAPolicyVersion is the first NCCL version with CTAPolicy (0 default, 1 efficiency); policy 2 (zero) came
+// with CTAPolicyZeroVersion.
+const (
+	CTAPolicyVersion     = 22700
+	CTAPolicyZeroVersion = 22800
+)
+
+// NewCTAConfig is a configuration that sets the CTA policy, and blocking = 0 when nonBlocking.
+func NewCTAConfig(policy int, nonBlocking bool) CTAConfig {
+	c := CTAConfig{Config: Config{Magic: configMagic, Version: CTAPolicyVersion, Blocking: UndefInt, Tail: UndefInt},
+		MinCTAs: UndefInt, MaxCTAs: UndefInt, SplitShare: UndefInt, TrafficClass: UndefInt, CollnetEnable: UndefInt,
+		CTAPolicy: int32(policy), ShrinkShare: UndefInt, NVLSCTAs: UndefInt}
+	c.Size = uint64(unsafe.Sizeof(c))
+	if nonBlocking {
+		c.Blocking = 0
+	}
+	return c
+}
+
+// Base is c as the *Config ncclCommInitRankConfig takes: the library reads Size bytes from it.
+func (c *CTAConfig) Base() *Config { return (*Config)(unsafe.Pointer(c)) }

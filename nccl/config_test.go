@@ -61,3 +61,24 @@ func TestIsInProgress(t *testing.T) {
 		}
 	}
 }
+
+// TestCTAConfigBytes checks NCCL 2.27's ncclConfig_t on LP64: CTAPolicy at offset 60, 72 bytes in all,
+// every other option NCCL_CONFIG_UNDEF_INT (pointers NULL).
+func TestCTAConfigBytes(t *testing.T) {
+	cfg := NewCTAConfig(1, false)
+	raw := unsafe.Slice((*byte)(unsafe.Pointer(&cfg)), unsafe.Sizeof(cfg))
+	want := make([]byte, 72)
+	binary.LittleEndian.PutUint64(want[0:], 72)
+	binary.LittleEndian.PutUint32(want[8:], 0xcafebeef)
+	binary.LittleEndian.PutUint32(want[12:], 22700)
+	for _, off := range []int{16, 20, 24, 28, 40, 44, 56, 64, 68} { // blocking .. nvlsCTAs, undefined
+		binary.LittleEndian.PutUint32(want[off:], 0x80000000)
+	}
+	binary.LittleEndian.PutUint32(want[60:], 1) // CTAPolicy
+	if !bytes.Equal(raw, want) {
+		t.Errorf("config bytes\n  % x\nwant\n  % x", raw, want)
+	}
+	if nb := NewCTAConfig(2, true); nb.Blocking != 0 || nb.CTAPolicy != 2 || nb.Base().Size != 72 {
+		t.Errorf("non-blocking %+v", nb)
+	}
+}

@@ -6,14 +6,9 @@ import (
 	"errors"
 	"fmt"
 	"io"
-	"path/filepath"
 	"strconv"
 	"strings"
 )
-
-// csvHeader is rccl-tests' CSV header for a single-process build, which this
-// package writes and reads back.
-var csvHeader = []string{"numCycle", "collective", "gpus", "size", "type", "redop", "inplace", "time", "algbw", "busbw", "#wrong"}
 
 // csvAliases maps a normalized header name to the column it means.
 var csvAliases = map[string]string{
@@ -26,8 +21,8 @@ var csvAliases = map[string]string{
 }
 
 // csvLeft are the columns counted from the left of a line; all others are
-// counted from the right, because rccl-tests' MPI builds write one more value
-// (nodes) than their header names between the collective and the size.
+// counted from the right, because older rccl-tests MPI builds write one more
+// value (nodes) than their header names between the collective and the size.
 var csvLeft = map[string]bool{"cycle": true, "name": true}
 
 func parseCSV(data []byte) (*Record, error) {
@@ -149,65 +144,4 @@ func csvError(err error) error {
 		return fmt.Errorf("line 1: empty CSV")
 	}
 	return err
-}
-
-// WriteCSV stores rec as rccl-tests' CSV reporter does (one line per half,
-// repeated rounds as cycles), atomically and without replacing an existing
-// file, like Write. It returns the name used.
-func WriteCSV(path string, rec *Record) (string, error) {
-	var buf bytes.Buffer
-	w := csv.NewWriter(&buf)
-	if err := w.Write(csvHeader); err != nil {
-		return "", err
-	}
-	name := collectiveName(rec)
-	gpus := strconv.Itoa(rec.Config.NGpus)
-	for i := range rec.Results {
-		r := &rec.Results[i]
-		for inPlace, h := range r.halves() {
-			t, ok := h.Micros()
-			if !ok {
-				continue
-			}
-			for cycle, round := range roundsOrTime(h.Rounds, t) {
-				// Bandwidths scale with 1/time: bring the reported ones to this round's time.
-				scale := 1.0
-				if round > 0 {
-					scale = t / round
-				}
-				wrong := "N/A"
-				if h.NWrong != nil {
-					wrong = formatFloat(*h.NWrong)
-				}
-				if err := w.Write([]string{strconv.Itoa(cycle), name, gpus, strconv.FormatInt(r.Size, 10), r.Type, r.Redop,
-					strconv.Itoa(inPlace), formatFloat(round), formatFloat(h.AlgBW * scale), formatFloat(h.BusBW * scale), wrong}); err != nil {
-					return "", err
-				}
-			}
-		}
-	}
-	w.Flush()
-	if err := w.Error(); err != nil {
-		return "", err
-	}
-	return writeNew(path, buf.Bytes())
-}
-
-func roundsOrTime(rounds []float64, t float64) []float64 {
-	if len(rounds) > 0 {
-		return rounds
-	}
-	return []float64{t}
-}
-
-// collectiveName is the binary name in args[0] ("all_reduce_perf").
-func collectiveName(rec *Record) string {
-	if len(rec.Args) == 0 {
-		return ""
-	}
-	return filepath.Base(rec.Args[0])
-}
-
-func formatFloat(v float64) string {
-	return strconv.FormatFloat(v, 'g', -1, 64)
 }

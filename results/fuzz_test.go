@@ -13,6 +13,7 @@ import (
 func FuzzLoad(f *testing.F) {
 	f.Add([]byte("size,time,inplace\n8,1.5,0\n8,1.5,1\n"))
 	f.Add([]byte("# x\n 8 2 float sum -1 18.6 0.00 0.00 0 18.77 0.00 0.00 N/A\n"))
+	f.Add([]byte("[\n{\"numCycle\":0, \"name\":\"AllReduce\", \"gpus\":2, \"size\":8, \"type\":\"float\", \"redop\":\"sum\", \"inPlace\":0, \"time\":1.500000, \"algBw\":0.000005, \"busBw\":0.000005, \"wrong\":\"N/A\"}\n]\n"))
 	f.Fuzz(func(t *testing.T, data []byte) {
 		rec, err := Parse("fuzz", data)
 		if err != nil {

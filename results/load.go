@@ -8,8 +8,8 @@ import (
 )
 
 // Load reads a run from path, detecting its format: JSON written by this
-// suite or by nccl-tests (-J, schema 3), rccl-tests' CSV reporter output
-// (-x file -Z csv), or the text that nccl-tests and rccl-tests print.
+// suite or by nccl-tests (-J, schema 3), rccl-tests' reporter output
+// (-Z csv|json -X file), or the text that nccl-tests and rccl-tests print.
 // Malformed input gives a one-line error naming the file and the line.
 func Load(path string) (*Record, error) {
 	data, err := os.ReadFile(path)
@@ -67,6 +67,9 @@ func detectFormat(data []byte) format {
 }
 
 func parseJSON(data []byte) (*Record, error) {
+	if bytes.HasPrefix(bytes.TrimSpace(data), []byte("[")) {
+		return parseRCCLJSON(data)
+	}
 	var rec Record
 	if err := json.Unmarshal(data, &rec); err != nil {
 		return nil, jsonError(data, err)

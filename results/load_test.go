@@ -80,41 +80,6 @@ func TestLoadCSV(t *testing.T) {
 	}
 }
 
-func TestWriteCSVRoundTrip(t *testing.T) {
-	rng := newRand()
-	rec := synthRecord(rng, 6, 1, 3, 0.05)
-	rec.Results[2].InPlace.NWrong = nil
-	path := filepath.Join(t.TempDir(), "run.csv")
-	name, err := WriteCSV(path, rec)
-	if err != nil || name != path {
-		t.Fatal(name, err)
-	}
-	back, err := Load(path)
-	if err != nil {
-		t.Fatal(err)
-	}
-	if len(back.Results) != len(rec.Results) {
-		t.Fatalf("%d rows back, want %d", len(back.Results), len(rec.Results))
-	}
-	for i, r := range rec.Results {
-		b := back.Results[i]
-		for h, half := range r.halves() {
-			got := b.halves()[h]
-			for j, x := range half.Rounds {
-				if got.Rounds[j] != x {
-					t.Fatalf("row %d half %d round %d: %v, want %v", i, h, j, got.Rounds[j], x)
-				}
-			}
-			if (half.NWrong == nil) != (got.NWrong == nil) {
-				t.Fatalf("row %d half %d: nwrong %v, want %v", i, h, got.NWrong, half.NWrong)
-			}
-		}
-	}
-	if name, err := WriteCSV(path, rec); err != nil || name != path+".0" {
-		t.Fatalf("second write: %s, %v", name, err)
-	}
-}
-
 func TestMalformedInputsGiveOneLineErrors(t *testing.T) {
 	cases := map[string]struct{ data, want string }{
 		"broken.json":    {"{\n \"version\": 3,\n \"results\": [\n  {\"size\": \"big\"}\n ]\n}", "broken.json: line 4"},

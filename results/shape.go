@@ -3,6 +3,7 @@ package results
 import (
 	"fmt"
 	"math"
+	"path/filepath"
 	"slices"
 	"strconv"
 	"strings"
@@ -162,4 +163,12 @@ func unreadVariable(rec *Record) string {
 		lib = "the library"
 	}
 	return fmt.Sprintf("an A/B run of %s, which %s never reads: both arms ran the same", key, lib)
+}
+
+// collectiveName is the binary name in args[0] ("all_reduce_perf").
+func collectiveName(rec *Record) string {
+	if len(rec.Args) == 0 {
+		return ""
+	}
+	return filepath.Base(rec.Args[0])
 }

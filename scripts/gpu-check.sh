@@ -25,6 +25,8 @@
 #        vendor    the vendor engine's and the NCCL binding's GPU tests (non-blocking communicators, -T inside
 #                  NCCL calls, hooks, device memory released on every exit path)
 #        doctor    rcclx-doctor: driver, GPUs, NVRTC, IPC, peer access, the NCCL library; every check ok
+#        rccl      rccl-tests' flags on the gpu and vendor engines: -Y host|managed|coarse|fine (and -y coarse)
+#                  validated with its "#" line, -x 1 (CTA policy), -q, -A 1, -Z csv|json -X files
 # Logs go to $OUT (default /tmp/gpu-check); the compiled kernels are cached in $BIN/kcache and packed into
 # $OUT/kcache.tgz, so that the next call can carry them back in $BIN.
 set -uo pipefail
@@ -245,6 +247,32 @@ step_vendor() {
 	run_step nccl nccl.log "$BIN/nccl.test" -test.v -test.timeout 120s -test.run 'TestGPU'
 	run_step vendor vendor.log "$BIN/vendorengine.test" -test.v -test.timeout 300s -test.run 'TestGPU'
 	grep -E '^(--- |FAIL|ok|PASS)|MiB|us per|µs' "$OUT/nccl.log" "$OUT/vendor.log" | head -40
+}
+
+# expect_line NAME LOG PATTERN: the log has a line matching PATTERN (grep -E).
+expect_line() {
+	note "$1" "$(grep -qE "$3" "$OUT/$2" && echo ok || echo FAIL)" "line /$3/ in $2"
+}
+
+step_rccl() {
+	for eng in gpu vendor; do
+		for mem in host managed coarse fine; do
+			local log=rccl-$eng-$mem.log
+			: >"$OUT/$log"
+			expect "$eng-Y-$mem" 0 "$log" "$P" --engine "$eng" -g 2 -b 8 -e 64M -f 8 -Y "$mem" -Z csv -X "$OUT/rccl-$eng-$mem.csv"
+		done
+		expect_line "$eng-host#" "rccl-$eng-host.log" '^# Memory: rank buffers in pinned host memory mapped for the device'
+		expect_line "$eng-managed#" "rccl-$eng-managed.log" '^# Memory: rank buffers in managed memory'
+		expect_line "$eng-coarse#" "rccl-$eng-coarse.log" '^# -Y coarse means nothing on this GPU'
+		expect_line "$eng-fine#" "rccl-$eng-fine.log" '^# -Y fine means nothing on this GPU'
+		: >"$OUT/rccl-$eng-y.log"
+		expect "$eng-y-coarse" 0 "rccl-$eng-y.log" "$P" --engine "$eng" -g 2 -b 8 -e 1M -f 8 -y coarse -q 1000 -A 1 -Z json -X "$OUT/rccl-$eng.json"
+		expect_line "$eng-y#" "rccl-$eng-y.log" '^# -Y coarse means nothing on this GPU'
+	done
+	: >"$OUT/rccl-x.log"
+	expect vendor-x1 0 rccl-x.log "$P" --engine vendor -g 2 -b 8 -e 1M -f 8 -x 1
+	expect_line vendor-x1# rccl-x.log '^# (CTA policy: 1 \(ncclConfig\)|-x 1 ignored: .* has no CTA policy 1)'
+	head -3 "$OUT/rccl-gpu-host.csv" "$OUT/rccl-vendor.json"
 }
 
 step_ncclt() {

@@ -19,7 +19,10 @@ type comm struct {
 	timeout        time.Duration
 	register       bool
 	nativeAlltoAll bool
-	nonBlocking    bool // communicators made with blocking = 0: calls may return ncclInProgress (see finish)
+	nonBlocking    bool                   // communicators made with blocking = 0: calls may return ncclInProgress (see finish)
+	memory         collectives.MemoryKind // -Y: where rank buffers live (memory.go)
+	ctaPolicy      int                    // -x as applied: -1 none (memory.go)
+	ctaNote        string                 // the header line about -x
 	hooks          collectives.Hooks
 	ranks          []*rank // local ranks, in local order
 	groups         []*group

@@ -6,6 +6,7 @@ import (
 
 	"github.com/rcclx-tests/rcclx-tests/collectives"
 	"github.com/rcclx-tests/rcclx-tests/cuda"
+	"github.com/rcclx-tests/rcclx-tests/internal/memkind"
 	"github.com/rcclx-tests/rcclx-tests/nccl"
 )
 
@@ -55,6 +56,7 @@ type buffer struct {
 	n      int64
 	local  int
 	handle uintptr // ncclCommRegister's, or 0
+	free   func() error
 }
 
 func (b *buffer) Len() int64 { return b.n }
@@ -65,15 +67,15 @@ func (g *group) Alloc(local int, bytes int64) (collectives.Buffer, error) {
 	if err := g.on(local); err != nil {
 		return nil, err
 	}
-	p, err := g.memAlloc(max(bytes, 1))
+	p, free, err := g.memAlloc(max(bytes, 1))
 	if err != nil {
 		return nil, runtimeError(fmt.Errorf("vendor: rank %d: %w", g.global[local], err))
 	}
-	b := &buffer{ptr: p, n: bytes, local: local}
+	b := &buffer{ptr: p, n: bytes, local: local, free: free}
 	if g.c.register {
 		b.handle, err = g.c.lib.CommRegister(g.ranks[local].comm, p, max(bytes, 1))
 		if err := g.c.finish(g.ranks[local:local+1], "ncclCommRegister", err); err != nil {
-			g.memFree(p)
+			_ = free()
 			return nil, err
 		}
 	}
@@ -81,19 +83,15 @@ func (g *group) Alloc(local int, bytes int64) (collectives.Buffer, error) {
 }
 
 // memAlloc allocates as nccl-tests does: with ncclMemAlloc where the library has it (NCCL 2.19+; the
-// library may treat such buffers differently from cuMemAlloc's), else cuMemAlloc. memFree matches it.
-func (g *group) memAlloc(bytes int64) (cuda.DevicePtr, error) {
-	if g.c.lib.Has("ncclMemAlloc") && g.c.lib.Has("ncclMemFree") {
-		return g.c.lib.MemAlloc(bytes)
+// library may treat such buffers differently from cuMemAlloc's), else cuMemAlloc; -Y host and managed as
+// rccl-tests does. It returns the function that frees the memory.
+func (g *group) memAlloc(bytes int64) (cuda.DevicePtr, func() error, error) {
+	kind := memkind.Of(g.c.memory)
+	if kind == cuda.MemDevice && g.c.lib.Has("ncclMemAlloc") && g.c.lib.Has("ncclMemFree") {
+		p, err := g.c.lib.MemAlloc(bytes)
+		return p, func() error { return g.c.lib.MemFree(p) }, err
 	}
-	return cuda.MemAlloc(bytes)
-}
-
-func (g *group) memFree(p cuda.DevicePtr) error {
-	if g.c.lib.Has("ncclMemAlloc") && g.c.lib.Has("ncclMemFree") {
-		return g.c.lib.MemFree(p)
-	}
-	return cuda.MemFree(p)
+	return cuda.AllocKind(kind, bytes)
 }
 
 func (g *group) Free(buf collectives.Buffer) error {
@@ -105,7 +103,7 @@ func (g *group) Free(buf collectives.Buffer) error {
 	if err := g.on(b.local); err != nil {
 		return errors.Join(append(errs, err)...)
 	}
-	return errors.Join(append(errs, runtimeError(g.memFree(b.ptr)))...)
+	return errors.Join(append(errs, runtimeError(b.free()))...)
 }
 
 // Write copies host bytes in and waits for the copy and the rest of the device's work (cuda.MemcpyHtoD).

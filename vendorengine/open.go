@@ -38,7 +38,8 @@ func (engine) Open(cfg collectives.Config) (collectives.Comm, error) {
 	nthreads, ngpus := max(cfg.NThreads, 1), max(cfg.NGpus, 1)
 	nlocal := nthreads * ngpus
 	c := &comm{lib: lib, nranks: world.Size() * nlocal, timeout: cfg.Timeout, register: cfg.Register,
-		nonBlocking: useNonBlocking(lib, cfg.Timeout)}
+		nonBlocking: useNonBlocking(lib, cfg.Timeout), memory: cfg.Memory}
+	c.ctaPolicy, c.ctaNote = ctaPolicy(lib, cfg.CTAPolicy)
 	getenv := func(k string) string { return cfg.Getenv(os.Getenv, k) }
 	if c.hooks, err = collectives.HooksFromEnv(getenv, c.nranks); err != nil {
 		return nil, fmt.Errorf("vendor: %w", err)
@@ -49,7 +50,7 @@ func (engine) Open(cfg collectives.Config) (collectives.Comm, error) {
 
 	// CommInitAll makes every communicator of a single-process run in one blocking call; otherwise rank 0's
 	// unique id reaches every rank through the world.
-	initAll := world.Size() == 1 && !cfg.ParallelInit && !c.nonBlocking
+	initAll := world.Size() == 1 && !cfg.ParallelInit && !c.nonBlocking && c.ctaPolicy < 0
 	var id nccl.UniqueID
 	if !initAll && world.Rank() == 0 {
 		if id, err = lib.GetUniqueID(); err != nil {
@@ -181,7 +182,10 @@ func (c *comm) initRanks(ranks []*rank, id nccl.UniqueID) error {
 			break
 		}
 		var err error
-		if c.nonBlocking {
+		if c.ctaPolicy >= 0 {
+			cfg := nccl.NewCTAConfig(c.ctaPolicy, c.nonBlocking)
+			r.comm, err = c.lib.CommInitRankConfig(c.nranks, id, r.global, cfg.Base())
+		} else if c.nonBlocking {
 			cfg := nccl.NonBlockingConfig()
 			r.comm, err = c.lib.CommInitRankConfig(c.nranks, id, r.global, &cfg)
 		} else {

@@ -1,5 +1,5 @@
 // Command rcclx-results compares, gates and plots the records of perf runs
-// (this suite's JSON, nccl-tests' -J JSON, rccl-tests' CSV, or the text
+// (this suite's JSON, nccl-tests' -J JSON, rccl-tests' CSV or JSON, or the text
 // output of either tool).
 package main
 
@@ -39,7 +39,7 @@ func run(args []string, stdout, stderr io.Writer) int {
 		Long: `Compare, gate and plot collective benchmark results.
 
 Inputs: this suite's JSON records, nccl-tests' -J JSON (schema 3), rccl-tests'
-CSV (-Z csv) and the text output of nccl-tests or rccl-tests; the format is
+CSV and JSON (-Z csv|json -X) and the text output of nccl-tests or rccl-tests; the format is
 detected from the content.
 
 Exit status: 0 success; 1 the gate failed, or bad arguments or an unreadable

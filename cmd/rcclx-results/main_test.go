@@ -105,3 +105,52 @@ func TestVersionAndCompletion(t *testing.T) {
 		t.Errorf("--metric completion: exit %d %q", code, out)
 	}
 }
+
+// rcclCopy writes the anchor, its out-of-place time at 64 MiB multiplied by factor, as rccl-tests' reporter
+// file of the given format (-Z csv|json).
+func rcclCopy(t *testing.T, format string, factor float64) string {
+	t.Helper()
+	rec, err := results.Load(anchor)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var rows []results.RCCLRow
+	for _, r := range rec.Results {
+		for i, h := range []results.Half{r.OutOfPlace, r.InPlace} {
+			us, ok := h.Micros()
+			if !ok {
+				continue
+			}
+			scale := 1.0
+			if i == 0 && r.Size == 64<<20 {
+				scale = factor
+			}
+			rows = append(rows, results.RCCLRow{Name: "AllReduce", Size: r.Size, Type: r.Type, Redop: r.Redop,
+				InPlace: i == 1, Time: us * scale, AlgBW: h.AlgBW / scale, BusBW: h.BusBW / scale})
+		}
+	}
+	path := filepath.Join(t.TempDir(), "run."+format)
+	if err := os.WriteFile(path, results.FormatRCCL(format, results.RCCLLayout{GPUsPerProcess: 2}, rows), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	return path
+}
+
+// TestGateReadsRCCLReporter: gate, compare and plot take rccl-tests' -Z files, and gate catches a planted
+// slowdown between a JSON baseline and a CSV run.
+func TestGateReadsRCCLReporter(t *testing.T) {
+	base, same := rcclCopy(t, "json", 1), rcclCopy(t, "csv", 1)
+	if code, out, errOut := runCLI(t, "gate", "--baseline", base, same); code != exitOK || !strings.HasPrefix(out, "gate: PASS") {
+		t.Fatalf("self gate: %d %q %q", code, out, errOut)
+	}
+	code, out, _ := runCLI(t, "gate", "--baseline", base, rcclCopy(t, "csv", 1.25))
+	if code != exitGateFailed || !strings.Contains(out, "FAIL 64MiB out-of-place") {
+		t.Fatalf("planted slowdown: %d %q", code, out)
+	}
+	if code, _, errOut := runCLI(t, "compare", base, same); code != exitOK {
+		t.Fatalf("compare: %d %s", code, errOut)
+	}
+	if code, _, errOut := runCLI(t, "plot", base, same, "-o", filepath.Join(t.TempDir(), "p.svg")); code != exitOK {
+		t.Fatalf("plot: %d %s", code, errOut)
+	}
+}

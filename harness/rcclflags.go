@@ -1,0 +1,301 @@
+package harness
+
+import (
+	"fmt"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/spf13/pflag"
+
+	"github.com/rcclx-tests/rcclx-tests/collectives"
+	"github.com/rcclx-tests/rcclx-tests/results"
+)
+
+// rccl-tests' flags, and nccl-tests' -x, -D and -V. Where rccl-tests gives a letter of nccl-tests' (or of
+// this suite) another meaning, the value's form decides: -y 0|1 is nccl-tests' stream_null, a word is
+// rccl-tests' memory type; -u N is nccl-tests' unalign, a list of hex masks rccl-tests' cumask; -E KEY=VALUE
+// is this suite's environment override, anything else rccl-tests' rotating tensor switch.
+
+// rcclOptions are the parsed values of these flags.
+type rcclOptions struct {
+	MemoryType     string // -Y/--memory_type, or -y with a word: coarse, fine, host, managed ("" when not given)
+	Cumask         string // --cumask, or -u with a mask list: AMD compute-unit masks
+	DelayUs        int    // -q/--delay_inout_place: microseconds between the out-of-place and in-place halves
+	CacheFlush     int    // -F/--cache_flush: flush the instruction cache every N iterations (0: never)
+	RotatingTensor int    // --rotating_tensor, or -E 0|1: alternate the timed iterations between two buffer halves
+	Format         string // -Z/--rccl_output_format: csv or json
+	File           string // -X/--rccl_output_file (--csv FILE is -Z csv -X FILE)
+	csvAlias       bool   // the file came from --csv
+	AlgoColumns    int    // -A/--output_algo_proto_channels: algorithm, protocol and channel columns
+	CTAPolicy      int    // -x/--cta_policy: ncclConfig's CTAPolicy (-1: not set)
+	DeviceImpl     int    // -D/--device_implementation
+	DeviceCTAs     int    // -V/--device_cta_count
+}
+
+// rotatingBytes is how far rccl-tests' rotating tensor moves every other iteration (its cache_bytes).
+const rotatingBytes = 192 << 20
+
+// memoryTypes are rccl-tests' memory types, in its order.
+var memoryTypes = map[string]collectives.MemoryKind{
+	"coarse": collectives.MemoryCoarse, "fine": collectives.MemoryFine, "host": collectives.MemoryHost,
+	"managed": collectives.MemoryManaged,
+}
+
+// registerRCCLFlags defines the flags above that have no letter of nccl-tests'.
+func registerRCCLFlags(fs *pflag.FlagSet, o *Options) {
+	r := &o.RCCL
+	r.CTAPolicy = -1
+	fs.VarP(memoryTypeValue{&r.MemoryType}, "memory_type", "Y", "rccl-tests' buffer memory: coarse, fine, host or managed")
+	fs.Var(cumaskValue{&r.Cumask}, "cumask", "rccl-tests' AMD compute-unit masks d0,d1,d2,d3 (hex; also -u with a list)")
+	fs.IntVarP(&r.DelayUs, "delay_inout_place", "q", 0, "microseconds to wait between the out-of-place and in-place halves")
+	fs.IntVarP(&r.CacheFlush, "cache_flush", "F", 0, "flush the instruction cache every N timed iterations (rccl-tests; 0 = never)")
+	fs.IntVar(&r.RotatingTensor, "rotating_tensor", 0,
+		"1: alternate timed iterations between buffers 192 MiB apart (rccl-tests; also -E 0|1)")
+	fs.VarP(formatValue{&r.Format}, "rccl_output_format", "Z", "rccl-tests' result file format: csv or json (with -X)")
+	fs.StringVarP(&r.File, "rccl_output_file", "X", "", "write rccl-tests' csv or json result file (-Z; json without it; never overwrites)")
+	fs.Var(csvAliasValue{r}, "csv", "write rccl-tests' CSV to this file: the same as -Z csv -X FILE")
+	fs.IntVarP(&r.AlgoColumns, "output_algo_proto_channels", "A", 0, "append algorithm, protocol and channel columns (0/1)")
+	fs.IntVarP(&r.CTAPolicy, "cta_policy", "x", -1, "ncclConfig CTA policy: 0 default, 1 efficiency, 2 zero (-1 = not set)")
+	fs.IntVarP(&r.DeviceImpl, "device_implementation", "D", 0, "NCCL device-API implementation (needs -R 2 above 0)")
+	fs.IntVarP(&r.DeviceCTAs, "device_cta_count", "V", 16, "CTAs of the device-API implementation (1-128)")
+	fs.IntVar(&o.Memory, "memory_report", 0, "rccl-tests' name of -M")
+}
+
+// validateRCCL checks what the flags' own parsers cannot: ranges and combinations.
+func (o *Options) validateRCCL(fs *pflag.FlagSet) error {
+	r := &o.RCCL
+	for _, c := range []intRule{
+		{"delay_inout_place", r.DelayUs, 0, 1 << 30}, {"cache_flush", r.CacheFlush, 0, 1 << 30},
+		{"rotating_tensor", r.RotatingTensor, 0, 1}, {"output_algo_proto_channels", r.AlgoColumns, 0, 1},
+		{"cta_policy", r.CTAPolicy, -1, 2}, {"device_implementation", r.DeviceImpl, 0, 1 << 20},
+		{"device_cta_count", r.DeviceCTAs, 1, 128},
+	} {
+		if c.v < c.min || c.v > c.max {
+			return badValue(fs, c.name, fmt.Sprintf("must be between %d and %d", c.min, c.max))
+		}
+	}
+	if r.DeviceImpl > 0 && o.Register != 2 {
+		return badValue(fs, "device_implementation", "needs symmetric registration (-R 2)")
+	}
+	if r.csvAlias && (fs.Changed("rccl_output_file") || fs.Changed("rccl_output_format")) {
+		return badValue(fs, "csv", "is -Z csv -X FILE: cannot be combined with -X or -Z json")
+	}
+	if r.File != "" && r.Format == "" {
+		r.Format = results.RCCLJSON // rccl-tests' reporter writes JSON unless -Z says csv
+	}
+	return nil
+}
+
+// memoryKind is the memory type the engines get.
+func (r *rcclOptions) memoryKind() collectives.MemoryKind { return memoryTypes[r.MemoryType] }
+
+// rcclNotes are the header's lines about the rccl-tests flags that do not apply to this engine.
+func (s *session) rcclNotes() {
+	r, name := &s.o.RCCL, s.eng.Name()
+	if r.MemoryType != "" {
+		if mn, ok := s.comm.(collectives.MemoryNoter); ok {
+			if n := mn.MemoryNote(); n != "" {
+				s.note("%s", n)
+			}
+		} else {
+			s.note("-Y %s ignored: engine %s has one kind of memory", r.MemoryType, name)
+		}
+	}
+	if r.Cumask != "" {
+		s.note("--cumask %s ignored: compute-unit masks are AMD's; engine %s has none", r.Cumask, name)
+	}
+	if r.CacheFlush > 0 {
+		s.note("-F %d ignored: engine %s cannot flush the instruction cache", r.CacheFlush, name)
+	}
+	if r.AlgoColumns == 1 && s.o.AlgoColumn {
+		s.note("--algo-column ignored: -A 1 prints the algorithm")
+	}
+	if r.CTAPolicy >= 0 {
+		if cn, ok := s.comm.(collectives.CTAPolicyNoter); ok {
+			if n := cn.CTAPolicyNote(); n != "" {
+				s.note("%s", n)
+			}
+		} else {
+			s.note("-x %d ignored: engine %s has no ncclConfig", r.CTAPolicy, name)
+		}
+	}
+	if r.DeviceImpl > 0 {
+		s.note("-D %d ignored: engine %s runs the host API (NCCL's device-API kernels are not built here)", r.DeviceImpl, name)
+	}
+}
+
+// streamNullValue is -y: nccl-tests' stream_null (an integer) or, given a word, rccl-tests' memory type.
+type streamNullValue struct {
+	null *int
+	mem  *string
+}
+
+func (v streamNullValue) String() string {
+	if v.null == nil {
+		return "0"
+	}
+	return strconv.Itoa(*v.null)
+}
+
+func (v streamNullValue) Set(s string) error {
+	if n, err := strconv.ParseInt(s, 0, 32); err == nil {
+		*v.null = int(n)
+		return nil
+	}
+	if _, ok := memoryTypes[s]; ok {
+		*v.mem = s
+		return nil
+	}
+	return fmt.Errorf("want 0 or 1 (stream_null), or rccl-tests' memory type coarse, fine, host or managed")
+}
+
+func (streamNullValue) Type() string { return "int" }
+
+// unalignValue is -u: nccl-tests' unalign (an integer) or, given anything else, rccl-tests' cumask list.
+type unalignValue struct {
+	unalign *int
+	cumask  *string
+}
+
+func (v unalignValue) String() string {
+	if v.unalign == nil {
+		return "0"
+	}
+	return strconv.Itoa(*v.unalign)
+}
+
+func (v unalignValue) Set(s string) error {
+	if n, err := strconv.ParseInt(s, 0, 32); err == nil {
+		*v.unalign = int(n)
+		return nil
+	}
+	if err := (cumaskValue{v.cumask}).Set(s); err != nil {
+		return fmt.Errorf("want an element count (unalign), or rccl-tests' cumask list of up to 4 hex masks")
+	}
+	return nil
+}
+
+func (unalignValue) Type() string { return "int" }
+
+// cumaskValue is --cumask: up to four comma-separated hex masks.
+type cumaskValue struct{ p *string }
+
+func (v cumaskValue) String() string {
+	if v.p == nil {
+		return ""
+	}
+	return *v.p
+}
+
+func (v cumaskValue) Set(s string) error {
+	masks := strings.Split(s, ",")
+	if len(masks) > 4 {
+		return fmt.Errorf("want up to 4 hex masks d0,d1,d2,d3")
+	}
+	for _, m := range masks {
+		if _, err := strconv.ParseUint(strings.TrimPrefix(strings.ToLower(m), "0x"), 16, 32); err != nil {
+			return fmt.Errorf("want up to 4 hex masks d0,d1,d2,d3")
+		}
+	}
+	*v.p = s
+	return nil
+}
+
+func (cumaskValue) Type() string { return "masks" }
+
+// envValue is -E: KEY=VALUE is this suite's environment override (repeatable); anything else is rccl-tests'
+// rotating tensor switch.
+type envValue struct {
+	env      *[]string
+	rotating *int
+}
+
+func (v envValue) String() string {
+	if v.env == nil {
+		return "[]"
+	}
+	return "[" + strings.Join(*v.env, ",") + "]"
+}
+
+func (v envValue) Set(s string) error {
+	if strings.Contains(s, "=") {
+		*v.env = append(*v.env, s)
+		return nil
+	}
+	n, err := strconv.ParseInt(s, 0, 32)
+	if err != nil {
+		return fmt.Errorf("want KEY=VALUE (environment override), or 0/1 (rccl-tests' rotating tensor)")
+	}
+	*v.rotating = int(n)
+	return nil
+}
+
+func (envValue) Type() string { return "KEY=VALUE" }
+
+// memoryTypeValue is -Y.
+type memoryTypeValue struct{ p *string }
+
+func (v memoryTypeValue) String() string {
+	if v.p == nil {
+		return ""
+	}
+	return *v.p
+}
+
+func (v memoryTypeValue) Set(s string) error {
+	if _, ok := memoryTypes[s]; !ok {
+		return fmt.Errorf("want coarse, fine, host or managed")
+	}
+	*v.p = s
+	return nil
+}
+
+func (memoryTypeValue) Type() string { return "type" }
+
+// formatValue is -Z.
+type formatValue struct{ p *string }
+
+func (v formatValue) String() string {
+	if v.p == nil {
+		return ""
+	}
+	return *v.p
+}
+
+func (v formatValue) Set(s string) error {
+	if s != results.RCCLCSV && s != results.RCCLJSON {
+		return fmt.Errorf("want csv or json")
+	}
+	*v.p = s
+	return nil
+}
+
+func (formatValue) Type() string { return "csv|json" }
+
+// csvAliasValue is --csv FILE: -Z csv -X FILE.
+type csvAliasValue struct{ r *rcclOptions }
+
+func (v csvAliasValue) String() string {
+	if v.r == nil || !v.r.csvAlias {
+		return ""
+	}
+	return v.r.File
+}
+
+func (v csvAliasValue) Set(s string) error {
+	if s == "" {
+		return fmt.Errorf("want a file name")
+	}
+	v.r.File, v.r.Format, v.r.csvAlias = s, results.RCCLCSV, true
+	return nil
+}
+
+func (csvAliasValue) Type() string { return "string" }
+
+// delayHalves waits -q microseconds after an out-of-place half, as rccl-tests does before the in-place one.
+func (s *session) delayHalves() {
+	if d := s.o.RCCL.DelayUs; d > 0 {
+		time.Sleep(time.Duration(d) * time.Microsecond)
+	}
+}
