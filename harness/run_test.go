@@ -595,3 +595,37 @@ func TestEnginePreparedBeforeMeasuring(t *testing.T) {
 		t.Errorf("failing Prepare: exit %d, %d launches, stderr %q\n%s", r.code, e.launches, r.stderr, r.stdout)
 	}
 }
+
+// TestJSONRMSRelErr: one planted wrong element in a checked half gives max_rel_err its relative error and
+// rms_rel_err that error over the square root of the elements checked (every rank's output); exact halves 0.
+func TestJSONRMSRelErr(t *testing.T) {
+	seed := rand.Uint64()
+	file := filepath.Join(t.TempDir(), "out.json")
+	e := newFake(seed)
+	e.corruptRank = 1
+	r := testRun(t, collectives.AllGather, seedArgs(seed, "-b", "1K", "-e", "16K", "-f", "4", "-g", "3", "-n", "1",
+		"-J", file), e)
+	if r.code != exitTestFailed {
+		t.Fatalf("exit %d\n%s", r.code, r.stdout)
+	}
+	rec := loadRecord(t, file)
+	if len(rec.Results) != 3 {
+		t.Fatalf("%d results", len(rec.Results))
+	}
+	for _, res := range rec.Results {
+		for _, h := range []results.Half{res.OutOfPlace, res.InPlace} {
+			if h.MaxRelErr == nil || h.RMSRelErr == nil || *h.MaxRelErr <= 0 {
+				t.Fatalf("size %d: max %v rms %v", res.Size, h.MaxRelErr, h.RMSRelErr)
+			}
+			n := float64(3 * res.Size / 4)
+			if got, want := *h.RMSRelErr, *h.MaxRelErr/math.Sqrt(n); math.Abs(got-want) > 1e-9*want {
+				t.Errorf("size %d: rms_rel_err %g, want %g (max %g over %g elements)", res.Size, got, want, *h.MaxRelErr, n)
+			}
+		}
+	}
+	exact := filepath.Join(t.TempDir(), "exact.json")
+	r = testRun(t, collectives.AllGather, seedArgs(seed, "-b", "1K", "-e", "1K", "-n", "1", "-J", exact), newFake(seed))
+	if h := loadRecord(t, exact).Results[0].OutOfPlace; r.code != exitOK || h.RMSRelErr == nil || *h.RMSRelErr != 0 {
+		t.Errorf("exact run: exit %d, rms %v", r.code, h.RMSRelErr)
+	}
+}
