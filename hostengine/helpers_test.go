@@ -45,6 +45,9 @@ type testCase struct {
 	inPlace bool
 	shift   int64 // elements the views are shifted by (-u)
 	repeat  int   // launches before the wait, on the same buffers (nccl-tests' timing loop); 0 means 1
+	// input, when not nil, replaces collectives.Input as rank's send data (the outcome's wrong counts then
+	// compare with the suite's inputs and mean nothing).
+	input func(rank int, k collectives.Counts) []byte
 }
 
 func (tc testCase) String() string {
@@ -66,11 +69,13 @@ type rankBufs struct {
 	before     [][]byte // the buffers' contents before the call
 }
 
-// outcome is what a call did: the algorithm and, per rank, the wrong elements and the largest relative error.
+// outcome is what a call did: the algorithm and, per rank, the wrong elements, the largest relative error
+// and the output.
 type outcome struct {
 	algo   string
 	wrong  []int64
 	relErr []float64
+	got    [][]byte
 	err    error
 }
 
@@ -110,7 +115,11 @@ func runCase(t testing.TB, c *comm, tc testCase, seed uint64) outcome {
 				rb.send = collectives.View{Buf: alloc(rb.k.Send), Off: tc.shift * es}
 				rb.recv = collectives.View{Buf: alloc(rb.k.Recv), Off: tc.shift * es}
 			}
-			if err := g.Write(rb.send, tc.coll.Input(tc.dt, tc.op, r, n, rb.k, seed)); err != nil {
+			in := tc.coll.Input(tc.dt, tc.op, r, n, rb.k, seed)
+			if tc.input != nil {
+				in = tc.input(r, rb.k)
+			}
+			if err := g.Write(rb.send, in); err != nil {
 				t.Fatal(err)
 			}
 			for _, b := range rb.bufs {
@@ -123,7 +132,8 @@ func runCase(t testing.TB, c *comm, tc testCase, seed uint64) outcome {
 		}
 		calls[gi] = call
 	}
-	out := outcome{algo: groups[0].Algorithm(calls[0]), wrong: make([]int64, n), relErr: make([]float64, n)}
+	out := outcome{algo: groups[0].Algorithm(calls[0]), wrong: make([]int64, n), relErr: make([]float64, n),
+		got: make([][]byte, n)}
 	errs := make([]error, len(groups))
 	var wg sync.WaitGroup
 	for gi, g := range groups {
@@ -152,6 +162,7 @@ func runCase(t testing.TB, c *comm, tc testCase, seed uint64) outcome {
 		}
 		exp := tc.coll.Expect(tc.dt, tc.op, rb.rank, n, rb.k, seed, tol)
 		out.wrong[rb.rank], out.relErr[rb.rank] = exp.Check(got)
+		out.got[rb.rank] = got
 		for i, b := range rb.bufs {
 			after := readAll(t, g, b)
 			lo, hi := int64(len(after)), int64(len(after))

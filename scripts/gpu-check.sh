@@ -18,6 +18,10 @@
 #                  tree with a build.sh sits in $BIN/ncclt (not part of this repository)
 #        vendor    the vendor engine's and the NCCL binding's GPU tests (non-blocking communicators, -T inside
 #                  NCCL calls, hooks, device memory released on every exit path)
+#        coldstart all_reduce_perf -d all -o all with an empty kernel cache, then again with the cache it filled:
+#                  both wall times, and the "compiling N kernels" line (cold run only)
+#        lp        FP8 LP rows, 64 MiB..1 GiB, float and bfloat16, with their max and RMS relative error (JSON):
+#                  all four collectives next to NCCL (--engine vendor,gpu), and the scaled mode
 # Logs go to $OUT (default /tmp/gpu-check); the compiled kernels are cached in $BIN/kcache and packed into
 # $OUT/kcache.tgz, so that the next call can carry them back in $BIN.
 set -uo pipefail
@@ -165,6 +169,61 @@ step_vendor() {
 	grep -E '^(--- |FAIL|ok|PASS)|MiB|us per|µs' "$OUT/nccl.log" "$OUT/vendor.log" | head -40
 }
 
+step_coldstart() {
+	local kc t0 t1 t2 rc1 rc2
+	kc=$(mktemp -d)
+	local cmd=("$P" --engine gpu -g 2 -d all -o all -b 1 -e 3M -f 7 -n 2)
+	t0=$(date +%s.%N)
+	RCCLX_TESTS_KERNEL_CACHE=$kc timeout -k 10 300 "${cmd[@]}" >"$OUT/coldstart-cold.log" 2>&1
+	rc1=$?
+	t1=$(date +%s.%N)
+	RCCLX_TESTS_KERNEL_CACHE=$kc timeout -k 10 300 "${cmd[@]}" >"$OUT/coldstart-warm.log" 2>&1
+	rc2=$?
+	t2=$(date +%s.%N)
+	rm -rf "$kc"
+	local cold warm lines_cold lines_warm
+	cold=$(awk -v a="$t0" -v b="$t1" 'BEGIN { printf "%.1f", b - a }')
+	warm=$(awk -v a="$t1" -v b="$t2" 'BEGIN { printf "%.1f", b - a }')
+	lines_cold=$(grep -c 'compiling .* kernels for sm_' "$OUT/coldstart-cold.log")
+	lines_warm=$(grep -c 'compiling .* kernels for sm_' "$OUT/coldstart-warm.log")
+	grep -h 'compiling .* kernels' "$OUT/coldstart-cold.log"
+	local ok=ok
+	[[ $rc1 == 0 && $rc2 == 0 && $lines_cold == 1 && $lines_warm == 0 ]] || ok=FAIL
+	note coldstart "$ok" "cold ${cold}s (rc=$rc1, $lines_cold compiling line) warm ${warm}s (rc=$rc2, $lines_warm) coldstart-*.log"
+}
+
+# lp_rows JSON...: one line per checked half of every row: engine, algorithm, type, size, half, algbw, errors.
+lp_rows() {
+	tr -d '",' <"$1" | awk -F': *' '
+		/^ *size:/ {size = $2} /^ *type:/ {ty = $2} /out_of_place:/ {h = "oop"} /in_place:/ {h = "ip"}
+		/^ *alg_bw:/ {bw[h] = $2} /^ *max_rel_err:/ {mx[h] = $2} /^ *rms_rel_err:/ {rms[h] = $2}
+		/^ *engine:/ {eng = $2}
+		/^ *algorithm:/ {
+			for (i = 1; i <= 2; i++) {
+				k = i == 1 ? "oop" : "ip"
+				if (k in mx) printf "%-7s %-5s %-9s %11d %-3s algbw %8.2f  max_rel_err %.3e  rms_rel_err %.3e\n", eng, $2, ty, size, k, bw[k], mx[k], rms[k]
+			}
+			split("", bw); split("", mx); split("", rms)
+		}'
+}
+
+step_lp() {
+	local dt b
+	: >"$OUT/lp.log"
+	for dt in float bfloat16; do
+		for b in all_reduce_perf all_gather_perf reduce_scatter_perf alltoall_perf; do
+			expect "lp-${b%%_*}-$dt" 0 lp.log "$BIN/$b" --engine vendor,gpu --lp -d "$dt" -g 2 -b 64M -e 1G -f 2 \
+				-w 5 -n 20 -J "$OUT/lp-$b-$dt.json"
+		done
+		expect "lp-scaled-$dt" 0 lp.log "$P" --engine gpu --lp --lp-mode scaled -d "$dt" -g 2 -b 64M -e 1G -f 2 \
+			-w 5 -n 20 -J "$OUT/lp-scaled-$dt.json"
+	done
+	for f in "$OUT"/lp-*.json; do
+		echo "== ${f##*/}"
+		lp_rows "$f"
+	done | tee "$OUT/lp-errors.txt"
+}
+
 step_ncclt() {
 	if [[ ! -f $BIN/ncclt/build.sh ]]; then
 		note ncclt skip "no nccl-tests tree in $BIN/ncclt"
@@ -185,4 +244,5 @@ grep -A40 'algo  ' "$OUT/perf.log" 2>/dev/null | grep -v '^---' | sed 's/^ *perf
 # The short tables: gpu engine time over NCCL's from one run, and the A/B.
 [[ -f $OUT/bins.log ]] && grep -E '^# (Time ratio|  +size| +[0-9]+ +[a-z0-9]+ +[a-z]+ +[0-9.N/A]+ )' "$OUT/bins.log" | head -60
 [[ -f $OUT/ab.log ]] && grep -E '^[|+]' "$OUT/ab.log" | head -20
+[[ -f $OUT/lp.log ]] && grep -E '^# (Engine|Time ratio|  +size| +[0-9]+ +[a-z0-9]+ +[a-z]+ +[0-9.N/A]+ )' "$OUT/lp.log" | head -80
 printf '%s\n' "${SUMMARY[@]}"
