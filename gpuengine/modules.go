@@ -6,6 +6,7 @@ import (
 	"slices"
 	"strings"
 	"sync"
+	"sync/atomic"
 
 	"github.com/rcclx-tests/rcclx-tests/collectives"
 	"github.com/rcclx-tests/rcclx-tests/cuda"
@@ -28,6 +29,7 @@ type cubinEntry struct {
 	once  sync.Once
 	image []byte
 	err   error
+	ready atomic.Bool // image is set
 }
 
 // compileOptions are the NVRTC options of one module. --fmad=false: no multiply-add contraction, so every
@@ -46,6 +48,7 @@ func cubin(k cubinKey) ([]byte, error) {
 	e.once.Do(func() {
 		j := k.job()
 		e.image, e.err = cuda.CompileCached(j.Src, j.Name, j.Arch, j.Opts...)
+		e.ready.Store(e.err == nil)
 	})
 	return e.image, e.err
 }
@@ -77,9 +80,14 @@ func modulesFor(coll *collectives.Collective, dtypes []collectives.DType, ops []
 	return out
 }
 
-// precompile gets the CUBINs of keys from the disk cache or compiles them, in parallel, before their first
-// use; note is told "compiling N kernels for sm_90, first run only" when some must compile.
+// precompile gets the CUBINs of keys that this process has not yet loaded from the disk cache or compiles
+// them, in parallel, before their first use; note is told "compiling N kernels for sm_90, first run only"
+// when some must compile.
 func precompile(keys []cubinKey, note func(string)) error {
+	keys = slices.DeleteFunc(slices.Clone(keys), func(k cubinKey) bool { return cubinFor(k).ready.Load() })
+	if len(keys) == 0 {
+		return nil
+	}
 	jobs := make([]cuda.CompileJob, len(keys))
 	var arches []string
 	for i, k := range keys {
@@ -99,7 +107,10 @@ func precompile(keys []cubinKey, note func(string)) error {
 	}
 	for i, k := range keys {
 		e := cubinFor(k)
-		e.once.Do(func() { e.image = images[i] })
+		e.once.Do(func() {
+			e.image = images[i]
+			e.ready.Store(true)
+		})
 	}
 	return nil
 }
