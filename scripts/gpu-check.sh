@@ -20,6 +20,8 @@
 #                  NCCL calls, hooks, device memory released on every exit path)
 #        coldstart all_reduce_perf -d all -o all with an empty kernel cache, then again with the cache it filled:
 #                  both wall times, and the "compiling N kernels" line (cold run only)
+#        a2a       alltoall 64 MiB..1 GiB, in place and out of place, next to NCCL, and the gpu engine's
+#                  in-place copy-engine transport against its kernels (-O 0 --ab RCCLX_TESTS_GPU_CE_BYTES=off,8M)
 #        lp        FP8 LP rows, 64 MiB..1 GiB, float and bfloat16, with their max and RMS relative error (JSON):
 #                  all four collectives next to NCCL (--engine vendor,gpu), and the scaled mode
 # Logs go to $OUT (default /tmp/gpu-check); the compiled kernels are cached in $BIN/kcache and packed into
@@ -192,6 +194,13 @@ step_coldstart() {
 	note coldstart "$ok" "cold ${cold}s (rc=$rc1, $lines_cold compiling line) warm ${warm}s (rc=$rc2, $lines_warm) coldstart-*.log"
 }
 
+step_a2a() {
+	: >"$OUT/a2a.log"
+	expect a2a 0 a2a.log "$BIN/alltoall_perf" --engine vendor,gpu -g 2 -b 64M -e 1G -f 2 -w 5 -n 20
+	expect a2a-ab 0 a2a.log "$BIN/alltoall_perf" --engine gpu -g 2 -b 64M -e 1G -f 2 -w 5 -n 20 \
+		-O 0 --ab RCCLX_TESTS_GPU_CE_BYTES=off,8M
+}
+
 # lp_rows JSON...: one line per checked half of every row: engine, algorithm, type, size, half, algbw, errors.
 lp_rows() {
 	tr -d '",' <"$1" | awk -F': *' '
@@ -244,5 +253,6 @@ grep -A40 'algo  ' "$OUT/perf.log" 2>/dev/null | grep -v '^---' | sed 's/^ *perf
 # The short tables: gpu engine time over NCCL's from one run, and the A/B.
 [[ -f $OUT/bins.log ]] && grep -E '^# (Time ratio|  +size| +[0-9]+ +[a-z0-9]+ +[a-z]+ +[0-9.N/A]+ )' "$OUT/bins.log" | head -60
 [[ -f $OUT/ab.log ]] && grep -E '^[|+]' "$OUT/ab.log" | head -20
+[[ -f $OUT/a2a.log ]] && grep -E '^(# (Engine|Time ratio|  +size)| +[0-9]+ +[0-9]+ +[a-z0-9]+ +[a-z]+ +[0-9-]+ |[|+])' "$OUT/a2a.log" | head -60
 [[ -f $OUT/lp.log ]] && grep -E '^# (Engine|Time ratio|  +size| +[0-9]+ +[a-z0-9]+ +[a-z]+ +[0-9.N/A]+ )' "$OUT/lp.log" | head -80
 printf '%s\n' "${SUMMARY[@]}"
