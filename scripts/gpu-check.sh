@@ -22,8 +22,8 @@
 #                  both wall times, and the "compiling N kernels" line (cold run only)
 #        a2a       alltoall 64 MiB..1 GiB, in place and out of place, next to NCCL, and the gpu engine's
 #                  in-place copy-engine transport against its kernels (-O 0 --ab RCCLX_TESTS_GPU_CE_BYTES=off,8M)
-#        lp        FP8 LP rows, 64 MiB..1 GiB, float and bfloat16, with their max and RMS relative error (JSON):
-#                  all four collectives next to NCCL (--engine vendor,gpu), and the scaled mode
+#        lp        FP8 LP rows at 64 MiB, 256 MiB and 1 GiB, float and bfloat16, with their max and RMS relative
+#                  error (JSON): all four collectives next to NCCL (--engine vendor,gpu), and the scaled mode
 # Logs go to $OUT (default /tmp/gpu-check); the compiled kernels are cached in $BIN/kcache and packed into
 # $OUT/kcache.tgz, so that the next call can carry them back in $BIN.
 set -uo pipefail
@@ -221,10 +221,10 @@ step_lp() {
 	: >"$OUT/lp.log"
 	for dt in float bfloat16; do
 		for b in all_reduce_perf all_gather_perf reduce_scatter_perf alltoall_perf; do
-			expect "lp-${b%%_*}-$dt" 0 lp.log "$BIN/$b" --engine vendor,gpu --lp -d "$dt" -g 2 -b 64M -e 1G -f 2 \
+			expect "lp-${b%_perf}-$dt" 0 lp.log "$BIN/$b" --engine vendor,gpu --lp -d "$dt" -g 2 -b 64M -e 1G -f 4 \
 				-w 5 -n 20 -J "$OUT/lp-$b-$dt.json"
 		done
-		expect "lp-scaled-$dt" 0 lp.log "$P" --engine gpu --lp --lp-mode scaled -d "$dt" -g 2 -b 64M -e 1G -f 2 \
+		expect "lp-scaled-$dt" 0 lp.log "$P" --engine gpu --lp --lp-mode scaled -d "$dt" -g 2 -b 64M -e 1G -f 4 \
 			-w 5 -n 20 -J "$OUT/lp-scaled-$dt.json"
 	done
 	for f in "$OUT"/lp-*.json; do
