@@ -20,8 +20,8 @@
 #                  NCCL calls, hooks, device memory released on every exit path)
 #        coldstart all_reduce_perf -d all -o all with an empty kernel cache, then again with the cache it filled:
 #                  both wall times, and the "compiling N kernels" line (cold run only)
-#        a2a       alltoall 64 MiB..1 GiB, in place and out of place, next to NCCL, and the gpu engine's
-#                  in-place copy-engine transport against its kernels (-O 0 --ab RCCLX_TESTS_GPU_CE_BYTES=off,8M)
+#        a2a       alltoall 64 MiB..1 GiB in place and out of place next to NCCL; and, 8 MiB..1 GiB, the gpu
+#                  engine's in-place copy-engine transport against its kernels (-O 0 --ab ..._GPU_CE_BYTES=off,8M)
 #        lp        FP8 LP rows at 64 MiB, 256 MiB and 1 GiB, float and bfloat16, with their max and RMS relative
 #                  error (JSON): all four collectives next to NCCL (--engine vendor,gpu), and the scaled mode
 # Logs go to $OUT (default /tmp/gpu-check); the compiled kernels are cached in $BIN/kcache and packed into
@@ -197,7 +197,7 @@ step_coldstart() {
 step_a2a() {
 	: >"$OUT/a2a.log"
 	expect a2a 0 a2a.log "$BIN/alltoall_perf" --engine vendor,gpu -g 2 -b 64M -e 1G -f 2 -w 5 -n 20
-	expect a2a-ab 0 a2a.log "$BIN/alltoall_perf" --engine gpu -g 2 -b 64M -e 1G -f 2 -w 5 -n 20 \
+	expect a2a-ab 0 a2a.log "$BIN/alltoall_perf" --engine gpu -g 2 -b 8M -e 1G -f 2 -w 5 -n 20 \
 		-O 0 --ab RCCLX_TESTS_GPU_CE_BYTES=off,8M
 }
 
