@@ -54,6 +54,12 @@ func (c *Collective) BusBW(k Counts, dt DType, sec float64, nranks int) float64 
 // BusFactor is busbw / algbw for n ranks.
 func (c *Collective) BusFactor(n int) float64 { return c.busFactor(n) }
 
+// Source names the inputs element i of rank's receive buffer is made from: every rank's element srcIndex
+// (reduced), or element srcIndex of rank srcRank.
+func (c *Collective) Source(rank, nranks int, k Counts, i int64) (srcRank int, srcIndex int64, reduced bool) {
+	return c.source(rank, nranks, k, i)
+}
+
 // SameOnEveryRank reports whether every rank receives the same data (all_reduce, all_gather).
 func (c *Collective) SameOnEveryRank() bool { return c.sameOnEveryRank }
 

@@ -2,6 +2,7 @@ package collectives
 
 import (
 	"bytes"
+	"math"
 	"math/rand/v2"
 	"testing"
 
@@ -214,5 +215,40 @@ func TestLowPrecisionToleranceHoldsAndBites(t *testing.T) {
 				t.Errorf("%s n=%d: an error far past the bound gives #wrong %d, want 1", dt, n, wrong)
 			}
 		}
+	}
+}
+
+// TestCompareRMS: the RMS relative error counts every element, exact ones as zero, and each planted error at
+// its size relative to the element's scale; Add folds halves as one buffer.
+func TestCompareRMS(t *testing.T) {
+	seed := rand.Uint64()
+	const n = 4
+	k := AllReduce.Counts(1000*4, n, 0, Float)
+	e := AllReduce.Expect(Float, Sum, 0, n, k, seed, AllReduce.Tolerance(Float, Sum, n, true))
+	got := append([]byte(nil), e.Want()...)
+	if r := e.Compare(got); r != (Errors{N: k.Recv}) {
+		t.Fatalf("exact buffer: %+v", r)
+	}
+	var sumSq, most float64
+	for _, i := range []int64{3, 500, 999} {
+		rel := rand.Float64() * 1e-2
+		putFloat(Float, got, i, getFloat(Float, e.Want(), i)+rel*e.scale[i])
+		rel = math.Abs(getFloat(Float, got, i)-getFloat(Float, e.Want(), i)) / e.scale[i] // after rounding to fp32
+		sumSq += rel * rel
+		most = max(most, rel)
+	}
+	r := e.Compare(got)
+	want := math.Sqrt(sumSq / float64(k.Recv))
+	if r.N != k.Recv || r.MaxRel != most || math.Abs(r.RMSRel()-want) > 1e-12*want {
+		t.Errorf("three planted errors: %+v RMS %g; want max %g RMS %g over %d", r, r.RMSRel(), most, want, k.Recv)
+	}
+	var both Errors
+	both.Add(r)
+	both.Add(e.Compare(e.Want()))
+	if both.N != 2*k.Recv || math.Abs(both.RMSRel()-want/math.Sqrt2) > 1e-12*want || both.MaxRel != most {
+		t.Errorf("folded with an exact buffer: %+v RMS %g, want %g", both, both.RMSRel(), want/math.Sqrt2)
+	}
+	if r := e.Compare(got[:8]); !math.IsInf(r.RMSRel(), 1) || r.Wrong != k.Recv {
+		t.Errorf("short buffer: %+v", r)
 	}
 }

@@ -185,6 +185,14 @@ type Prober interface {
 	Available() error
 }
 
+// Preparer is a Comm with first-use work per (type, operation) that it can do for a whole run at once (the
+// GPU engine compiles its kernels). The harness calls Prepare before the first measurement with the types and
+// operations the sweep will run of collective coll; note prints a line on stderr (the engine says what takes
+// the time, and only when something does).
+type Preparer interface {
+	Prepare(coll *Collective, dtypes []DType, ops []Op, note func(line string)) error
+}
+
 // Errors engines return, mapped by the harness to nccl-tests' exit codes.
 var (
 	// ErrUnsupported: the engine cannot run this call (dtype, op, collective); the harness reports it clearly.

@@ -164,20 +164,52 @@ func (d DType) less(a, b int64) bool {
 	return uint64(a) < uint64(b)
 }
 
+// Errors is how far a received buffer is from its expectation. Relative errors are taken against the sum of
+// the absolute inputs of the element (its magnitude for copies), as the tolerance is; integer types have none.
+type Errors struct {
+	Wrong    int64   // elements outside the tolerance
+	MaxRel   float64 // the largest relative error (0 when every element is bit-exact)
+	SumSqRel float64 // the sum over elements of the squared relative error
+	N        int64   // elements compared
+}
+
+// RMSRel is the root mean square of the relative error over the elements compared.
+func (e Errors) RMSRel() float64 {
+	if e.N == 0 {
+		return 0
+	}
+	return math.Sqrt(e.SumSqRel / float64(e.N))
+}
+
+// Add folds o, the errors of more elements, into e.
+func (e *Errors) Add(o Errors) {
+	e.Wrong += o.Wrong
+	e.MaxRel = max(e.MaxRel, o.MaxRel)
+	e.SumSqRel += o.SumSqRel
+	e.N += o.N
+}
+
 // Check compares a received buffer with the expectation: the number of wrong elements, and the largest error
 // relative to the sum of the absolute inputs (0 when every element is bit-exact).
 func (e *Expectation) Check(got []byte) (wrong int64, maxRelErr float64) {
-	if len(got) != len(e.want) {
-		return int64(len(e.want) / e.dt.Size()), math.Inf(1)
-	}
-	if bytes.Equal(got, e.want) {
-		return 0, 0
-	}
+	r := e.Compare(got)
+	return r.Wrong, r.MaxRel
+}
+
+// Compare is Check with the sum of squared relative errors too.
+func (e *Expectation) Compare(got []byte) Errors {
 	n := int64(len(e.want) / e.dt.Size())
+	if len(got) != len(e.want) {
+		return Errors{Wrong: n, MaxRel: math.Inf(1), SumSqRel: math.Inf(1), N: n}
+	}
+	r := Errors{N: n}
+	if bytes.Equal(got, e.want) {
+		return r
+	}
 	for i := int64(0); i < n; i++ {
 		if !e.dt.IsFloat() {
 			if getInt(e.dt, got, i) != getInt(e.dt, e.want, i) {
-				wrong++
+				r.Wrong++
 			}
 			continue
 		}
@@ -193,16 +225,17 @@ func (e *Expectation) Check(got []byte) (wrong int64, maxRelErr float64) {
 		if e.scale != nil {
 			scale = e.scale[i]
 		}
+		rel := math.Inf(1)
 		if scale > 0 {
-			maxRelErr = max(maxRelErr, diff/scale)
-		} else {
-			maxRelErr = math.Inf(1)
+			rel = diff / scale
 		}
+		r.MaxRel = max(r.MaxRel, rel)
+		r.SumSqRel += rel * rel
 		if !e.within(diff, scale) {
-			wrong++
+			r.Wrong++
 		}
 	}
-	return wrong, maxRelErr
+	return r
 }
 
 func (e *Expectation) within(diff, scale float64) bool {

@@ -9,6 +9,9 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"runtime"
+	"sync"
+	"sync/atomic"
 )
 
 // kernelCacheDir is $RCCLX_TESTS_KERNEL_CACHE, else $XDG_CACHE_HOME/rcclx-tests/kernels,
@@ -54,19 +57,87 @@ func (c kernelCache) key(src, name string, arch int, opts []string) string {
 	return hex.EncodeToString(h.Sum(nil))
 }
 
-// get returns the cached CUBIN or compiles and stores it. Failing to store
-// is not an error: the cache only saves time.
+// CompileJob is one module to compile: Compile's arguments.
+type CompileJob struct {
+	Src, Name string
+	Arch      int
+	Opts      []string
+}
+
+func (c kernelCache) path(j CompileJob) string {
+	return filepath.Join(c.dir, c.key(j.Src, j.Name, j.Arch, j.Opts)+".cubin")
+}
+
+// get returns the cached CUBIN or compiles and stores it.
 func (c kernelCache) get(src, name string, arch int, opts []string) ([]byte, error) {
-	path := filepath.Join(c.dir, c.key(src, name, arch, opts)+".cubin")
-	if cubin, err := readEntry(path); err == nil {
-		return cubin, nil
-	}
-	cubin, _, err := c.compile(src, name, arch, opts...)
+	images, err := c.getAll([]CompileJob{{src, name, arch, opts}}, 1, nil)
 	if err != nil {
 		return nil, err
 	}
-	_ = writeEntry(path, cubin)
-	return cubin, nil
+	return images[0], nil
+}
+
+// getAll returns every job's CUBIN: cached entries first, then the rest compiled by up to workers goroutines
+// at once (NVRTC programs are independent) and stored. announce, when not nil, is told how many jobs compile,
+// before they start and only when there are some. After a failed compile no further job starts; the error is
+// that of the first failed job in jobs' order and names it. Failing to store is not an error: the cache only
+// saves time.
+func (c kernelCache) getAll(jobs []CompileJob, workers int, announce func(compiling int)) ([][]byte, error) {
+	images := make([][]byte, len(jobs))
+	var missing []int
+	for i, j := range jobs {
+		if cubin, err := readEntry(c.path(j)); err == nil {
+			images[i] = cubin
+		} else {
+			missing = append(missing, i)
+		}
+	}
+	if len(missing) == 0 {
+		return images, nil
+	}
+	if announce != nil {
+		announce(len(missing))
+	}
+	errs := make([]error, len(jobs))
+	next := make(chan int, len(missing))
+	for _, i := range missing {
+		next <- i
+	}
+	close(next)
+	var failed atomic.Bool
+	var wg sync.WaitGroup
+	for range min(max(workers, 1), len(missing)) {
+		wg.Go(func() {
+			for i := range next {
+				if failed.Load() {
+					return
+				}
+				j := jobs[i]
+				cubin, _, err := c.compile(j.Src, j.Name, j.Arch, j.Opts...)
+				if err != nil {
+					errs[i] = fmt.Errorf("cuda: compiling %s for sm_%d: %w", j.Name, j.Arch, err)
+					failed.Store(true)
+					return
+				}
+				_ = writeEntry(c.path(j), cubin)
+				images[i] = cubin
+			}
+		})
+	}
+	wg.Wait()
+	if err := firstError(errs); err != nil {
+		return nil, err
+	}
+	return images, nil
+}
+
+func firstError(errs []error) error {
+	for _, err := range errs {
+		if err != nil {
+			return err
+		}
+	}
+	return nil
 }
 
 var errCorruptEntry = errors.New("cuda: corrupt kernel cache entry")
@@ -115,6 +186,16 @@ func writeEntry(path string, payload []byte) error {
 // arch, options and NVRTC version. Unreadable or corrupt entries are
 // recompiled and replaced.
 func CompileCached(src, name string, arch int, opts ...string) ([]byte, error) {
+	images, err := CompileAllCached([]CompileJob{{src, name, arch, opts}}, nil)
+	if err != nil {
+		return nil, err
+	}
+	return images[0], nil
+}
+
+// CompileAllCached is CompileCached for several jobs, those not in the cache compiled in parallel, one per
+// CPU. announce is as in kernelCache.getAll: told how many jobs compile, only when some do.
+func CompileAllCached(jobs []CompileJob, announce func(compiling int)) ([][]byte, error) {
 	if err := LoadNVRTC(); err != nil {
 		return nil, err
 	}
@@ -127,5 +208,5 @@ func CompileCached(src, name string, arch int, opts ...string) ([]byte, error) {
 		return nil, err
 	}
 	c := kernelCache{dir: dir, version: fmt.Sprintf("nvrtc %d.%d", major, minor), compile: Compile}
-	return c.get(src, name, arch, opts)
+	return c.getAll(jobs, runtime.NumCPU(), announce)
 }

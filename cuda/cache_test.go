@@ -3,23 +3,46 @@ package cuda
 import (
 	"bytes"
 	"errors"
+	"fmt"
 	"math/rand/v2"
 	"os"
 	"path/filepath"
 	"strings"
+	"sync"
 	"testing"
+	"time"
 )
 
-// fakeCompiler returns a fresh random "CUBIN" per compile and counts calls.
+// fakeCompiler returns a fresh random "CUBIN" per compile, counts calls and the most compiles at once, and
+// fails the sources named in failOn (or every source with fail).
 type fakeCompiler struct {
-	calls int
-	fail  error
+	mu       sync.Mutex
+	calls    int
+	running  int
+	most     int
+	fail     error
+	failOn   map[string]bool
+	hold     time.Duration // each compile takes this long, so that compiles overlap
+	compiled []string
 }
 
 func (f *fakeCompiler) compile(src, name string, arch int, opts ...string) ([]byte, string, error) {
+	f.mu.Lock()
 	f.calls++
-	if f.fail != nil {
-		return nil, "log", f.fail
+	f.running++
+	f.most = max(f.most, f.running)
+	f.compiled = append(f.compiled, name)
+	fail := f.fail
+	if f.failOn[name] {
+		fail = errors.New("syntax error in " + src)
+	}
+	f.mu.Unlock()
+	time.Sleep(f.hold)
+	f.mu.Lock()
+	f.running--
+	f.mu.Unlock()
+	if fail != nil {
+		return nil, "log", fail
 	}
 	return randomBytes(100 + rand.IntN(4000)), "", nil
 }
@@ -180,5 +203,79 @@ func TestNVRTCCandidates(t *testing.T) {
 	}
 	if strings.Contains(joined, "builtins") {
 		t.Errorf("builtins library is not NVRTC itself:\n%s", joined)
+	}
+}
+
+// jobs returns n jobs that differ in name and options only, as the modules of one source do.
+func jobs(n int) []CompileJob {
+	out := make([]CompileJob, n)
+	for i := range out {
+		out[i] = CompileJob{Src: "src", Name: fmt.Sprintf("k%d.cu", i), Arch: 90, Opts: []string{fmt.Sprintf("-DK=%d", i)}}
+	}
+	return out
+}
+
+func TestGetAllCompilesMissingInParallel(t *testing.T) {
+	c, f := newTestCache(t)
+	f.hold = 20 * time.Millisecond
+	js := jobs(12)
+	// Three entries are in the cache already: only the other nine compile.
+	warm, err := c.getAll(js[:3], 1, nil)
+	if err != nil || f.calls != 3 || f.most != 1 {
+		t.Fatalf("warming: %v, %d compiles, %d at once", err, f.calls, f.most)
+	}
+	var announced []int
+	images, err := c.getAll(js, 4, func(n int) { announced = append(announced, n) })
+	if err != nil {
+		t.Fatal(err)
+	}
+	if f.calls != 12 || f.most < 2 || f.most > 4 {
+		t.Errorf("%d compiles, at most %d at once; want 12 in all, 2 to 4 at once", f.calls, f.most)
+	}
+	if len(announced) != 1 || announced[0] != 9 {
+		t.Errorf("announced %v, want [9]", announced)
+	}
+	for i := range 3 {
+		if !bytes.Equal(images[i], warm[i]) {
+			t.Errorf("job %d: the cached image was not returned", i)
+		}
+	}
+	// Every image is stored under its own key: a second call compiles nothing and says nothing.
+	again, err := c.getAll(js, 4, func(n int) { t.Errorf("announced %d with every entry cached", n) })
+	if err != nil || f.calls != 12 {
+		t.Fatalf("warm call: %v, %d compiles", err, f.calls)
+	}
+	for i := range js {
+		if len(images[i]) == 0 || !bytes.Equal(again[i], images[i]) {
+			t.Errorf("job %d: image differs between the cold and the warm call", i)
+		}
+	}
+}
+
+func TestGetAllErrorNamesTheKernel(t *testing.T) {
+	c, f := newTestCache(t)
+	js := jobs(40)
+	f.failOn = map[string]bool{"k7.cu": true, "k30.cu": true}
+	_, err := c.getAll(js, 2, nil)
+	if err == nil || !strings.Contains(err.Error(), "k7.cu") || !strings.Contains(err.Error(), "sm_90") ||
+		!strings.Contains(err.Error(), "syntax error") || strings.Contains(err.Error(), "k30.cu") {
+		t.Fatalf("error = %v; want the first failed kernel (k7.cu) named with the compiler's message", err)
+	}
+	if f.calls == len(js) {
+		t.Errorf("all %d jobs compiled after a failure; later jobs should not start", f.calls)
+	}
+	for _, j := range js {
+		_, err := os.Stat(c.path(j))
+		if stored := err == nil; stored && f.failOn[j.Name] {
+			t.Errorf("%s failed but has an entry", j.Name)
+		}
+	}
+}
+
+func TestGetAllSingleWorkerIsSerial(t *testing.T) {
+	c, f := newTestCache(t)
+	f.hold = time.Millisecond
+	if _, err := c.getAll(jobs(5), 1, nil); err != nil || f.most != 1 || f.calls != 5 {
+		t.Fatalf("%v, %d compiles, %d at once; want 5 one at a time", err, f.calls, f.most)
 	}
 }

@@ -94,7 +94,8 @@ func NVRTCVersion() (major, minor int, err error) {
 
 // Compile compiles CUDA C++ source to a CUBIN for sm_<arch> (e.g. 90) with
 // -default-device -std=c++17 and opts. NVRTC has no default include path:
-// pass -I<dir> for toolkit headers. On failure the error holds the compile log.
+// pass -I<dir> for toolkit headers. On failure the error holds the compile log (which names the source by
+// name).
 func Compile(src, name string, arch int, opts ...string) (cubin []byte, log string, err error) {
 	if err := LoadNVRTC(); err != nil {
 		return nil, "", err
@@ -112,7 +113,7 @@ func Compile(src, name string, arch int, opts ...string) (cubin []byte, log stri
 		return nil, "", err
 	}
 	if cerr != nil {
-		return nil, log, fmt.Errorf("nvrtc: compiling %s for sm_%d: %w\n%s", name, arch, cerr, log)
+		return nil, log, fmt.Errorf("nvrtc: %w\n%s", cerr, log)
 	}
 	var size uintptr
 	if err := nvrtcGetCUBINSize.call(prog, uintptr(unsafe.Pointer(&size))); err != nil {

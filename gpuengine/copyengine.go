@@ -9,7 +9,7 @@ import (
 
 // The copy-engine transport. When one thread drives every rank of the communicator (one process, -t 1) and the
 // call is not being captured into a graph, large ring all_reduce, all_gather and reduce_scatter calls and
-// out-of-place alltoall move their data with the GPUs' copy engines (cuMemcpyAsync between peer-accessible
+// alltoall move their data with the GPUs' copy engines (cuMemcpyAsync between peer-accessible
 // pointers) instead of SM peer stores: a copy engine drives an NVLink at its full rate without spending SMs, and
 // the ranks' streams are ordered with events rather than device flags, so nothing waits on a GPU. Copies give the
 // same bytes by any route; the reductions run in ce_reduce (kernels/copyengine.cu) in the ring's order, so
@@ -22,16 +22,21 @@ import (
 //
 //	entry   main: record entry; side: wait for it
 //	push    main: wait for every peer's entry, then per chunk copy what peer q needs into q's buffers
-//	        (all_reduce, reduce_scatter: q's scratch; all_gather, alltoall: q's output) and record pushed[i];
-//	        side: this rank's own piece of all_gather and alltoall
+//	        (all_reduce, reduce_scatter, in-place alltoall: q's scratch; all_gather, alltoall: q's output) and
+//	        record pushed[i]; side: this rank's own piece of all_gather and out-of-place alltoall
 //	reduce  side, per chunk: wait for every peer's pushed[i], ce_reduce into the output; then (all_reduce)
 //	        copy the completed segment into every peer's output
+//	unpack  in-place alltoall, side, per chunk: wait for every peer's and its own pushed[i], then copy the
+//	        pieces of chunk i from the scratch into the buffer (its own pushes of chunk i have read what this
+//	        overwrites)
 //	exit    side: record sideDone; main: wait for it, record done, and (but reduce_scatter, whose output no
 //	        peer writes) wait for every peer's done
 //
 // In-place all_reduce reads a peer's input chunk only before its pushed[i] and overwrites it only after the
-// owner waited for that event. In-place alltoall would overwrite pieces a peer has yet to copy: it keeps the
-// kernels.
+// owner waited for that event. In-place alltoall cannot write into a peer's buffer, whose pieces the peer has
+// yet to send: it pushes into the peer's scratch and each rank unpacks its own, chunk by chunk, so that the
+// local copy of chunk i overlaps the link's transfer of chunk i+1. A peer's next call pushes into this
+// rank's scratch only after this rank's next entry, which its main stream records after the unpack.
 
 // ceRank is one rank's state of the transport, made on first use.
 type ceRank struct {
@@ -74,6 +79,10 @@ func ceScratchElems(call *collectives.Call, n int) (slot int64, ok bool) {
 		return ringSegment(k.Param, n, call.DType.Size()), true
 	case collectives.ReduceScatter:
 		return k.Param, true
+	case collectives.AllToAll:
+		if call.InPlace(0) {
+			return k.Param, true
+		}
 	}
 	return 0, call.Coll == collectives.AllGather || call.Coll == collectives.AllToAll
 }
@@ -97,8 +106,8 @@ func (g *group) useCopyEngines(call *collectives.Call, algo string) (bool, error
 		return false, nil
 	case algo != collectives.Ring && algo != collectives.Direct:
 		return false, nil
-	case call.Coll == collectives.AllToAll && call.InPlace(0):
-		return false, nil
+	case call.Coll == collectives.AllToAll && call.InPlace(0) && !sameViews(call):
+		return false, nil // in place at different offsets of one buffer: the unpack would overwrite unread pieces
 	}
 	slot, ok := ceScratchElems(call, c.nranks)
 	if !ok {
@@ -120,6 +129,16 @@ func (g *group) useCopyEngines(call *collectives.Call, algo string) (bool, error
 }
 
 var errNoScratch = errors.New("copy-engine scratch does not fit")
+
+// sameViews reports whether every rank's send and receive views are the same memory.
+func sameViews(call *collectives.Call) bool {
+	for l := range call.Send {
+		if ptr(call.Send[l]) != ptr(call.Recv[l]) {
+			return false
+		}
+	}
+	return true
+}
 
 func ptrs(events []cuda.Event) []*cuda.Event {
 	out := make([]*cuda.Event, len(events))
@@ -189,7 +208,8 @@ func (g *group) ceLaunch(call *collectives.Call) error {
 		segStart = func(j int) int64 { return int64(j) * seg }
 		segLen = func(j int) int64 { return min(max(k.Param-int64(j)*seg, 0), seg) }
 	}
-	chunk, chunks := ceChunks(slot, size, g.c.tuning.ceChunk, call.Coll == collectives.ReduceScatter)
+	a2aInPlace := call.Coll == collectives.AllToAll && call.InPlace(0)
+	chunk, chunks := ceChunks(slot, size, g.c.tuning.ceChunk, call.Coll == collectives.ReduceScatter || a2aInPlace)
 	span := func(j, i int) (off, cnt int64) { // chunk i of segment j, relative to the segment
 		off = min(int64(i)*chunk, segLen(j))
 		return off, min(chunk, segLen(j)-off)
@@ -212,9 +232,10 @@ func (g *group) ceLaunch(call *collectives.Call) error {
 				for q := range n {
 					var err error
 					switch {
-					case reduces && q != l:
+					case (reduces || a2aInPlace) && q != l:
 						off, cnt := span(q, i)
 						err = copyAsync(at(slotOf(l, q), off), at(send(l), segStart(q)+off), cnt*size, r.stream)
+					case a2aInPlace: // this rank's own piece stays where it is
 					case call.Coll == collectives.AllGather:
 						err = copyAsync(at(recv(q), int64(l)*p), send(l), p*size, sideIf(q == l, r))
 					case call.Coll == collectives.AllToAll:
@@ -255,6 +276,28 @@ func (g *group) ceLaunch(call *collectives.Call) error {
 					seg := at(recv(l), segStart(l))
 					if err := copyAsync(at(recv(q), segStart(l)), seg, segLen(l)*size, r.ce.side); err != nil {
 						return err
+					}
+				}
+			}
+			return nil
+		})
+	}
+	if err == nil && a2aInPlace {
+		err = g.each(func(r *rank, l int) error {
+			for i := range chunks {
+				if err := g.waitPeers(r.ce.side, l, func(o *rank) cuda.Event { return o.ce.pushed[i] }); err != nil {
+					return err
+				}
+				if err := cuda.StreamWaitEvent(r.ce.side, r.ce.pushed[i]); err != nil {
+					return err
+				}
+				for q := range n {
+					if q != l {
+						off, cnt := span(q, i)
+						err := copyAsync(at(recv(l), segStart(q)+off), at(slotOf(q, l), off), cnt*size, r.ce.side)
+						if err != nil {
+							return err
+						}
 					}
 				}
 			}

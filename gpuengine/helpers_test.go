@@ -6,7 +6,6 @@ import (
 	"math"
 	"math/rand/v2"
 	"runtime"
-	"sync"
 	"testing"
 	"time"
 
@@ -182,22 +181,4 @@ func firstDiff(a, b []byte) int {
 // newHost opens the host engine with the same ranks and environment.
 func newHost(t *testing.T, n int, env map[string]string) collectives.Comm {
 	return open(t, hostengine.New(), n, env, 0)
-}
-
-// precompile compiles the modules of every (dt, op) pair for arch in parallel, ahead of first use (the tests compile every pair at once instead of one by one).
-func precompile(arch int, pairs [][2]int) error {
-	errs := make([]error, len(pairs))
-	var wg sync.WaitGroup
-	for i, p := range pairs {
-		wg.Go(func() {
-			_, errs[i] = cubin(cubinKey{arch, collectives.DType(p[0]), collectives.Op(p[1])})
-		})
-	}
-	wg.Wait()
-	for _, err := range errs {
-		if err != nil {
-			return err
-		}
-	}
-	return nil
 }

@@ -1,16 +1,21 @@
 package gpuengine
 
 import (
+	"cmp"
 	"fmt"
+	"slices"
+	"strings"
 	"sync"
+	"sync/atomic"
 
 	"github.com/rcclx-tests/rcclx-tests/collectives"
 	"github.com/rcclx-tests/rcclx-tests/cuda"
 	"github.com/rcclx-tests/rcclx-tests/kernels"
 )
 
-// Kernels are compiled once per (architecture, dtype, op) with NVRTC (cached on disk by cuda.CompileCached),
-// loaded once per (device, dtype, op), and their functions looked up once by name.
+// Kernels are compiled once per (architecture, dtype, op) with NVRTC (cached on disk by cuda.CompileCached):
+// all those of a sweep at once and in parallel before its first measurement (comm.Prepare), any other at first
+// use. They are loaded once per (device, dtype, op), and their functions looked up once by name.
 
 type cubinKey struct {
 	arch int
@@ -24,6 +29,7 @@ type cubinEntry struct {
 	once  sync.Once
 	image []byte
 	err   error
+	ready atomic.Bool // image is set
 }
 
 // compileOptions are the NVRTC options of one module. --fmad=false: no multiply-add contraction, so every
@@ -32,14 +38,91 @@ func compileOptions(dt collectives.DType, op collectives.Op) []string {
 	return []string{fmt.Sprintf("-DRX_DTYPE=%d", dt), fmt.Sprintf("-DRX_OP=%d", op), "--fmad=false"}
 }
 
+func (k cubinKey) job() cuda.CompileJob {
+	return cuda.CompileJob{Src: kernels.Source(), Name: fmt.Sprintf("rcclx_%s_%s.cu", k.dt, k.op), Arch: k.arch,
+		Opts: compileOptions(k.dt, k.op)}
+}
+
 func cubin(k cubinKey) ([]byte, error) {
-	v, _ := cubins.LoadOrStore(k, &cubinEntry{})
-	e := v.(*cubinEntry)
+	e := cubinFor(k)
 	e.once.Do(func() {
-		name := fmt.Sprintf("rcclx_%s_%s.cu", k.dt, k.op)
-		e.image, e.err = cuda.CompileCached(kernels.Source(), name, k.arch, compileOptions(k.dt, k.op)...)
+		j := k.job()
+		e.image, e.err = cuda.CompileCached(j.Src, j.Name, j.Arch, j.Opts...)
+		e.ready.Store(e.err == nil)
 	})
 	return e.image, e.err
+}
+
+func cubinFor(k cubinKey) *cubinEntry {
+	v, _ := cubins.LoadOrStore(k, &cubinEntry{})
+	return v.(*cubinEntry)
+}
+
+// modulesFor lists the modules a sweep of coll over dtypes and ops needs on ranks of the given architectures,
+// sorted by architecture, type and op, each once.
+func modulesFor(coll *collectives.Collective, dtypes []collectives.DType, ops []collectives.Op, arches []int) []cubinKey {
+	seen := map[cubinKey]bool{}
+	var out []cubinKey
+	for _, arch := range arches {
+		for _, dt := range dtypes {
+			for _, op := range ops {
+				k := cubinKey{arch, dt, moduleOp(coll, op)}
+				if !seen[k] {
+					seen[k] = true
+					out = append(out, k)
+				}
+			}
+		}
+	}
+	slices.SortFunc(out, func(a, b cubinKey) int {
+		return cmp.Or(cmp.Compare(a.arch, b.arch), cmp.Compare(a.dt, b.dt), cmp.Compare(a.op, b.op))
+	})
+	return out
+}
+
+// precompile gets the CUBINs of keys that this process has not yet loaded from the disk cache or compiles
+// them, in parallel, before their first use; note is told "compiling N kernels for sm_90, first run only"
+// when some must compile.
+func precompile(keys []cubinKey, note func(string)) error {
+	keys = slices.DeleteFunc(slices.Clone(keys), func(k cubinKey) bool { return cubinFor(k).ready.Load() })
+	if len(keys) == 0 {
+		return nil
+	}
+	jobs := make([]cuda.CompileJob, len(keys))
+	var arches []string
+	for i, k := range keys {
+		jobs[i] = k.job()
+		if a := fmt.Sprintf("sm_%d", k.arch); !slices.Contains(arches, a) {
+			arches = append(arches, a)
+		}
+	}
+	announce := func(n int) {
+		if note != nil {
+			note(fmt.Sprintf("compiling %d kernels for %s, first run only", n, strings.Join(arches, ", ")))
+		}
+	}
+	images, err := cuda.CompileAllCached(jobs, announce)
+	if err != nil {
+		return err
+	}
+	for i, k := range keys {
+		e := cubinFor(k)
+		e.once.Do(func() {
+			e.image = images[i]
+			e.ready.Store(true)
+		})
+	}
+	return nil
+}
+
+// Prepare compiles (or reads from the disk cache) every module a sweep of coll over dtypes and ops needs.
+func (c *comm) Prepare(coll *collectives.Collective, dtypes []collectives.DType, ops []collectives.Op,
+	note func(string)) error {
+	var arches []int
+	for _, r := range c.ranks {
+		arches = append(arches, r.arch)
+	}
+	return runtimeError(nil, precompile(modulesFor(coll, dtypes, ops, arches), note))
 }
 
 // moduleOp is the op whose module holds a collective's kernels: copies do not depend on it.

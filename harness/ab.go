@@ -405,7 +405,7 @@ func (r *abRun) point(p point) error {
 			if err != nil {
 				return err
 			}
-			h.checked, h.wrong, h.maxRelErr = v.Checked, v.Wrong, v.MaxRelErr
+			h.checked, h.wrong, h.errs = v.Checked, v.Wrong, v.Errs
 			if v.Wrong > 0 {
 				r.oob[i]++
 			}

@@ -67,7 +67,7 @@ type abHalf struct {
 	Bytes, Count      int64 // the row's size and count columns
 	Checked           bool
 	Wrong             int64
-	MaxRelErr         float64
+	Errs              collectives.Errors
 }
 
 // abError is an error that ended a worker, with what the launcher needs to report it as a plain run would.
@@ -178,9 +178,11 @@ func (s *session) abHalf(c abCommand) (abHalf, error) {
 		}
 		var h halfResult
 		err := s.validate(newTruth(s.a.coll, p, s.nranks, s.localRanks(), s.seed), c.InPlace, &h)
-		out.Checked, out.Wrong, out.MaxRelErr = true, h.wrong, h.maxRelErr
-		if math.IsNaN(out.MaxRelErr) || math.IsInf(out.MaxRelErr, 0) {
-			out.MaxRelErr = math.MaxFloat64 // JSON has no infinity; the -J file clamps it the same way
+		out.Checked, out.Wrong, out.Errs = true, h.wrong, h.errs
+		for _, v := range []*float64{&out.Errs.MaxRel, &out.Errs.SumSqRel} {
+			if math.IsNaN(*v) || math.IsInf(*v, 0) {
+				*v = math.MaxFloat64 // JSON has no infinity; the -J file clamps it the same way
+			}
 		}
 		return out, err
 	}

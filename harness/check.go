@@ -102,9 +102,9 @@ func (t *thread) check(tr *truth, c *collectives.Call) (summary, error) {
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
-			wrong, rel := e.Check(buf)
+			errs := e.Compare(buf)
 			mu.Lock()
-			v.merge(summary{Wrong: wrong, MaxRelErr: rel})
+			v.merge(summary{Errors: errs})
 			mu.Unlock()
 			bufs <- buf[:cap(buf)]
 		}()

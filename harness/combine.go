@@ -46,13 +46,12 @@ func (a agg) pick(mode int) float64 {
 }
 
 // summary is one half's results over threads and processes: timing from the timed iterations, wrong elements
-// and the largest relative error from the validation runs.
+// and relative errors from the validation runs.
 type summary struct {
 	Time, CPU agg
 	// Iters holds, per process, the per-iteration time (seconds per operation) of its slowest thread (-I).
-	Iters     [][]float64
-	Wrong     int64
-	MaxRelErr float64
+	Iters  [][]float64
+	Errors collectives.Errors
 }
 
 // timingSummary folds this process's threads in thread order.
@@ -80,14 +79,14 @@ func (s *summary) merge(o summary) {
 	s.Time.merge(o.Time)
 	s.CPU.merge(o.CPU)
 	s.Iters = append(s.Iters, o.Iters...)
-	s.Wrong += o.Wrong
-	s.MaxRelErr = max(s.MaxRelErr, o.MaxRelErr)
+	s.Errors.Add(o.Errors)
 }
 
 // overWorld combines every process's summary in rank order, so that every process holds the same result (each
 // needs it: a failed check stops the -c repetitions everywhere).
 func overWorld(w collectives.World, local summary) (summary, error) {
-	local.MaxRelErr = min(local.MaxRelErr, math.MaxFloat64) // JSON has no infinity
+	local.Errors.MaxRel = min(local.Errors.MaxRel, math.MaxFloat64) // JSON has no infinity
+	local.Errors.SumSqRel = min(local.Errors.SumSqRel, math.MaxFloat64)
 	all, err := gatherJSON(w, "results", local)
 	if err != nil {
 		return local, err

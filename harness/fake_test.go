@@ -28,6 +28,11 @@ type fakeEngine struct {
 	graphs       bool // groups are Graphers
 	loops        bool // groups are LoopLaunchers
 	noInPlaceA2A bool // groups are InPlaceLimiters without in-place alltoall, as NCCL
+	// prepare: communicators are Preparers that record each call, print prepareNote (when not empty) and
+	// return prepareErr.
+	prepare     bool
+	prepareNote string
+	prepareErr  error
 	// splitAt > 0: rows at or below this size column use algorithm "small", above it "large".
 	splitAt int64
 	// onLaunch, when set, sees every call before it runs.
@@ -36,6 +41,7 @@ type fakeEngine struct {
 	mu       sync.Mutex
 	launches int
 	loopArgs [][3]int // first, iters and agg of each PrepareLoop
+	prepared []prepareCall
 	cfg      collectives.Config
 }
 
@@ -56,7 +62,32 @@ func (e *fakeEngine) Open(cfg collectives.Config) (collectives.Comm, error) {
 		}
 		c.groups = append(c.groups, e.wrap(g))
 	}
+	if e.prepare {
+		return preparingComm{c}, nil
+	}
 	return c, nil
+}
+
+// prepareCall is one Prepare: its arguments and the launches made before it.
+type prepareCall struct {
+	coll     *collectives.Collective
+	dtypes   []collectives.DType
+	ops      []collectives.Op
+	launches int
+}
+
+type preparingComm struct{ *fakeComm }
+
+func (c preparingComm) Prepare(coll *collectives.Collective, dtypes []collectives.DType, ops []collectives.Op,
+	note func(string)) error {
+	e := c.e
+	e.mu.Lock()
+	e.prepared = append(e.prepared, prepareCall{coll, dtypes, ops, e.launches})
+	e.mu.Unlock()
+	if e.prepareNote != "" {
+		note(e.prepareNote)
+	}
+	return e.prepareErr
 }
 
 // wrap gives a group the capabilities the knobs ask for.

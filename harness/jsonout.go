@@ -240,8 +240,8 @@ func jsonHalf(h halfResult, o *Options) (results.Half, *results.PerIter) {
 		out.Rounds = append(out.Rounds, sec*1e6)
 	}
 	if h.checked {
-		wrong, rel := float64(h.wrong), min(h.maxRelErr, math.MaxFloat64)
-		out.NWrong, out.MaxRelErr = &wrong, &rel
+		wrong, rel, rms := float64(h.wrong), min(h.errs.MaxRel, math.MaxFloat64), min(h.errs.RMSRel(), math.MaxFloat64)
+		out.NWrong, out.MaxRelErr, out.RMSRelErr = &wrong, &rel, &rms
 	}
 	if o.PerIter != 1 {
 		return out, nil

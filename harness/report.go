@@ -127,10 +127,10 @@ type halfResult struct {
 	sec          float64 // reported time per operation (completion time, or host time with -C)
 	algBW, busBW float64
 	checked      bool
-	wrong        int64
-	maxRelErr    float64
-	iters        [][]float64 // -I: per process, seconds per operation of each iteration
-	rounds       []float64   // --ab: seconds per operation of each round
+	wrong        int64              // of the last validation run
+	errs         collectives.Errors // relative errors over every validation run (MaxRel, SumSqRel, N)
+	iters        [][]float64        // -I: per process, seconds per operation of each iteration
+	rounds       []float64          // --ab: seconds per operation of each round
 	algorithm    string
 }
 

@@ -557,3 +557,75 @@ func TestSeedFromEnvironment(t *testing.T) {
 		t.Errorf("no seed line:\n%s", r.stdout)
 	}
 }
+
+// TestEnginePreparedBeforeMeasuring: a Preparer engine is asked once, before any launch, for every type and
+// operation of the sweep (one operation for a collective that does not reduce); its line goes to stderr, and
+// its failure ends the run before the table with the runtime exit code.
+func TestEnginePreparedBeforeMeasuring(t *testing.T) {
+	seed := rand.Uint64()
+	e := newFake(seed)
+	e.prepare, e.prepareNote = true, "compiling 12 kernels for sm_90, first run only"
+	r := testRun(t, collectives.AllReduce, seedArgs(seed, "-b", "8", "-e", "64", "-f", "8", "-n", "1", "-w", "1",
+		"-d", "all", "-o", "max"), e)
+	if r.code != exitOK || len(e.prepared) != 1 {
+		t.Fatalf("exit %d, %d Prepare calls\n%s%s", r.code, len(e.prepared), r.stdout, r.stderr)
+	}
+	p := e.prepared[0]
+	if p.coll != collectives.AllReduce || p.launches != 0 || fmt.Sprint(p.dtypes) != fmt.Sprint(collectives.AllDTypes()) ||
+		fmt.Sprint(p.ops) != fmt.Sprint([]collectives.Op{collectives.Max}) {
+		t.Errorf("Prepare(%s, %v, %v) after %d launches; want all_reduce, every type, [max], before any",
+			p.coll.Name, p.dtypes, p.ops, p.launches)
+	}
+	if r.stderr != "all_reduce_perf: compiling 12 kernels for sm_90, first run only\n" {
+		t.Errorf("stderr %q", r.stderr)
+	}
+
+	e = newFake(seed)
+	e.prepare = true
+	r = testRun(t, collectives.AllGather, seedArgs(seed, "-b", "8", "-e", "64", "-n", "1", "-o", "all"), e)
+	if r.code != exitOK || r.stderr != "" || len(e.prepared) != 1 || len(e.prepared[0].ops) != 1 {
+		t.Errorf("all_gather: exit %d, stderr %q, Prepare calls %+v; want one with one operation and no line",
+			r.code, r.stderr, e.prepared)
+	}
+
+	e = newFake(seed)
+	e.prepare, e.prepareErr = true, &collectives.RuntimeError{Err: fmt.Errorf("compiling k.cu for sm_90: bad")}
+	r = testRun(t, collectives.AllReduce, seedArgs(seed, "-b", "8", "-e", "64", "-n", "1"), e)
+	if r.code != exitRuntime || len(tableRows(r.stdout)) != 0 || e.launches != 0 || !strings.Contains(r.stderr, "k.cu") {
+		t.Errorf("failing Prepare: exit %d, %d launches, stderr %q\n%s", r.code, e.launches, r.stderr, r.stdout)
+	}
+}
+
+// TestJSONRMSRelErr: one planted wrong element in a checked half gives max_rel_err its relative error and
+// rms_rel_err that error over the square root of the elements checked (every rank's output); exact halves 0.
+func TestJSONRMSRelErr(t *testing.T) {
+	seed := rand.Uint64()
+	file := filepath.Join(t.TempDir(), "out.json")
+	e := newFake(seed)
+	e.corruptRank = 1
+	r := testRun(t, collectives.AllGather, seedArgs(seed, "-b", "1K", "-e", "16K", "-f", "4", "-g", "3", "-n", "1",
+		"-J", file), e)
+	if r.code != exitTestFailed {
+		t.Fatalf("exit %d\n%s", r.code, r.stdout)
+	}
+	rec := loadRecord(t, file)
+	if len(rec.Results) != 3 {
+		t.Fatalf("%d results", len(rec.Results))
+	}
+	for _, res := range rec.Results {
+		for _, h := range []results.Half{res.OutOfPlace, res.InPlace} {
+			if h.MaxRelErr == nil || h.RMSRelErr == nil || *h.MaxRelErr <= 0 {
+				t.Fatalf("size %d: max %v rms %v", res.Size, h.MaxRelErr, h.RMSRelErr)
+			}
+			n := float64(3 * res.Size / 4)
+			if got, want := *h.RMSRelErr, *h.MaxRelErr/math.Sqrt(n); math.Abs(got-want) > 1e-9*want {
+				t.Errorf("size %d: rms_rel_err %g, want %g (max %g over %g elements)", res.Size, got, want, *h.MaxRelErr, n)
+			}
+		}
+	}
+	exact := filepath.Join(t.TempDir(), "exact.json")
+	r = testRun(t, collectives.AllGather, seedArgs(seed, "-b", "1K", "-e", "1K", "-n", "1", "-J", exact), newFake(seed))
+	if h := loadRecord(t, exact).Results[0].OutOfPlace; r.code != exitOK || h.RMSRelErr == nil || *h.RMSRelErr != 0 {
+		t.Errorf("exact run: exit %d, rms %v", r.code, h.RMSRelErr)
+	}
+}

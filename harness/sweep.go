@@ -241,9 +241,11 @@ func (s *session) validate(tr *truth, inPlace bool, h *halfResult) error {
 		if err != nil {
 			return err
 		}
-		h.wrong = total.Wrong
-		h.maxRelErr = max(h.maxRelErr, total.MaxRelErr)
-		if total.Wrong > 0 {
+		h.wrong = total.Errors.Wrong
+		h.errs.MaxRel = max(h.errs.MaxRel, total.Errors.MaxRel)
+		h.errs.SumSqRel += total.Errors.SumSqRel
+		h.errs.N += total.Errors.N
+		if total.Errors.Wrong > 0 {
 			s.oob++
 			break
 		}

@@ -45,6 +45,9 @@ type testCase struct {
 	inPlace bool
 	shift   int64 // elements the views are shifted by (-u)
 	repeat  int   // launches before the wait, on the same buffers (nccl-tests' timing loop); 0 means 1
+	// input, when not nil, replaces collectives.Input as rank's send data (the outcome's wrong counts then
+	// compare with the suite's inputs and mean nothing).
+	input func(rank int, k collectives.Counts) []byte
 }
 
 func (tc testCase) String() string {
@@ -127,7 +130,11 @@ func runCaseOn(t testing.TB, comms []*comm, tc testCase, seed uint64) outcome {
 				rb.send = collectives.View{Buf: alloc(rb.k.Send), Off: tc.shift * es}
 				rb.recv = collectives.View{Buf: alloc(rb.k.Recv), Off: tc.shift * es}
 			}
-			if err := g.Write(rb.send, tc.coll.Input(tc.dt, tc.op, r, n, rb.k, seed)); err != nil {
+			in := tc.coll.Input(tc.dt, tc.op, r, n, rb.k, seed)
+			if tc.input != nil {
+				in = tc.input(r, rb.k)
+			}
+			if err := g.Write(rb.send, in); err != nil {
 				t.Fatal(err)
 			}
 			for _, b := range rb.bufs {

@@ -102,6 +102,8 @@ type Half struct {
 
 	// This suite's keys.
 	MaxRelErr *float64 `json:"max_rel_err,omitempty"`
+	// RMSRelErr is the root mean square of the same relative error over every element checked.
+	RMSRelErr *float64 `json:"rms_rel_err,omitempty"`
 	// Rounds holds the time (us) of each repeated round (-N cycles or A/B
 	// rounds); the gate uses their spread as the noise of this measurement.
 	Rounds []float64 `json:"rounds,omitempty"`

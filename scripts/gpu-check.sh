@@ -27,6 +27,12 @@
 #        doctor    rcclx-doctor: driver, GPUs, NVRTC, IPC, peer access, the NCCL library; every check ok
 #        rccl      rccl-tests' flags on the gpu and vendor engines: -Y host|managed|coarse|fine (and -y coarse)
 #                  validated with its "#" line, -x 1 (CTA policy), -q, -A 1, -Z csv|json -X files
+#        coldstart all_reduce_perf -d all -o all with an empty kernel cache, then again with the cache it filled:
+#                  both wall times, and the "compiling N kernels" line (cold run only)
+#        a2a       alltoall 64 MiB..1 GiB in place and out of place next to NCCL; and, 8 MiB..1 GiB, the gpu
+#                  engine's in-place copy-engine transport against its kernels (-O 0 --ab ..._GPU_CE_BYTES=off,8M)
+#        lp        FP8 LP rows at 64 MiB, 256 MiB and 1 GiB, float and bfloat16, with their max and RMS relative
+#                  error (JSON): all four collectives next to NCCL (--engine vendor,gpu), and the scaled mode
 # Logs go to $OUT (default /tmp/gpu-check); the compiled kernels are cached in $BIN/kcache and packed into
 # $OUT/kcache.tgz, so that the next call can carry them back in $BIN.
 set -uo pipefail
@@ -273,6 +279,66 @@ step_rccl() {
 	expect vendor-x1 0 rccl-x.log "$P" --engine vendor -g 2 -b 8 -e 1M -f 8 -x 1
 	expect_line vendor-x1# rccl-x.log '^# (CTA policy: 1 \(ncclConfig\)|-x 1 ignored: .* has no CTA policy 1)'
 	head -3 "$OUT/rccl-gpu-host.csv" "$OUT/rccl-vendor.json"
+step_coldstart() {
+	local kc t0 t1 t2 rc1 rc2
+	kc=$(mktemp -d)
+	local cmd=("$P" --engine gpu -g 2 -d all -o all -b 1 -e 3M -f 7 -n 2)
+	t0=$(date +%s.%N)
+	RCCLX_TESTS_KERNEL_CACHE=$kc timeout -k 10 300 "${cmd[@]}" >"$OUT/coldstart-cold.log" 2>&1
+	rc1=$?
+	t1=$(date +%s.%N)
+	RCCLX_TESTS_KERNEL_CACHE=$kc timeout -k 10 300 "${cmd[@]}" >"$OUT/coldstart-warm.log" 2>&1
+	rc2=$?
+	t2=$(date +%s.%N)
+	rm -rf "$kc"
+	local cold warm lines_cold lines_warm
+	cold=$(awk -v a="$t0" -v b="$t1" 'BEGIN { printf "%.1f", b - a }')
+	warm=$(awk -v a="$t1" -v b="$t2" 'BEGIN { printf "%.1f", b - a }')
+	lines_cold=$(grep -c 'compiling .* kernels for sm_' "$OUT/coldstart-cold.log")
+	lines_warm=$(grep -c 'compiling .* kernels for sm_' "$OUT/coldstart-warm.log")
+	grep -h 'compiling .* kernels' "$OUT/coldstart-cold.log"
+	local ok=ok
+	[[ $rc1 == 0 && $rc2 == 0 && $lines_cold == 1 && $lines_warm == 0 ]] || ok=FAIL
+	note coldstart "$ok" "cold ${cold}s (rc=$rc1, $lines_cold compiling line) warm ${warm}s (rc=$rc2, $lines_warm) coldstart-*.log"
+}
+
+step_a2a() {
+	: >"$OUT/a2a.log"
+	expect a2a 0 a2a.log "$BIN/alltoall_perf" --engine vendor,gpu -g 2 -b 64M -e 1G -f 2 -w 5 -n 20
+	expect a2a-ab 0 a2a.log "$BIN/alltoall_perf" --engine gpu -g 2 -b 8M -e 1G -f 2 -w 5 -n 20 \
+		-O 0 --ab RCCLX_TESTS_GPU_CE_BYTES=off,8M
+}
+
+# lp_rows JSON...: one line per checked half of every row: engine, algorithm, type, size, half, algbw, errors.
+lp_rows() {
+	tr -d '",' <"$1" | awk -F': *' '
+		/^ *size:/ {size = $2} /^ *type:/ {ty = $2} /out_of_place:/ {h = "oop"} /in_place:/ {h = "ip"}
+		/^ *alg_bw:/ {bw[h] = $2} /^ *max_rel_err:/ {mx[h] = $2} /^ *rms_rel_err:/ {rms[h] = $2}
+		/^ *engine:/ {eng = $2}
+		/^ *algorithm:/ {
+			for (i = 1; i <= 2; i++) {
+				k = i == 1 ? "oop" : "ip"
+				if (k in mx) printf "%-7s %-5s %-9s %11d %-3s algbw %8.2f  max_rel_err %.3e  rms_rel_err %.3e\n", eng, $2, ty, size, k, bw[k], mx[k], rms[k]
+			}
+			split("", bw); split("", mx); split("", rms)
+		}'
+}
+
+step_lp() {
+	local dt b
+	: >"$OUT/lp.log"
+	for dt in float bfloat16; do
+		for b in all_reduce_perf all_gather_perf reduce_scatter_perf alltoall_perf; do
+			expect "lp-${b%_perf}-$dt" 0 lp.log "$BIN/$b" --engine vendor,gpu --lp -d "$dt" -g 2 -b 64M -e 1G -f 4 \
+				-w 5 -n 20 -J "$OUT/lp-$b-$dt.json"
+		done
+		expect "lp-scaled-$dt" 0 lp.log "$P" --engine gpu --lp --lp-mode scaled -d "$dt" -g 2 -b 64M -e 1G -f 4 \
+			-w 5 -n 20 -J "$OUT/lp-scaled-$dt.json"
+	done
+	for f in "$OUT"/lp-*.json; do
+		echo "== ${f##*/}"
+		lp_rows "$f"
+	done | tee "$OUT/lp-errors.txt"
 }
 
 step_ncclt() {
@@ -297,4 +363,7 @@ grep -A40 'algo  ' "$OUT/perf.log" 2>/dev/null | grep -v '^---' | sed 's/^ *perf
 for f in ab-ch1-32 ab-ch32-1 ab ab-2p-ch ab-2p-dda; do
 	[[ -f $OUT/$f.log ]] && echo "$f:" && grep -E '^([|+]|# A/B)' "$OUT/$f.log" | head -20
 done
+[[ -f $OUT/ab.log ]] && grep -E '^[|+]' "$OUT/ab.log" | head -20
+[[ -f $OUT/a2a.log ]] && grep -E '^(# (Engine|Time ratio|  +size)| +[0-9]+ +[0-9]+ +[a-z0-9]+ +[a-z]+ +[0-9-]+ |[|+])' "$OUT/a2a.log" | head -60
+[[ -f $OUT/lp.log ]] && grep -E '^# (Engine|Time ratio|  +size| +[0-9]+ +[a-z0-9]+ +[a-z]+ +[0-9.N/A]+ )' "$OUT/lp.log" | head -80
 printf '%s\n' "${SUMMARY[@]}"
