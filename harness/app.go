@@ -105,7 +105,10 @@ func (a *app) parse(args []string) (o *Options, run bool, err error) {
 		SilenceUsage:  true,
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			run = true
-			return o.validate(cmd.Flags(), a.engines.names())
+			if err := o.validate(cmd.Flags(), a.engines.names()); err != nil {
+				return err
+			}
+			return a.checkConsistency(cmd.Flags(), o)
 		},
 	}
 	RegisterFlags(cmd.Flags(), o)
