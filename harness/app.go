@@ -133,15 +133,16 @@ func (a *app) run(o *Options) int {
 	out := a.stdout
 	if world.Rank() != 0 {
 		out = io.Discard
-	} else if err := checkOutputDirs(o); err != nil {
-		fmt.Fprintf(a.stderr, "%s: %v\n", a.binary(), err)
-		return exitUsage
 	}
 	seed, err := agreeSeed(world, o.Seed.resolve())
 	if err != nil {
 		return a.fail(err)
 	}
-	j := a.startJSON(out, o, seed, world.Rank() == 0)
+	j, err := a.startJSON(out, o, seed, world.Rank() == 0)
+	if err != nil {
+		fmt.Fprintf(a.stderr, "%s: %v\n", a.binary(), err)
+		return exitUsage
+	}
 	var code int
 	if o.abKey != "" {
 		code = a.runAB(out, o, world, seed, j)

@@ -5,7 +5,6 @@ import (
 	"io"
 	"math"
 	"os"
-	"path/filepath"
 	"slices"
 	"strconv"
 	"strings"
@@ -17,10 +16,10 @@ import (
 const seedEnv = "RCCLX_TESTS_SEED"
 
 // jsonOut is the -J file: nccl-tests' schema (version 3) plus this suite's keys, written once at the end by
-// world rank 0 and never over an existing file; the same record goes to the --csv file in rccl-tests' CSV.
+// world rank 0 into the file it claimed before the run; the same record goes to the --csv file in rccl-tests' CSV.
 type jsonOut struct {
-	path    string // "" when no JSON is written
-	csvPath string // "" when no CSV is written
+	file    *os.File // the -J file, nil when no JSON is written
+	csvFile *os.File // the --csv file, nil when no CSV is written
 	rec     *results.Record
 	o       *Options
 	a       *app
@@ -28,55 +27,52 @@ type jsonOut struct {
 	bwN     int
 }
 
-// startJSON announces the file, as nccl-tests does before its header, and starts the record.
-func (a *app) startJSON(out io.Writer, o *Options, seed uint64, root bool) *jsonOut {
+// startJSON claims the output files before anything runs (a name that cannot be created is bad input, naming
+// the flag and the user's path), announces them as nccl-tests does before its header, and starts the record.
+// Each file is created exclusively at the first free name (path, path.0, path.1, ...), and that name is printed.
+func (a *app) startJSON(out io.Writer, o *Options, seed uint64, root bool) (*jsonOut, error) {
 	j := &jsonOut{o: o, a: a}
 	if !root {
-		return j
+		return j, nil
 	}
-	if name := o.OutputFile; strings.HasSuffix(name, ".json") {
-		fmt.Fprintf(out, "# Writing JSON output to %s\n", freeName(name))
-		j.path = name
-	} else if name != "" {
+	if name := o.OutputFile; name != "" && !strings.HasSuffix(name, ".json") {
 		fmt.Fprintf(out, "# -J %s ignored: only .json output is written\n", name)
+	} else if name != "" {
+		f, err := results.Create(name)
+		if err != nil {
+			return nil, &usageError{fmt.Sprintf("invalid value %q for -J/--output_file: %v", name, err)}
+		}
+		j.file = f
 	}
-	if o.CSVFile != "" {
-		fmt.Fprintf(out, "# Writing CSV output to %s\n", freeName(o.CSVFile))
-		j.csvPath = o.CSVFile
+	if name := o.CSVFile; name != "" {
+		f, err := results.Create(name)
+		if err != nil {
+			j.close()
+			return nil, &usageError{fmt.Sprintf("invalid value %q for --csv: %v", name, err)}
+		}
+		j.csvFile = f
 	}
-	if j.path == "" && j.csvPath == "" {
-		return j
+	if j.file != nil {
+		fmt.Fprintf(out, "# Writing JSON output to %s\n", j.file.Name())
+	}
+	if j.csvFile != nil {
+		fmt.Fprintf(out, "# Writing CSV output to %s\n", j.csvFile.Name())
+	}
+	if j.file == nil && j.csvFile == nil {
+		return j, nil
 	}
 	j.rec = &results.Record{Version: results.SchemaVersion, StartTime: a.now().Format(timeLayout), Args: a.argv,
 		Env: a.envList(o, seed), Config: jsonConfig(o), Errors: []string{""}, Suite: results.SuiteName,
 		Results: []results.Result{}}
-	return j
+	return j, nil
 }
 
-// checkOutputDirs refuses a -J or --csv file whose directory does not exist before anything runs, not after
-// the sweep.
-func checkOutputDirs(o *Options) error {
-	for _, f := range []struct{ name, flag string }{{o.OutputFile, "-J/--output_file"}, {o.CSVFile, "--csv"}} {
-		if f.name == "" || (f.flag != "--csv" && !strings.HasSuffix(f.name, ".json")) {
-			continue
-		}
-		dir := filepath.Dir(f.name)
-		if st, err := os.Stat(dir); err != nil || !st.IsDir() {
-			return fmt.Errorf("invalid value %q for %s: directory %s does not exist", f.name, f.flag, dir)
-		}
-	}
-	return nil
-}
-
-// freeName is the name results.Write will pick unless another process takes it first: path, path.0, path.1...
-func freeName(path string) string {
-	for i := -1; ; i++ {
-		name := path
-		if i >= 0 {
-			name = path + "." + strconv.Itoa(i)
-		}
-		if _, err := os.Lstat(name); err != nil {
-			return name
+// close closes the files without writing them (bad input found after they were claimed: none is left behind).
+func (j *jsonOut) close() {
+	for _, f := range []*os.File{j.file, j.csvFile} {
+		if f != nil {
+			_ = f.Close()
+			_ = os.Remove(f.Name())
 		}
 	}
 }
@@ -184,14 +180,22 @@ func (j *jsonOut) finish() error {
 	if t.minBW >= 0 {
 		r.AverageBusBandwidth.Okay = results.Bool(t.bandwidthOK())
 	}
-	if j.path != "" {
-		if _, err := results.Write(j.path, r); err != nil {
-			return err
+	for _, out := range []struct {
+		f       *os.File
+		marshal func(*results.Record) ([]byte, error)
+	}{{j.file, results.Marshal}, {j.csvFile, results.MarshalCSV}} {
+		if out.f == nil {
+			continue
 		}
-	}
-	if j.csvPath != "" {
-		if _, err := results.WriteCSV(j.csvPath, r); err != nil {
-			return err
+		data, err := out.marshal(r)
+		if err == nil {
+			_, err = out.f.Write(data)
+		}
+		if cerr := out.f.Close(); err == nil {
+			err = cerr
+		}
+		if err != nil {
+			return fmt.Errorf("writing %s: %w", out.f.Name(), err)
 		}
 	}
 	return nil

@@ -384,7 +384,7 @@ func TestReliabilityBadInputEndToEnd(t *testing.T) {
 		{[]string{"-J", file, "-d", "float7"}, exitUsage, `invalid value "float7" for -d/--datatype`},
 		{[]string{"-J", file, "-o", "xor"}, exitUsage, `invalid value "xor" for -o/--op`},
 		{[]string{"-J", file, "--engine", "cuda9"}, exitUsage, `invalid value "cuda9" for --engine`},
-		{[]string{"-J", filepath.Join(dir, "missing", "r.json")}, exitUsage, `for -J/--output_file: directory `},
+		{[]string{"-J", filepath.Join(dir, "missing", "r.json")}, exitUsage, `for -J/--output_file: cannot create `},
 		{[]string{"--engine", "vendor", "--lib", lib}, exitLibrary, "tried " + lib + " ("},
 	} {
 		p := startChild(t, "all_gather", nil, append([]string{"-b", "8", "-e", "8"}, c.args...)...)

@@ -155,10 +155,19 @@ func csvError(err error) error {
 // repeated rounds as cycles), atomically and without replacing an existing
 // file, like Write. It returns the name used.
 func WriteCSV(path string, rec *Record) (string, error) {
+	data, err := MarshalCSV(rec)
+	if err != nil {
+		return "", err
+	}
+	return writeNew(path, data)
+}
+
+// MarshalCSV is rec in rccl-tests' CSV, as WriteCSV stores it.
+func MarshalCSV(rec *Record) ([]byte, error) {
 	var buf bytes.Buffer
 	w := csv.NewWriter(&buf)
 	if err := w.Write(csvHeader); err != nil {
-		return "", err
+		return nil, err
 	}
 	name := collectiveName(rec)
 	gpus := strconv.Itoa(rec.Config.NGpus)
@@ -181,16 +190,16 @@ func WriteCSV(path string, rec *Record) (string, error) {
 				}
 				if err := w.Write([]string{strconv.Itoa(cycle), name, gpus, strconv.FormatInt(r.Size, 10), r.Type, r.Redop,
 					strconv.Itoa(inPlace), formatFloat(round), formatFloat(h.AlgBW * scale), formatFloat(h.BusBW * scale), wrong}); err != nil {
-					return "", err
+					return nil, err
 				}
 			}
 		}
 	}
 	w.Flush()
 	if err := w.Error(); err != nil {
-		return "", err
+		return nil, err
 	}
-	return writeNew(path, buf.Bytes())
+	return buf.Bytes(), nil
 }
 
 func roundsOrTime(rounds []float64, t float64) []float64 {
