@@ -37,7 +37,7 @@ func (engine) Open(cfg collectives.Config) (collectives.Comm, error) {
 	}
 	nlocal := max(cfg.NThreads, 1) * max(cfg.NGpus, 1)
 	c := &comm{nranks: world.Size() * nlocal, policy: policy, tuning: tun, timeout: cfg.Timeout,
-		half: halfBytes(policy.SendBuf)}
+		half: halfBytes(policy.SendBuf), arrivals: collectives.NewArrivals(world.Rank()*nlocal, nlocal)}
 	if c.hooks, err = collectives.HooksFromEnv(getenv, c.nranks); err != nil {
 		return nil, fmt.Errorf("gpu: %w", err)
 	}

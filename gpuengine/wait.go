@@ -71,7 +71,8 @@ func (g *group) idleAll() (bool, error) {
 
 // timedOut aborts the communicator, waits for this group's kernels to return and names who was stuck where.
 func (g *group) timedOut() error {
-	cause := &collectives.TimeoutError{Rank: g.ranks[0].global, Phase: g.ranks[0].lastCall(), After: g.c.timeout}
+	cause := &collectives.TimeoutError{Rank: g.ranks[0].global, Phase: g.ranks[0].lastCall(), After: g.c.timeout,
+		Missing: g.c.arrivals.Missing()}
 	g.c.abort(cause)
 	found := false
 	for _, r := range g.ranks {

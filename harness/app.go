@@ -232,8 +232,14 @@ func exitCode(err error) int {
 	return exitRuntime
 }
 
-// timeoutLine is the one line printed for a timeout; size is the row's size column, or -1 when unknown.
+// timeoutLine is the one line printed for a timeout; size is the row's size column, or -1 when unknown. It
+// names the ranks that never arrived when the engine knows them, else the rank that gave up waiting.
 func timeoutLine(c *collectives.Collective, te *collectives.TimeoutError, size int64) string {
+	if len(te.Missing) > 0 {
+		return fmt.Sprintf("timeout: %s %s did not arrive at %s size %d (rank %d waited in phase %s) after %v",
+			collectives.RanksWord(te.Missing), collectives.JoinRanks(te.Missing), c.Name, size, te.Rank, te.Phase,
+			te.After)
+	}
 	return fmt.Sprintf("timeout: rank %d %s size %d phase %s after %v", te.Rank, c.Name, size, te.Phase, te.After)
 }
 

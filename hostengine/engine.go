@@ -60,6 +60,7 @@ func (engine) Open(cfg collectives.Config) (collectives.Comm, error) {
 		done:       make(chan struct{}),
 	}
 	c.devices = devices(cfg.NThreads, cfg.NGpus)
+	c.arrivals = collectives.NewArrivals(0, n)
 	for r := range n {
 		rk := &rank{c: c, id: r, queue: make(chan *task, queueDepth)}
 		c.ranks = append(c.ranks, rk)
@@ -89,7 +90,8 @@ type comm struct {
 	policy     collectives.Policy
 	timeout    time.Duration
 	hooks      collectives.Hooks
-	chunkBytes int64 // ring chunk size; tests shrink it
+	arrivals   *collectives.Arrivals // calls each rank entered, for timeouts
+	chunkBytes int64                 // ring chunk size; tests shrink it
 	barrier    *barrier
 	parkers    []parker // one per rank (wait.go)
 	ranks      []*rank

@@ -21,7 +21,8 @@ type comm struct {
 	nativeAlltoAll bool
 	nonBlocking    bool // communicators made with blocking = 0: calls may return ncclInProgress (see finish)
 	hooks          collectives.Hooks
-	ranks          []*rank // local ranks, in local order
+	arrivals       *collectives.Arrivals // calls each local rank entered, for timeouts
+	ranks          []*rank               // local ranks, in local order
 	groups         []*group
 	devices        []collectives.Device
 
