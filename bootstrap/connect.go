@@ -35,7 +35,7 @@ func (w *World) serve(timeout time.Duration) error {
 		}
 		rank, err := w.hello(c, end)
 		if err != nil {
-			writeFrame(c, kindFail, []byte(err.Error()), time.Second)
+			_ = writeFrame(c, kindFail, []byte(err.Error()), time.Second)
 			c.Close()
 			return err
 		}

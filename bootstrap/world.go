@@ -157,7 +157,7 @@ func (w *World) breakAtRoot(rank int, err error) error {
 	}
 	for _, p := range w.peers[1:] {
 		if p.rank != rank {
-			writeFrame(p.conn, kind, []byte(w.broken.Error()), time.Second)
+			_ = writeFrame(p.conn, kind, []byte(w.broken.Error()), time.Second)
 		}
 	}
 	return w.broken

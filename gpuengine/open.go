@@ -80,7 +80,9 @@ func (c *comm) open(cfg collectives.Config, world collectives.World, nlocal int)
 			Pid: os.Getpid(), Hostname: host, Index: int(r.dev), BusID: busID(r.dev), Name: name})
 	}
 	// Mapped host memory is portable: one allocation (made with rank 0's context current) serves all ranks.
-	c.ranks[0].ctx.SetCurrent()
+	if err := c.ranks[0].ctx.SetCurrent(); err != nil {
+		return runtimeError(c.ranks[0], err)
+	}
 	c.flagsHost, c.flagsDev, err = cuda.HostAllocMapped(int64(4 * (1 + nlocal)))
 	if err != nil {
 		return runtimeError(c.ranks[0], err)
@@ -203,7 +205,9 @@ func (c *comm) peerRemote(world collectives.World, host string) ([][]cuda.Device
 		}
 		info := rankInfo{Handle: h, SMs: int32(r.sms)}
 		copy(info.BusID[:], host+"/"+busID(r.dev))
-		binary.Write(&msg, binary.LittleEndian, info)
+		if err := binary.Write(&msg, binary.LittleEndian, info); err != nil {
+			return nil, fmt.Errorf("gpu: encoding rank %d's info: %w", r.global, err)
+		}
 	}
 	all, err := world.AllGather(msg.Bytes())
 	if err != nil {
@@ -216,7 +220,9 @@ func (c *comm) peerRemote(world collectives.World, host string) ([][]cuda.Device
 			return nil, fmt.Errorf("gpu: process %d sent %d bytes of rank info; want %d ranks", p, len(b), len(c.ranks))
 		}
 		part := make([]rankInfo, n)
-		binary.Read(bytes.NewReader(b), binary.LittleEndian, part)
+		if err := binary.Read(bytes.NewReader(b), binary.LittleEndian, part); err != nil {
+			return nil, fmt.Errorf("gpu: process %d's rank info: %w", p, err)
+		}
 		infos = append(infos, part...)
 	}
 	perGPU := map[[16]byte]int{}

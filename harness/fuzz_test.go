@@ -63,7 +63,7 @@ var commandLineFlags = []struct {
 	{"-g", []string{"1", "3", "4096", "0", "65536"}},
 	{"-b", []string{"0", "8", "1K", "1.5K", "-1", "12Q", "99999999999G"}},
 	{"-e", []string{"8", "1K", "3.5K", "0", "1G1"}},
-	{"-i", []string{"1", "1000", "0", "1.5"}},
+	{"-i", []string{"512", "1000", "0", "1.5K"}},
 	{"-f", []string{"1", "2", "4", "0", "-3"}},
 	{"-n", []string{"1", "3", "0"}},
 	{"-m", []string{"1", "2", "0"}},
@@ -104,7 +104,7 @@ func FuzzCommandLine(f *testing.F) {
 	}
 	f.Fuzz(func(t *testing.T, seed uint64, n uint8) {
 		rng := rand.New(rand.NewPCG(seed, uint64(n)))
-		var args []string
+		args := []string{"-e", "1K"} // the default -e, 32M, would make a line seconds long
 		for range 1 + int(n)%8 {
 			fl := commandLineFlags[rng.IntN(len(commandLineFlags))]
 			args = append(args, fl.flag)
