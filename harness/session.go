@@ -65,11 +65,17 @@ func (s *session) start() error {
 		s.close()
 		return err
 	}
+	s.team.stopNow = s.a.stopNow
 	return nil
 }
 
-// abort reports an error that stopped the sweep, naming the row for a timeout, and returns the exit code.
+// abort reports an error that stopped the sweep, naming the row for a timeout, and returns the exit code. An
+// interrupted sweep is no error: it ends as a stopped run, with the trailer.
 func (s *session) abort(err error) int {
+	if errors.Is(err, errInterrupted) {
+		s.stopped = true
+		return s.finish(s.trailer())
+	}
 	s.err = err
 	var te *collectives.TimeoutError
 	if errors.As(err, &te) {
@@ -150,6 +156,7 @@ func (s *session) attach() error {
 
 // close frees the buffers and the communicator; a broken team (a thread stuck in the engine) is left alone.
 func (s *session) close() {
+	s.team.stopNow = nil // freeing waits for its threads
 	if !s.team.broken {
 		_ = s.team.each(func(t int) error { return s.threads[t].free() })
 		if err := s.comm.Close(); err != nil && s.err == nil {
