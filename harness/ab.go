@@ -46,6 +46,12 @@ func (a *app) runAB(out io.Writer, o *Options, world collectives.World, seed uin
 	defer r.arms[1].close()
 	defer r.arms[0].close()
 	writeHeader(out, o, r.header())
+	for _, s := range r.arms {
+		if err := s.alloc(); err != nil {
+			j.fail(err.Error())
+			return a.fail(err)
+		}
+	}
 	err := r.sweep()
 	for _, s := range r.arms {
 		j.add(s)

@@ -28,6 +28,8 @@ const (
 	// childFaultEnv makes the child run the fake engine over the launcher's world instead, and plant a fault
 	// before launch number N of this process: "die:N" (SIGKILL itself), "hang:N" (never return) or "none".
 	childFaultEnv = "RCCLX_RELIABILITY_FAULT"
+	// childCgroupEnv points the child at a fake cgroup tree (its "self" file stands for /proc/self/cgroup).
+	childCgroupEnv = "RCCLX_RELIABILITY_CGROUP"
 )
 
 func TestMain(m *testing.M) {
@@ -43,6 +45,9 @@ func childMain(name string, args []string) int {
 		if c.Name == name {
 			coll = c
 		}
+	}
+	if root := os.Getenv(childCgroupEnv); root != "" {
+		cgroupRoot, selfCgroup = root, filepath.Join(root, "self")
 	}
 	fault := os.Getenv(childFaultEnv)
 	if fault == "" {
@@ -72,6 +77,7 @@ func childMain(name string, args []string) int {
 type probe struct {
 	collectives.Engine
 	beforeLaunch func(launch int)
+	beforeAlloc  func()
 
 	mu                                      sync.Mutex
 	opened, closed, allocs, frees, launches int
@@ -112,6 +118,9 @@ type probeGroup struct {
 }
 
 func (g probeGroup) Alloc(local int, n int64) (collectives.Buffer, error) {
+	if g.p.beforeAlloc != nil {
+		g.p.beforeAlloc()
+	}
 	b, err := g.Group.Alloc(local, n)
 	if err == nil {
 		g.p.count(&g.p.allocs)
