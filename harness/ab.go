@@ -1,6 +1,7 @@
 package harness
 
 import (
+	"errors"
 	"fmt"
 	"io"
 	"maps"
@@ -54,6 +55,7 @@ func (a *app) runAB(out io.Writer, o *Options, world collectives.World, seed uin
 	}
 	err := r.sweep()
 	for _, s := range r.arms {
+		s.stopped = s.stopped || errors.Is(err, errInterrupted)
 		j.add(s)
 	}
 	if j.rec != nil {
