@@ -5,7 +5,8 @@
 set -u
 cd "$(dirname "$0")/.."
 GO=${GO:-go}
-bin=$("$GO" env GOPATH)/bin
+bin=$("$GO" env GOBIN)
+[ -n "$bin" ] || bin=$("$GO" env GOPATH)/bin
 rc=0
 for tool in staticcheck=honnef.co/go/tools/cmd/staticcheck@v0.8.2 errcheck=github.com/kisielk/errcheck@v1.30.0; do
 	name=${tool%%=*} pkg=${tool#*=}
