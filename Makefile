@@ -3,7 +3,7 @@ GO      ?= go
 export CGO_ENABLED := 0
 BINS    := all_reduce_perf all_gather_perf alltoall_perf reduce_scatter_perf rcclx-results rcclx-doctor
 
-.PHONY: all build test bench clean
+.PHONY: all build test lint bench clean
 all: build
 
 build: $(addprefix build/,$(BINS))
@@ -11,9 +11,13 @@ build: $(addprefix build/,$(BINS))
 build/%: FORCE
 	$(GO) build -o $@ ./cmd/$*
 
-test:
-	$(GO) vet ./...
+test: lint
 	$(GO) test -count=1 -timeout 30m ./...
+
+# go vet, then staticcheck and errcheck where they are installed or installable (scripts/lint.sh).
+lint:
+	$(GO) vet ./...
+	GO=$(GO) scripts/lint.sh
 
 # Speed targets live here, not in unit tests (see docs/PERFORMANCE.md).
 bench:

@@ -63,7 +63,7 @@ func (w *World) serve(timeout time.Duration) error {
 		}
 		rank, pid, err := w.hello(c, earliest(end, time.Now().Add(ackTimeout)))
 		if err != nil {
-			writeFrame(c, kindFail, []byte(err.Error()), time.Second)
+			_ = writeFrame(c, kindFail, []byte(err.Error()), time.Second)
 			c.Close()
 			return err
 		}

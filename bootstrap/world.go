@@ -161,7 +161,7 @@ func (w *World) notify() {
 		kind, payload := errorFrame(err)
 		for _, p := range w.peers {
 			if p != nil && p.rank != w.failedRank && p.in != nil {
-				p.write(kind, payload, time.Second)
+				_ = p.write(kind, payload, time.Second) // best effort: that process may be gone too
 			}
 		}
 	})
@@ -176,7 +176,7 @@ func (w *World) Abort(err error) {
 	w.setFailed(err, -1)
 	if w.Rank() != 0 {
 		kind, payload := errorFrame(err)
-		w.peers[0].write(kind, payload, time.Second)
+		_ = w.peers[0].write(kind, payload, time.Second) // best effort: rank 0 may be gone
 	}
 }
 
@@ -338,7 +338,7 @@ func (w *World) breakAtRoot(rank int, err error) error {
 	kind, payload := errorFrame(w.broken)
 	for _, p := range w.peers[1:] {
 		if p.rank != rank {
-			p.write(kind, payload, time.Second)
+			_ = p.write(kind, payload, time.Second)
 		}
 	}
 	return w.broken

@@ -59,12 +59,13 @@ func TestInPlaceOffsets(t *testing.T) {
 }
 
 func TestParse(t *testing.T) {
-	for in, want := range map[string]int64{"0": 0, "8": 8, "4K": 4096, "128M": 128 << 20, "1G": 1 << 30, "2g": 2 << 30, "16MB": 16 << 20} {
+	for in, want := range map[string]int64{"0": 0, "8": 8, "4K": 4096, "128M": 128 << 20, "1G": 1 << 30, "2g": 2 << 30, "16MB": 16 << 20,
+		"1.5M": 3 << 19, "1.5": 1, "0.5K": 512, ".25K": 256, "2.0G": 2 << 30} {
 		if got, err := ParseSize(in); err != nil || got != want {
 			t.Errorf("ParseSize(%q) = %d, %v; want %d", in, got, err, want)
 		}
 	}
-	for _, bad := range []string{"", "-1", "1T", "K", "1.5M", "99999999999G", "0x10"} {
+	for _, bad := range []string{"", "-1", "1T", "K", "99999999999G", "0x10", "1.5.5", "-0.5", "1e3", "NaN", "Inf", "9e99", "99999999999.5G"} {
 		if _, err := ParseSize(bad); err == nil {
 			t.Errorf("ParseSize(%q) should fail", bad)
 		}

@@ -3,6 +3,9 @@ package collectives
 import (
 	"errors"
 	"fmt"
+	"strconv"
+	"strings"
+	"sync/atomic"
 	"time"
 )
 
@@ -199,15 +202,79 @@ var (
 	ErrUnsupported = errors.New("not supported by this engine")
 )
 
-// TimeoutError is a wait that ran past -T. Exit code 4.
+// TimeoutError is a wait that ran past -T. Exit code 4. Rank is the rank that gave up waiting, in Phase;
+// Missing, when the engine can tell, lists the ranks that never arrived at that call (see Arrivals).
 type TimeoutError struct {
-	Rank  int
-	Phase string // "ring reduce-scatter step 3", "barrier", "ncclAllReduce"
-	After time.Duration
+	Rank    int
+	Phase   string // "ring reduce-scatter step 3", "barrier", "ncclAllReduce"
+	After   time.Duration
+	Missing []int
 }
 
 func (e *TimeoutError) Error() string {
-	return fmt.Sprintf("timeout after %v: rank %d stuck in %s", e.After, e.Rank, e.Phase)
+	msg := fmt.Sprintf("timeout after %v: rank %d stuck in %s", e.After, e.Rank, e.Phase)
+	if len(e.Missing) > 0 {
+		msg += fmt.Sprintf(" waiting for %s %s", RanksWord(e.Missing), JoinRanks(e.Missing))
+	}
+	return msg
+}
+
+// Arrivals counts the calls each local rank of a communicator has entered (an engine calls Arrive as a rank
+// starts its part of a call), so that a timeout names the ranks that never arrived, whatever the collective
+// and algorithm, rather than a peer that waited for them.
+type Arrivals struct {
+	first int // global rank of the first counter: a process's local ranks are consecutive global ranks
+	calls []atomic.Uint64
+}
+
+// NewArrivals counts for the n local ranks whose global ranks start at first.
+func NewArrivals(first, n int) *Arrivals {
+	return &Arrivals{first: first, calls: make([]atomic.Uint64, n)}
+}
+
+// Arrive records that global rank r, one of the local ranks, entered one more call (nothing for a nil
+// Arrivals).
+func (a *Arrivals) Arrive(r int) {
+	if a != nil {
+		a.calls[r-a.first].Add(1)
+	}
+}
+
+// Missing lists the global ranks of the local ranks that entered fewer calls than the furthest one: the ranks
+// their peers wait for. Empty when every local rank arrived (the missing rank is then in another process),
+// and for a nil Arrivals.
+func (a *Arrivals) Missing() []int {
+	if a == nil {
+		return nil
+	}
+	var most uint64
+	for i := range a.calls {
+		most = max(most, a.calls[i].Load())
+	}
+	var out []int
+	for i := range a.calls {
+		if a.calls[i].Load() < most {
+			out = append(out, a.first+i)
+		}
+	}
+	return out
+}
+
+// RanksWord is "rank" or "ranks" for a list of ranks.
+func RanksWord(ranks []int) string {
+	if len(ranks) == 1 {
+		return "rank"
+	}
+	return "ranks"
+}
+
+// JoinRanks spells ranks as "3" or "3,5".
+func JoinRanks(ranks []int) string {
+	s := make([]string, len(ranks))
+	for i, r := range ranks {
+		s[i] = strconv.Itoa(r)
+	}
+	return strings.Join(s, ",")
 }
 
 // RuntimeError is a device runtime failure (CUDA driver, NVRTC, memory). Exit code 2.

@@ -13,7 +13,8 @@ import (
 //
 //	RCCLX_TESTS_SKIP_RANK=<r>     rank r returns from every call at once without taking part, so its peers
 //	                              wait for it until -T expires: Wait then returns a *TimeoutError (exit code 4)
-//	                              naming a waiting rank and its phase. Without -T they wait forever.
+//	                              naming r as missing (where r is in the process that timed out), and a waiting
+//	                              rank and its phase. Without -T they wait forever.
 //	RCCLX_TESTS_CORRUPT_RANK=<r>  after each call, rank r flips CorruptMask in byte CorruptByte(size) of element
 //	                              0 of its output (the bit below the top bit: a large change for every type,
 //	                              never a sign flip of zero), so validation reports exactly one wrong element.

@@ -48,3 +48,28 @@ func TestPauseWaits(t *testing.T) {
 		t.Errorf("paused %v", d)
 	}
 }
+
+// TestArrivalsMissing: the ranks behind the furthest one are missing, by global rank; none when all are even.
+func TestArrivalsMissing(t *testing.T) {
+	a := NewArrivals(8, 4) // global ranks 8..11
+	for _, r := range []int{8, 9, 11, 8, 9, 11} {
+		a.Arrive(r)
+	}
+	if got := a.Missing(); len(got) != 1 || got[0] != 10 {
+		t.Errorf("missing %v, want [10]", got)
+	}
+	a.Arrive(10)
+	a.Arrive(10)
+	if got := a.Missing(); len(got) != 0 {
+		t.Errorf("missing %v, want none", got)
+	}
+	a.Arrive(9)
+	if got := a.Missing(); JoinRanks(got) != "8,10,11" || RanksWord(got) != "ranks" {
+		t.Errorf("missing %v", got)
+	}
+	var none *Arrivals
+	none.Arrive(3)
+	if none.Missing() != nil {
+		t.Error("a nil Arrivals names ranks")
+	}
+}

@@ -105,7 +105,7 @@ func Compile(src, name string, arch int, opts ...string) (cubin []byte, log stri
 	if err := nvrtcCreateProgram.call(uintptr(unsafe.Pointer(&prog)), uintptr(unsafe.Pointer(&csrc[0])), uintptr(unsafe.Pointer(&cname[0])), 0, 0, 0); err != nil {
 		return nil, "", err
 	}
-	defer nvrtcDestroyProgram.call(uintptr(unsafe.Pointer(&prog)))
+	defer func() { _ = nvrtcDestroyProgram.call(uintptr(unsafe.Pointer(&prog))) }()
 	all := append([]string{fmt.Sprintf("--gpu-architecture=sm_%d", arch), "-default-device", "-std=c++17"}, opts...)
 	cerr := compileProgram(prog, all)
 	log, err = programLog(prog)

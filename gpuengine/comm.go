@@ -17,6 +17,7 @@ type comm struct {
 	nranks   int
 	policy   collectives.Policy
 	hooks    collectives.Hooks
+	arrivals *collectives.Arrivals // calls each local rank entered, for timeouts
 	tuning   tuning
 	timeout  time.Duration
 	half     int64 // bytes of one data half of every rank's buffer

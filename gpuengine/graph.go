@@ -11,10 +11,16 @@ import (
 // graph that replays them all. The kernels keep their counters in device memory, so replays stay in step.
 func (g *group) Capture(record func() error) (collectives.Graph, error) {
 	for i, r := range g.ranks {
-		if err := r.ctx.SetCurrent(); err == nil {
+		err := r.ctx.SetCurrent()
+		if err == nil {
 			err = r.stream.BeginCapture()
-		} else {
-			g.endCaptures(i)
+		}
+		if err != nil {
+			// End the captures already begun, so those streams can launch again; their graphs are of no use.
+			graphs, _ := g.endCaptures(i)
+			for _, x := range graphs {
+				_ = x.Destroy()
+			}
 			return nil, runtimeError(r, err)
 		}
 	}
@@ -30,8 +36,11 @@ func (g *group) Capture(record func() error) (collectives.Graph, error) {
 	}
 	out := &graph{g: g}
 	for i, r := range g.ranks {
-		r.ctx.SetCurrent()
-		x, err := graphs[i].Instantiate()
+		err := r.ctx.SetCurrent()
+		var x cuda.GraphExec
+		if err == nil {
+			x, err = graphs[i].Instantiate()
+		}
 		graphs[i].Destroy()
 		if err != nil {
 			out.Destroy()
@@ -47,7 +56,9 @@ func (g *group) endCaptures(n int) ([]cuda.Graph, error) {
 	var graphs []cuda.Graph
 	var errs []error
 	for _, r := range g.ranks[:n] {
-		r.ctx.SetCurrent()
+		if err := r.ctx.SetCurrent(); err != nil {
+			errs = append(errs, runtimeError(r, err))
+		}
 		x, err := r.stream.EndCapture()
 		if err != nil {
 			errs = append(errs, runtimeError(r, err))
@@ -81,8 +92,7 @@ func (x *graph) Launch() error {
 func (x *graph) Destroy() error {
 	var errs []error
 	for i, e := range x.execs {
-		x.g.ranks[i].ctx.SetCurrent()
-		errs = append(errs, e.Destroy())
+		errs = append(errs, x.g.ranks[i].ctx.SetCurrent(), e.Destroy())
 	}
 	x.execs = nil
 	return errors.Join(errs...)

@@ -100,6 +100,9 @@ func (g *group) Launch(call *collectives.Call) error {
 	}
 	for _, r := range g.ranks {
 		r.lastColl, r.lastAlgo = call.Coll.Name, algo // joined only for a message: no allocation per call
+		if r.global != g.c.hooks.SkipRank {
+			g.c.arrivals.Arrive(r.global)
+		}
 	}
 	ce, err := g.useCopyEngines(call, algo)
 	if err != nil {

@@ -40,7 +40,8 @@ func (engine) Open(cfg collectives.Config) (collectives.Comm, error) {
 	}
 	nlocal := max(cfg.NThreads, 1) * max(cfg.NGpus, 1)
 	c := &comm{nranks: world.Size() * nlocal, policy: policy, tuning: tun, timeout: cfg.Timeout,
-		half: halfBytes(policy.SendBuf), memory: cfg.Memory}
+		half: halfBytes(policy.SendBuf), memory: cfg.Memory,
+		arrivals: collectives.NewArrivals(world.Rank()*nlocal, nlocal)}
 	if c.hooks, err = collectives.HooksFromEnv(getenv, c.nranks); err != nil {
 		return nil, fmt.Errorf("gpu: %w", err)
 	}
@@ -83,7 +84,9 @@ func (c *comm) open(cfg collectives.Config, world collectives.World, nlocal int)
 			Pid: os.Getpid(), Hostname: host, Index: int(r.dev), BusID: busID(r.dev), Name: name})
 	}
 	// Mapped host memory is portable: one allocation (made with rank 0's context current) serves all ranks.
-	c.ranks[0].ctx.SetCurrent()
+	if err := c.ranks[0].ctx.SetCurrent(); err != nil {
+		return runtimeError(c.ranks[0], err)
+	}
 	c.flagsHost, c.flagsDev, err = cuda.HostAllocMapped(int64(4 * (1 + nlocal)))
 	if err != nil {
 		return runtimeError(c.ranks[0], err)
@@ -206,7 +209,9 @@ func (c *comm) peerRemote(world collectives.World, host string) ([][]cuda.Device
 		}
 		info := rankInfo{Handle: h, SMs: int32(r.sms)}
 		copy(info.BusID[:], host+"/"+busID(r.dev))
-		binary.Write(&msg, binary.LittleEndian, info)
+		if err := binary.Write(&msg, binary.LittleEndian, info); err != nil {
+			return nil, fmt.Errorf("gpu: encoding rank %d's info: %w", r.global, err)
+		}
 	}
 	all, err := world.AllGather(msg.Bytes())
 	if err != nil {
@@ -219,7 +224,9 @@ func (c *comm) peerRemote(world collectives.World, host string) ([][]cuda.Device
 			return nil, fmt.Errorf("gpu: process %d sent %d bytes of rank info; want %d ranks", p, len(b), len(c.ranks))
 		}
 		part := make([]rankInfo, n)
-		binary.Read(bytes.NewReader(b), binary.LittleEndian, part)
+		if err := binary.Read(bytes.NewReader(b), binary.LittleEndian, part); err != nil {
+			return nil, fmt.Errorf("gpu: process %d's rank info: %w", p, err)
+		}
 		infos = append(infos, part...)
 	}
 	perGPU := map[[16]byte]int{}

@@ -71,12 +71,14 @@ func (g *group) idleAll() (bool, error) {
 
 // timedOut aborts the communicator, waits for this group's kernels to return and names who was stuck where.
 func (g *group) timedOut() error {
-	cause := &collectives.TimeoutError{Rank: g.ranks[0].global, Phase: g.ranks[0].lastCall(), After: g.c.timeout}
-	g.c.abort(cause)
+	cause := &collectives.TimeoutError{Rank: g.ranks[0].global, Phase: g.ranks[0].lastCall(), After: g.c.timeout,
+		Missing: g.c.arrivals.Missing()}
+	_ = g.c.abort(cause) // raises the flag every kernel wait polls; cause is returned below
 	found := false
 	for _, r := range g.ranks {
-		r.ctx.SetCurrent()
-		r.stream.Synchronize()
+		// Best effort: the kernels give up once they see the flag, and the cause is the error to report.
+		_ = r.ctx.SetCurrent()
+		_ = r.stream.Synchronize()
 		if w := atomic.LoadUint32(g.c.phaseWord(r.local)); w != 0 && !found {
 			found = true
 			cause.Rank, cause.Phase = r.global, r.lastCall()+" "+phaseName(w)

@@ -126,7 +126,7 @@ func TestABTimeoutNamesArm(t *testing.T) {
 	start := time.Now()
 	r := hostRun(t, collectives.AllReduce, "-g", "2", "-b", "1K", "-e", "1K", "-T", "1", "-E", "RCCLX_TESTS_SKIP_RANK=1",
 		"--ab", collectives.EnvDelayUS+"=0,1")
-	want := regexp.MustCompile(`^timeout: rank \d all_reduce size 1024 phase .* \(arm A, RCCLX_TESTS_DELAY_US=0\) after 1s\n$`)
+	want := regexp.MustCompile(`^timeout: rank 1 did not arrive at all_reduce size 1024 \(rank 0 waited in phase .* \(arm A, RCCLX_TESTS_DELAY_US=0\)\) after 1s\n$`)
 	if r.code != exitTimeout || !want.MatchString(r.stderr) || time.Since(start) > 10*time.Second {
 		t.Errorf("exit %d after %v, stderr %q", r.code, time.Since(start), r.stderr)
 	}

@@ -113,6 +113,9 @@ func (a *app) abWorker(o *Options, key string) int {
 		return fail(err)
 	}
 	defer s.close()
+	if err := s.alloc(); err != nil { // before ready: arm B's memory plan sees arm A's buffers
+		return fail(err)
+	}
 	ready, err := s.ready()
 	if err != nil {
 		return fail(err)

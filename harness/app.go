@@ -51,14 +51,22 @@ type app struct {
 	environ        func() []string
 	engines        engineSource
 	argv           []string    // the whole command line, for JSON
-	interrupted    func() bool // SIGINT/SIGTERM received: stop after the current half
-	now            func() time.Time
-	world          func(timeout time.Duration) (collectives.World, error)
-	stderrTTY      bool     // stderr is a terminal: show the progress line
-	workerEnv      []string // variables added to A/B workers' environments (tests re-execute their own binary)
+	interrupted    func() bool // SIGINT/SIGTERM received: stop between iterations
+	// stopNow is closed stopGrace after the first signal if the run has not ended: a thread stuck in the
+	// engine is then abandoned, and the run reports what it has (nil: never).
+	stopNow   <-chan struct{}
+	now       func() time.Time
+	world     func(timeout time.Duration) (collectives.World, error)
+	stderrTTY bool     // stderr is a terminal: show the progress line
+	workerEnv []string // variables added to A/B workers' environments (tests re-execute their own binary)
 }
 
-// Main runs the perf binary of coll with the command-line arguments args and returns its exit code.
+// stopGrace is how long the first SIGINT or SIGTERM lets a measurement end by itself before the run stops
+// waiting for threads stuck in the engine and prints its trailer and JSON.
+var stopGrace = time.Second
+
+// Main runs the perf binary of coll with the command-line arguments args and returns its exit code: 130 after
+// SIGINT and 143 after SIGTERM, as a shell reports a process killed by them.
 func Main(coll *collectives.Collective, args []string) int {
 	a := &app{coll: coll, stdout: os.Stdout, stderr: os.Stderr, getenv: os.Getenv, environ: os.Environ,
 		engines: engineSource{names: engines.Names, open: engines.New, readers: engines.Readers},
@@ -69,22 +77,43 @@ func Main(coll *collectives.Collective, args []string) int {
 		a.interrupted = func() bool { return false }
 		return a.main(args)
 	}
-	var stop atomic.Bool
-	a.interrupted = stop.Load
 	sig := make(chan os.Signal, 2)
 	signal.Notify(sig, syscall.SIGINT, syscall.SIGTERM)
 	defer signal.Stop(sig)
+	first := a.handleSignals(sig, os.Exit)
+	code := a.main(args)
+	if s := first.Load(); code == exitInterrupted && s != nil {
+		code = signalExit(*s)
+	}
+	return code
+}
+
+// handleSignals watches sig: the first signal stops the run between iterations (interrupted), and stopNow
+// closes stopGrace later; a second signal calls exit at once. It returns where the first signal is recorded.
+func (a *app) handleSignals(sig <-chan os.Signal, exit func(int)) *atomic.Pointer[os.Signal] {
+	var first atomic.Pointer[os.Signal]
+	stopNow := make(chan struct{})
+	a.interrupted = func() bool { return first.Load() != nil }
+	a.stopNow = stopNow
 	go func() {
-		// The first signal stops the sweep after the current half; a second one does not wait for it.
-		<-sig
-		stop.Store(true)
-		fmt.Fprintf(a.stderr, "%s: interrupted: stopping after the current measurement (interrupt again to exit now)\n",
+		s := <-sig
+		first.Store(&s)
+		fmt.Fprintf(a.stderr, "%s: interrupted: stopping after the current iteration (interrupt again to exit now)\n",
 			a.binary())
-		<-sig
+		time.AfterFunc(stopGrace, func() { close(stopNow) })
+		s = <-sig
 		fmt.Fprintf(a.stderr, "%s: interrupted again: exiting now\n", a.binary())
-		os.Exit(exitInterrupted)
+		exit(signalExit(s))
 	}()
-	return a.main(args)
+	return &first
+}
+
+// signalExit is the exit code of a run stopped by s: 128 + the signal's number (SIGINT 130, SIGTERM 143).
+func signalExit(s os.Signal) int {
+	if n, ok := s.(syscall.Signal); ok {
+		return 128 + int(n)
+	}
+	return exitInterrupted
 }
 
 func (a *app) binary() string { return a.coll.Name + "_perf" }
@@ -133,6 +162,9 @@ func (a *app) parse(args []string) (o *Options, run bool, err error) {
 			if err := o.validate(cmd.Flags(), a.engines.names()); err != nil {
 				return err
 			}
+			if err := a.checkConsistency(cmd.Flags(), o); err != nil {
+				return err
+			}
 			if err := o.checkVariables(cmd.Flags(), a.engines.readers); err != nil || o.abKey == "" {
 				return err
 			}
@@ -166,9 +198,6 @@ func (a *app) run(o *Options) int {
 	out := a.stdout
 	if world.Rank() != 0 {
 		out = io.Discard
-	} else if err := checkOutputDirs(o); err != nil {
-		fmt.Fprintf(a.stderr, "%s: %v\n", a.binary(), err)
-		return exitUsage
 	}
 	rccl, err := startRCCL(out, o, a.coll, world)
 	if err != nil {
@@ -177,10 +206,15 @@ func (a *app) run(o *Options) int {
 	}
 	seed, err := agreeSeed(world, o.Seed.resolve())
 	if err != nil {
-		_ = rccl.finish()
+		rccl.discard()
 		return a.fail(err)
 	}
-	j := a.startJSON(out, o, seed, world.Rank() == 0)
+	j, err := a.startJSON(out, o, seed, world.Rank() == 0)
+	if err != nil {
+		rccl.discard()
+		fmt.Fprintf(a.stderr, "%s: %v\n", a.binary(), err)
+		return exitUsage
+	}
 	j.rccl = rccl
 	var code int
 	if o.abKey != "" {
@@ -274,8 +308,14 @@ func exitCode(err error) int {
 	return exitRuntime
 }
 
-// timeoutLine is the one line printed for a timeout; size is the row's size column, or -1 when unknown.
+// timeoutLine is the one line printed for a timeout; size is the row's size column, or -1 when unknown. It
+// names the ranks that never arrived when the engine knows them, else the rank that gave up waiting.
 func timeoutLine(c *collectives.Collective, te *collectives.TimeoutError, size int64) string {
+	if len(te.Missing) > 0 {
+		return fmt.Sprintf("timeout: %s %s did not arrive at %s size %d (rank %d waited in phase %s) after %v",
+			collectives.RanksWord(te.Missing), collectives.JoinRanks(te.Missing), c.Name, size, te.Rank, te.Phase,
+			te.After)
+	}
 	return fmt.Sprintf("timeout: rank %d %s size %d phase %s after %v", te.Rank, c.Name, size, te.Phase, te.After)
 }
 

@@ -22,7 +22,7 @@ func TestBadInput(t *testing.T) {
 		{[]string{"-b", "12Q"}, "minbytes", "12Q"},
 		{[]string{"-e", "-5"}, "maxbytes", "-5"},
 		{[]string{"-e", "99999999999G"}, "maxbytes", "99999999999G"},
-		{[]string{"-i", "1.5M"}, "stepbytes", "1.5M"},
+		{[]string{"-i", "1.5Q"}, "stepbytes", "1.5Q"},
 		{[]string{"-b", "64M", "-e", "1M"}, "minbytes", "64M"},
 		{[]string{"-f", "0"}, "stepfactor", "0"},
 		{[]string{"-f", "x"}, "stepfactor", "x"},

@@ -5,7 +5,6 @@ import (
 	"io"
 	"math"
 	"os"
-	"path/filepath"
 	"slices"
 	"strconv"
 	"strings"
@@ -18,9 +17,9 @@ import (
 const seedEnv = "RCCLX_TESTS_SEED"
 
 // jsonOut is the -J file: nccl-tests' schema (version 3) plus this suite's keys, written once at the end by
-// world rank 0 and never over an existing file; the same rows go to the -X file in rccl-tests' layout.
+// world rank 0 into the file it claimed before the run; the same rows go to the -X file in rccl-tests' layout.
 type jsonOut struct {
-	path  string   // "" when no JSON is written
+	file  *os.File // the -J file, nil when no JSON is written
 	rccl  *rcclOut // nil when no -X file is written
 	rec   *results.Record
 	o     *Options
@@ -29,53 +28,31 @@ type jsonOut struct {
 	bwN   int
 }
 
-// startJSON announces the file, as nccl-tests does before its header, and starts the record.
-func (a *app) startJSON(out io.Writer, o *Options, seed uint64, root bool) *jsonOut {
+// startJSON claims the -J file before anything runs (a name that cannot be created is bad input, naming the
+// flag and the user's path), announces it as nccl-tests does before its header, and starts the record. The file
+// is created exclusively at the first free name (path, path.0, path.1, ...), and that name is printed.
+func (a *app) startJSON(out io.Writer, o *Options, seed uint64, root bool) (*jsonOut, error) {
 	j := &jsonOut{o: o, a: a}
 	if !root {
-		return j
+		return j, nil
 	}
-	if name := o.OutputFile; strings.HasSuffix(name, ".json") {
-		fmt.Fprintf(out, "# Writing JSON output to %s\n", freeName(name))
-		j.path = name
-	} else if name != "" {
+	if name := o.OutputFile; name != "" && !strings.HasSuffix(name, ".json") {
 		fmt.Fprintf(out, "# -J %s ignored: only .json output is written\n", name)
+	} else if name != "" {
+		f, err := results.Create(name)
+		if err != nil {
+			return nil, &usageError{fmt.Sprintf("invalid value %q for -J/--output_file: %v", name, err)}
+		}
+		j.file = f
+		fmt.Fprintf(out, "# Writing JSON output to %s\n", f.Name())
 	}
-	if j.path == "" {
-		return j
+	if j.file == nil {
+		return j, nil
 	}
 	j.rec = &results.Record{Version: results.SchemaVersion, StartTime: a.now().Format(timeLayout), Args: a.argv,
 		Env: a.envList(o, seed), Config: jsonConfig(o), Errors: []string{""}, Suite: results.SuiteName,
 		Results: []results.Result{}}
-	return j
-}
-
-// checkOutputDirs refuses a -J or -X file whose directory does not exist before anything runs, not after
-// the sweep.
-func checkOutputDirs(o *Options) error {
-	for _, f := range []struct{ name, flag string }{{o.OutputFile, "-J/--output_file"}, {o.RCCL.File, "-X/--rccl_output_file"}} {
-		if f.name == "" || (f.flag == "-J/--output_file" && !strings.HasSuffix(f.name, ".json")) {
-			continue
-		}
-		dir := filepath.Dir(f.name)
-		if st, err := os.Stat(dir); err != nil || !st.IsDir() {
-			return fmt.Errorf("invalid value %q for %s: directory %s does not exist", f.name, f.flag, dir)
-		}
-	}
-	return nil
-}
-
-// freeName is the name results.Write will pick unless another process takes it first: path, path.0, path.1...
-func freeName(path string) string {
-	for i := -1; ; i++ {
-		name := path
-		if i >= 0 {
-			name = path + "." + strconv.Itoa(i)
-		}
-		if _, err := os.Lstat(name); err != nil {
-			return name
-		}
-	}
+	return j, nil
 }
 
 // envList is the JSON env key: the collective libraries' and device selection variables of the process, the
@@ -208,10 +185,15 @@ func (j *jsonOut) finish() error {
 	if t.minBW >= 0 {
 		r.AverageBusBandwidth.Okay = results.Bool(t.bandwidthOK())
 	}
-	if j.path != "" {
-		if _, err := results.Write(j.path, r); err != nil {
-			return err
-		}
+	data, err := results.Marshal(r)
+	if err == nil {
+		_, err = j.file.Write(data)
+	}
+	if cerr := j.file.Close(); err == nil {
+		err = cerr
+	}
+	if err != nil {
+		return fmt.Errorf("writing %s: %w", j.file.Name(), err)
 	}
 	return nil
 }

@@ -1,6 +1,7 @@
 package harness
 
 import (
+	"sync"
 	"time"
 
 	"github.com/rcclx-tests/rcclx-tests/collectives"
@@ -13,9 +14,16 @@ type timing struct {
 	iters  []float64 // -I: seconds per operation in each iteration
 }
 
+// pacedBytes is the size from which an engine that takes launches one by one (no LoopLauncher: the host
+// engine) gets them one iteration at a time, each awaited before the next, so that SIGINT stops a long half
+// between iterations instead of after every queued one. An iteration is then milliseconds long, and the wait
+// between iterations a negligible part of it.
+const pacedBytes = 16 << 20
+
 // measure runs the warmup and the timed iterations of one half on this thread and returns its timing. Threads
-// (and processes) start the clock together after a barrier.
-func (t *thread) measure(p point, inPlace bool, bar *barrier) (timing, error) {
+// (and processes) start the clock together after a barrier. gate (nil: never) stops the half between
+// iterations when the run is interrupted: measure then returns errInterrupted.
+func (t *thread) measure(p point, inPlace bool, bar *barrier, gate *iterGate) (timing, error) {
 	o := t.opts
 	ops := o.Iters * o.AggIters
 	calls := t.timedCalls(p, inPlace, max(ops, o.Warmup))
@@ -27,8 +35,10 @@ func (t *thread) measure(p point, inPlace bool, bar *barrier) (timing, error) {
 	}
 	graph, graphs := t.group.(collectives.Grapher)
 	graphs = graphs && o.Graph > 0
+	_, looper := t.group.(collectives.LoopLauncher)
+	paced := gate != nil && !looper && p.size >= pacedBytes
 	var loop func() error // the whole timed loop, readied before the barrier so that clocks start together
-	if !graphs && o.Blocking == 0 && o.PerIter != 1 {
+	if !graphs && o.Blocking == 0 && o.PerIter != 1 && !paced {
 		var err error
 		if loop, err = t.prepareIters(calls, 0, o.Iters, o.AggIters); err != nil {
 			return timing{}, err
@@ -49,7 +59,7 @@ func (t *thread) measure(p point, inPlace bool, bar *barrier) (timing, error) {
 	if loop != nil {
 		err = loop()
 	} else {
-		err = t.eachIteration(calls, bar, &clock, &iters)
+		err = t.eachIteration(calls, bar, &clock, &iters, gate, paced)
 	}
 	if err != nil {
 		return timing{}, err
@@ -84,11 +94,20 @@ func (t *thread) prepareIters(calls []*collectives.Call, first, iters, agg int) 
 	return func() error { return collectives.LaunchEach(t.group, calls, first*agg, iters*agg) }, nil
 }
 
-// eachIteration launches the timed iterations one by one, for -z and -I: -z 1 and 2 wait after each
-// operation, -z 3 after each iteration (its barrier off the clock), and -I marks the end of each iteration.
-func (t *thread) eachIteration(calls []*collectives.Call, bar *barrier, clock *stopwatch, iters *iterClock) error {
+// eachIteration launches the timed iterations one by one, for -z, -I and paced halves: -z 1 and 2 wait after
+// each operation, -z 3 and paced halves after each iteration (-z 3's barrier off the clock), and -I marks the
+// end of each iteration. Before each iteration it asks gate whether to go on; when not, it waits for what it
+// launched and returns errInterrupted.
+func (t *thread) eachIteration(calls []*collectives.Call, bar *barrier, clock *stopwatch, iters *iterClock,
+	gate *iterGate, paced bool) error {
 	o := t.opts
 	for it := range o.Iters {
+		if !gate.next(it) {
+			if err := t.group.Wait(); err != nil {
+				return err
+			}
+			return errInterrupted
+		}
 		if o.Blocking == 1 || o.Blocking == 2 {
 			for a := range o.AggIters {
 				if err := t.group.Launch(calls[(it*o.AggIters+a)%len(calls)]); err != nil {
@@ -100,6 +119,11 @@ func (t *thread) eachIteration(calls []*collectives.Call, bar *barrier, clock *s
 			}
 		} else if err := t.launchIters(calls, it, 1, o.AggIters); err != nil {
 			return err
+		}
+		if paced && o.Blocking == 0 {
+			if err := t.group.Wait(); err != nil {
+				return err
+			}
 		}
 		if o.Blocking == 3 {
 			if err := t.group.Wait(); err != nil {
@@ -116,6 +140,39 @@ func (t *thread) eachIteration(calls []*collectives.Call, bar *barrier, clock *s
 		}
 	}
 	return nil
+}
+
+// iterGate lets the threads of one process agree where an interrupted half stops: once the run is
+// interrupted, no thread starts an iteration that no thread has started yet, and every thread runs those that
+// one has, so that no rank waits for a peer that stopped earlier. Processes cannot agree this cheaply: a
+// multi-process run has no gate and stops after the half.
+type iterGate struct {
+	interrupted func() bool
+	mu          sync.Mutex
+	granted     int // iterations started by the furthest thread
+	limit       int // iterations that run once interrupted; -1 before
+}
+
+func newIterGate(interrupted func() bool) *iterGate {
+	return &iterGate{interrupted: interrupted, limit: -1}
+}
+
+// next reports whether a thread may start iteration it (each thread asks for 0, 1, 2 ... in order). A nil
+// gate always says yes.
+func (g *iterGate) next(it int) bool {
+	if g == nil {
+		return true
+	}
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	if g.limit < 0 && g.interrupted() {
+		g.limit = g.granted
+	}
+	if g.limit >= 0 && it >= g.limit {
+		return false
+	}
+	g.granted = max(g.granted, it+1)
+	return true
 }
 
 // block applies -z 1 (wait and barrier after each operation) and -z 2 (wait only).

@@ -67,6 +67,15 @@ func (s *session) makeNotes() error {
 	if _, ok := group.(collectives.MemoryReporter); !ok && o.Memory == 1 {
 		s.note("-M 1 ignored: engine %s cannot report device memory", name)
 	}
+	if o.changed["per_iter_skip"] && o.PerIter != 1 {
+		s.note("-K %d ignored: per-iteration timing is off (-I 1 turns it on)", o.IterSkip)
+	}
+	if o.LPMode != "" && !lowPrecisionOn(o.env, s.a.getenv) {
+		s.note("--lp-mode %s ignored: low precision is off (--lp turns it on)", o.LPMode)
+	}
+	if o.changed["ab-rounds"] && o.abKey == "" {
+		s.note("--ab-rounds %d ignored: there is no --ab comparison", o.ABRounds)
+	}
 	if o.changed["root"] {
 		s.note("-r %d ignored: %s has no root", o.Root, s.a.coll.Name)
 	}

@@ -1,10 +1,8 @@
 package harness
 
 import (
-	"errors"
 	"fmt"
 	"io"
-	"io/fs"
 	"os"
 
 	"github.com/rcclx-tests/rcclx-tests/collectives"
@@ -38,9 +36,13 @@ func startRCCL(out io.Writer, o *Options, coll *collectives.Collective, world co
 		}
 		return nil, nil
 	}
-	f, err := createFree(r.File)
+	f, err := results.Create(r.File)
 	if err != nil {
-		return nil, fmt.Errorf("invalid value %q for -X/--rccl_output_file: %v", r.File, err)
+		flag := "-X/--rccl_output_file"
+		if r.csvAlias {
+			flag = "--csv"
+		}
+		return nil, fmt.Errorf("invalid value %q for %s: %v", r.File, flag, err)
 	}
 	fmt.Fprintf(out, "# Writing rccl-tests %s output to %s\n", r.Format, f.Name())
 	n := world.Size()
@@ -48,19 +50,14 @@ func startRCCL(out io.Writer, o *Options, coll *collectives.Collective, world co
 	return &rcclOut{f: f, format: r.Format, name: results.RCCLName(coll.Name), layout: layout}, nil
 }
 
-// createFree creates the first of path, path.0, path.1 ... that does not exist.
-func createFree(path string) (*os.File, error) {
-	for i := -1; i < 10000; i++ {
-		name := path
-		if i >= 0 {
-			name = fmt.Sprintf("%s.%d", path, i)
-		}
-		f, err := os.OpenFile(name, os.O_WRONLY|os.O_CREATE|os.O_EXCL, 0o644)
-		if !errors.Is(err, fs.ErrExist) {
-			return f, err
-		}
+// discard removes the file unwritten (the run ended before it began).
+func (w *rcclOut) discard() {
+	if w == nil || w.f == nil {
+		return
 	}
-	return nil, fmt.Errorf("no free name up to %s.9999", path)
+	_ = w.f.Close()
+	_ = os.Remove(w.f.Name())
+	w.f = nil
 }
 
 // add takes one engine's rows: one line per half that ran.

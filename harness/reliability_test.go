@@ -29,6 +29,8 @@ const (
 	// before launch number N of this process: "die:N" (SIGKILL itself), "hang:N" (never return) or "none"; or
 	// "count": no fault, and a line on stderr at the end with the communicators and buffers it took and gave back.
 	childFaultEnv = "RCCLX_RELIABILITY_FAULT"
+	// childCgroupEnv points the child at a fake cgroup tree (its "self" file stands for /proc/self/cgroup).
+	childCgroupEnv = "RCCLX_RELIABILITY_CGROUP"
 )
 
 func TestMain(m *testing.M) {
@@ -44,6 +46,9 @@ func childMain(name string, args []string) int {
 		if c.Name == name {
 			coll = c
 		}
+	}
+	if root := os.Getenv(childCgroupEnv); root != "" {
+		cgroupRoot, selfCgroup = root, filepath.Join(root, "self")
 	}
 	fault := os.Getenv(childFaultEnv)
 	if fault == "" {
@@ -77,6 +82,7 @@ func childMain(name string, args []string) int {
 type probe struct {
 	collectives.Engine
 	beforeLaunch func(launch int)
+	beforeAlloc  func()
 
 	mu                                      sync.Mutex
 	opened, closed, allocs, frees, launches int
@@ -117,6 +123,9 @@ type probeGroup struct {
 }
 
 func (g probeGroup) Alloc(local int, n int64) (collectives.Buffer, error) {
+	if g.p.beforeAlloc != nil {
+		g.p.beforeAlloc()
+	}
 	b, err := g.Group.Alloc(local, n)
 	if err == nil {
 		g.p.count(&g.p.allocs)
@@ -181,21 +190,27 @@ func TestReliabilityEveryExitFreesEverything(t *testing.T) {
 func TestReliabilityHostHooksEveryCollective(t *testing.T) {
 	for _, c := range []struct {
 		coll  *collectives.Collective
+		ranks []string // -t and -g: several rank counts and thread layouts over the cases
 		flags []string
 	}{
-		{collectives.AllReduce, nil},
-		{collectives.AllGather, nil},
-		{collectives.ReduceScatter, nil},
-		{collectives.AllToAll, nil},
-		{collectives.AllReduce, []string{"--dda", "-b", "64K", "-e", "64K"}}, // dda_flat
-		{collectives.AllReduce, []string{"--dda", "-b", "1M", "-e", "1M"}},   // dda_tree
-		{collectives.ReduceScatter, []string{"--dda"}},
-		{collectives.AllGather, []string{"--lp", "-d", "bfloat16", "-E", "RCCLX_TESTS_LP_MIN_BYTES=0"}},
+		{collectives.AllReduce, []string{"-t", "3"}, nil},
+		{collectives.AllGather, []string{"-t", "2", "-g", "2"}, nil},
+		{collectives.ReduceScatter, []string{"-g", "5"}, nil},
+		{collectives.AllToAll, []string{"-g", "8"}, nil},
+		{collectives.AllReduce, []string{"-g", "8"}, []string{"--dda", "-b", "64K", "-e", "64K"}},          // dda_flat
+		{collectives.AllReduce, []string{"-t", "2", "-g", "2"}, []string{"--dda", "-b", "1M", "-e", "1M"}}, // dda_tree
+		{collectives.ReduceScatter, []string{"-g", "6"}, []string{"--dda"}},
+		{collectives.AllGather, []string{"-g", "8"}, []string{"--lp", "-d", "bfloat16", "-E", "RCCLX_TESTS_LP_MIN_BYTES=0"}},
 	} {
-		base := append([]string{"-g", "8", "-n", "1", "-w", "0", "-b", "64K", "-e", "64K"}, c.flags...)
+		base := append(append([]string{"-n", "1", "-w", "0", "-b", "64K", "-e", "64K"}, c.ranks...), c.flags...)
+		nranks := 1
+		for i := 0; i < len(c.ranks); i += 2 {
+			n, _ := strconv.Atoi(c.ranks[i+1])
+			nranks *= n
+		}
 		name := c.coll.Name + strings.Join(c.flags, "")
 		t.Run("corrupt/"+name, func(t *testing.T) {
-			rank := rand.IntN(8)
+			rank := rand.IntN(nranks)
 			r := hostRun(t, c.coll, append(base, "-E", fmt.Sprintf("RCCLX_TESTS_CORRUPT_RANK=%d", rank))...)
 			rows := tableRows(r.stdout)
 			if r.code != exitTestFailed || len(rows) != 1 || rows[0][8] != "1" || rows[0][12] != "1" {
@@ -203,12 +218,15 @@ func TestReliabilityHostHooksEveryCollective(t *testing.T) {
 			}
 		})
 		t.Run("skip/"+name, func(t *testing.T) {
+			rank := rand.IntN(nranks)
 			start := time.Now()
-			r := hostRun(t, c.coll, append(base, "-T", "1", "-E", "RCCLX_TESTS_SKIP_RANK=5")...)
+			r := hostRun(t, c.coll, append(base, "-T", "1", "-E", fmt.Sprintf("RCCLX_TESTS_SKIP_RANK=%d", rank))...)
 			took := time.Since(start)
-			line := regexp.MustCompile(`^timeout: rank [0-46-7] ` + c.coll.Name + ` size \d+ phase .+ after 1s\n$`)
+			// The line names the rank that never arrived, whichever peer gave up waiting for it.
+			line := regexp.MustCompile(fmt.Sprintf(`^timeout: rank %d did not arrive at %s size \d+ \(rank \d+ waited in phase .+\) after 1s\n$`,
+				rank, c.coll.Name))
 			if r.code != exitTimeout || !line.MatchString(r.stderr) {
-				t.Errorf("exit %d, stderr %q", r.code, r.stderr)
+				t.Errorf("%d ranks, rank %d skipped: exit %d, stderr %q", nranks, rank, r.code, r.stderr)
 			}
 			if took > 6*time.Second {
 				t.Errorf("took %v with -T 1", took)
@@ -361,7 +379,7 @@ func TestReliabilityProcessEnvironmentHooks(t *testing.T) {
 	p = startChild(t, "all_reduce", []string{"RCCLX_TESTS_SKIP_RANK=1"}, "--engine", "host", "-g", "2", "-b", "1K",
 		"-e", "1M", "-f", "1024", "-T", "1", "-J", file)
 	code, took := p.exit(t, 20*time.Second)
-	if want := "timeout: rank 0 all_reduce size 1048576 phase "; code != exitTimeout ||
+	if want := "timeout: rank 1 did not arrive at all_reduce size 1048576 (rank 0 waited in phase "; code != exitTimeout ||
 		!strings.HasPrefix(p.stderr.String(), want) || strings.Count(p.stderr.String(), "\n") != 1 || took > 6*time.Second {
 		t.Errorf("skip: exit %d after %v, stderr %q", code, took, p.stderr.String())
 	}
@@ -387,7 +405,7 @@ func TestReliabilityBadInputEndToEnd(t *testing.T) {
 		{[]string{"-J", file, "-d", "float7"}, exitUsage, `invalid value "float7" for -d/--datatype`},
 		{[]string{"-J", file, "-o", "xor"}, exitUsage, `invalid value "xor" for -o/--op`},
 		{[]string{"-J", file, "--engine", "cuda9"}, exitUsage, `invalid value "cuda9" for --engine`},
-		{[]string{"-J", filepath.Join(dir, "missing", "r.json")}, exitUsage, `for -J/--output_file: directory `},
+		{[]string{"-J", filepath.Join(dir, "missing", "r.json")}, exitUsage, `for -J/--output_file: cannot create `},
 		{[]string{"--engine", "vendor", "--lib", lib}, exitLibrary, "tried " + lib + " ("},
 	} {
 		p := startChild(t, "all_gather", nil, append([]string{"-b", "8", "-e", "8"}, c.args...)...)

@@ -49,13 +49,18 @@ func (s *session) run() int {
 	}
 	defer s.close()
 	writeHeader(s.out, s.o, s.header())
+	if err := s.alloc(); err != nil {
+		s.err = err
+		return s.a.fail(err)
+	}
 	if err := s.sweep(); err != nil {
 		return s.abort(err)
 	}
 	return s.finish(s.trailer())
 }
 
-// start opens the engine and prepares the buffers; after an error there is nothing to close.
+// start opens the engine and plans the run (devices, memory, the header's notes), allocating nothing large;
+// after an error there is nothing to close. alloc then allocates, once the header is out.
 func (s *session) start() error {
 	if err := s.open(); err != nil {
 		s.err = err
@@ -69,8 +74,41 @@ func (s *session) start() error {
 	return nil
 }
 
-// abort reports an error that stopped the sweep, naming the row for a timeout, and returns the exit code.
+// alloc allocates every buffer after the header is printed: a large run says what it is before it takes time
+// (or memory) to set up. After an error, close frees what was allocated.
+func (s *session) alloc() error {
+	bufBytes := s.bufferBytes()
+	if err := s.snapshotMemory(); err != nil {
+		return err
+	}
+	if err := s.team.each(func(t int) error { return s.threads[t].alloc() }); err != nil {
+		return err
+	}
+	s.poison = poisonBuffer(bufBytes)
+	if err := s.team.each(func(t int) error { return s.threads[t].touch(s.poison) }); err != nil {
+		return err
+	}
+	if s.o.Check > 0 {
+		for _, t := range s.threads {
+			for range min(len(t.ranks), 2) {
+				t.scratch = append(t.scratch, make([]byte, bufBytes))
+			}
+		}
+	}
+	if err := s.snapshotMemory(); err != nil {
+		return err
+	}
+	s.team.stopNow = s.a.stopNow
+	return nil
+}
+
+// abort reports an error that stopped the sweep, naming the row for a timeout, and returns the exit code. An
+// interrupted sweep is no error: it ends as a stopped run, with the trailer.
 func (s *session) abort(err error) int {
+	if errors.Is(err, errInterrupted) {
+		s.stopped = true
+		return s.finish(s.trailer())
+	}
 	s.err = err
 	var te *collectives.TimeoutError
 	if errors.As(err, &te) {
@@ -154,6 +192,7 @@ func (s *session) attach() error {
 
 // close frees the buffers and the communicator; a broken team (a thread stuck in the engine) is left alone.
 func (s *session) close() {
+	s.team.stopNow = nil // freeing waits for its threads
 	if !s.team.broken {
 		_ = s.team.each(func(t int) error { return s.threads[t].free() })
 		if err := s.comm.Close(); err != nil && s.err == nil {
@@ -172,7 +211,7 @@ func (s *session) localRanks() []int {
 	return out
 }
 
-// prepare fits -e to the memory, allocates every buffer and works out the header's notes.
+// prepare gathers the devices, fits -e to the memory and works out the header's notes.
 func (s *session) prepare() error {
 	var err error
 	if s.devices, err = gatherDevices(s.world, s.comm.Devices()); err != nil {
@@ -186,27 +225,7 @@ func (s *session) prepare() error {
 	}
 	bufBytes := s.bufferBytes()
 	for _, t := range s.threads {
-		t.bufBytes = bufBytes
-	}
-	if err := s.snapshotMemory(); err != nil {
-		return err
-	}
-	if err := s.team.each(func(t int) error { return s.threads[t].alloc() }); err != nil {
-		return err
-	}
-	s.poison = poisonBuffer(bufBytes)
-	if err := s.team.each(func(t int) error { return s.threads[t].touch(s.poison) }); err != nil {
-		return err
-	}
-	if s.o.Check > 0 {
-		for _, t := range s.threads {
-			for range min(len(t.ranks), 2) {
-				t.scratch = append(t.scratch, make([]byte, bufBytes))
-			}
-		}
-	}
-	if err := s.snapshotMemory(); err != nil {
-		return err
+		t.bufBytes = bufBytes // the notes' calls rotate through the buffers as the timed loop will
 	}
 	return s.makeNotes()
 }

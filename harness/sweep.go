@@ -185,9 +185,13 @@ func (s *session) runHalf(p point, k collectives.Counts, inPlace bool, tr *truth
 func (s *session) timeHalf(p point, k collectives.Counts, inPlace bool) (halfResult, error) {
 	ts := make([]timing, len(s.threads))
 	algos := make([]string, len(s.threads))
+	var gate *iterGate
+	if s.world.Size() == 1 && s.a.interrupted != nil {
+		gate = newIterGate(s.a.interrupted)
+	}
 	err := s.team.each(func(t int) error {
 		var err error
-		ts[t], err = s.threads[t].measure(p, inPlace, s.team.bar)
+		ts[t], err = s.threads[t].measure(p, inPlace, s.team.bar, gate)
 		algos[t] = s.threads[t].group.Algorithm(s.threads[t].call(p, inPlace, 0))
 		return err
 	})

@@ -22,6 +22,9 @@ type team struct {
 	jobs   []chan func()
 	bar    *barrier
 	broken bool // a thread never came back: its group must not be used again
+	// stopNow, once closed, makes each return errInterrupted without waiting for its threads (a run stopped
+	// by a signal while a thread is stuck in the engine); nil while buffers are set up and freed.
+	stopNow <-chan struct{}
 }
 
 func newTeam(threads int, world collectives.World) *team {
@@ -72,6 +75,9 @@ func (t *team) each(fn func(thread int) error) error {
 		case <-timer:
 			t.broken = true
 			return worst(errs)
+		case <-t.stopNow:
+			t.broken = true
+			return errInterrupted
 		}
 	}
 	return worst(errs)
@@ -110,6 +116,10 @@ func (t *team) close() {
 		close(jobs)
 	}
 }
+
+// errInterrupted ends a sweep stopped by SIGINT or SIGTERM: between two iterations, or by abandoning threads
+// stuck in the engine. The session reports it as an interrupted run, with its trailer.
+var errInterrupted = errors.New("interrupted")
 
 // errAborted is what threads waiting at an aborted barrier return.
 var errAborted = errors.New("aborted by another thread")

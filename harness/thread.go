@@ -96,12 +96,16 @@ func (t *thread) call(p point, inPlace bool, shift int64) *collectives.Call {
 	for l := range t.ranks {
 		k := t.counts(p, l)
 		c.Counts[l] = k
+		var send, recv collectives.Buffer // nil before alloc: the header's Algorithm reads counts and offsets
+		if l < len(t.send) && l < len(t.recv) {
+			send, recv = t.send[l], t.recv[l]
+		}
 		if inPlace {
-			c.Send[l] = collectives.View{Buf: t.recv[l], Off: base + k.SendInPlace*es}
-			c.Recv[l] = collectives.View{Buf: t.recv[l], Off: base + k.RecvInPlace*es}
+			c.Send[l] = collectives.View{Buf: recv, Off: base + k.SendInPlace*es}
+			c.Recv[l] = collectives.View{Buf: recv, Off: base + k.RecvInPlace*es}
 		} else {
-			c.Send[l] = collectives.View{Buf: t.send[l], Off: base}
-			c.Recv[l] = collectives.View{Buf: t.recv[l], Off: base}
+			c.Send[l] = collectives.View{Buf: send, Off: base}
+			c.Recv[l] = collectives.View{Buf: recv, Off: base}
 		}
 	}
 	return c

@@ -91,6 +91,7 @@ func (engine) Open(cfg collectives.Config) (collectives.Comm, error) {
 		c.groups = append(c.groups, &group{c: c, ranks: c.ranks[at : at+cfg.NGpus]})
 	}
 	c.devices = devices(c.first, cfg.NThreads, cfg.NGpus)
+	c.arrivals = collectives.NewArrivals(c.first, nlocal) // a rank of another process arrives there
 	return c, nil
 }
 
@@ -112,7 +113,8 @@ type comm struct {
 	policy     collectives.Policy
 	timeout    time.Duration
 	hooks      collectives.Hooks
-	chunkBytes int64 // ring chunk size; tests shrink it
+	arrivals   *collectives.Arrivals // calls each rank entered, for timeouts
+	chunkBytes int64                 // ring chunk size; tests shrink it
 	barrier    *barrier
 	parkers    []parker // one per rank (wait.go)
 	ranks      []*rank  // every rank of the run; this process runs ranks[first:first+local ranks]

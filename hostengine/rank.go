@@ -108,6 +108,7 @@ func (r *rank) execute(t *task) error {
 	if !ok {
 		return fmt.Errorf("host engine: no algorithm %q", t.algo)
 	}
+	c.arrivals.Arrive(r.id)
 	r.epoch++
 	x := &run{task: t, waiter: waiter{c: c, rank: r.id}, r: r, n: c.nranks, epoch: r.epoch}
 	if c.timeout > 0 {

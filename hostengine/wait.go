@@ -195,7 +195,8 @@ func (w *waiter) park(flag *atomic.Uint64, target uint64, p phase) error {
 			return err
 		}
 		if !w.deadline.IsZero() && !time.Now().Before(w.deadline) {
-			w.c.abort(&collectives.TimeoutError{Rank: w.rank, Phase: p.String(), After: w.c.timeout})
+			w.c.abort(&collectives.TimeoutError{Rank: w.rank, Phase: p.String(), After: w.c.timeout,
+				Missing: w.c.arrivals.Missing()})
 			return w.c.err()
 		}
 		me.sleep(w.deadline)

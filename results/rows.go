@@ -1,7 +1,6 @@
 package results
 
 import (
-	"sort"
 	"strconv"
 	"strings"
 )
@@ -62,26 +61,6 @@ func keyRows(rec *Record) []keyedRow {
 		rows = append(rows, keyedRow{k, r})
 	}
 	return rows
-}
-
-// sortKeys orders keys by series, type, reduction, then size.
-func sortKeys(keys []rowKey) {
-	sort.SliceStable(keys, func(i, j int) bool {
-		a, b := keys[i], keys[j]
-		if a.Series != b.Series {
-			return a.Series < b.Series
-		}
-		if a.Type != b.Type {
-			return a.Type < b.Type
-		}
-		if a.Redop != b.Redop {
-			return a.Redop < b.Redop
-		}
-		if a.Size != b.Size {
-			return a.Size < b.Size
-		}
-		return a.Ordinal < b.Ordinal
-	})
 }
 
 // labeler names keys as briefly as the set of keys allows: the size alone

@@ -7,6 +7,7 @@ import (
 	"io/fs"
 	"os"
 	"path/filepath"
+	"strings"
 )
 
 // maxSuffix bounds the search for a free name in Write.
@@ -17,11 +18,46 @@ const maxSuffix = 10000
 // appears atomically (written to a temporary file in the same directory, then
 // linked into place). It returns the name used.
 func Write(path string, rec *Record) (string, error) {
-	data, err := json.MarshalIndent(withEmptyLists(rec), "", " ")
+	data, err := Marshal(rec)
 	if err != nil {
 		return "", fmt.Errorf("%s: %w", path, err)
 	}
-	return writeNew(path, append(data, '\n'))
+	return writeNew(path, data)
+}
+
+// Marshal is rec as Write stores it: indented JSON and a newline.
+func Marshal(rec *Record) ([]byte, error) {
+	data, err := json.MarshalIndent(withEmptyLists(rec), "", " ")
+	return append(data, '\n'), err
+}
+
+// Create makes a new empty file at the first free name among path, path.0,
+// path.1, ... (nccl-tests' naming), exclusively (O_EXCL, mode 0644 less the
+// umask), so that a program can claim its output file before it runs and
+// never replaces one. A directory or a path ending in a separator is an
+// error, as is a file that cannot be created (the error names path).
+func Create(path string) (*os.File, error) {
+	if st, err := os.Stat(path); (err == nil && st.IsDir()) || strings.HasSuffix(path, string(filepath.Separator)) {
+		return nil, fmt.Errorf("%s is a directory", path)
+	}
+	for i := -1; i < maxSuffix; i++ {
+		name := path
+		if i >= 0 {
+			name = fmt.Sprintf("%s.%d", path, i)
+		}
+		f, err := os.OpenFile(name, os.O_WRONLY|os.O_CREATE|os.O_EXCL, 0o644)
+		if err == nil {
+			return f, nil
+		}
+		if !errors.Is(err, fs.ErrExist) {
+			var pe *fs.PathError
+			if errors.As(err, &pe) {
+				err = pe.Err
+			}
+			return nil, fmt.Errorf("cannot create %s: %v", name, err)
+		}
+	}
+	return nil, fmt.Errorf("no free name up to %s.%d", path, maxSuffix-1)
 }
 
 // withEmptyLists returns rec with nil lists as empty ones: nccl-tests always

@@ -245,6 +245,10 @@ step_oversub() {
 step_faults() {
 	RCCLX_TESTS_SKIP_RANK=1 expect skip-T5 4 faults.log "$P" --engine gpu -g 2 -b 1M -e 1M -T 5
 	RCCLX_TESTS_SKIP_RANK=1 expect v-skip-T5 4 faults.log "$P" --engine vendor -g 2 -b 1M -e 1M -T 5
+	# Both timeouts name the rank that never arrived, not the one that waited.
+	local named
+	named=$(grep -c '^timeout: rank 1 did not arrive at all_reduce size 1048576 ' "$OUT/faults.log")
+	note skip-names-rank "$([[ $named == 2 ]] && echo ok || echo FAIL)" "$named of 2 timeout lines name rank 1, faults.log"
 	RCCLX_TESTS_CORRUPT_RANK=1 expect corrupt 7 faults.log "$P" --engine gpu -g 2 -b 1M -e 64M -f 8
 	RCCLX_TESTS_CORRUPT_RANK=1 expect v-corrupt 7 faults.log "$P" --engine vendor -g 2 -b 1M -e 4M -f 2
 }

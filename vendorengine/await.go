@@ -80,7 +80,8 @@ func (c *comm) await(ranks []*rank, phase string, ready func(*rank) (bool, error
 		return cause // another thread aborted everything
 	}
 	if errors.Is(err, errStillInProgress) {
-		return c.abort(&collectives.TimeoutError{Rank: ranks[at].global, Phase: phase, After: c.timeout})
+		return c.abort(&collectives.TimeoutError{Rank: ranks[at].global, Phase: phase, After: c.timeout,
+			Missing: c.arrivals.Missing()})
 	}
 	return c.abort(libraryError(fmt.Errorf("vendor: rank %d in %s: %w", ranks[at].global, phase, err)))
 }

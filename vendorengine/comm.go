@@ -24,7 +24,8 @@ type comm struct {
 	ctaPolicy      int                    // -x as applied: -1 none (memory.go)
 	ctaNote        string                 // the header line about -x
 	hooks          collectives.Hooks
-	ranks          []*rank // local ranks, in local order
+	arrivals       *collectives.Arrivals // calls each local rank entered, for timeouts
+	ranks          []*rank               // local ranks, in local order
 	groups         []*group
 	devices        []collectives.Device
 

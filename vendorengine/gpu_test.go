@@ -548,6 +548,6 @@ func TestGPULoopCost(t *testing.T) {
 	t.Logf("%d GPUs: Wait (idle) %v after the first loops, then after a device synchronize %v; SetCurrent %v; Stream.Query (idle) %v; time.Now %v; loop of 1 + Wait %v; loop of 200 + Wait %v per operation",
 		len(g.ranks), waitFirst, per(2000, g.Wait), per(2000, r.ctx.SetCurrent),
 		per(2000, func() error { _, err := r.stream.Query(); return err }),
-		per(2000, func() error { time.Now(); return nil }),
+		per(2000, func() error { _ = time.Now(); return nil }),
 		per(2000, loop(1)), per(20, loop(200))/200)
 }

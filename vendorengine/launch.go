@@ -112,6 +112,7 @@ func (g *group) queue(q *nccl.Calls, c *collectives.Call) {
 	}
 	for l, r := range g.ranks {
 		if r.global != g.c.hooks.SkipRank {
+			g.c.arrivals.Arrive(r.global)
 			g.queueOne(q, c, l, r)
 		}
 	}
@@ -258,7 +259,8 @@ func (g *group) Wait() error {
 			return g.c.abort(err)
 		}
 		if g.c.timeout > 0 && time.Since(start) > g.c.timeout {
-			return g.c.abort(&collectives.TimeoutError{Rank: g.global[pending], Phase: g.lastCall, After: g.c.timeout})
+			return g.c.abort(&collectives.TimeoutError{Rank: g.global[pending], Phase: g.lastCall, After: g.c.timeout,
+				Missing: g.c.arrivals.Missing()})
 		}
 	}
 }

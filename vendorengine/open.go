@@ -38,7 +38,8 @@ func (engine) Open(cfg collectives.Config) (collectives.Comm, error) {
 	nthreads, ngpus := max(cfg.NThreads, 1), max(cfg.NGpus, 1)
 	nlocal := nthreads * ngpus
 	c := &comm{lib: lib, nranks: world.Size() * nlocal, timeout: cfg.Timeout, register: cfg.Register,
-		nonBlocking: useNonBlocking(lib, cfg.Timeout), memory: cfg.Memory}
+		nonBlocking: useNonBlocking(lib, cfg.Timeout), memory: cfg.Memory,
+		arrivals: collectives.NewArrivals(world.Rank()*nlocal, nlocal)}
 	c.ctaPolicy, c.ctaNote = ctaPolicy(lib, cfg.CTAPolicy)
 	getenv := func(k string) string { return cfg.Getenv(os.Getenv, k) }
 	if c.hooks, err = collectives.HooksFromEnv(getenv, c.nranks); err != nil {

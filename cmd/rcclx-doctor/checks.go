@@ -412,7 +412,7 @@ func peerCopy(src, dst *gpu) (string, error) {
 	if err != nil {
 		return "", err
 	}
-	defer func() { dst.use(); cuda.MemFree(to); src.use() }()
+	defer func() { _ = dst.use(); cuda.MemFree(to); _ = src.use() }()
 	if err := cuda.MemsetD8(to, 0xFF, n); err != nil {
 		return "", err
 	}

@@ -1,0 +1,143 @@
+package harness
+
+import (
+	"fmt"
+	"maps"
+	"math"
+	"slices"
+	"strconv"
+	"strings"
+
+	"github.com/spf13/pflag"
+
+	"github.com/rcclx-tests/rcclx-tests/bootstrap"
+	"github.com/rcclx-tests/rcclx-tests/collectives"
+)
+
+// maxRanksPerProcess bounds -t x -g: every rank is a goroutine or a device context of this process, and some
+// engine state grows with the square of the rank count. maxRanks bounds the whole run (x processes).
+const (
+	maxRanksPerProcess = 1024
+	maxRanks           = 1 << 16
+)
+
+// switchFlags are the convenience flags that set one communicator variable each.
+var switchFlags = []struct {
+	flag, key string
+	on        func(o *Options) (string, bool)
+}{
+	{"dda", "RCCL_DDA_ENABLE", func(o *Options) (string, bool) { return "1", o.DDA }},
+	{"lp", "RCCL_LOW_PRECISION_ENABLE", func(o *Options) (string, bool) { return "1", o.LP }},
+	{"lp-mode", "RCCLX_TESTS_LP_MODE", func(o *Options) (string, bool) { return o.LPMode, o.LPMode != "" }},
+}
+
+// checkConsistency is the part of validation that looks beyond one flag, before anything runs: the total rank
+// count, the launcher's and the suite's variables, the communicator variables of every arm (with the RCCLX
+// policy's own rules), and flags that contradict each other. Contradictions of two explicit values are errors;
+// a flag that has no effect is noted in the header (notes.go).
+func (a *app) checkConsistency(fs *pflag.FlagSet, o *Options) error {
+	getenv := a.getenv
+	if getenv == nil {
+		getenv = func(string) string { return "" }
+	}
+	l, err := bootstrap.Detect(getenv)
+	if err != nil {
+		return &usageError{err.Error()}
+	}
+	if l.Size > 1 {
+		if _, err := bootstrap.Rendezvous(getenv, l); err != nil {
+			return &usageError{err.Error()}
+		}
+	}
+	if local := o.NThreads * o.NGpus; local > maxRanksPerProcess {
+		return badValue(fs, "ngpus", fmt.Sprintf("-t %d x -g %d is %d ranks in one process; at most %d",
+			o.NThreads, o.NGpus, local, maxRanksPerProcess))
+	} else if total := local * l.Size; total > maxRanks {
+		return badValue(fs, "ngpus", fmt.Sprintf("-t %d x -g %d x %d processes is %d ranks; at most %d",
+			o.NThreads, o.NGpus, l.Size, total, maxRanks))
+	}
+	if v := getenv("NCCL_TESTS_MIN_BW"); v != "" {
+		if bw, err := strconv.ParseFloat(v, 64); err != nil || bw < 0 || math.IsInf(bw, 0) || math.IsNaN(bw) {
+			return &usageError{fmt.Sprintf("invalid NCCL_TESTS_MIN_BW=%q: want a bandwidth in GB/s, at least 0", v)}
+		}
+	}
+	for _, s := range switchFlags {
+		v, on := s.on(o)
+		for _, kv := range o.Env {
+			if k, ev, _ := strings.Cut(kv, "="); on && k == s.key && !sameSwitch(ev, v) {
+				return badValue(fs, s.flag, fmt.Sprintf("contradicts -E %s", kv))
+			}
+		}
+	}
+	if o.abKey != "" {
+		if err := checkAB(fs, o); err != nil {
+			return err
+		}
+	}
+	for _, arm := range armEnvs(o) {
+		if _, err := collectives.PolicyFromEnv(overlay(arm, getenv)); err != nil {
+			return &usageError{fmt.Sprintf("invalid communicator environment (-E, --ab or the process): %v", err)}
+		}
+	}
+	return nil
+}
+
+// checkAB refuses an A/B comparison that compares nothing or whose key another flag also sets.
+func checkAB(fs *pflag.FlagSet, o *Options) error {
+	for _, kv := range o.Env {
+		if k, _, _ := strings.Cut(kv, "="); k == o.abKey {
+			return badValue(fs, "ab", "sets "+o.abKey+", which -E "+kv+" sets too")
+		}
+	}
+	for _, s := range switchFlags {
+		if _, on := s.on(o); on && s.key == o.abKey {
+			return badValue(fs, "ab", "sets "+o.abKey+", which --"+s.flag+" sets too")
+		}
+	}
+	if sameSwitch(o.abVals[0], o.abVals[1]) {
+		return badValue(fs, "ab", "both arms are the same")
+	}
+	return nil
+}
+
+// sameSwitch reports whether two values of a variable mean the same: equal, or the same boolean.
+func sameSwitch(x, y string) bool {
+	if x == y {
+		return true
+	}
+	bx, ex := strconv.ParseBool(x)
+	by, ey := strconv.ParseBool(y)
+	return ex == nil && ey == nil && bx == by
+}
+
+// armEnvs lists the communicator overrides of every communicator the run opens: one, or the two A/B arms.
+func armEnvs(o *Options) []map[string]string {
+	if o.abKey == "" {
+		return []map[string]string{o.env}
+	}
+	var out []map[string]string
+	for _, v := range o.abVals {
+		arm := map[string]string{o.abKey: v}
+		for k, x := range o.env {
+			arm[k] = x
+		}
+		out = append(out, arm)
+	}
+	return out
+}
+
+// overlay reads env first, then the process environment, as engines do (collectives.Config.Getenv).
+func overlay(env map[string]string, getenv func(string) string) func(string) string {
+	return func(k string) string {
+		if v, ok := env[k]; ok {
+			return v
+		}
+		return getenv(k)
+	}
+}
+
+// lowPrecisionOn reports whether any collective of the run would take the low-precision path.
+func lowPrecisionOn(env map[string]string, getenv func(string) string) bool {
+	p, err := collectives.PolicyFromEnv(overlay(env, getenv))
+	return err == nil && slices.Contains(slices.Collect(maps.Values(p.LP)), true)
+}

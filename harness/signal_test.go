@@ -1,0 +1,91 @@
+package harness
+
+import (
+	"os"
+	"path/filepath"
+	"regexp"
+	"strings"
+	"syscall"
+	"testing"
+	"time"
+)
+
+// TestSignalStuckRunEndsOnFirstSIGTERM: a run stuck in a collective without -T ends within 2 s of the first
+// SIGTERM, with the trailer, partial JSON marked incomplete, and exit 143 as a shell expects.
+func TestSignalStuckRunEndsOnFirstSIGTERM(t *testing.T) {
+	for _, c := range []struct {
+		sig  syscall.Signal
+		code int
+	}{{syscall.SIGTERM, 143}, {syscall.SIGINT, 130}} {
+		file := filepath.Join(t.TempDir(), "r.json")
+		p := startChild(t, "all_reduce", []string{"RCCLX_TESTS_SKIP_RANK=1"}, "--engine", "host", "-g", "2",
+			"-b", "8", "-e", "8", "-J", file)
+		p.waitOutput(t, regexp.MustCompile(`#  Rank  1 `), 30*time.Second)
+		time.Sleep(100 * time.Millisecond)
+		sent := time.Now()
+		if err := p.cmd.Process.Signal(c.sig); err != nil {
+			t.Fatal(err)
+		}
+		code, _ := p.exit(t, 10*time.Second)
+		took := time.Since(sent)
+		if code != c.code || took > 2*time.Second || !strings.Contains(p.stdout.String(), "# Collective test concluded") {
+			t.Errorf("%v: exit %d %v after the signal\nstdout:\n%s\nstderr:\n%s", c.sig, code, took, p.stdout.String(),
+				p.stderr.String())
+		}
+		if rec := loadRecord(t, file); !rec.Incomplete {
+			t.Errorf("%v: JSON not marked incomplete", c.sig)
+		}
+	}
+}
+
+// TestSignalStopsBetweenIterations: SIGINT during a long measurement on the host engine (many large
+// iterations) stops it after the iteration in progress, not after the whole half.
+func TestSignalStopsBetweenIterations(t *testing.T) {
+	file := filepath.Join(t.TempDir(), "r.json")
+	// 2000 iterations of 64 MiB on 2 ranks: about 7 s on a 2-core machine if the half ran to its end.
+	p := startChild(t, "all_reduce", nil, "--engine", "host", "-g", "2", "-b", "64M", "-e", "64M", "-n", "2000",
+		"-w", "1", "-c", "0", "-J", file)
+	p.waitOutput(t, regexp.MustCompile(`#  Rank  1 `), 30*time.Second)
+	time.Sleep(500 * time.Millisecond) // into the timed iterations
+	sent := time.Now()
+	if err := p.cmd.Process.Signal(os.Interrupt); err != nil {
+		t.Fatal(err)
+	}
+	code, _ := p.exit(t, 30*time.Second)
+	took := time.Since(sent)
+	if code != exitInterrupted || took > 2*time.Second || !strings.Contains(p.stdout.String(), "# Collective test concluded") {
+		t.Errorf("exit %d %v after SIGINT\nstdout:\n%s\nstderr:\n%s", code, took, p.stdout.String(), p.stderr.String())
+	}
+	t.Logf("stopped %v after SIGINT", took)
+	if rec := loadRecord(t, file); !rec.Incomplete {
+		t.Errorf("JSON not marked incomplete")
+	}
+}
+
+// TestIterGate: threads that ask for iterations at different paces stop at the same iteration once
+// interrupted: the furthest one's.
+func TestIterGate(t *testing.T) {
+	stop := false
+	g := newIterGate(func() bool { return stop })
+	for it := range 3 {
+		if !g.next(it) { // thread A runs ahead to iteration 2
+			t.Fatal("refused before the interrupt")
+		}
+	}
+	g.next(0) // thread B is at iteration 0
+	stop = true
+	for it := 1; it < 3; it++ {
+		if !g.next(it) {
+			t.Errorf("thread B refused iteration %d, which thread A started", it)
+		}
+	}
+	for range 2 { // thread A, then thread B
+		if g.next(3) {
+			t.Error("iteration 3 granted after the interrupt")
+		}
+	}
+	var nilGate *iterGate
+	if !nilGate.next(5) {
+		t.Error("a nil gate refused")
+	}
+}
