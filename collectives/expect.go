@@ -52,19 +52,22 @@ type Expectation struct {
 	scale []float64 // sum of |inputs| per element, kept when the check is not exact
 }
 
-// Want is the expected buffer (k.Recv elements).
+// Want is the expected start of the receive view (Checked elements; empty where a rank receives nothing
+// defined, as the non-root ranks of reduce and gather).
 func (e *Expectation) Want() []byte { return e.want }
 
-// Expect computes rank's expected receive buffer for a call of c with the inputs Input generates.
-func (c *Collective) Expect(dt DType, op Op, rank, nranks int, k Counts, seed uint64, tol Tolerance) *Expectation {
+// Expect computes rank's expected receive buffer for a call of c with root (-1 for collectives without one)
+// and the inputs Input generates.
+func (c *Collective) Expect(dt DType, op Op, rank, root, nranks int, k Counts, seed uint64, tol Tolerance) *Expectation {
 	g := newGenerator(dt, op, nranks, seed)
-	e := &Expectation{dt: dt, tol: tol, want: make([]byte, k.Recv*int64(dt.Size()))}
+	n := c.Checked(rank, root, nranks, k)
+	e := &Expectation{dt: dt, tol: tol, want: make([]byte, n*int64(dt.Size()))}
 	if !tol.Exact() {
-		e.scale = make([]float64, k.Recv)
+		e.scale = make([]float64, n)
 	}
-	parallel(k.Recv, func(lo, hi int64) {
+	parallel(n, func(lo, hi int64) {
 		for i := lo; i < hi; i++ {
-			src, idx, reduced := c.source(rank, nranks, k, i)
+			src, idx, reduced := c.source(rank, root, nranks, k, i)
 			switch {
 			case !dt.IsFloat():
 				v := g.integer(src, idx)

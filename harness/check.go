@@ -67,7 +67,7 @@ func (tr *truth) expect(rank int, lp bool) *collectives.Expectation {
 	eo.once.Do(func() {
 		k := tr.coll.Counts(tr.p.size, tr.nranks, rank, tr.p.dt)
 		tol := tr.coll.Tolerance(tr.p.dt, tr.p.op, tr.nranks, lp)
-		eo.e = tr.coll.Expect(tr.p.dt, tr.p.op, rank, tr.nranks, k, tr.seed, tol)
+		eo.e = tr.coll.Expect(tr.p.dt, tr.p.op, rank, tr.p.root, tr.nranks, k, tr.seed, tol)
 	})
 	return eo.e
 }

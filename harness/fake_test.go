@@ -115,7 +115,7 @@ func (c *fakeComm) expected(call *collectives.Call, rank int, k collectives.Coun
 	if w, ok := c.want[key]; ok {
 		return w
 	}
-	w := call.Coll.Expect(call.DType, call.Op, rank, c.nranks, k, c.e.seed, collectives.Tolerance{}).Want()
+	w := call.Coll.Expect(call.DType, call.Op, rank, call.Root, c.nranks, k, c.e.seed, collectives.Tolerance{}).Want()
 	c.want[key] = w
 	return w
 }

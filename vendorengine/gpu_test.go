@@ -145,7 +145,7 @@ func checkRanks(t *testing.T, g *group, coll *collectives.Collective, dt collect
 		if err := g.Read(got, call.Recv[l]); err != nil {
 			t.Fatal(err)
 		}
-		wrong[l], _ = coll.Expect(dt, op, r, n, k, seed, coll.Tolerance(dt, op, n, false)).Check(got)
+		wrong[l], _ = coll.Expect(dt, op, r, -1, n, k, seed, coll.Tolerance(dt, op, n, false)).Check(got)
 	}
 	return wrong
 }

@@ -1,0 +1,12 @@
+package hostengine
+
+// Broadcast: every rank copies the root's input into its output; the root copies its own (nothing in place).
+func (x *run) broadcast() error {
+	base := x.expose(x.send, nil)
+	src, err := x.exposedBy(x.peer(x.root), base)
+	if err != nil {
+		return err
+	}
+	copy(x.recv, src.in[:len(x.recv)])
+	return x.barrier(1)
+}
