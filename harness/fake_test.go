@@ -12,6 +12,7 @@ import (
 
 	"github.com/rcclx-tests/rcclx-tests/collectives"
 	"github.com/rcclx-tests/rcclx-tests/engines"
+	"github.com/rcclx-tests/rcclx-tests/results"
 )
 
 // fakeEngine is a reference engine for the harness's own tests: ranks are host buffers and every call writes
@@ -299,7 +300,7 @@ func runWith(t *testing.T, coll *collectives.Collective, args []string, src engi
 func tableRows(out string) [][]string {
 	var rows [][]string
 	for _, line := range strings.Split(out, "\n") {
-		f := strings.Fields(line)
+		f := results.RowFields(line)
 		if len(f) == 0 || strings.HasPrefix(line, "#") {
 			continue
 		}

@@ -67,7 +67,7 @@ func (s *session) makeNotes() error {
 	if _, ok := group.(collectives.MemoryReporter); !ok && o.Memory == 1 {
 		s.note("-M 1 ignored: engine %s cannot report device memory", name)
 	}
-	if o.changed["root"] {
+	if o.changed["root"] && !s.a.coll.Rooted {
 		s.note("-r %d ignored: %s has no root", o.Root, s.a.coll.Name)
 	}
 	if o.PerIter == 1 {
