@@ -19,11 +19,13 @@ type comm struct {
 	timeout        time.Duration
 	register       bool
 	nativeAlltoAll bool
-	nonBlocking    bool // communicators made with blocking = 0: calls may return ncclInProgress (see finish)
-	hooks          collectives.Hooks
-	ranks          []*rank // local ranks, in local order
-	groups         []*group
-	devices        []collectives.Device
+	// The library exports ncclGather / ncclScatter (NCCL 2.28+); otherwise grouped sends and receives.
+	nativeGather, nativeScatter bool
+	nonBlocking                 bool // communicators made with blocking = 0: calls may return ncclInProgress (see finish)
+	hooks                       collectives.Hooks
+	ranks                       []*rank // local ranks, in local order
+	groups                      []*group
+	devices                     []collectives.Device
 
 	abortMu  sync.Mutex
 	abortErr error // why the communicators were aborted; after ncclCommAbort they are gone
