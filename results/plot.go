@@ -156,7 +156,7 @@ func splitSeries(run Run) []plotSeries {
 	var out []plotSeries
 	index := map[rowKey]int{}
 	for _, r := range rows {
-		id := rowKey{Series: r.key.Series, Type: r.key.Type, Redop: r.key.Redop, Ordinal: r.key.Ordinal}
+		id := rowKey{Series: r.key.Series, Type: r.key.Type, Redop: r.key.Redop, Root: r.key.Root, Ordinal: r.key.Ordinal}
 		i, ok := index[id]
 		if !ok {
 			i = len(out)
@@ -164,6 +164,9 @@ func splitSeries(run Run) []plotSeries {
 			label := run.Label
 			if detailed {
 				label = strings.Join(strings.Fields(strings.Join([]string{run.Label, id.Series, id.Type, id.Redop}, " ")), " ")
+			}
+			if id.Root != "" {
+				label += " root " + id.Root
 			}
 			if id.Ordinal > 0 {
 				label += fmt.Sprintf(" #%d", id.Ordinal+1)
