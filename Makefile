@@ -2,7 +2,7 @@
 GO      ?= go
 export CGO_ENABLED := 0
 BINS    := all_reduce_perf all_gather_perf alltoall_perf reduce_scatter_perf broadcast_perf reduce_perf \
-           gather_perf scatter_perf sendrecv_perf alltoallv_perf hypercube_perf rcclx-results
+           gather_perf scatter_perf sendrecv_perf alltoallv_perf hypercube_perf all_reduce_bias_perf rcclx-results
 
 .PHONY: all build test bench clean
 all: build

@@ -39,6 +39,11 @@ type Collective struct {
 	opCol  opColumn // for collectives that do not reduce
 	// sameOnEveryRank: every rank receives the same data, so one expectation serves them all.
 	sameOnEveryRank bool
+	// bias: rccl-tests' all_reduce_bias: the send view holds the input, then the rank's bias (Param elements
+	// each), which the library combines (op) with the reduction.
+	bias bool
+	// sizeElems is the size column's element count; nil: the larger of the send and receive counts.
+	sizeElems func(k Counts) int64
 	// inPlaceUnchecked: nccl-tests leaves the in-place half unchecked (#wrong N/A): the send and receive
 	// ranges overlap in ways the library does not define (sendrecv, alltoallv).
 	inPlaceUnchecked bool
@@ -63,7 +68,8 @@ type Collective struct {
 	base    *Collective // the registered descriptor a prepared copy was made from
 }
 
-// All lists every collective, in the order of nccl-tests' binaries.
+// All lists nccl-tests' collectives, in the order of its binaries (rccl-tests' AllReduceBias, which only some
+// libraries run, is not among them).
 func All() []*Collective {
 	return []*Collective{AllReduce, AllGather, AllToAll, ReduceScatter, Broadcast, Reduce, Gather, Scatter,
 		SendRecv, AllToAllV, HyperCube}
@@ -93,8 +99,12 @@ func (c *Collective) Counts(sizeBytes int64, nranks, rank int, dt DType) Counts 
 	return c.counts(sizeBytes/int64(dt.Size()), nranks, rank, dt)
 }
 
-// Bytes is the report's size column: the larger of the per-rank send and receive sizes.
+// Bytes is the report's size column: the larger of the per-rank send and receive sizes (all_reduce_bias:
+// the input's, without the bias).
 func (c *Collective) Bytes(k Counts, dt DType) int64 {
+	if c.sizeElems != nil {
+		return c.sizeElems(k) * int64(dt.Size())
+	}
 	return max(k.Send, k.Recv) * int64(dt.Size())
 }
 

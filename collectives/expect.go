@@ -59,7 +59,7 @@ func (e *Expectation) Want() []byte { return e.want }
 // Expect computes rank's expected receive buffer for a call of c with root (-1 for collectives without one)
 // and the inputs Input generates.
 func (c *Collective) Expect(dt DType, op Op, rank, root, nranks int, k Counts, seed uint64, tol Tolerance) *Expectation {
-	g := newGenerator(dt, op, nranks, seed)
+	g := c.generator(dt, op, nranks, seed)
 	n := c.Checked(rank, root, nranks, k)
 	e := &Expectation{dt: dt, tol: tol, want: make([]byte, n*int64(dt.Size()))}
 	if !tol.Exact() {
@@ -74,9 +74,16 @@ func (c *Collective) Expect(dt DType, op Op, rank, root, nranks int, k Counts, s
 				if reduced {
 					v = g.reduceInt(idx)
 				}
+				if c.bias {
+					v = g.combineInt(v, g.integer(nranks+rank, idx))
+				}
 				putInt(dt, e.want, i, v)
 			case reduced:
 				v, s := g.reduceFloat(idx)
+				if c.bias {
+					b := g.float(nranks+rank, idx)
+					v, s = g.combineFloat(v, b), s+math.Abs(b)
+				}
 				putFloat(dt, e.want, i, v)
 				if e.scale != nil {
 					e.scale[i] = s
@@ -158,6 +165,39 @@ func (g *generator) reduceInt(i int64) int64 {
 		}
 	}
 	return v
+}
+
+// combineFloat and combineInt apply the op to a reduced value and one more term (all_reduce_bias's bias),
+// exactly (sum, prod, max, min).
+func (g *generator) combineFloat(v, x float64) float64 {
+	switch g.op {
+	case Prod:
+		return v * x
+	case Max:
+		return math.Max(v, x)
+	case Min:
+		return math.Min(v, x)
+	}
+	return v + x
+}
+
+func (g *generator) combineInt(v, x int64) int64 {
+	dt := g.dt
+	switch g.op {
+	case Prod:
+		return dt.wrap(v * x)
+	case Max:
+		if dt.less(v, x) {
+			return x
+		}
+		return v
+	case Min:
+		if dt.less(x, v) {
+			return x
+		}
+		return v
+	}
+	return dt.wrap(v + x)
 }
 
 func (d DType) less(a, b int64) bool {

@@ -192,3 +192,13 @@ func writeFile(t *testing.T, dir, name, text string) string {
 	}
 	return p
 }
+
+// TestAllReduceBiasWhereUnsupported: an engine without all_reduce_bias says so in one line and runs nothing,
+// exit 0 as for any unsupported row.
+func TestAllReduceBiasWhereUnsupported(t *testing.T) {
+	r := hostRun(t, collectives.AllReduceBias, "-g", "2", "-d", "all", "-o", "all", "-b", "1K", "-e", "1K")
+	if r.code != exitOK || len(tableRows(r.stdout)) != 0 || strings.Count(r.stdout, "skipped") != 1 ||
+		!strings.Contains(r.stdout, "# all_reduce_bias skipped: engine host has no all_reduce_bias") {
+		t.Errorf("exit %d\n%s%s", r.code, r.stdout, r.stderr)
+	}
+}

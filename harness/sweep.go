@@ -59,6 +59,15 @@ func sweepSizes(lo, hi, step, factor int64) []int64 {
 
 // sweep runs every row, in nccl-tests' nesting: type, operation, root, cycle (-N), size.
 func (s *session) sweep() error {
+	if cc, ok := s.comm.(collectives.CollectiveChecker); ok {
+		if err := cc.CanRun(s.a.coll); err != nil {
+			if !errors.Is(err, collectives.ErrUnsupported) {
+				return err
+			}
+			fmt.Fprintf(s.out, "# %s skipped: %v\n", s.a.coll.Name, err)
+			return s.snapshotMemory()
+		}
+	}
 	for _, dt := range s.o.dtypes {
 		for _, op := range s.ops() {
 			for _, root := range s.roots() {

@@ -21,6 +21,7 @@ type comm struct {
 	nativeAlltoAll bool
 	// The library exports ncclGather / ncclScatter (NCCL 2.28+); otherwise grouped sends and receives.
 	nativeGather, nativeScatter bool
+	withBias                    bool // the library exports ncclAllReduceWithBias (RCCL)
 	nonBlocking                 bool // communicators made with blocking = 0: calls may return ncclInProgress (see finish)
 	hooks                       collectives.Hooks
 	ranks                       []*rank // local ranks, in local order
@@ -121,4 +122,12 @@ func (c *comm) Close() error {
 	}
 	c.ranks, c.groups = nil, nil
 	return errors.Join(errs...)
+}
+
+// CanRun refuses all_reduce_bias where the library does not export ncclAllReduceWithBias (RCCL's own call).
+func (c *comm) CanRun(coll *collectives.Collective) error {
+	if coll.Base() == collectives.AllReduceBias && !c.withBias {
+		return fmt.Errorf("%s does not export ncclAllReduceWithBias: %w", c.lib.Path, collectives.ErrUnsupported)
+	}
+	return nil
 }

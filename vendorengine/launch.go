@@ -6,6 +6,7 @@ import (
 	"time"
 
 	"github.com/rcclx-tests/rcclx-tests/collectives"
+	"github.com/rcclx-tests/rcclx-tests/cuda"
 	"github.com/rcclx-tests/rcclx-tests/nccl"
 )
 
@@ -84,8 +85,14 @@ func (g *group) prepare(c *collectives.Call) error {
 	if err := g.c.usable(); err != nil {
 		return err
 	}
-	if !slices.Contains(collectives.All(), c.Coll.Base()) {
+	if !slices.Contains(collectives.All(), c.Coll.Base()) && c.Coll.Base() != collectives.AllReduceBias {
 		return fmt.Errorf("vendor: %s: %w", c.Coll.Name, collectives.ErrUnsupported)
+	}
+	if err := g.c.CanRun(c.Coll); err != nil {
+		return err
+	}
+	if c.Coll.HasBias() && c.Op != collectives.Sum && c.Op != collectives.Prod && c.Op != collectives.Max && c.Op != collectives.Min {
+		return fmt.Errorf("vendor: all_reduce_bias %s: %w", c.Op, collectives.ErrUnsupported)
 	}
 	dt, err := g.dataType(c.DType)
 	if err != nil {
@@ -155,6 +162,8 @@ func (g *group) queueOne(q *nccl.Calls, c *collectives.Call, l int, r *rank) {
 	switch c.Coll.Base() {
 	case collectives.AllReduce:
 		q.AllReduce(send, recv, count, dt, g.ops[l], r.comm, r.stream)
+	case collectives.AllReduceBias: // the bias follows the input in the send view
+		q.AllReduceWithBias(send, recv, count, dt, g.ops[l], r.comm, r.stream, send+cuda.DevicePtr(count*int64(c.DType.Size())))
 	case collectives.AllGather:
 		q.AllGather(send, recv, count, dt, r.comm, r.stream)
 	case collectives.ReduceScatter:
@@ -197,6 +206,8 @@ func (c *comm) callName(call *collectives.Call) string {
 	switch call.Coll.Base() {
 	case collectives.AllReduce:
 		return "ncclAllReduce"
+	case collectives.AllReduceBias:
+		return "ncclAllReduceWithBias"
 	case collectives.Broadcast:
 		return "ncclBroadcast"
 	case collectives.Reduce:

@@ -47,6 +47,7 @@ func (engine) Open(cfg collectives.Config) (collectives.Comm, error) {
 		return nil, fmt.Errorf("vendor: %w", err)
 	}
 	c.nativeGather, c.nativeScatter = lib.Has("ncclGather"), lib.Has("ncclScatter")
+	c.withBias = lib.Has("ncclAllReduceWithBias")
 
 	// CommInitAll makes every communicator of a single-process run in one blocking call; otherwise rank 0's
 	// unique id reaches every rank through the world.
