@@ -82,21 +82,24 @@ func (r *abRun) sweep() error {
 	a := r.arms[0]
 	for _, dt := range r.o.dtypes {
 		for _, op := range a.ops() {
-			first := len(r.report.Rows)
-			var err error
-			for _, size := range a.sizes() {
-				if err = r.point(point{dt: dt, op: op, root: -1, size: size}); err != nil || a.stopped {
-					break
+			for _, root := range a.roots() {
+				first := len(r.report.Rows)
+				var err error
+				for _, size := range a.sizes() {
+					if err = r.point(point{dt: dt, op: op, root: root, size: size}); err != nil || a.stopped {
+						break
+					}
 				}
-			}
-			// One table per type and op, every size a row: what the sizes completed, even when interrupted.
-			if len(r.report.Rows) > first {
-				if rerr := results.RenderAB(r.out, r.labels[0], r.labels[1], r.report.Rows[first:]); rerr != nil && err == nil {
-					err = rerr
+				// One table per type, op and root, every size a row: what the sizes completed, even when
+				// interrupted.
+				if len(r.report.Rows) > first {
+					if rerr := results.RenderAB(r.out, r.labels[0], r.labels[1], r.report.Rows[first:]); rerr != nil && err == nil {
+						err = rerr
+					}
 				}
-			}
-			if err != nil || a.stopped {
-				return err
+				if err != nil || a.stopped {
+					return err
+				}
 			}
 		}
 	}
@@ -147,8 +150,12 @@ func (r *abRun) point(p point) error {
 	}
 	rows := results.AnalyzeAB([]int64{r.arms[0].at}, [][]float64{us[0]}, [][]float64{us[1]})
 	r.report.Rows = append(r.report.Rows, rows...)
-	fmt.Fprintf(r.out, "# %s %s, size %d: #wrong %s %s, %s %s\n", p.dt, r.a.coll.RedOpName(p.op),
-		r.arms[0].at, r.labels[0], hs[0].wrongText(), r.labels[1], hs[1].wrongText())
+	at := fmt.Sprintf("size %d", r.arms[0].at)
+	if r.a.coll.Rooted {
+		at = fmt.Sprintf("root %d, %s", p.root, at)
+	}
+	fmt.Fprintf(r.out, "# %s %s, %s: #wrong %s %s, %s %s\n", p.dt, r.a.coll.RedOpName(p.op), at,
+		r.labels[0], hs[0].wrongText(), r.labels[1], hs[1].wrongText())
 	r.arms[0].stopped = r.a.interrupted()
 	return nil
 }

@@ -118,7 +118,7 @@ func (s *session) algorithms() ([]string, error) {
 					}
 				}
 				for _, size := range s.sizes() {
-					p := point{dt: dt, op: op, root: -1, size: size}
+					p := point{dt: dt, op: op, root: s.roots()[0], size: size}
 					algo := th.group.Algorithm(th.call(p, !s.o.runOutOfPlace(), 0))
 					col := s.a.coll.Bytes(th.counts(p, 0), dt)
 					if algo != last {
