@@ -31,14 +31,16 @@ try "bad -o" "$B/all_reduce_perf" "${H[@]}" -o xor
 try "bad --engine" "$B/all_reduce_perf" --engine cuda9
 try "bad --lib" "$B/all_reduce_perf" --engine vendor --lib /nonexistent/libnccl.so.2 -b 8 -e 8
 try "-J in missing dir" "$B/all_reduce_perf" "${H[@]}" -b 8 -e 8 -J /nonexistent/r.json
-for c in all_reduce all_gather reduce_scatter alltoall; do
+COLLS=(all_reduce all_gather reduce_scatter alltoall broadcast reduce gather scatter sendrecv alltoallv hypercube)
+for c in "${COLLS[@]}"; do
 	try "skip rank, -T 3, $c" env RCCLX_TESTS_SKIP_RANK=1 "$B/${c}_perf" "${H[@]}" -g 4 -b 1M -e 1M -T 3
 done
 try "skip rank, -T 3, dda_flat" env RCCLX_TESTS_SKIP_RANK=3 "$B/all_reduce_perf" "${H[@]}" --dda -g 8 -b 64K -e 64K -T 3
 try "skip rank, -T 3, dda_tree" env RCCLX_TESTS_SKIP_RANK=3 "$B/all_reduce_perf" "${H[@]}" --dda -g 8 -b 4M -e 4M -T 3
-for c in all_reduce all_gather reduce_scatter alltoall; do
-	try "corrupt rank 1, $c" env RCCLX_TESTS_CORRUPT_RANK=1 "$B/${c}_perf" "${H[@]}" -g 4 -b 1M -e 4M -f 2
-	echo "    #wrong per row (out-of-place, in-place): $(awk '/^ +[0-9]/ {printf "%s/%s ", $9, $13}' "$W/out")"
+for c in "${COLLS[@]}"; do
+	# -r 1: reduce and gather have output only at the root
+	try "corrupt rank 1, $c" env RCCLX_TESTS_CORRUPT_RANK=1 "$B/${c}_perf" "${H[@]}" -g 4 -b 1M -e 4M -f 2 -r 1
+	echo "    #wrong per row (out-of-place, in-place): $(awk '/^ +[0-9]/ {printf "%s/%s ", $(NF-4), $NF}' "$W/out")"
 done
 try "-e 1024G (host memory)" "$B/all_reduce_perf" "${H[@]}" -g 2 -b 1G -e 1024G -f 1024 -n 1 -w 0 -c 0
 echo "    $(grep Reducing "$W/out")"
