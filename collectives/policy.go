@@ -82,7 +82,8 @@ func PolicyFromEnv(getenv func(string) string) (Policy, error) {
 	}
 	dda := flag("RCCL_DDA_ENABLE", false)
 	lp := flag("RCCL_LOW_PRECISION_ENABLE", false)
-	for c, n := range policyEnv {
+	for _, c := range []*Collective{AllReduce, AllGather, AllToAll, ReduceScatter} { // in order: the first error wins
+		n := policyEnv[c]
 		p.DDA[c] = flag(n.dda, dda)
 		p.DDAMax[c] = size(n.ddaMax, ddaMaxDefault[c])
 		p.LP[c] = flag(n.lp, lp)
