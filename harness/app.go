@@ -248,8 +248,6 @@ func exitCode(err error) int {
 		return exitTimeout
 	case errors.As(err, &le):
 		return exitLibrary
-	case errors.As(err, new(*usageError)):
-		return exitUsage
 	}
 	return exitRuntime
 }
