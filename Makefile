@@ -1,7 +1,9 @@
 # rcclx-tests: `make` builds the perf binaries and the results tool into build/, `make test` runs the tests.
 GO      ?= go
 export CGO_ENABLED := 0
-BINS    := all_reduce_perf all_gather_perf alltoall_perf reduce_scatter_perf rcclx-results rcclx-doctor
+BINS    := all_reduce_perf all_gather_perf alltoall_perf reduce_scatter_perf broadcast_perf reduce_perf \
+           gather_perf scatter_perf sendrecv_perf alltoallv_perf hypercube_perf all_reduce_bias_perf rcclx-results \
+           rcclx-doctor
 
 .PHONY: all build test lint bench clean
 all: build

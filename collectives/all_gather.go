@@ -9,7 +9,7 @@ var AllGather = &Collective{
 		return Counts{Send: p, Recv: p * int64(nranks), Param: p, SendInPlace: int64(rank) * p}
 	},
 	busFactor: func(n int) float64 { return float64(n-1) / float64(n) },
-	source: func(rank, nranks int, c Counts, i int64) (int, int64, bool) {
+	source: func(rank, root, nranks int, c Counts, i int64) (int, int64, bool) {
 		return int(i / c.Param), i % c.Param, false
 	},
 }

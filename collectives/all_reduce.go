@@ -9,7 +9,7 @@ var AllReduce = &Collective{
 		return Counts{Send: elems, Recv: elems, Param: elems}
 	},
 	busFactor: func(n int) float64 { return 2 * float64(n-1) / float64(n) },
-	source: func(rank, nranks int, c Counts, i int64) (int, int64, bool) {
+	source: func(rank, root, nranks int, c Counts, i int64) (int, int64, bool) {
 		return 0, i, true
 	},
 }

@@ -8,7 +8,7 @@ var AllToAll = &Collective{
 		return Counts{Send: p * int64(nranks), Recv: p * int64(nranks), Param: p}
 	},
 	busFactor: func(n int) float64 { return float64(n-1) / float64(n) },
-	source: func(rank, nranks int, c Counts, i int64) (int, int64, bool) {
+	source: func(rank, root, nranks int, c Counts, i int64) (int, int64, bool) {
 		// Block p of my receive buffer is block <my rank> of peer p's send buffer.
 		return int(i / c.Param), int64(rank)*c.Param + i%c.Param, false
 	},

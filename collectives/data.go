@@ -29,6 +29,12 @@ type generator struct {
 }
 
 func newGenerator(dt DType, op Op, nranks int, seed uint64) *generator {
+	return newGeneratorFor(dt, op, nranks, nranks, seed)
+}
+
+// newGeneratorFor sizes the values for sums of up to terms inputs (all_reduce_bias adds each rank's bias to
+// the reduction of nranks inputs).
+func newGeneratorFor(dt DType, op Op, nranks, terms int, seed uint64) *generator {
 	g := &generator{dt: dt, op: op, n: nranks, seed: splitmix(seed), k: 1, unit: 1, active: nranks}
 	if !dt.IsFloat() {
 		return g
@@ -40,7 +46,7 @@ func newGenerator(dt DType, op Op, nranks int, seed uint64) *generator {
 		if op == MulSum {
 			mul = 2
 		}
-		g.k = min(32, room/(int64(nranks)*mul))
+		g.k = min(32, room/(int64(terms)*mul))
 		if g.k < 1 {
 			g.k = 1
 			g.active = int(max(1, room/mul))
@@ -73,10 +79,10 @@ func (g *generator) float(rank int, i int64) float64 {
 	neg := -int64(h & 1) // the sign is random: negate without a branch the CPU would mispredict half the time
 	if g.op == Prod {
 		v := 1.0
-		switch rank {
-		case int(i % int64(g.n)):
+		switch {
+		case rank == int(i%int64(g.n)), rank >= g.n && i%2 == 0: // ranks past n: all_reduce_bias's biases
 			v = 2
-		case int((i + 1) % int64(g.n)):
+		case rank == int((i+1)%int64(g.n)), rank >= g.n:
 			v = 0.5
 		}
 		return float64(1+2*neg) * v
@@ -93,10 +99,10 @@ func (g *generator) integer(rank int, i int64) int64 {
 	h := g.hash(rank, i)
 	if g.op == Prod {
 		v := int64(1)
-		switch rank {
-		case int(i % int64(g.n)):
+		switch {
+		case rank == int(i%int64(g.n)), rank >= g.n && i%2 == 0: // ranks past n: all_reduce_bias's biases
 			v = 2
-		case int((i + 1) % int64(g.n)):
+		case rank == int((i+1)%int64(g.n)), rank >= g.n:
 			v = 3
 		}
 		if h&1 == 1 && g.dt.signed() {
@@ -126,22 +132,35 @@ func parallel(n int64, fn func(lo, hi int64)) {
 	wg.Wait()
 }
 
-// Input returns rank's send buffer contents (k.Send elements, little-endian) for a call of c.
+// Input returns rank's send buffer contents (k.Send elements, little-endian) for a call of c. all_reduce_bias's
+// bias follows the input: the values of a rank nranks+rank beyond the real ones.
 func (c *Collective) Input(dt DType, op Op, rank, nranks int, k Counts, seed uint64) []byte {
-	g := newGenerator(dt, op, nranks, seed)
+	g := c.generator(dt, op, nranks, seed)
 	out := make([]byte, k.Send*int64(dt.Size()))
 	parallel(k.Send, func(lo, hi int64) {
 		for i := lo; i < hi; i++ {
+			r, j := rank, i
+			if c.bias && i >= k.Param {
+				r, j = nranks+rank, i-k.Param
+			}
 			if dt == Float { // the common case, without the per-element type switches
-				binary.LittleEndian.PutUint32(out[i*4:], math.Float32bits(float32(g.float(rank, i))))
+				binary.LittleEndian.PutUint32(out[i*4:], math.Float32bits(float32(g.float(r, j))))
 			} else if dt.IsFloat() {
-				putFloat(dt, out, i, g.float(rank, i))
+				putFloat(dt, out, i, g.float(r, j))
 			} else {
-				putInt(dt, out, i, g.integer(rank, i))
+				putInt(dt, out, i, g.integer(r, j))
 			}
 		}
 	})
 	return out
+}
+
+// generator draws c's inputs: sized for one more term per element where a bias joins the reduction.
+func (c *Collective) generator(dt DType, op Op, nranks int, seed uint64) *generator {
+	if c.bias {
+		return newGeneratorFor(dt, op, nranks, nranks+1, seed)
+	}
+	return newGenerator(dt, op, nranks, seed)
 }
 
 func (d DType) signed() bool {

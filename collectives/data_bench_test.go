@@ -16,6 +16,6 @@ func BenchmarkExpectFloat32M8Ranks(b *testing.B) {
 	k := AllReduce.Counts(128<<20, 8, 0, Float)
 	b.SetBytes(128 << 20)
 	for b.Loop() {
-		AllReduce.Expect(Float, Sum, 0, 8, k, 42, Tolerance{})
+		AllReduce.Expect(Float, Sum, 0, -1, 8, k, 42, Tolerance{})
 	}
 }

@@ -97,7 +97,7 @@ func TestReductionsExactInAnyOrder(t *testing.T) {
 				if !nonzero {
 					t.Fatalf("%s %s n=%d: all inputs are zero", dt, op, n)
 				}
-				e := AllReduce.Expect(dt, op, 0, n, k, seed, AllReduce.Tolerance(dt, op, n, false))
+				e := AllReduce.Expect(dt, op, 0, -1, n, k, seed, AllReduce.Tolerance(dt, op, n, false))
 				got := simulate(rng, dt, op, inputs, n)
 				if wrong, rel := e.Check(got); wrong != 0 {
 					t.Errorf("seed %#x: %s %s n=%d: %d wrong (max rel err %g) for a reduction in another order",
@@ -127,7 +127,7 @@ func TestCopyCollectivesExpectation(t *testing.T) {
 						want = append(want, inputs[p][int64(r)*blk:int64(r+1)*blk]...)
 					}
 				}
-				if got := c.Expect(Int32, Sum, r, n, k, seed, Tolerance{}).Want(); !bytes.Equal(got, want) {
+				if got := c.Expect(Int32, Sum, r, -1, n, k, seed, Tolerance{}).Want(); !bytes.Equal(got, want) {
 					t.Errorf("seed %#x: %s rank %d of %d: expectation is not the rearranged inputs", seed, c.Name, r, n)
 				}
 			}
@@ -138,10 +138,10 @@ func TestCopyCollectivesExpectation(t *testing.T) {
 func TestReduceScatterExpectationIsSliceOfAllReduce(t *testing.T) {
 	seed := rand.Uint64()
 	n := 5
-	full := AllReduce.Expect(Float, Sum, 0, n, AllReduce.Counts(5*64, n, 0, Float), seed, Tolerance{}).Want()
+	full := AllReduce.Expect(Float, Sum, 0, -1, n, AllReduce.Counts(5*64, n, 0, Float), seed, Tolerance{}).Want()
 	for r := 0; r < n; r++ {
 		k := ReduceScatter.Counts(5*64, n, r, Float)
-		got := ReduceScatter.Expect(Float, Sum, r, n, k, seed, Tolerance{}).Want()
+		got := ReduceScatter.Expect(Float, Sum, r, -1, n, k, seed, Tolerance{}).Want()
 		if !bytes.Equal(got, full[int64(r)*k.Param*4:int64(r+1)*k.Param*4]) {
 			t.Errorf("seed %#x: reduce_scatter rank %d is not its slice of the all_reduce", seed, r)
 		}
@@ -152,7 +152,7 @@ func TestCheckCountsPlantedErrors(t *testing.T) {
 	seed := rand.Uint64()
 	for _, dt := range AllDTypes() {
 		k := AllReduce.Counts(4096, 4, 0, dt)
-		e := AllReduce.Expect(dt, Sum, 0, 4, k, seed, Tolerance{})
+		e := AllReduce.Expect(dt, Sum, 0, -1, 4, k, seed, Tolerance{})
 		got := bytes.Clone(e.Want())
 		if w, _ := e.Check(got); w != 0 {
 			t.Fatalf("%s: the expectation itself has %d wrong", dt, w)
@@ -204,7 +204,7 @@ func TestLowPrecisionToleranceHoldsAndBites(t *testing.T) {
 				inputs[r] = AllReduce.Input(dt, Sum, r, n, k, seed)
 			}
 			tol := AllReduce.Tolerance(dt, Sum, n, true)
-			e := AllReduce.Expect(dt, Sum, 0, n, k, seed, tol)
+			e := AllReduce.Expect(dt, Sum, 0, -1, n, k, seed, tol)
 			got := lowPrecisionAllReduce(dt, inputs)
 			wrong, rel := e.Check(got)
 			if wrong != 0 || rel > tol.Rel {
@@ -224,7 +224,7 @@ func TestCompareRMS(t *testing.T) {
 	seed := rand.Uint64()
 	const n = 4
 	k := AllReduce.Counts(1000*4, n, 0, Float)
-	e := AllReduce.Expect(Float, Sum, 0, n, k, seed, AllReduce.Tolerance(Float, Sum, n, true))
+	e := AllReduce.Expect(Float, Sum, 0, -1, n, k, seed, AllReduce.Tolerance(Float, Sum, n, true))
 	got := append([]byte(nil), e.Want()...)
 	if r := e.Compare(got); r != (Errors{N: k.Recv}) {
 		t.Fatalf("exact buffer: %+v", r)

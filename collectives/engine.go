@@ -181,6 +181,13 @@ type InPlaceLimiter interface {
 	NoInPlace(c *Collective) bool
 }
 
+// CollectiveChecker is a Comm that can tell before a run that it cannot run a collective at all (an engine
+// without it, a library that does not export its call): the harness then says so in one line instead of a
+// row per type and operation. The error wraps ErrUnsupported.
+type CollectiveChecker interface {
+	CanRun(c *Collective) error
+}
+
 // Prober is an Engine that can tell, cheaply and without side effects, whether it can run on this machine
 // (a driver and a device for the GPU engine, a loadable library for the vendor backend). --engine auto picks
 // the first available engine.

@@ -52,28 +52,38 @@ type Expectation struct {
 	scale []float64 // sum of |inputs| per element, kept when the check is not exact
 }
 
-// Want is the expected buffer (k.Recv elements).
+// Want is the expected start of the receive view (Checked elements; empty where a rank receives nothing
+// defined, as the non-root ranks of reduce and gather).
 func (e *Expectation) Want() []byte { return e.want }
 
-// Expect computes rank's expected receive buffer for a call of c with the inputs Input generates.
-func (c *Collective) Expect(dt DType, op Op, rank, nranks int, k Counts, seed uint64, tol Tolerance) *Expectation {
-	g := newGenerator(dt, op, nranks, seed)
-	e := &Expectation{dt: dt, tol: tol, want: make([]byte, k.Recv*int64(dt.Size()))}
+// Expect computes rank's expected receive buffer for a call of c with root (-1 for collectives without one)
+// and the inputs Input generates.
+func (c *Collective) Expect(dt DType, op Op, rank, root, nranks int, k Counts, seed uint64, tol Tolerance) *Expectation {
+	g := c.generator(dt, op, nranks, seed)
+	n := c.Checked(rank, root, nranks, k)
+	e := &Expectation{dt: dt, tol: tol, want: make([]byte, n*int64(dt.Size()))}
 	if !tol.Exact() {
-		e.scale = make([]float64, k.Recv)
+		e.scale = make([]float64, n)
 	}
-	parallel(k.Recv, func(lo, hi int64) {
+	parallel(n, func(lo, hi int64) {
 		for i := lo; i < hi; i++ {
-			src, idx, reduced := c.source(rank, nranks, k, i)
+			src, idx, reduced := c.source(rank, root, nranks, k, i)
 			switch {
 			case !dt.IsFloat():
 				v := g.integer(src, idx)
 				if reduced {
 					v = g.reduceInt(idx)
 				}
+				if c.bias {
+					v = g.combineInt(v, g.integer(nranks+rank, idx))
+				}
 				putInt(dt, e.want, i, v)
 			case reduced:
 				v, s := g.reduceFloat(idx)
+				if c.bias {
+					b := g.float(nranks+rank, idx)
+					v, s = g.combineFloat(v, b), s+math.Abs(b)
+				}
 				putFloat(dt, e.want, i, v)
 				if e.scale != nil {
 					e.scale[i] = s
@@ -155,6 +165,39 @@ func (g *generator) reduceInt(i int64) int64 {
 		}
 	}
 	return v
+}
+
+// combineFloat and combineInt apply the op to a reduced value and one more term (all_reduce_bias's bias),
+// exactly (sum, prod, max, min).
+func (g *generator) combineFloat(v, x float64) float64 {
+	switch g.op {
+	case Prod:
+		return v * x
+	case Max:
+		return math.Max(v, x)
+	case Min:
+		return math.Min(v, x)
+	}
+	return v + x
+}
+
+func (g *generator) combineInt(v, x int64) int64 {
+	dt := g.dt
+	switch g.op {
+	case Prod:
+		return dt.wrap(v * x)
+	case Max:
+		if dt.less(v, x) {
+			return x
+		}
+		return v
+	case Min:
+		if dt.less(x, v) {
+			return x
+		}
+		return v
+	}
+	return dt.wrap(v + x)
 }
 
 func (d DType) less(a, b int64) bool {

@@ -7,12 +7,13 @@ import (
 
 // Algorithm names, as reported per row.
 const (
-	Ring         = "ring"     // reduce-scatter + all-gather around the ring (all_reduce), ring all_gather/reduce_scatter
-	Direct       = "direct"   // pairwise exchange (alltoall)
-	DDAFlat      = "dda_flat" // one-shot: every rank reads every peer's whole buffer after a barrier
-	DDATree      = "dda_tree" // two-shot: reduce-scatter of slices, barrier, all-gather of slices
-	DDA          = "dda"      // DDA all_gather / reduce_scatter / alltoall: direct peer reads after a barrier
-	LowPrecision = "lp"       // FP8 (E4M3) quantized exchange with fp32 accumulation
+	Ring           = "ring"      // reduce-scatter + all-gather around the ring (all_reduce), ring all_gather/reduce_scatter
+	Direct         = "direct"    // pairwise exchange (alltoall); peers read each other directly (broadcast ... alltoallv)
+	HyperCubeSteps = "hypercube" // log2(n) pairwise exchanges of doubling size (hypercube)
+	DDAFlat        = "dda_flat"  // one-shot: every rank reads every peer's whole buffer after a barrier
+	DDATree        = "dda_tree"  // two-shot: reduce-scatter of slices, barrier, all-gather of slices
+	DDA            = "dda"       // DDA all_gather / reduce_scatter / alltoall: direct peer reads after a barrier
+	LowPrecision   = "lp"        // FP8 (E4M3) quantized exchange with fp32 accumulation
 )
 
 // LP modes (RCCLX_TESTS_LP_MODE).
@@ -61,6 +62,10 @@ var ddaMaxDefault = map[*Collective]int64{
 	AllReduce: 29 << 20, AllGather: 16 << 20, ReduceScatter: 8 << 20, AllToAll: 2 << 20,
 }
 
+// policyColls are the collectives the RCCLX switches govern; the others run the algorithm their descriptor
+// names.
+var policyColls = []*Collective{AllReduce, AllGather, AllToAll, ReduceScatter}
+
 // PolicyFromEnv reads the switches. The rule where RCCLX's per-collective switches (RCCL_ENABLE_DDA_*, default
 // 1 in RCCLX) meet the master switch (RCCL_DDA_ENABLE, default 0): a per-collective switch that is set decides
 // its collective, with RCCLX's meaning (1 on, 0 off); one that is unset follows the master. So a plain run is
@@ -103,7 +108,7 @@ func PolicyFromEnv(getenv func(string) string) (Policy, error) {
 		}
 		p.DDARanks = n
 	}
-	for _, c := range All() {
+	for _, c := range policyColls { // in order: the first error wins
 		n := policyEnv[c]
 		p.DDA[c] = flag(n.dda, dda)
 		p.DDAMax[c] = size(n.ddaMax, ddaMaxDefault[c])
@@ -133,6 +138,9 @@ func PolicyFromEnv(getenv func(string) string) (Policy, error) {
 // Choose returns the algorithm for a call with counts k on nranks ranks. aligned reports whether every buffer
 // view of the call starts on a 16-byte boundary.
 func (p Policy) Choose(c *Collective, dt DType, op Op, nranks int, k Counts, aligned bool) string {
+	if c.algorithm != "" { // outside the RCCLX switches
+		return c.algorithm
+	}
 	bytes := c.Bytes(k, dt)
 	sumOnly := !c.Reduces || op == Sum
 	if p.LP[c] && sumOnly && (dt == Float || dt == BFloat16) && bytes >= p.LPMinBytes {

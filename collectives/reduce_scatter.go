@@ -9,7 +9,7 @@ var ReduceScatter = &Collective{
 		return Counts{Send: p * int64(nranks), Recv: p, Param: p, RecvInPlace: int64(rank) * p}
 	},
 	busFactor: func(n int) float64 { return float64(n-1) / float64(n) },
-	source: func(rank, nranks int, c Counts, i int64) (int, int64, bool) {
+	source: func(rank, root, nranks int, c Counts, i int64) (int, int64, bool) {
 		return 0, int64(rank)*c.Param + i, true
 	},
 }

@@ -54,7 +54,7 @@ func buildVariables() []Variable {
 		"RCCLX_TESTS_LP_MODE"} {
 		vs = append(vs, policyVar(name))
 	}
-	for _, c := range All() {
+	for _, c := range policyColls {
 		n := policyEnv[c]
 		vs = append(vs, policyVar(n.dda), policyVar(n.ddaMax), policyVar(n.lp))
 	}
@@ -72,6 +72,10 @@ func buildVariables() []Variable {
 		Variable{"RCCLX_TESTS_SEED", nil, nil},
 		Variable{"RCCLX_TESTS_BOOTSTRAP", nil, nil},
 		Variable{"RCCLX_TESTS_AB_WORKER", nil, nil}, // set by --ab in its workers
+		Variable{"NCCL_TESTS_ALLTOALLV_SPREAD", nil, nil},
+		Variable{"NCCL_TESTS_ALLTOALLV_MATRIX_FILE", nil, nil},
+		Variable{"NCCL_TESTS_ALLTOALLV_MATRIX_SCALE", nil, nil},
+		Variable{"NCCL_TESTS_ALLTOALLV_PRINT_SUMMARY", nil, nil},
 		Variable{"NCCL_TESTS_MIN_BW", nil, func(s string) error {
 			_, err := strconv.ParseFloat(s, 64)
 			return err

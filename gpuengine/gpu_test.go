@@ -195,7 +195,7 @@ func TestGPUCorruptHook(t *testing.T) {
 		out, algo := run(t, c, s, exactInputs(s, 2, seed))
 		for r := range 2 {
 			k := s.coll.Counts(s.bytes, 2, r, s.dt)
-			wrong, _ := s.coll.Expect(s.dt, s.op, r, 2, k, seed, collectives.Tolerance{}).Check(out[r])
+			wrong, _ := s.coll.Expect(s.dt, s.op, r, -1, 2, k, seed, collectives.Tolerance{}).Check(out[r])
 			if want := int64(r); wrong != want {
 				t.Errorf("%s: rank %d has %d wrong elements, want %d", algo, r, wrong, want)
 			}

@@ -146,7 +146,7 @@ func check(t *testing.T, s callSpec, n int, seed uint64, algo string, out [][]by
 	tol := s.coll.Tolerance(s.dt, s.op, n, algo == collectives.LowPrecision)
 	for r := range n {
 		k := s.coll.Counts(s.bytes, n, r, s.dt)
-		wrong, rel := s.coll.Expect(s.dt, s.op, r, n, k, seed, tol).Check(out[r])
+		wrong, rel := s.coll.Expect(s.dt, s.op, r, -1, n, k, seed, tol).Check(out[r])
 		if wrong != 0 {
 			t.Errorf("%v on %d ranks (%s, seed %d): rank %d has %d wrong elements (max rel err %g)", s, n, algo, seed, r, wrong, rel)
 		}

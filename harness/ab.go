@@ -343,21 +343,24 @@ func (r *abRun) sweep() error {
 	sizes := sweepSizes(max(a.MinBytes, b.MinBytes), min(a.MaxBytes, b.MaxBytes), r.o.StepBytes, r.o.StepFactor)
 	for _, dt := range r.o.dtypes {
 		for _, op := range sweepOps(r.a.coll, r.o) {
-			first := len(r.report.Rows)
-			var err error
-			for _, size := range sizes {
-				if err = r.point(point{dt: dt, op: op, root: -1, size: size}); err != nil || r.stopped {
-					break
+			for _, root := range sweepRoots(r.a.coll, r.o, len(a.Devices)) {
+				first := len(r.report.Rows)
+				var err error
+				for _, size := range sizes {
+					if err = r.point(point{dt: dt, op: op, root: root, size: size}); err != nil || r.stopped {
+						break
+					}
 				}
-			}
-			// One table per type and op, every size a row: what the sizes completed, even when interrupted.
-			if len(r.report.Rows) > first {
-				if rerr := results.RenderAB(r.out, r.arms[0].label, r.arms[1].label, r.report.Rows[first:]); rerr != nil && err == nil {
-					err = rerr
+				// One table per type, op and root, every size a row: what the sizes completed, even when
+				// interrupted.
+				if len(r.report.Rows) > first {
+					if rerr := results.RenderAB(r.out, r.arms[0].label, r.arms[1].label, r.report.Rows[first:]); rerr != nil && err == nil {
+						err = rerr
+					}
 				}
-			}
-			if err != nil || r.stopped {
-				return err
+				if err != nil || r.stopped {
+					return err
+				}
 			}
 		}
 	}
@@ -371,7 +374,7 @@ func (r *abRun) point(p point) error {
 	if inPlace {
 		half = 1
 	}
-	c := abCommand{Do: "time", DType: p.dt, Op: p.op, Size: p.size, InPlace: inPlace}
+	c := abCommand{Do: "time", DType: p.dt, Op: p.op, Root: p.root, Size: p.size, InPlace: inPlace}
 	var hs [2]halfResult
 	var us [2][]float64
 	var last [2]*abHalf
@@ -418,7 +421,11 @@ func (r *abRun) point(p point) error {
 		r.rows[i] = append(r.rows[i], row)
 	}
 	r.report.Rows = append(r.report.Rows, ab)
-	fmt.Fprintf(r.out, "# %s %s, size %d: #wrong %s %s, %s %s\n", p.dt, r.a.coll.RedOpName(p.op), r.at,
+	at := fmt.Sprintf("size %d", r.at)
+	if r.a.coll.Rooted {
+		at = fmt.Sprintf("root %d, %s", p.root, at)
+	}
+	fmt.Fprintf(r.out, "# %s %s, %s: #wrong %s %s, %s %s\n", p.dt, r.a.coll.RedOpName(p.op), at,
 		r.arms[0].label, hs[0].wrongText(), r.arms[1].label, hs[1].wrongText())
 	r.stopped = r.a.interrupted()
 	return nil

@@ -30,6 +30,7 @@ type abCommand struct {
 	Do      string            `json:"do"`
 	DType   collectives.DType `json:"dtype"`
 	Op      collectives.Op    `json:"op"`
+	Root    int               `json:"root"`
 	Size    int64             `json:"size"`
 	InPlace bool              `json:"in_place"`
 }
@@ -166,7 +167,7 @@ func (s *session) answer(c abCommand) (abReply, error) {
 
 // abHalf times or validates one half as a plain run does (timeHalf, validate).
 func (s *session) abHalf(c abCommand) (abHalf, error) {
-	p := point{dt: c.DType, op: c.Op, root: -1, size: c.Size}
+	p := point{dt: c.DType, op: c.Op, root: c.Root, size: c.Size}
 	k := s.threads[0].counts(p, 0)
 	s.at = s.a.coll.Bytes(k, p.dt)
 	out := abHalf{Bytes: s.at, Count: k.Param}

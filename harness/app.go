@@ -195,6 +195,10 @@ func (a *app) run(o *Options) int {
 	if err != nil {
 		return a.fail(err)
 	}
+	if err := a.prepareCollective(o, world.Size()*o.NThreads*o.NGpus); err != nil {
+		fmt.Fprintf(a.stderr, "%s: %v\n", a.binary(), err)
+		return exitUsage
+	}
 	out := a.stdout
 	if world.Rank() != 0 {
 		out = io.Discard
@@ -250,6 +254,26 @@ func (a *app) runEngines(out io.Writer, o *Options, world collectives.World, see
 		writeRatios(out, runs)
 	}
 	return code
+}
+
+// prepareCollective checks what depends on the rank count (-r, hypercube's power of two) and configures the
+// collective from its environment (alltoallv's pattern), before anything is measured or printed.
+func (a *app) prepareCollective(o *Options, nranks int) error {
+	if a.coll.Rooted && o.Root >= nranks {
+		return &usageError{fmt.Sprintf("invalid value \"%d\" for -r/--root: must be below the rank count %d (or -1 for every root)", o.Root, nranks)}
+	}
+	getenv := func(k string) string {
+		if v, ok := o.env[k]; ok {
+			return v
+		}
+		return a.getenv(k)
+	}
+	coll, err := a.coll.Prepare(getenv, nranks, o.MinBytes, o.MaxBytes)
+	if err != nil {
+		return err
+	}
+	a.coll = coll
+	return nil
 }
 
 // worseExit keeps the exit code that matters most: errors over test failures over success.

@@ -44,11 +44,14 @@ func newTruth(coll *collectives.Collective, p point, nranks int, ranks []int, se
 	return tr
 }
 
-// checkable reports whether a half can be validated: every half, except the in-place form of a collective the
-// engine's library does not define (NCCL's alltoall), which nccl-tests also leaves unchecked.
+// checkable reports whether a half can be validated: every half, except in-place forms nccl-tests leaves
+// unchecked (sendrecv, alltoallv) and those the engine's library does not define (NCCL's alltoall).
 func (s *session) checkable(inPlace bool) bool {
+	if !inPlace {
+		return true
+	}
 	l, ok := s.threads[0].group.(collectives.InPlaceLimiter)
-	return !inPlace || !ok || !l.NoInPlace(s.a.coll)
+	return s.a.coll.InPlaceChecked() && (!ok || !l.NoInPlace(s.a.coll))
 }
 
 // expect returns rank's expectation, computing it on first use; lp selects the low-precision tolerance.
@@ -67,7 +70,7 @@ func (tr *truth) expect(rank int, lp bool) *collectives.Expectation {
 	eo.once.Do(func() {
 		k := tr.coll.Counts(tr.p.size, tr.nranks, rank, tr.p.dt)
 		tol := tr.coll.Tolerance(tr.p.dt, tr.p.op, tr.nranks, lp)
-		eo.e = tr.coll.Expect(tr.p.dt, tr.p.op, rank, tr.nranks, k, tr.seed, tol)
+		eo.e = tr.coll.Expect(tr.p.dt, tr.p.op, rank, tr.p.root, tr.nranks, k, tr.seed, tol)
 	})
 	return eo.e
 }
@@ -94,11 +97,11 @@ func (t *thread) check(tr *truth, c *collectives.Call) (summary, error) {
 	}
 	defer wg.Wait()
 	for l, r := range t.ranks {
-		buf := (<-bufs)[:c.Counts[l].Recv*int64(tr.p.dt.Size())]
+		e := tr.expect(r, lp)
+		buf := (<-bufs)[:len(e.Want())] // the part of the receive view the call defines
 		if err := t.group.Read(buf, c.Recv[l]); err != nil {
 			return summary{}, err
 		}
-		e := tr.expect(r, lp)
 		wg.Add(1)
 		go func() {
 			defer wg.Done()

@@ -20,7 +20,7 @@ func hostRun(t *testing.T, coll *collectives.Collective, args ...string) run {
 
 func TestHostEngineAllCollectives(t *testing.T) {
 	for _, coll := range collectives.All() {
-		r := hostRun(t, coll, "-b", "8", "-e", "256K", "-f", "8", "-t", "2", "-g", "3", "-n", "3", "-c", "2")
+		r := hostRun(t, coll, append([]string{"-b", "8", "-e", "256K", "-f", "8", "-n", "3", "-c", "2"}, threeByTwo(coll)...)...)
 		allRight(t, coll, r, 6)
 	}
 }
@@ -85,7 +85,7 @@ func TestMainEntryPoint(t *testing.T) {
 		os.Stdout, os.Stderr = stdout, stderr
 		data, _ := os.ReadFile(out.Name())
 		rows := tableRows(string(data))
-		if code != exitOK || len(rows) != 4 || rows[3][8] != "0" {
+		if code != exitOK || len(rows) != 4 || rows[3][8] != "0" || len(rows[3]) != 13 {
 			t.Errorf("%s: exit %d\n%s", coll.Name, code, data)
 		}
 		if _, err := results.Load(filepath.Join(dir, coll.Name+".json")); err != nil {

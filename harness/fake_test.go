@@ -11,6 +11,7 @@ import (
 
 	"github.com/rcclx-tests/rcclx-tests/collectives"
 	"github.com/rcclx-tests/rcclx-tests/engines"
+	"github.com/rcclx-tests/rcclx-tests/results"
 )
 
 // fakeEngine is a reference engine for the harness's own tests: ranks are host buffers and every call writes
@@ -147,7 +148,7 @@ func (c *fakeComm) expected(call *collectives.Call, rank int, k collectives.Coun
 	if w, ok := c.want[key]; ok {
 		return w
 	}
-	w := call.Coll.Expect(call.DType, call.Op, rank, c.nranks, k, c.e.seed, collectives.Tolerance{}).Want()
+	w := call.Coll.Expect(call.DType, call.Op, rank, call.Root, c.nranks, k, c.e.seed, collectives.Tolerance{}).Want()
 	c.want[key] = w
 	return w
 }
@@ -335,7 +336,7 @@ func runWith(t *testing.T, coll *collectives.Collective, args []string, src engi
 func tableRows(out string) [][]string {
 	var rows [][]string
 	for _, line := range strings.Split(out, "\n") {
-		f := strings.Fields(line)
+		f := results.RowFields(line)
 		if len(f) == 0 || strings.HasPrefix(line, "#") {
 			continue
 		}

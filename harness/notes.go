@@ -76,7 +76,7 @@ func (s *session) makeNotes() error {
 	if o.changed["ab-rounds"] && o.abKey == "" {
 		s.note("--ab-rounds %d ignored: there is no --ab comparison", o.ABRounds)
 	}
-	if o.changed["root"] {
+	if o.changed["root"] && !s.a.coll.Rooted {
 		s.note("-r %d ignored: %s has no root", o.Root, s.a.coll.Name)
 	}
 	if o.PerIter == 1 {
@@ -128,7 +128,7 @@ func (s *session) algorithms() ([]string, error) {
 					}
 				}
 				for _, size := range s.sizes() {
-					p := point{dt: dt, op: op, root: -1, size: size}
+					p := point{dt: dt, op: op, root: s.roots()[0], size: size}
 					algo := th.group.Algorithm(th.call(p, !s.o.runOutOfPlace(), 0))
 					col := s.a.coll.Bytes(th.counts(p, 0), dt)
 					if algo != last {

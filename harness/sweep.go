@@ -7,14 +7,32 @@ import (
 	"github.com/rcclx-tests/rcclx-tests/collectives"
 )
 
-// ops are the reduction operations to run: -o for reducing collectives, one pass otherwise.
+// ops are the reduction operations to run: -o for reducing collectives (and sendrecv, as nccl-tests), one
+// pass otherwise.
 func (s *session) ops() []collectives.Op { return sweepOps(s.a.coll, s.o) }
 
 func sweepOps(c *collectives.Collective, o *Options) []collectives.Op {
-	if !c.Reduces {
+	if !c.SweepsOps() {
 		return []collectives.Op{collectives.Sum}
 	}
 	return o.ops
+}
+
+// roots are the roots to run: -r for rooted collectives (-1: every rank in turn), none (-1) otherwise.
+func (s *session) roots() []int { return sweepRoots(s.a.coll, s.o, s.nranks) }
+
+func sweepRoots(c *collectives.Collective, o *Options, nranks int) []int {
+	switch {
+	case !c.Rooted:
+		return []int{-1}
+	case o.Root >= 0:
+		return []int{o.Root}
+	}
+	out := make([]int, nranks)
+	for r := range out {
+		out[r] = r
+	}
+	return out
 }
 
 // sizes is the sweep between -b and -e (as the memory limit left them).
@@ -43,34 +61,45 @@ func sweepSizes(lo, hi, step, factor int64) []int64 {
 	return out
 }
 
-// sweep runs every row, in nccl-tests' nesting: type, operation, root (the four collectives have none), cycle
-// (-N), size.
+// sweep runs every row, in nccl-tests' nesting: type, operation, root, cycle (-N), size.
 func (s *session) sweep() error {
+	if cc, ok := s.comm.(collectives.CollectiveChecker); ok {
+		if err := cc.CanRun(s.a.coll); err != nil {
+			if !errors.Is(err, collectives.ErrUnsupported) {
+				return err
+			}
+			fmt.Fprintf(s.out, "# %s skipped: %v\n", s.a.coll.Name, err)
+			return s.snapshotMemory()
+		}
+	}
 	s.prog = s.newProgress()
 	defer s.prog.clear()
 	for _, dt := range s.o.dtypes {
 		for _, op := range s.ops() {
-			skipped, err := s.passes(dt, op)
-			if err != nil || s.stopped {
-				return err
-			}
-			if skipped {
-				fmt.Fprintf(s.out, "# %s %s skipped: not supported by engine %s\n", dt, s.a.coll.RedOpName(op),
-					s.eng.Name())
+			for _, root := range s.roots() {
+				skipped, err := s.passes(dt, op, root)
+				if err != nil || s.stopped {
+					return err
+				}
+				if skipped {
+					fmt.Fprintf(s.out, "# %s %s skipped: not supported by engine %s\n", dt, s.a.coll.RedOpName(op),
+						s.eng.Name())
+					break
+				}
 			}
 		}
 	}
 	return s.snapshotMemory()
 }
 
-// passes warms up, then runs the -N passes over the sizes of one type and operation; skipped reports that the
-// engine does not support them.
-func (s *session) passes(dt collectives.DType, op collectives.Op) (skipped bool, err error) {
-	if skipped, err := s.warmUp(dt, op); skipped || err != nil {
+// passes warms up, then runs the -N passes over the sizes of one type, operation and root; skipped reports
+// that the engine does not support them.
+func (s *session) passes(dt collectives.DType, op collectives.Op, root int) (skipped bool, err error) {
+	if skipped, err := s.warmUp(dt, op, root); skipped || err != nil {
 		return skipped, err
 	}
 	for cycle := 0; s.o.Cycles == 0 || cycle < s.o.Cycles; cycle++ {
-		if skipped, err := s.cycle(dt, op, cycle); skipped || err != nil || s.stopped {
+		if skipped, err := s.cycle(dt, op, root, cycle); skipped || err != nil || s.stopped {
 			return skipped, err
 		}
 	}
@@ -81,13 +110,13 @@ func (s *session) passes(dt collectives.DType, op collectives.Op) (skipped bool,
 // of a type and operation, as nccl-tests does: libraries connect channels and protocols on first use, which
 // must not fall into the first timed loops. skipped reports that the engine does not support the type and
 // operation.
-func (s *session) warmUp(dt collectives.DType, op collectives.Op) (skipped bool, err error) {
+func (s *session) warmUp(dt collectives.DType, op collectives.Op, root int) (skipped bool, err error) {
 	if s.o.Warmup == 0 {
 		return false, nil
 	}
 	sizes := s.sizes()
 	for _, size := range []int64{sizes[len(sizes)-1], sizes[0]} {
-		p := point{dt: dt, op: op, root: -1, size: size}
+		p := point{dt: dt, op: op, root: root, size: size}
 		s.at = s.a.coll.Bytes(s.threads[0].counts(p, 0), dt)
 		err := s.team.each(func(t int) error { return s.threads[t].warmUp(p) })
 		if errors.Is(err, collectives.ErrUnsupported) {
@@ -101,9 +130,9 @@ func (s *session) warmUp(dt collectives.DType, op collectives.Op) (skipped bool,
 }
 
 // cycle runs pass n over the sizes; skipped reports that the engine does not support this type and operation.
-func (s *session) cycle(dt collectives.DType, op collectives.Op, n int) (skipped bool, err error) {
+func (s *session) cycle(dt collectives.DType, op collectives.Op, root, n int) (skipped bool, err error) {
 	for _, size := range s.sizes() {
-		p := point{dt: dt, op: op, root: -1, size: size}
+		p := point{dt: dt, op: op, root: root, size: size}
 		s.prog.row(dt, s.a.coll.RedOpName(op), size)
 		r, err := s.runPoint(p)
 		if errors.Is(err, collectives.ErrUnsupported) {
@@ -115,6 +144,13 @@ func (s *session) cycle(dt collectives.DType, op collectives.Op, n int) (skipped
 		s.prog.clear()
 		r.cycle = n
 		fmt.Fprintln(s.out, formatRow(r, s.o))
+		for _, h := range r.halves {
+			if h.ran {
+				for _, line := range s.a.coll.Summary(s.threads[0].counts(p, 0), dt, s.nranks, h.sec) {
+					fmt.Fprintln(s.out, line)
+				}
+			}
+		}
 		s.rows = append(s.rows, r)
 		if s.stopped {
 			return false, nil

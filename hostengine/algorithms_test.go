@@ -9,6 +9,11 @@ import (
 
 var rankCounts = []int{1, 2, 3, 5, 8, 16}
 
+// rcclxColls are the collectives the RCCLX policy (ring, direct, DDA, LP) applies to; peers_test.go covers the
+// others.
+var rcclxColls = []*collectives.Collective{collectives.AllReduce, collectives.AllGather, collectives.AllToAll,
+	collectives.ReduceScatter}
+
 // testChunk makes every size above a few elements span several ring chunks.
 const testChunk = 64
 
@@ -36,7 +41,7 @@ func fallback(c *collectives.Collective) string {
 
 // forEachCase calls fn for every collective, dtype of dts, op, size and placement.
 func forEachCase(nranks int, dts []collectives.DType, fn func(testCase)) {
-	for _, coll := range collectives.All() {
+	for _, coll := range rcclxColls {
 		for _, dt := range dts {
 			for _, op := range opsFor(coll) {
 				for _, b := range sizes(dt, nranks) {
@@ -71,7 +76,7 @@ func TestRingDefaultChunk(t *testing.T) {
 	if seg := int64(7<<20) / 3; seg < 2*c.chunkBytes {
 		t.Fatalf("segments of %d bytes do not span several %d-byte chunks", seg, c.chunkBytes)
 	}
-	for _, coll := range collectives.All() {
+	for _, coll := range rcclxColls {
 		for _, op := range []collectives.Op{collectives.Sum, collectives.Avg} {
 			for _, shift := range []int64{0, 1} {
 				expectCorrect(t, c, testCase{coll: coll, dt: collectives.Float, op: op, bytes: 7<<20 + 4, shift: shift, inPlace: shift == 1}, fallback(coll))
@@ -99,7 +104,7 @@ func TestManyCallsInFlight(t *testing.T) {
 		{lp, collectives.Float, 64 << 10, nil},
 	} {
 		c := openComm(t, 8, arm.env, 0, 1<<10)
-		for _, coll := range collectives.All() {
+		for _, coll := range rcclxColls {
 			tc := testCase{coll: coll, dt: arm.dt, op: collectives.Sum, bytes: arm.bytes, repeat: 20}
 			want := fallback(coll)
 			switch {
@@ -182,7 +187,7 @@ func TestLowPrecision(t *testing.T) {
 				})
 				// The inputs (multiples of 1/4 up to 8, or of 1/2 for bfloat16) include values E4M3 cannot
 				// hold, so an FP8 path that really quantizes is never exact everywhere.
-				for _, coll := range collectives.All() {
+				for _, coll := range rcclxColls {
 					if !quantized[coll] {
 						t.Errorf("%s: low precision results were bit-exact: nothing was quantized", coll.Name)
 					}

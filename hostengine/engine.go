@@ -139,6 +139,14 @@ func (c *comm) Library() string               { return fmt.Sprintf("rcclx-host=%
 func (c *comm) Version() int                  { return 0 }
 func (c *comm) Groups() []collectives.Group   { return collectives.AsGroups(c.groups) }
 
+// CanRun refuses all_reduce_bias, a library call (RCCL's ncclAllReduceWithBias) with no algorithm here.
+func (c *comm) CanRun(coll *collectives.Collective) error {
+	if coll.Base() == collectives.AllReduceBias {
+		return fmt.Errorf("engine host has no all_reduce_bias (RCCL's ncclAllReduceWithBias): %w", collectives.ErrUnsupported)
+	}
+	return nil
+}
+
 // abort stops every rank's current and future calls with err (the first error wins): waiting ranks wake, see
 // the flag and return it.
 func (c *comm) abort(err error) {

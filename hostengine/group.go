@@ -98,7 +98,7 @@ func (g *group) Launch(c *collectives.Call) error {
 			return err
 		}
 		tasks[l] = &task{g: g, coll: c.Coll, dt: c.DType, op: c.Op, k: k, send: send, recv: recv,
-			inPlace: c.InPlace(l), algo: algo, red: red}
+			inPlace: c.InPlace(l), algo: algo, root: c.Root, red: red}
 	}
 	g.pending.Add(n)
 	for l, t := range tasks {

@@ -41,6 +41,7 @@ type testCase struct {
 	coll    *collectives.Collective
 	dt      collectives.DType
 	op      collectives.Op
+	root    int   // rooted collectives only
 	bytes   int64 // the requested size (the report's size column before rounding)
 	inPlace bool
 	shift   int64 // elements the views are shifted by (-u)
@@ -55,7 +56,7 @@ func (tc testCase) String() string {
 	if tc.inPlace {
 		place = "in-place"
 	}
-	return fmt.Sprintf("%s %s %s %dB %s shift %d", tc.coll.Name, tc.dt, tc.op, tc.bytes, place, tc.shift)
+	return fmt.Sprintf("%s %s %s root %d %dB %s shift %d", tc.coll.Name, tc.dt, tc.op, tc.root, tc.bytes, place, tc.shift)
 }
 
 // guardElems of poison follow every view, so that writes past its end are caught.
@@ -106,7 +107,7 @@ func runCaseOn(t testing.TB, comms []*comm, tc testCase, seed uint64) outcome {
 	calls := make([]*collectives.Call, len(groups))
 	var ranks []*rankBufs
 	for gi, g := range groups {
-		call := &collectives.Call{Coll: tc.coll, DType: tc.dt, Op: tc.op}
+		call := &collectives.Call{Coll: tc.coll, DType: tc.dt, Op: tc.op, Root: tc.root}
 		for l, r := range g.Ranks() {
 			rb := &rankBufs{rank: r, k: tc.coll.Counts(tc.bytes, n, r, tc.dt)}
 			alloc := func(elems int64) collectives.Buffer {
@@ -170,11 +171,11 @@ func runCaseOn(t testing.TB, comms []*comm, tc testCase, seed uint64) outcome {
 	tol := tc.coll.Tolerance(tc.dt, tc.op, n, out.algo == collectives.LowPrecision)
 	for _, rb := range ranks {
 		g := groupOf[rb.rank]
-		got := make([]byte, rb.k.Recv*es)
+		exp := tc.coll.Expect(tc.dt, tc.op, rb.rank, tc.root, n, rb.k, seed, tol)
+		got := make([]byte, len(exp.Want())) // where the call defines the output: elsewhere nothing may change
 		if err := g.Read(got, rb.recv); err != nil {
 			t.Fatal(err)
 		}
-		exp := tc.coll.Expect(tc.dt, tc.op, rb.rank, n, rb.k, seed, tol)
 		out.wrong[rb.rank], out.relErr[rb.rank] = exp.Check(got)
 		out.out[rb.rank] = got
 		for i, b := range rb.bufs {

@@ -18,6 +18,7 @@ type task struct {
 	send, recv []byte
 	inPlace    bool
 	algo       string
+	root       int
 	red        reducer // zero for collectives that do not reduce
 }
 
@@ -104,7 +105,10 @@ func (r *rank) execute(t *task) error {
 		return nil
 	}
 	c.hooks.Pause()
-	algo, ok := algorithms[t.algo]
+	algo, ok := byCollective[t.coll.Base()]
+	if !ok {
+		algo, ok = algorithms[t.algo]
+	}
 	if !ok {
 		return fmt.Errorf("host engine: no algorithm %q", t.algo)
 	}
@@ -119,7 +123,7 @@ func (r *rank) execute(t *task) error {
 		return c.err()
 	}
 	if c.hooks.CorruptRank == r.id {
-		corrupt(t.recv, t.dt.Size())
+		corrupt(t.recv[:t.coll.Checked(r.id, t.root, c.nranks, t.k)*int64(t.dt.Size())], t.dt.Size())
 	}
 	return nil
 }

@@ -117,6 +117,24 @@ func (q *Calls) Reduce(send, recv cuda.DevicePtr, count int64, dt DataType, op R
 	return q.add(&q.lib.reduce, uintptr(send), uintptr(recv), uintptr(count), uintptr(dt), uintptr(op), uintptr(root), uintptr(c), uintptr(s))
 }
 
+// Gather is ncclGather (NCCL 2.28+): count is each rank's send count; the root receives them in rank order.
+// Libraries without it make Run report collectives.ErrUnsupported: use grouped Send/Recv.
+func (q *Calls) Gather(send, recv cuda.DevicePtr, count int64, dt DataType, root int, c Comm, s cuda.Stream) *Calls {
+	return q.add(&q.lib.gather, uintptr(send), uintptr(recv), uintptr(count), uintptr(dt), uintptr(root), uintptr(c), uintptr(s))
+}
+
+// Scatter is ncclScatter (NCCL 2.28+): count is each rank's receive count. Libraries without it make Run
+// report collectives.ErrUnsupported: use grouped Send/Recv.
+func (q *Calls) Scatter(send, recv cuda.DevicePtr, count int64, dt DataType, root int, c Comm, s cuda.Stream) *Calls {
+	return q.add(&q.lib.scatter, uintptr(send), uintptr(recv), uintptr(count), uintptr(dt), uintptr(root), uintptr(c), uintptr(s))
+}
+
+// AllReduceWithBias is RCCL's ncclAllReduceWithBias: an all-reduce whose result is combined (op) with bias,
+// count elements of device memory on each rank. Other libraries make Run report collectives.ErrUnsupported.
+func (q *Calls) AllReduceWithBias(send, recv cuda.DevicePtr, count int64, dt DataType, op RedOp, c Comm, s cuda.Stream, bias cuda.DevicePtr) *Calls {
+	return q.add(&q.lib.allReduceWithBias, uintptr(send), uintptr(recv), uintptr(count), uintptr(dt), uintptr(op), uintptr(c), uintptr(s), uintptr(bias))
+}
+
 // Send and Recv are ncclSend and ncclRecv (point to point; group them).
 func (q *Calls) Send(send cuda.DevicePtr, count int64, dt DataType, peer int, c Comm, s cuda.Stream) *Calls {
 	return q.add(&q.lib.send, uintptr(send), uintptr(count), uintptr(dt), uintptr(peer), uintptr(c), uintptr(s))

@@ -3,6 +3,7 @@ package nccl
 import (
 	"errors"
 	"math/rand/v2"
+	"strings"
 	"testing"
 
 	"github.com/ebitengine/purego"
@@ -32,6 +33,8 @@ func fakeLibrary(t *testing.T) *Library {
 	}
 	l.getErrorString.names, l.getErrorString.addr = []string{"ncclGetErrorString"}, sym("strerror")
 	l.send.names = []string{"ncclSend"}
+	l.gather.names, l.scatter.names = []string{"ncclGather"}, []string{"ncclScatter"}
+	l.allReduceWithBias.names = []string{"ncclAllReduceWithBias"}
 	return l
 }
 
@@ -71,10 +74,18 @@ func TestCallsRun(t *testing.T) {
 	}
 
 	// A function the library lacks: no call at all.
-	q.Reset()
-	q.GroupStart().Send(0, 1, Float32, 1, 0, 0)
-	if err := q.GroupEnd().Run(); !errors.Is(err, collectives.ErrUnsupported) {
-		t.Fatalf("a missing function: Run = %v", err)
+	for name, add := range map[string]func(){
+		"ncclSend":              func() { q.Send(0, 1, Float32, 1, 0, 0) },
+		"ncclGather":            func() { q.Gather(0, 0, 1, Float32, 0, 0, 0) },
+		"ncclScatter":           func() { q.Scatter(0, 0, 1, Float32, 0, 0, 0) },
+		"ncclAllReduceWithBias": func() { q.AllReduceWithBias(0, 0, 1, Float32, OpSum, 0, 0, 0) },
+	} {
+		q.Reset()
+		q.GroupStart()
+		add()
+		if err := q.GroupEnd().Run(); !errors.Is(err, collectives.ErrUnsupported) || !strings.Contains(err.Error(), name) {
+			t.Fatalf("a missing %s: Run = %v", name, err)
+		}
 	}
 }
 

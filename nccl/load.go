@@ -26,7 +26,7 @@ type Library struct {
 	groupStart, groupEnd, allReduce, allGather, reduceScatter, broadcast, reduce                    cfunc
 	// Optional: absent from older or other libraries; calls report collectives.ErrUnsupported.
 	getLastError, send, recv, alltoAll, redOpCreatePreMulSum, redOpDestroy, commRegister, commDeregister cfunc
-	memAlloc, memFree                                                                                    cfunc
+	memAlloc, memFree, gather, scatter, allReduceWithBias                                                cfunc
 
 	// ncclCommInitRank and ncclCommInitRankConfig take the 128-byte unique id by value, which ccall cannot
 	// pass. The config variant is optional (NCCL 2.14 and later): nil when absent. The library copies *cfg
@@ -146,7 +146,8 @@ func (l *Library) resolve(h uintptr) error {
 		fn(&l.alltoAll, "ncclAlltoAll", "ncclAllToAll"),
 		fn(&l.redOpCreatePreMulSum, "ncclRedOpCreatePreMulSum"), fn(&l.redOpDestroy, "ncclRedOpDestroy"),
 		fn(&l.commRegister, "ncclCommRegister"), fn(&l.commDeregister, "ncclCommDeregister"),
-		fn(&l.memAlloc, "ncclMemAlloc"), fn(&l.memFree, "ncclMemFree"),
+		fn(&l.memAlloc, "ncclMemAlloc"), fn(&l.memFree, "ncclMemFree"), fn(&l.gather, "ncclGather"),
+		fn(&l.scatter, "ncclScatter"), fn(&l.allReduceWithBias, "ncclAllReduceWithBias"),
 	}
 	var missing []string
 	for _, f := range append(required, optional...) {
@@ -177,14 +178,15 @@ func (l *Library) resolve(h uintptr) error {
 }
 
 // Has reports whether the library exports the named optional function ("ncclSend", "ncclAlltoAll",
-// "ncclRedOpCreatePreMulSum", "ncclCommRegister", "ncclCommInitRankConfig", ...), under any of its
+// "ncclGather", "ncclRedOpCreatePreMulSum", "ncclCommInitRankConfig", "ncclAllReduceWithBias" ...), under any of its
 // spellings. "ncclCommInitRankConfig" means non-blocking communicators are available.
 func (l *Library) Has(name string) bool {
 	if name == "ncclCommInitRankConfig" {
 		return l.commInitRankConfig != nil
 	}
 	for _, f := range []*cfunc{&l.getLastError, &l.send, &l.recv, &l.alltoAll, &l.redOpCreatePreMulSum,
-		&l.redOpDestroy, &l.commRegister, &l.commDeregister, &l.memAlloc, &l.memFree} {
+		&l.redOpDestroy, &l.commRegister, &l.commDeregister, &l.memAlloc, &l.memFree, &l.gather, &l.scatter,
+		&l.allReduceWithBias} {
 		for _, n := range f.names {
 			if n == name {
 				return f.addr != 0

@@ -6,6 +6,7 @@ import (
 	"io"
 	"path/filepath"
 	"slices"
+	"strconv"
 )
 
 // Run is a loaded record with the name it is shown under.
@@ -51,8 +52,8 @@ func Compare(w io.Writer, runs []Run, inPlace bool) error {
 	}
 	keys, points := collect(runs, inPlace)
 	type rowID struct {
-		dtype, redop string
-		size         int64
+		dtype, redop, root string
+		size               int64
 	}
 	var cols []seriesKey
 	colIndex := map[seriesKey]int{}
@@ -61,7 +62,7 @@ func Compare(w io.Writer, runs []Run, inPlace bool) error {
 	samples := 0
 	for _, k := range keys {
 		col := k
-		col.dtype, col.redop = "", ""
+		col.dtype, col.redop, col.root = "", "", ""
 		c, ok := colIndex[col]
 		if !ok {
 			c = len(cols)
@@ -69,7 +70,7 @@ func Compare(w io.Writer, runs []Run, inPlace bool) error {
 			cols = append(cols, col)
 		}
 		for size, p := range points[k] {
-			id := rowID{k.dtype, k.redop, size}
+			id := rowID{k.dtype, k.redop, k.root, size}
 			if cells[id] == nil {
 				cells[id] = map[int]*Point{}
 				rows = append(rows, id)
@@ -79,7 +80,9 @@ func Compare(w io.Writer, runs []Run, inPlace bool) error {
 		}
 	}
 	slices.SortStableFunc(rows, func(a, b rowID) int {
-		return cmp.Or(cmp.Compare(a.dtype, b.dtype), cmp.Compare(a.redop, b.redop), cmp.Compare(a.size, b.size))
+		ra, _ := strconv.Atoi(a.root)
+		rb, _ := strconv.Atoi(b.root)
+		return cmp.Or(cmp.Compare(a.dtype, b.dtype), cmp.Compare(a.redop, b.redop), cmp.Compare(ra, rb), cmp.Compare(a.size, b.size))
 	})
 	detailed := false
 	for _, r := range rows {
@@ -114,7 +117,11 @@ func Compare(w io.Writer, runs []Run, inPlace bool) error {
 		if detailed {
 			line = append(line, r.dtype, r.redop)
 		}
-		line = append(line, FormatSize(r.size))
+		if r.root != "" {
+			line = append(line, FormatSize(r.size)+" root "+r.root)
+		} else {
+			line = append(line, FormatSize(r.size))
+		}
 		first := 0.0
 		if p := cells[r][0]; p != nil {
 			first = Median(p.Time)

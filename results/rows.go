@@ -5,13 +5,14 @@ import (
 	"strings"
 )
 
-// rowKey identifies a result row across runs of the same sweep. Ordinal
-// tells apart rows that repeat the same size (all roots with -r -1, or sizes
-// that round to the same byte count).
+// rowKey identifies a result row across runs of the same sweep. Root tells
+// apart the rows of rooted collectives with -r -1 ("" where there is none);
+// Ordinal, rows that repeat the same size (sizes that round to the same byte
+// count).
 type rowKey struct {
-	Series, Type, Redop string
-	Size                int64
-	Ordinal             int
+	Series, Type, Redop, Root string
+	Size                      int64
+	Ordinal                   int
 }
 
 // keyedRow is one result with its key.
@@ -52,6 +53,9 @@ func keyRows(rec *Record) []keyedRow {
 	for i := range rec.Results {
 		r := &rec.Results[i]
 		k := rowKey{Type: r.Type, Redop: r.Redop, Size: r.Size}
+		if root := strings.TrimSpace(r.Root); root != "-1" {
+			k.Root = root
+		}
 		if len(series) > 1 {
 			k.Series = seriesOf(r)
 		}
@@ -64,16 +68,18 @@ func keyRows(rec *Record) []keyedRow {
 }
 
 // labeler names keys as briefly as the set of keys allows: the size alone
-// when every key shares series, type and reduction.
-type labeler struct{ detailed bool }
+// when every key shares series, type, reduction and root.
+type labeler struct{ detailed, roots bool }
 
 func newLabeler(keys []rowKey) labeler {
+	var l labeler
 	for _, k := range keys {
 		if k.Series != keys[0].Series || k.Type != keys[0].Type || k.Redop != keys[0].Redop {
-			return labeler{true}
+			l.detailed = true
 		}
+		l.roots = l.roots || k.Root != keys[0].Root
 	}
-	return labeler{}
+	return l
 }
 
 func (l labeler) label(k rowKey) string {
@@ -83,6 +89,9 @@ func (l labeler) label(k rowKey) string {
 		if k.Series != "" {
 			parts = append([]string{k.Series}, parts...)
 		}
+	}
+	if l.roots {
+		parts = append(parts, "root "+k.Root)
 	}
 	if k.Ordinal > 0 {
 		parts = append(parts, "#"+strconv.Itoa(k.Ordinal+1))

@@ -8,7 +8,7 @@ import (
 )
 
 // Point is one size of a series with every sample measured there: one per
-// repeated row (-N cycles, or roots with -r -1) and, where a half carries
+// repeated row (-N cycles) and, where a half carries
 // rounds (A/B rounds), one per round. Time is in microseconds, bandwidths in
 // GB/s; the three lists run in parallel.
 type Point struct {
@@ -56,7 +56,7 @@ func HalfName(inPlace bool) string {
 type seriesKey struct {
 	run                 int
 	series, arm         string
-	dtype, redop        string
+	dtype, redop, root  string // root: "" for collectives without one
 	runLabel, armPrefix string
 }
 
@@ -101,7 +101,7 @@ func collect(runs []Run, inPlace bool) ([]seriesKey, map[seriesKey]map[int64]*Po
 				series = row.res.Engine
 			}
 			k := seriesKey{run: i, series: series, arm: row.res.ExperimentName, dtype: row.key.Type,
-				redop: row.key.Redop, runLabel: run.Label, armPrefix: armPrefix(run.Record, row.res.ExperimentName)}
+				redop: row.key.Redop, root: row.key.Root, runLabel: run.Label, armPrefix: armPrefix(run.Record, row.res.ExperimentName)}
 			if points[k] == nil {
 				points[k] = map[int64]*Point{}
 				keys = append(keys, k)
@@ -183,7 +183,7 @@ func armPrefix(rec *Record, experiment string) string {
 // seriesLabels names each key by its run (when there are several runs, or it
 // is all a key has) and whatever tells the keys of its run apart.
 func seriesLabels(keys []seriesKey, nRuns int) []string {
-	type dims struct{ series, arm, dtype, redop bool }
+	type dims struct{ series, arm, dtype, redop, root bool }
 	perRun := map[int]*dims{}
 	first := map[int]seriesKey{}
 	for _, k := range keys {
@@ -197,12 +197,13 @@ func seriesLabels(keys []seriesKey, nRuns int) []string {
 		d.arm = d.arm || k.arm != f.arm
 		d.dtype = d.dtype || k.dtype != f.dtype
 		d.redop = d.redop || k.redop != f.redop
+		d.root = d.root || k.root != f.root
 	}
 	out := make([]string, len(keys))
 	for i, k := range keys {
 		d := perRun[k.run]
 		var parts []string
-		if nRuns > 1 || !(d.series || d.arm || d.dtype || d.redop) {
+		if nRuns > 1 || !(d.series || d.arm || d.dtype || d.redop || d.root) {
 			parts = append(parts, k.runLabel)
 		}
 		if d.series && k.series != "" {
@@ -216,6 +217,9 @@ func seriesLabels(keys []seriesKey, nRuns int) []string {
 		}
 		if d.redop {
 			parts = append(parts, k.redop)
+		}
+		if d.root {
+			parts = append(parts, "root "+k.root)
 		}
 		out[i] = strings.Join(parts, " ")
 	}

@@ -3,6 +3,7 @@ package results
 import (
 	"fmt"
 	"regexp"
+	"slices"
 	"strconv"
 	"strings"
 )
@@ -54,7 +55,7 @@ func parseText(data []byte) (*Record, error) {
 			}
 			continue
 		}
-		f := strings.Fields(t)
+		f := RowFields(strings.TrimRight(line, "\r"))
 		if len(f) == 0 {
 			continue
 		}
@@ -70,6 +71,18 @@ func parseText(data []byte) (*Record, error) {
 	}
 	applyFooter(rec, oob, avg)
 	return rec, nil
+}
+
+// RowFields splits a table line into its columns. The redop column may be empty (nccl-tests' hypercube prints
+// "%6s" of ""), which splitting at white space would lose: where the line's redop columns (after
+// "%12li  %12li  %8s  ") are blank, an empty field stands in for it.
+func RowFields(line string) []string {
+	const redopAt, redopEnd = 38, 44
+	f := strings.Fields(line)
+	if len(f) > 3 && len(line) > redopEnd && strings.TrimSpace(line[redopAt:redopEnd]) == "" {
+		f = slices.Insert(f, 3, "")
+	}
+	return f
 }
 
 // parseTextComment reads the header lines nccl-tests prints before the table.

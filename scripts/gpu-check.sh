@@ -33,6 +33,10 @@
 #                  engine's in-place copy-engine transport against its kernels (-O 0 --ab ..._GPU_CE_BYTES=off,8M)
 #        lp        FP8 LP rows at 64 MiB, 256 MiB and 1 GiB, float and bfloat16, with their max and RMS relative
 #                  error (JSON): all four collectives next to NCCL (--engine vendor,gpu), and the scaled mode
+#        colls     broadcast, reduce, gather, scatter, sendrecv, alltoallv, hypercube on the vendor engine: every
+#                  type, op and root (#wrong 0), alltoallv's matrix mode, 8 B with -G 20 and 1 GiB, the hooks;
+#                  the same binaries on the gpu engine (run, or refused per type: no crash); all_reduce_bias
+#                  on NCCL (one line: the library lacks ncclAllReduceWithBias)
 # Logs go to $OUT (default /tmp/gpu-check); the compiled kernels are cached in $BIN/kcache and packed into
 # $OUT/kcache.tgz, so that the next call can carry them back in $BIN.
 set -uo pipefail
@@ -47,6 +51,8 @@ esac
 cd "$(dirname "$0")/.."
 BIN=${BIN:-.devbin-gpu}
 PERF_BINS=(all_reduce_perf all_gather_perf alltoall_perf reduce_scatter_perf)
+COLL_BINS=(broadcast_perf reduce_perf gather_perf scatter_perf sendrecv_perf alltoallv_perf hypercube_perf
+	all_reduce_bias_perf)
 
 if [[ ${1:-} == --build ]]; then
 	mkdir -p "$BIN"
@@ -59,6 +65,9 @@ if [[ ${1:-} == --build ]]; then
 			CGO_ENABLED=0 go build -ldflags="-s -w" -o "$BIN/$b" "./cmd/$b" || exit 1
 		done
 	fi
+	for b in "${COLL_BINS[@]}"; do
+		CGO_ENABLED=0 go build -ldflags="-s -w" -o "$BIN/$b" "./cmd/$b" || exit 1
+	done
 	ls -la "$BIN"
 	exit 0
 fi
@@ -283,6 +292,8 @@ step_rccl() {
 	expect vendor-x1 0 rccl-x.log "$P" --engine vendor -g 2 -b 8 -e 1M -f 8 -x 1
 	expect_line vendor-x1# rccl-x.log '^# (CTA policy: 1 \(ncclConfig\)|-x 1 ignored: .* has no CTA policy 1)'
 	head -3 "$OUT/rccl-gpu-host.csv" "$OUT/rccl-vendor.json"
+}
+
 step_coldstart() {
 	local kc t0 t1 t2 rc1 rc2
 	kc=$(mktemp -d)
@@ -343,6 +354,26 @@ step_lp() {
 		echo "== ${f##*/}"
 		lp_rows "$f"
 	done | tee "$OUT/lp-errors.txt"
+}
+
+# The vendor engine runs the other seven binaries: every type, op and root must check out (exit 0; #wrong > 0
+# exits 7), at 8 B under -G 20 and at 1 GiB too; the corrupt hook on the root must be caught.
+step_colls() {
+	local m=$OUT/alltoallv-matrix.txt
+	printf '0 4096 1048576\n65536 0 16\n12345 777777 0\n' >"$m"
+	for b in "${COLL_BINS[@]:0:7}"; do
+		local n=${b%_perf}
+		expect "$n" 0 colls.log "$BIN/$b" --engine vendor -g 2 -b 8 -e 1M -f 32 -d all -o all -r -1 -w 1 -n 2 -T 60
+		expect "$n-8B-G" 0 colls.log "$BIN/$b" --engine vendor -g 2 -b 8 -e 8 -G 20 -w 5 -n 20
+		expect "$n-1G" 0 colls.log "$BIN/$b" --engine vendor -g 2 -b 1G -e 1G -w 5 -n 20
+		RCCLX_TESTS_CORRUPT_RANK=1 expect "$n-bad" 7 colls.log "$BIN/$b" --engine vendor -g 2 -b 1M -e 1M -r 1 -n 2
+		# The gpu engine runs it, or says per type that it does not (exit 0 either way, never a crash).
+		expect "$n-gpu" 0 colls.log "$BIN/$b" --engine gpu -g 2 -b 1K -e 1M -f 32 -n 2 -T 60
+	done
+	expect bias-nccl 0 colls.log "$BIN/all_reduce_bias_perf" --engine vendor -g 2 -b 1K -e 1K -n 2
+	NCCL_TESTS_ALLTOALLV_MATRIX_FILE=$m NCCL_TESTS_ALLTOALLV_PRINT_SUMMARY=1 \
+		expect alltoallv-mx 0 colls.log "$BIN/alltoallv_perf" --engine vendor -g 2 -b 2M -e 2M -d all -n 5
+	grep -E '^# (Collective test starting|Out of bounds)|^timeout|_perf: ' "$OUT/colls.log" | uniq -c | head -60
 }
 
 step_ncclt() {

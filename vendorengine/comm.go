@@ -19,15 +19,18 @@ type comm struct {
 	timeout        time.Duration
 	register       bool
 	nativeAlltoAll bool
-	nonBlocking    bool                   // communicators made with blocking = 0: calls may return ncclInProgress (see finish)
-	memory         collectives.MemoryKind // -Y: where rank buffers live (memory.go)
-	ctaPolicy      int                    // -x as applied: -1 none (memory.go)
-	ctaNote        string                 // the header line about -x
-	hooks          collectives.Hooks
-	arrivals       *collectives.Arrivals // calls each local rank entered, for timeouts
-	ranks          []*rank               // local ranks, in local order
-	groups         []*group
-	devices        []collectives.Device
+	// The library exports ncclGather / ncclScatter (NCCL 2.28+); otherwise grouped sends and receives.
+	nativeGather, nativeScatter bool
+	withBias                    bool                   // the library exports ncclAllReduceWithBias (RCCL)
+	nonBlocking                 bool                   // communicators made with blocking = 0: calls may return ncclInProgress (see finish)
+	memory                      collectives.MemoryKind // -Y: where rank buffers live (memory.go)
+	ctaPolicy                   int                    // -x as applied: -1 none (memory.go)
+	ctaNote                     string                 // the header line about -x
+	hooks                       collectives.Hooks
+	arrivals                    *collectives.Arrivals // calls each local rank entered, for timeouts
+	ranks                       []*rank               // local ranks, in local order
+	groups                      []*group
+	devices                     []collectives.Device
 
 	abortMu  sync.Mutex
 	abortErr error // why the communicators were aborted; after ncclCommAbort they are gone
@@ -123,4 +126,12 @@ func (c *comm) Close() error {
 	}
 	c.ranks, c.groups = nil, nil
 	return errors.Join(errs...)
+}
+
+// CanRun refuses all_reduce_bias where the library does not export ncclAllReduceWithBias (RCCL's own call).
+func (c *comm) CanRun(coll *collectives.Collective) error {
+	if coll.Base() == collectives.AllReduceBias && !c.withBias {
+		return fmt.Errorf("%s does not export ncclAllReduceWithBias: %w", c.lib.Path, collectives.ErrUnsupported)
+	}
+	return nil
 }

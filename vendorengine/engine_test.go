@@ -163,3 +163,17 @@ func TestGrouped(t *testing.T) {
 		}
 	}
 }
+
+func TestAllReduceBiasNeedsTheLibrarysCall(t *testing.T) {
+	c := &comm{lib: &nccl.Library{Path: "libnccl.so.2"}}
+	err := c.CanRun(collectives.AllReduceBias)
+	if !errors.Is(err, collectives.ErrUnsupported) || !strings.Contains(err.Error(), "libnccl.so.2 does not export ncclAllReduceWithBias") {
+		t.Errorf("CanRun without the symbol = %v", err)
+	}
+	c.withBias = true
+	for _, coll := range append(collectives.All(), collectives.AllReduceBias) {
+		if err := c.CanRun(coll); err != nil {
+			t.Errorf("%s: %v", coll.Name, err)
+		}
+	}
+}

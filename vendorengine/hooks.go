@@ -9,7 +9,7 @@ import "github.com/rcclx-tests/rcclx-tests/collectives"
 // stream cannot be waited for.
 func (g *group) corrupt(c *collectives.Call) error {
 	for l, r := range g.ranks {
-		if r.global != g.c.hooks.CorruptRank || c.Counts[l].Recv == 0 || g.capturing {
+		if r.global != g.c.hooks.CorruptRank || c.Coll.Checked(r.global, c.Root, g.c.nranks, c.Counts[l]) == 0 || g.capturing {
 			continue
 		}
 		if err := g.Wait(); err != nil {

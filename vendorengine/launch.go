@@ -2,6 +2,7 @@ package vendorengine
 
 import (
 	"fmt"
+	"slices"
 	"time"
 
 	"github.com/rcclx-tests/rcclx-tests/collectives"
@@ -86,10 +87,14 @@ func (g *group) prepare(c *collectives.Call) error {
 	if err := g.c.usable(); err != nil {
 		return err
 	}
-	switch c.Coll {
-	case collectives.AllReduce, collectives.AllGather, collectives.ReduceScatter, collectives.AllToAll:
-	default:
+	if !slices.Contains(collectives.All(), c.Coll.Base()) && c.Coll.Base() != collectives.AllReduceBias {
 		return fmt.Errorf("vendor: %s: %w", c.Coll.Name, collectives.ErrUnsupported)
+	}
+	if err := g.c.CanRun(c.Coll); err != nil {
+		return err
+	}
+	if c.Coll.HasBias() && c.Op != collectives.Sum && c.Op != collectives.Prod && c.Op != collectives.Max && c.Op != collectives.Min {
+		return fmt.Errorf("vendor: all_reduce_bias %s: %w", c.Op, collectives.ErrUnsupported)
 	}
 	dt, err := g.dataType(c.DType)
 	if err != nil {
@@ -106,6 +111,10 @@ func (g *group) prepare(c *collectives.Call) error {
 
 // queue adds c's library calls to q, in one group where grouped says so. The skip hook's rank makes none.
 func (g *group) queue(q *nccl.Calls, c *collectives.Call) {
+	if c.Coll.Base() == collectives.HyperCube {
+		g.queueHyperCube(q, c)
+		return
+	}
 	group := grouped(len(g.ranks), g.c.nonBlocking, g.sendRecv(c))
 	if group {
 		q.GroupStart()
@@ -130,40 +139,94 @@ func grouped(nlocal int, nonBlocking, sendRecv bool) bool {
 
 // sendRecv reports whether c moves as sends and receives.
 func (g *group) sendRecv(c *collectives.Call) bool {
-	return c.Coll == collectives.AllToAll && !(g.c.nativeAlltoAll && !c.InPlace(0))
+	switch c.Coll.Base() {
+	case collectives.AllToAll:
+		return !(g.c.nativeAlltoAll && !c.InPlace(0))
+	case collectives.Gather:
+		return !g.c.nativeGather
+	case collectives.Scatter:
+		return !g.c.nativeScatter
+	case collectives.SendRecv, collectives.AllToAllV, collectives.HyperCube:
+		return true
+	}
+	return false
 }
 
 func (g *group) queueOne(q *nccl.Calls, c *collectives.Call, l int, r *rank) {
 	// A count of 0 still goes to the library, as nccl-tests does: NCCL 2.28 takes ~13 us over an empty alltoall.
 	dt, count := g.dt, c.Counts[l].Param
 	send, recv := devicePtr(c.Send[l]), devicePtr(c.Recv[l])
-	switch c.Coll {
+	if g.sendRecv(c) {
+		for _, op := range p2ps(c, l, r.global, g.c.nranks, send, recv) {
+			op.queue(q, dt, r)
+		}
+		return
+	}
+	switch c.Coll.Base() {
 	case collectives.AllReduce:
 		q.AllReduce(send, recv, count, dt, g.ops[l], r.comm, r.stream)
+	case collectives.AllReduceBias: // the bias follows the input in the send view
+		q.AllReduceWithBias(send, recv, count, dt, g.ops[l], r.comm, r.stream, send+cuda.DevicePtr(count*int64(c.DType.Size())))
 	case collectives.AllGather:
 		q.AllGather(send, recv, count, dt, r.comm, r.stream)
 	case collectives.ReduceScatter:
 		q.ReduceScatter(send, recv, count, dt, g.ops[l], r.comm, r.stream)
 	case collectives.AllToAll:
-		if !g.sendRecv(c) {
-			q.AlltoAll(send, recv, count, dt, r.comm, r.stream)
-			return
+		q.AlltoAll(send, recv, count, dt, r.comm, r.stream)
+	case collectives.Broadcast:
+		q.Broadcast(send, recv, count, dt, c.Root, r.comm, r.stream)
+	case collectives.Reduce:
+		q.Reduce(send, recv, count, dt, g.ops[l], c.Root, r.comm, r.stream)
+	case collectives.Gather:
+		if count > 0 { // nccl-tests makes no call for an empty gather or scatter
+			q.Gather(send, recv, count, dt, c.Root, r.comm, r.stream)
 		}
-		// As nccl-tests does: a send and a receive per peer (in place too, where the libraries' alltoall
-		// refuses; nccl-tests does not check in-place alltoall results).
-		block := cuda.DevicePtr(count * int64(c.DType.Size()))
-		for p := range g.c.nranks {
-			q.Send(send+cuda.DevicePtr(p)*block, count, dt, p, r.comm, r.stream)
-			q.Recv(recv+cuda.DevicePtr(p)*block, count, dt, p, r.comm, r.stream)
+	case collectives.Scatter:
+		if count > 0 {
+			q.Scatter(send, recv, count, dt, c.Root, r.comm, r.stream)
 		}
+	}
+}
+
+// queueHyperCube adds hypercube's log2(n) exchanges (hyperCubeStep), one group per step over every local rank.
+func (g *group) queueHyperCube(q *nccl.Calls, c *collectives.Call) {
+	for mask := 1; mask == 1 || mask < g.c.nranks; mask <<= 1 {
+		q.GroupStart()
+		for l, r := range g.ranks {
+			if r.global == g.c.hooks.SkipRank {
+				continue
+			}
+			for _, op := range hyperCubeStep(c, l, r.global, g.c.nranks, mask, devicePtr(c.Send[l]), devicePtr(c.Recv[l])) {
+				op.queue(q, g.dt, r)
+			}
+		}
+		q.GroupEnd()
 	}
 }
 
 // callName names the library call of c, for messages.
 func (c *comm) callName(call *collectives.Call) string {
-	switch call.Coll {
+	switch call.Coll.Base() {
 	case collectives.AllReduce:
 		return "ncclAllReduce"
+	case collectives.AllReduceBias:
+		return "ncclAllReduceWithBias"
+	case collectives.Broadcast:
+		return "ncclBroadcast"
+	case collectives.Reduce:
+		return "ncclReduce"
+	case collectives.Gather:
+		if c.nativeGather {
+			return "ncclGather"
+		}
+		return "ncclSend/ncclRecv"
+	case collectives.Scatter:
+		if c.nativeScatter {
+			return "ncclScatter"
+		}
+		return "ncclSend/ncclRecv"
+	case collectives.SendRecv, collectives.AllToAllV, collectives.HyperCube:
+		return "ncclSend/ncclRecv"
 	case collectives.AllGather:
 		return "ncclAllGather"
 	case collectives.ReduceScatter:

@@ -48,6 +48,8 @@ func (engine) Open(cfg collectives.Config) (collectives.Comm, error) {
 	if c.nativeAlltoAll, err = alltoallNative(getenv(alltoallEnv), lib.Has("ncclAlltoAll")); err != nil {
 		return nil, fmt.Errorf("vendor: %w", err)
 	}
+	c.nativeGather, c.nativeScatter = lib.Has("ncclGather"), lib.Has("ncclScatter")
+	c.withBias = lib.Has("ncclAllReduceWithBias")
 
 	// CommInitAll makes every communicator of a single-process run in one blocking call; otherwise rank 0's
 	// unique id reaches every rank through the world.
