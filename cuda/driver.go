@@ -38,6 +38,7 @@ var (
 	cuMemFree                   = driverLib.fn("cuMemFree_v2")
 	cuMemGetInfo                = driverLib.fn("cuMemGetInfo_v2")
 	cuMemcpyHtoD                = driverLib.fn("cuMemcpyHtoD_v2")
+	cuMemcpyHtoDAsync           = driverLib.fn("cuMemcpyHtoDAsync_v2")
 	cuMemcpyDtoH                = driverLib.fn("cuMemcpyDtoH_v2")
 	cuMemcpyDtoD                = driverLib.fn("cuMemcpyDtoD_v2")
 	cuMemcpyDtoDAsync           = driverLib.fn("cuMemcpyDtoDAsync_v2")

@@ -51,14 +51,27 @@ func (c *comm) launchAlgo(r *rank, call *collectives.Call, l int, algo string, s
 	a := kernelArgs{Send: send, Recv: recv, Count: k.Param, Rank: int64(r.global), NRanks: int64(c.nranks),
 		Peers: r.peers, Abort: c.flagsDev, Status: c.statusDev(r.local), Half: c.half,
 		X2: int64(c.policy.LPBlock), X3: p.lpMode}
+	switch {
+	case call.Coll.Rooted:
+		a.X2 = int64(call.Root)
+	case call.Coll.Base() == collectives.AllToAllV:
+		if a.X3, err = r.alltoallvTable(k); err != nil {
+			return err
+		}
+	}
 	grid, block := [3]uint32{uint32(p.blocks), 1, 1}, [3]uint32{blockThreads, 1, 1}
 	if p.rounds == nil {
 		return cuda.LaunchStruct(f, grid, block, 0, r.stream, r.args, &a)
 	}
 	for _, rd := range p.rounds {
 		a.X0, a.X1 = rd.off, rd.len
-		if err := cuda.LaunchStruct(f, grid, block, 0, r.stream, r.args, &a); err != nil {
-			return err
+		for s := range max(p.steps, 1) {
+			if p.steps > 0 {
+				a.X2 = int64(s)
+			}
+			if err := cuda.LaunchStruct(f, grid, block, 0, r.stream, r.args, &a); err != nil {
+				return err
+			}
 		}
 	}
 	return nil

@@ -18,12 +18,17 @@
 #                  tree with a build.sh sits in $BIN/ncclt (not part of this repository)
 #        vendor    the vendor engine's and the NCCL binding's GPU tests (non-blocking communicators, -T inside
 #                  NCCL calls, hooks, device memory released on every exit path)
+#        peers     broadcast, reduce, gather, scatter, sendrecv, alltoallv, hypercube: the gpuengine tests against
+#                  the host engine, then every binary on the gpu and vendor engines (-d all -o all -r -1, 2 GPUs)
+#                  and on 8 oversubscribed ranks
+#        peerperf  the same binaries next to NCCL (--engine vendor,gpu) at 8 B with -G 20 and at 1 GiB
 # Logs go to $OUT (default /tmp/gpu-check); the compiled kernels are cached in $BIN/kcache and packed into
 # $OUT/kcache.tgz, so that the next call can carry them back in $BIN.
 set -uo pipefail
 cd "$(dirname "$0")/.."
 BIN=${BIN:-.devbin-gpu}
 PERF_BINS=(all_reduce_perf all_gather_perf alltoall_perf reduce_scatter_perf)
+PEER_BINS=(broadcast_perf reduce_perf gather_perf scatter_perf sendrecv_perf alltoallv_perf hypercube_perf)
 
 if [[ ${1:-} == --build ]]; then
 	mkdir -p "$BIN"
@@ -32,7 +37,7 @@ if [[ ${1:-} == --build ]]; then
 	done
 	# The perf binaries only matter once the engines registry knows the gpu engine (they are large to carry).
 	if grep -q gpuengine engines/*.go 2>/dev/null; then
-		for b in "${PERF_BINS[@]}"; do
+		for b in "${PERF_BINS[@]}" "${PEER_BINS[@]}"; do
 			CGO_ENABLED=0 go build -ldflags="-s -w" -o "$BIN/$b" "./cmd/$b" || exit 1
 		done
 	fi
@@ -179,10 +184,30 @@ step_ncclt() {
 	grep -h 'within bounds' "$OUT/ncclt.log" "$OUT/ncclt-graph.log"
 }
 
+step_peers() {
+	run_step peers-test peers-test.log "$BIN/gpuengine.test" -test.v -test.timeout 400s \
+		-test.run 'TestGPU(PeerCollectivesMatchHost|AllToAllVMatrix)'
+	grep -E '^(--- |FAIL|ok|PASS)|wrong|differs' "$OUT/peers-test.log" | head -20
+	for b in "${PEER_BINS[@]}"; do
+		for eng in gpu vendor; do
+			expect "${b%_perf}-$eng" 0 peers.log "$BIN/$b" --engine "$eng" -g 2 -b 8 -e 4M -f 16 -w 1 -n 2 -d all -o all -r -1 -T 30
+		done
+		expect "${b%_perf}-8r" 0 peers.log "$BIN/$b" --engine gpu -g 8 --oversubscribe -b 1K -e 1M -f 32 -w 1 -n 2 -T 30
+	done
+}
+
+step_peerperf() {
+	for b in "${PEER_BINS[@]}"; do
+		expect "${b%_perf}-8B-G" 0 peerperf.log "$BIN/$b" --engine vendor,gpu -g 2 -b 8 -e 8 -G 20 -w 20 -n 50
+		expect "${b%_perf}-1G" 0 peerperf.log "$BIN/$b" --engine vendor,gpu -g 2 -b 1G -e 1G -w 5 -n 20
+	done
+}
+
 for s in "${STEPS[@]}"; do "step_$s"; done
 tar -czf "$OUT/kcache.tgz" -C "$BIN/kcache" . 2>/dev/null
 grep -A40 'algo  ' "$OUT/perf.log" 2>/dev/null | grep -v '^---' | sed 's/^ *perf_test.go:[0-9]*: *//' | head -40
 # The short tables: gpu engine time over NCCL's from one run, and the A/B.
 [[ -f $OUT/bins.log ]] && grep -E '^# (Time ratio|  +size| +[0-9]+ +[a-z0-9]+ +[a-z]+ +[0-9.N/A]+ )' "$OUT/bins.log" | head -60
 [[ -f $OUT/ab.log ]] && grep -E '^[|+]' "$OUT/ab.log" | head -20
+[[ -f $OUT/peerperf.log ]] && grep -E '^# (Time ratio|Collective test starting)|^ +[0-9]+ +[0-9]+ ' "$OUT/peerperf.log" | head -60
 printf '%s\n' "${SUMMARY[@]}"
