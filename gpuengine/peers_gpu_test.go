@@ -1,10 +1,12 @@
 package gpuengine
 
 import (
+	"fmt"
 	"math/rand/v2"
 	"os"
 	"path/filepath"
 	"testing"
+	"time"
 
 	"github.com/rcclx-tests/rcclx-tests/collectives"
 )
@@ -49,44 +51,52 @@ func TestGPUPeerCollectivesMatchHost(t *testing.T) {
 	t.Logf("seed %d", seed)
 	rng := rand.New(rand.NewPCG(seed, 11))
 	env := map[string]string{"RCCL_DDA_SENDBUF_BYTES": "1M"}
-	types := []collectives.DType{collectives.Float, collectives.Half, collectives.Int8, collectives.Double}
+	trace := os.Getenv("RCCLX_TESTS_TRACE") != ""
 	for _, pc := range peerCases {
 		for _, n := range pc.ranks {
-			gpu, host := open(t, New(), n, env, 0), newHost(t, n, env)
-			for _, dt := range types {
-				ops := []collectives.Op{collectives.Sum}
-				if pc.coll.Reduces {
-					ops = collectives.AllOps()
-				}
-				e := int64(dt.Size())
-				for _, op := range ops {
-					sizes := []int64{0, e, int64(n) * 16 * 37, 2<<20 + int64(n)*48}
-					if dt == collectives.Float && op == collectives.Sum && n <= 3 {
-						sizes = append(sizes, 17<<20+int64(n)*48) // several rounds of a whole half too
+			t.Run(fmt.Sprintf("%s/%d", pc.coll.Name, n), func(t *testing.T) {
+				gpu, host := open(t, New(), n, env, 20*time.Second), newHost(t, n, env) // a hang ends as a timeout naming its phase
+				for _, dt := range []collectives.DType{collectives.Float, collectives.Half, collectives.Int8, collectives.Double} {
+					ops := []collectives.Op{collectives.Sum}
+					if pc.coll.Reduces && (dt == collectives.Float || dt == collectives.Int8) {
+						ops = collectives.AllOps()
 					}
-					for _, bytes := range sizes {
-						for _, root := range peerRoots(pc.coll, n) {
-							for _, inPlace := range []bool{false, true} {
-								if t.Failed() {
-									t.FailNow()
-								}
-								s := callSpec{pc.coll, dt, op, bytes, inPlace, 0, root}
-								in := exactInputs(s, n, seed)
-								out, algo := run(t, gpu, s, in)
-								if !inPlace || pc.coll.InPlaceChecked() {
-									check(t, s, n, seed, algo, out)
-									sameAsHost(t, host, s, in, out, algo)
-								}
-								if pc.coll.Reduces && dt.IsFloat() && !inPlace {
-									rough := roughInputs(s, n, rng)
-									out, _ = run(t, gpu, s, rough)
-									sameAsHost(t, host, s, rough, out, algo)
+					e := int64(dt.Size())
+					sizes := []int64{0, e, int64(n) * 16 * 37}
+					if dt == collectives.Float || dt == collectives.Int8 {
+						sizes = append(sizes, 2<<20+int64(n)*48) // several rounds at 8 ranks (1 MiB slots)
+					}
+					if dt == collectives.Float && n <= 3 {
+						sizes = append(sizes, 17<<20+int64(n)*48) // several rounds of a whole half
+					}
+					for _, op := range ops {
+						for _, bytes := range sizes {
+							for _, root := range peerRoots(pc.coll, n) {
+								for _, inPlace := range []bool{false, true} {
+									if t.Failed() {
+										t.FailNow()
+									}
+									s := callSpec{pc.coll, dt, op, bytes, inPlace, 0, root}
+									if trace {
+										t.Log(s)
+									}
+									in := exactInputs(s, n, seed)
+									out, algo := run(t, gpu, s, in)
+									if !inPlace || pc.coll.InPlaceChecked() {
+										check(t, s, n, seed, algo, out)
+										sameAsHost(t, host, s, in, out, algo)
+									}
+									if pc.coll.Reduces && dt.IsFloat() && !inPlace {
+										rough := roughInputs(s, n, rng)
+										out, _ = run(t, gpu, s, rough)
+										sameAsHost(t, host, s, rough, out, algo)
+									}
 								}
 							}
 						}
 					}
 				}
-			}
+			})
 		}
 	}
 }
