@@ -8,6 +8,9 @@ import (
 	"github.com/rcclx-tests/rcclx-tests/cuda"
 )
 
+// vTableBytes is the size of an alltoallv table of n ranks.
+func vTableBytes(n int) int64 { return 4 * 8 * int64(n) }
+
 // vTable is a rank's alltoallv table in device memory (kernels/direct.cu's direct_alltoallv: send counts, send
 // displacements, receive counts, receive displacements, 4n int64) and the values it holds. A sweep calls with
 // the same counts many times, so the table is written only when they change, in the order of the rank's
@@ -23,19 +26,12 @@ type vTable struct {
 func (r *rank) alltoallvTable(k collectives.Counts) (int64, error) {
 	want := slices.Concat(k.SendCounts, k.SendDispls, k.RecvCounts, k.RecvDispls)
 	t := &r.vtable
-	if t.dev != 0 && slices.Equal(t.held, want) {
+	if t.held != nil && slices.Equal(t.held, want) {
 		return int64(t.dev), nil
 	}
 	b := make([]byte, 8*len(want))
 	for i, v := range want {
 		binary.LittleEndian.PutUint64(b[8*i:], uint64(v))
-	}
-	if t.dev == 0 { // the table's length, 4 x the rank count, never changes
-		p, err := cuda.MemAlloc(int64(len(b)))
-		if err != nil {
-			return 0, err
-		}
-		t.dev = p
 	}
 	if err := cuda.MemcpyHtoDStream(t.dev, b, r.stream); err != nil {
 		return 0, err

@@ -5,9 +5,29 @@ import (
 	"github.com/rcclx-tests/rcclx-tests/cuda"
 )
 
-// launch enqueues call on local rank l (its context is current): the algorithm's kernels, then the corrupt
-// hook's bit flip.
-func (c *comm) launch(r *rank, call *collectives.Call, l int, algo string) error {
+// phase is one of a call's launches on every rank: ph of phases (callPhases).
+type phase struct{ ph, phases int }
+
+// callPhases is how many launches call makes on each rank, the same on every rank (so is the plan): a rounds
+// kernel's rounds times its steps, otherwise 1. Launch enqueues phase i on every local rank before phase i+1 on
+// any: the kernels of one phase wait for each other, and ranks sharing a GPU share its hardware queues, where a
+// rank's launch i+1 queued ahead of a peer's launch i would wait behind its own launch i, which waits for that
+// peer's.
+func (c *comm) callPhases(call *collectives.Call, algo string) int {
+	k := call.Counts[0]
+	if k.Send == 0 && k.Recv == 0 || c.nranks == 1 && algo != collectives.LowPrecision {
+		return 1
+	}
+	p, err := c.makePlan(call.Coll, algo, k, call.DType.Size())
+	if err != nil {
+		return 1 // launch reports the error
+	}
+	return p.launches()
+}
+
+// launch enqueues phase f of call on local rank l (its context is current): the algorithm's kernel launch of
+// that phase, and after the last phase the corrupt hook's bit flip.
+func (c *comm) launch(r *rank, call *collectives.Call, l int, algo string, f phase) error {
 	k := call.Counts[l]
 	size := call.DType.Size()
 	send, recv := ptr(call.Send[l]), ptr(call.Recv[l])
@@ -18,8 +38,11 @@ func (c *comm) launch(r *rank, call *collectives.Call, l int, algo string) error
 		if send != recv {
 			return cuda.MemcpyDtoDAsync(recv, send, k.Recv*int64(size), r.stream)
 		}
-	} else if err := c.launchAlgo(r, call, l, algo, send, recv); err != nil {
+	} else if err := c.launchAlgo(r, call, l, algo, send, recv, f.ph); err != nil {
 		return err
+	}
+	if f.ph != f.phases-1 {
+		return nil
 	}
 	return c.corrupt(r, call, l)
 }
@@ -38,7 +61,8 @@ func (c *comm) corrupt(r *rank, call *collectives.Call, l int) error {
 		ptr(call.Recv[l])+cuda.DevicePtr(collectives.CorruptByte(size)), uint32(collectives.CorruptMask))
 }
 
-func (c *comm) launchAlgo(r *rank, call *collectives.Call, l int, algo string, send, recv cuda.DevicePtr) error {
+// launchAlgo launches phase ph of the algorithm's plan: its one kernel launch, or one round's step.
+func (c *comm) launchAlgo(r *rank, call *collectives.Call, l int, algo string, send, recv cuda.DevicePtr, ph int) error {
 	k := call.Counts[l]
 	p, err := c.makePlan(call.Coll, algo, k, call.DType.Size())
 	if err != nil {
@@ -60,21 +84,14 @@ func (c *comm) launchAlgo(r *rank, call *collectives.Call, l int, algo string, s
 		}
 	}
 	grid, block := [3]uint32{uint32(p.blocks), 1, 1}, [3]uint32{blockThreads, 1, 1}
-	if p.rounds == nil {
-		return cuda.LaunchStruct(f, grid, block, 0, r.stream, r.args, &a)
-	}
-	for _, rd := range p.rounds {
+	if p.rounds != nil {
+		rd, step := p.at(ph)
 		a.X0, a.X1 = rd.off, rd.len
-		for s := range max(p.steps, 1) {
-			if p.steps > 0 {
-				a.X2 = int64(s)
-			}
-			if err := cuda.LaunchStruct(f, grid, block, 0, r.stream, r.args, &a); err != nil {
-				return err
-			}
+		if p.steps > 0 {
+			a.X2 = int64(step)
 		}
 	}
-	return nil
+	return cuda.LaunchStruct(f, grid, block, 0, r.stream, r.args, &a)
 }
 
 // ptr is the device address of a view of one of this engine's buffers.

@@ -75,6 +75,20 @@ type plan struct {
 	lpMode int64   // Args.x3
 }
 
+// launches is how many kernel launches the plan makes on each rank: one per round and step, 1 without rounds.
+func (p plan) launches() int {
+	if p.rounds == nil {
+		return 1
+	}
+	return len(p.rounds) * max(p.steps, 1)
+}
+
+// at is the round and step of launch ph of a rounds plan: every step of a round before the next round.
+func (p plan) at(ph int) (round, int) {
+	steps := max(p.steps, 1)
+	return p.rounds[ph/steps], ph % steps
+}
+
 const (
 	llFlatKernel     = "dda_all_reduce_flat_ll"
 	llTreeKernel     = "dda_all_reduce_tree_ll"
