@@ -10,9 +10,8 @@ type phase struct{ ph, phases int }
 
 // callPhases is how many launches call makes on each rank, the same on every rank (so is the plan): a rounds
 // kernel's rounds times its steps, otherwise 1. Launch enqueues phase i on every local rank before phase i+1 on
-// any: the kernels of one phase wait for each other, and ranks sharing a GPU share its hardware queues, where a
-// rank's launch i+1 queued ahead of a peer's launch i would wait behind its own launch i, which waits for that
-// peer's.
+// any, as it enqueues whole calls: the kernels of a phase wait for each other, and none of them is then queued
+// behind a later launch of another rank.
 func (c *comm) callPhases(call *collectives.Call, algo string) int {
 	k := call.Counts[0]
 	if k.Send == 0 && k.Recv == 0 || c.nranks == 1 && algo != collectives.LowPrecision {
