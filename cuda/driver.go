@@ -39,6 +39,7 @@ var (
 	cuMemAllocManaged           = driverLib.fn("cuMemAllocManaged")
 	cuMemGetInfo                = driverLib.fn("cuMemGetInfo_v2")
 	cuMemcpyHtoD                = driverLib.fn("cuMemcpyHtoD_v2")
+	cuMemcpyHtoDAsync           = driverLib.fn("cuMemcpyHtoDAsync_v2")
 	cuMemcpyDtoH                = driverLib.fn("cuMemcpyDtoH_v2")
 	cuMemcpyDtoD                = driverLib.fn("cuMemcpyDtoD_v2")
 	cuMemcpyDtoDAsync           = driverLib.fn("cuMemcpyDtoDAsync_v2")

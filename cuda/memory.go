@@ -2,6 +2,7 @@ package cuda
 
 import (
 	"fmt"
+	"runtime"
 	"unsafe"
 )
 
@@ -42,6 +43,21 @@ func MemcpyHtoD(dst DevicePtr, src []byte) error {
 	// context costs ~1.2 us more until the context is synchronized; waiting for the legacy stream alone leaves
 	// it so. (On the lent H200s a query costs ~1.4 us whatever was done before.)
 	return Synchronize()
+}
+
+// MemcpyHtoDStream copies len(src) bytes to dst in the order of stream s and returns when s is idle: unlike
+// MemcpyHtoD it leaves the context's other streams alone (their kernels may be waiting for work this thread has
+// yet to launch).
+func MemcpyHtoDStream(dst DevicePtr, src []byte, s Stream) error {
+	if len(src) == 0 {
+		return nil
+	}
+	if err := cuMemcpyHtoDAsync.call(uintptr(dst), uintptr(unsafe.Pointer(&src[0])), uintptr(len(src)), uintptr(s)); err != nil {
+		return err
+	}
+	err := s.Synchronize()
+	runtime.KeepAlive(src)
+	return err
 }
 
 // MemcpyDtoH copies len(dst) bytes from src and returns when the copy is done.

@@ -52,6 +52,7 @@ type rank struct {
 	events        eventRing
 	ce            ceRank         // the copy-engine transport's events and scratch
 	args          *cuda.ArgBlock // kernel parameters of this rank's launches (one launching thread at a time)
+	vtable        vTable         // alltoallv's counts and displacements
 }
 
 func (r *rank) lastCall() string { return r.lastColl + " " + r.lastAlgo }
@@ -132,7 +133,7 @@ func (r *rank) close() error {
 	for _, p := range r.mapped {
 		keep(cuda.IpcCloseMemHandle(p))
 	}
-	for _, p := range []cuda.DevicePtr{r.peers, r.buf} {
+	for _, p := range []cuda.DevicePtr{r.peers, r.buf, r.vtable.dev} {
 		if p != 0 {
 			keep(cuda.MemFree(p))
 		}

@@ -14,7 +14,7 @@ import (
 )
 
 var (
-	allColls  = collectives.All()
+	allColls  = []*collectives.Collective{collectives.AllReduce, collectives.AllGather, collectives.AllToAll, collectives.ReduceScatter} // the RCCLX policy's
 	ddaTypes  = []collectives.DType{collectives.Float, collectives.Half, collectives.BFloat16}
 	lpTypes   = []collectives.DType{collectives.Float, collectives.BFloat16}
 	sumOnly   = []collectives.Op{collectives.Sum}
@@ -85,7 +85,7 @@ func TestGPUAlgorithmsMatchHost(t *testing.T) {
 								if t.Failed() {
 									t.FailNow() // one failing call says enough; the rest would repeat it
 								}
-								s := callSpec{coll, dt, op, bytes, inPlace, 0}
+								s := callSpec{coll, dt, op, bytes, inPlace, 0, 0}
 								in := exactInputs(s, n, seed)
 								out, algo := run(t, gpu, s, in)
 								check(t, s, n, seed, algo, out)
@@ -128,7 +128,7 @@ func TestGPULarge(t *testing.T) {
 		for _, env := range []map[string]string{small, merge(ceOffEnv, small), tree, merge(lpEnv, small), merge(scaledEnv, small)} {
 			gpu, host := open(t, New(), n, env, 0), newHost(t, n, env)
 			for _, coll := range allColls {
-				s := callSpec{coll, collectives.Float, collectives.Sum, 64 << 20, n == 8, 0}
+				s := callSpec{coll, collectives.Float, collectives.Sum, 64 << 20, n == 8, 0, 0}
 				in := exactInputs(s, n, seed)
 				out, algo := run(t, gpu, s, in)
 				check(t, s, n, seed, algo, out)
@@ -153,7 +153,7 @@ func TestGPUTimeout(t *testing.T) {
 	onGPU(t)
 	for _, env := range []map[string]string{nil, ddaEnv} {
 		c := open(t, New(), 2, merge(env, map[string]string{collectives.EnvSkipRank: "1"}), time.Second)
-		s := callSpec{collectives.AllReduce, collectives.Float, collectives.Sum, 4096, false, 0}
+		s := callSpec{collectives.AllReduce, collectives.Float, collectives.Sum, 4096, false, 0, 0}
 		g := c.Groups()[0]
 		call := buildCall(t, g, s, 2)
 		start := time.Now()
@@ -190,7 +190,7 @@ func TestGPUCorruptHook(t *testing.T) {
 	onGPU(t)
 	for _, env := range []map[string]string{nil, ddaEnv, ceEnv} {
 		c := open(t, New(), 2, merge(env, map[string]string{collectives.EnvCorruptRank: "1"}), 0)
-		s := callSpec{collectives.AllReduce, collectives.Float, collectives.Sum, 4096, false, 0}
+		s := callSpec{collectives.AllReduce, collectives.Float, collectives.Sum, 4096, false, 0, 0}
 		seed := rand.Uint64()
 		out, algo := run(t, c, s, exactInputs(s, 2, seed))
 		for r := range 2 {
@@ -210,7 +210,7 @@ func TestGPUGraphReplayAndEvents(t *testing.T) {
 	for _, env := range []map[string]string{nil, ddaEnv, lpEnv} {
 		c := open(t, New(), 2, env, 10*time.Second)
 		g := c.Groups()[0]
-		s := callSpec{collectives.AllReduce, collectives.Float, collectives.Sum, 256 << 10, false, 0}
+		s := callSpec{collectives.AllReduce, collectives.Float, collectives.Sum, 256 << 10, false, 0, 0}
 		seed := rand.Uint64()
 		call := buildCall(t, g, s, 2)
 		for r, in := range exactInputs(s, 2, seed) {
@@ -298,7 +298,7 @@ func TestGPUUnaligned(t *testing.T) {
 		for _, coll := range allColls {
 			for _, dt := range []collectives.DType{collectives.Float, collectives.BFloat16} {
 				for _, inPlace := range []bool{false, true} {
-					s := callSpec{coll, dt, collectives.Sum, 2*(300<<10) + 32, inPlace, 1}
+					s := callSpec{coll, dt, collectives.Sum, 2*(300<<10) + 32, inPlace, 1, 0}
 					in := exactInputs(s, 2, seed)
 					out, algo := run(t, gpu, s, in)
 					check(t, s, 2, seed, algo, out)
@@ -315,7 +315,7 @@ func TestGPUTwoThreads(t *testing.T) {
 	for _, env := range []map[string]string{nil, ddaEnv, lpEnv} {
 		c, err := New().Open(collectives.Config{NThreads: 2, NGpus: 1, Env: env})
 		must(t, err)
-		s := callSpec{collectives.AllReduce, collectives.Float, collectives.Sum, 1 << 20, false, 0}
+		s := callSpec{collectives.AllReduce, collectives.Float, collectives.Sum, 1 << 20, false, 0, 0}
 		seed := rand.Uint64()
 		in := exactInputs(s, 2, seed)
 		out := make([][]byte, 2)

@@ -114,27 +114,34 @@ func (g *group) Launch(call *collectives.Call) error {
 		}
 		return g.each(func(r *rank, l int) error { return g.c.corrupt(r, call, l) })
 	}
-	if g.c.tuning.launchers && len(g.ranks) > 1 && !g.capturing {
-		return g.launchParallel(call, algo)
-	}
-	for l, r := range g.ranks {
-		if r.global == g.c.hooks.SkipRank {
+	phases := g.c.callPhases(call, algo)
+	for ph := range phases {
+		f := phase{ph, phases}
+		if g.c.tuning.launchers && len(g.ranks) > 1 && !g.capturing {
+			if err := g.launchParallel(call, algo, f); err != nil {
+				return err
+			}
 			continue
 		}
-		if err := g.launchOn(l, call, algo); err != nil {
-			return err
+		for l, r := range g.ranks {
+			if r.global == g.c.hooks.SkipRank {
+				continue
+			}
+			if err := g.launchOn(l, call, algo, f); err != nil {
+				return err
+			}
 		}
 	}
 	return nil
 }
 
-// launchOn launches local rank l's part of call from this thread.
-func (g *group) launchOn(l int, call *collectives.Call, algo string) error {
+// launchOn launches phase f of local rank l's part of call from this thread.
+func (g *group) launchOn(l int, call *collectives.Call, algo string, f phase) error {
 	r := g.ranks[l]
 	if err := r.ctx.SetCurrent(); err != nil {
 		return runtimeError(r, err)
 	}
-	return runtimeError(r, g.c.launch(r, call, l, algo))
+	return runtimeError(r, g.c.launch(r, call, l, algo, f))
 }
 
 // FreeMemory is what one of the ranks sharing local's GPU may still allocate.

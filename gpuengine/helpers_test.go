@@ -42,6 +42,7 @@ type callSpec struct {
 	bytes   int64 // the report's size
 	inPlace bool
 	shift   int64 // elements every view is shifted by (-u): views off 16-byte alignment
+	root    int   // rooted collectives' root
 }
 
 func (s callSpec) String() string {
@@ -49,7 +50,7 @@ func (s callSpec) String() string {
 	if s.inPlace {
 		place = "in"
 	}
-	return fmt.Sprintf("%s/%s/%s/%dB/%s/u%d", s.coll.Name, s.dt, s.op, s.bytes, place, s.shift)
+	return fmt.Sprintf("%s/%s/%s/%dB/%s/u%d/root%d", s.coll.Name, s.dt, s.op, s.bytes, place, s.shift, s.root)
 }
 
 // run makes call s on every rank of the comm's single group with the given inputs (k.Send elements each)
@@ -58,7 +59,7 @@ func run(t *testing.T, c collectives.Comm, s callSpec, inputs [][]byte) ([][]byt
 	t.Helper()
 	g := c.Groups()[0]
 	n := c.NRanks()
-	call := &collectives.Call{Coll: s.coll, DType: s.dt, Op: s.op}
+	call := &collectives.Call{Coll: s.coll, DType: s.dt, Op: s.op, Root: s.root}
 	size := int64(s.dt.Size())
 	var bufs []collectives.Buffer
 	defer func() {
@@ -140,13 +141,16 @@ func roughInputs(s callSpec, n int, rng *rand.Rand) [][]byte {
 	return in
 }
 
-// check validates every rank's output against collectives.Expect.
+// check validates every rank's output against collectives.Expect: the elements the call defines there
+// (collectives.Checked), which may be fewer than the receive buffer holds (alltoallv, the non-roots of reduce
+// and gather).
 func check(t *testing.T, s callSpec, n int, seed uint64, algo string, out [][]byte) {
 	t.Helper()
 	tol := s.coll.Tolerance(s.dt, s.op, n, algo == collectives.LowPrecision)
 	for r := range n {
 		k := s.coll.Counts(s.bytes, n, r, s.dt)
-		wrong, rel := s.coll.Expect(s.dt, s.op, r, -1, n, k, seed, tol).Check(out[r])
+		e := s.coll.Expect(s.dt, s.op, r, s.root, n, k, seed, tol)
+		wrong, rel := e.Check(out[r][:len(e.Want())])
 		if wrong != 0 {
 			t.Errorf("%v on %d ranks (%s, seed %d): rank %d has %d wrong elements (max rel err %g)", s, n, algo, seed, r, wrong, rel)
 		}

@@ -5,9 +5,28 @@ import (
 	"github.com/rcclx-tests/rcclx-tests/cuda"
 )
 
-// launch enqueues call on local rank l (its context is current): the algorithm's kernels, then the corrupt
-// hook's bit flip.
-func (c *comm) launch(r *rank, call *collectives.Call, l int, algo string) error {
+// phase is one of a call's launches on every rank: ph of phases (callPhases).
+type phase struct{ ph, phases int }
+
+// callPhases is how many launches call makes on each rank, the same on every rank (so is the plan): a rounds
+// kernel's rounds times its steps, otherwise 1. Launch enqueues phase i on every local rank before phase i+1 on
+// any, as it enqueues whole calls: the kernels of a phase wait for each other, and none of them is then queued
+// behind a later launch of another rank.
+func (c *comm) callPhases(call *collectives.Call, algo string) int {
+	k := call.Counts[0]
+	if k.Send == 0 && k.Recv == 0 || c.nranks == 1 && algo != collectives.LowPrecision {
+		return 1
+	}
+	p, err := c.makePlan(call.Coll, algo, k, call.DType.Size())
+	if err != nil {
+		return 1 // launch reports the error
+	}
+	return p.launches()
+}
+
+// launch enqueues phase f of call on local rank l (its context is current): the algorithm's kernel launch of
+// that phase, and after the last phase the corrupt hook's bit flip.
+func (c *comm) launch(r *rank, call *collectives.Call, l int, algo string, f phase) error {
 	k := call.Counts[l]
 	size := call.DType.Size()
 	send, recv := ptr(call.Send[l]), ptr(call.Recv[l])
@@ -18,8 +37,11 @@ func (c *comm) launch(r *rank, call *collectives.Call, l int, algo string) error
 		if send != recv {
 			return cuda.MemcpyDtoDAsync(recv, send, k.Recv*int64(size), r.stream)
 		}
-	} else if err := c.launchAlgo(r, call, l, algo, send, recv); err != nil {
+	} else if err := c.launchAlgo(r, call, l, algo, send, recv, f.ph); err != nil {
 		return err
+	}
+	if f.ph != f.phases-1 {
+		return nil
 	}
 	return c.corrupt(r, call, l)
 }
@@ -38,7 +60,8 @@ func (c *comm) corrupt(r *rank, call *collectives.Call, l int) error {
 		ptr(call.Recv[l])+cuda.DevicePtr(collectives.CorruptByte(size)), uint32(collectives.CorruptMask))
 }
 
-func (c *comm) launchAlgo(r *rank, call *collectives.Call, l int, algo string, send, recv cuda.DevicePtr) error {
+// launchAlgo launches phase ph of the algorithm's plan: its one kernel launch, or one round's step.
+func (c *comm) launchAlgo(r *rank, call *collectives.Call, l int, algo string, send, recv cuda.DevicePtr, ph int) error {
 	k := call.Counts[l]
 	p, err := c.makePlan(call.Coll, algo, k, call.DType.Size())
 	if err != nil {
@@ -51,17 +74,23 @@ func (c *comm) launchAlgo(r *rank, call *collectives.Call, l int, algo string, s
 	a := kernelArgs{Send: send, Recv: recv, Count: k.Param, Rank: int64(r.global), NRanks: int64(c.nranks),
 		Peers: r.peers, Abort: c.flagsDev, Status: c.statusDev(r.local), Half: c.half,
 		X2: int64(c.policy.LPBlock), X3: p.lpMode}
-	grid, block := [3]uint32{uint32(p.blocks), 1, 1}, [3]uint32{blockThreads, 1, 1}
-	if p.rounds == nil {
-		return cuda.LaunchStruct(f, grid, block, 0, r.stream, r.args, &a)
-	}
-	for _, rd := range p.rounds {
-		a.X0, a.X1 = rd.off, rd.len
-		if err := cuda.LaunchStruct(f, grid, block, 0, r.stream, r.args, &a); err != nil {
+	switch {
+	case call.Coll.Rooted:
+		a.X2 = int64(call.Root)
+	case call.Coll.Base() == collectives.AllToAllV:
+		if a.X3, err = r.alltoallvTable(k); err != nil {
 			return err
 		}
 	}
-	return nil
+	grid, block := [3]uint32{uint32(p.blocks), 1, 1}, [3]uint32{blockThreads, 1, 1}
+	if p.rounds != nil {
+		rd, step := p.at(ph)
+		a.X0, a.X1 = rd.off, rd.len
+		if p.steps > 0 {
+			a.X2 = int64(step)
+		}
+	}
+	return cuda.LaunchStruct(f, grid, block, 0, r.stream, r.args, &a)
 }
 
 // ptr is the device address of a view of one of this engine's buffers.

@@ -19,12 +19,12 @@ func TestLauncherRunsEachPostOnce(t *testing.T) {
 	fail := errors.New("planted")
 	failAt := rand.IntN(50)
 	w := startLauncher(func() error { setupThread.Store(threadID()); return nil },
-		func(call *collectives.Call, algo string) error {
+		func(j job) error {
 			jobs.Add(1)
 			if threadID() != setupThread.Load() {
 				return errors.New("job ran on another thread than setup")
 			}
-			got = append(got, algo)
+			got = append(got, j.algo)
 			if len(got) == failAt+1 {
 				return fail
 			}
@@ -33,7 +33,7 @@ func TestLauncherRunsEachPostOnce(t *testing.T) {
 	defer w.close()
 	for i := range 50 {
 		algo := string(rune('A' + i%26))
-		w.post(&collectives.Call{}, algo)
+		w.post(job{call: &collectives.Call{}, algo: algo})
 		err := w.wait()
 		if i == failAt && !errors.Is(err, fail) {
 			t.Errorf("job %d: error %v, want the planted one", i, err)
@@ -57,8 +57,8 @@ func TestLauncherRunsEachPostOnce(t *testing.T) {
 func TestLauncherSetupFailure(t *testing.T) {
 	bad := errors.New("no context")
 	ran := false
-	w := startLauncher(func() error { return bad }, func(*collectives.Call, string) error { ran = true; return nil })
-	w.post(&collectives.Call{}, "x")
+	w := startLauncher(func() error { return bad }, func(job) error { ran = true; return nil })
+	w.post(job{call: &collectives.Call{}, algo: "x"})
 	if err := w.wait(); !errors.Is(err, bad) || ran {
 		t.Errorf("error %v, job ran %v", err, ran)
 	}

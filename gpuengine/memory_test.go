@@ -31,7 +31,7 @@ func TestGPUCloseReleasesDeviceMemory(t *testing.T) {
 		must(t, err)
 		g := c.Groups()[0]
 		for _, coll := range allColls {
-			s := callSpec{coll, collectives.Float, collectives.Sum, 64 << 20, false, 0}
+			s := callSpec{coll, collectives.Float, collectives.Sum, 64 << 20, false, 0, 0}
 			call := buildCall(t, g, s, n)
 			err := g.Launch(call)
 			if err == nil {

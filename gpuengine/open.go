@@ -112,8 +112,8 @@ func (c *comm) open(cfg collectives.Config, world collectives.World, nlocal int)
 	return nil
 }
 
-// openRank retains the rank's context, creates its stream and its peer-visible buffer (control words and LL
-// flags zeroed).
+// openRank retains the rank's context, creates its stream, its peer-visible buffer (control words and LL
+// flags zeroed) and its alltoallv table.
 func (c *comm) openRank(r *rank, streamNull bool) error {
 	var err error
 	if r.ctx, err = r.dev.RetainPrimaryContext(); err != nil {
@@ -139,6 +139,10 @@ func (c *comm) openRank(r *rank, streamNull bool) error {
 		}
 	}
 	if r.buf, err = cuda.MemAlloc(dataOffset + 2*c.half); err != nil {
+		return err
+	}
+	// Allocated here, not at a launch: an allocation there could wait for kernels that wait for this rank.
+	if r.vtable.dev, err = cuda.MemAlloc(vTableBytes(c.nranks)); err != nil {
 		return err
 	}
 	return cuda.MemsetD8(r.buf, 0, ctrlBytes+llAreaBytes)

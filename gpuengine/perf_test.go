@@ -71,7 +71,7 @@ func TestGPUPerf(t *testing.T) {
 		gpu := open(t, New(), 2, row.env, 30*time.Second)
 		nccl := open(t, vendorengine.New(), 2, nil, 0) // blocking communicators, as nccl-tests makes them
 		for _, size := range row.sizes {
-			s := callSpec{row.coll, collectives.Float, collectives.Sum, size, false, 0}
+			s := callSpec{row.coll, collectives.Float, collectives.Sum, size, false, 0, 0}
 			tg, algo := timeCall(t, gpu, s, row.graph)
 			tn, _ := timeCall(t, nccl, s, row.graph)
 			k := s.coll.Counts(size, 2, 0, s.dt)
@@ -102,7 +102,7 @@ func timeCall(t *testing.T, c collectives.Comm, s callSpec, graph bool) (time.Du
 			g.Free(call.Recv[l].Buf)
 		}
 	}()
-	pattern := roughInputs(callSpec{s.coll, s.dt, s.op, min(s.bytes, 1<<20), false, 0}, 1, rand.New(rand.NewPCG(1, 1)))[0]
+	pattern := roughInputs(callSpec{s.coll, s.dt, s.op, min(s.bytes, 1<<20), false, 0, 0}, 1, rand.New(rand.NewPCG(1, 1)))[0]
 	for l := range n {
 		want := call.Counts[l].Send * int64(s.dt.Size())
 		if len(pattern) > 0 {

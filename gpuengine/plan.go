@@ -2,6 +2,7 @@ package gpuengine
 
 import (
 	"fmt"
+	"math/bits"
 
 	"github.com/rcclx-tests/rcclx-tests/collectives"
 )
@@ -26,6 +27,33 @@ var kernelNames = map[*collectives.Collective]map[string]string{
 	collectives.AllToAll: {
 		collectives.Direct: "direct_alltoall", collectives.DDA: "dda_alltoall", collectives.LowPrecision: "lp_alltoall",
 	},
+	collectives.Broadcast: {collectives.Direct: "direct_broadcast"},
+	collectives.Reduce:    {collectives.Direct: "direct_reduce"},
+	collectives.Gather:    {collectives.Direct: "direct_gather"},
+	collectives.Scatter:   {collectives.Direct: "direct_scatter"},
+	collectives.SendRecv:  {collectives.Direct: "direct_sendrecv"},
+	collectives.AllToAllV: {collectives.Direct: "direct_alltoallv"},
+	collectives.HyperCube: {collectives.HyperCubeSteps: "hypercube_step"},
+}
+
+// directSlots is how many pieces of one round a direct kernel's data half holds, and directElems how many
+// elements of each piece the rounds cover (kernels/direct.cu, hypercube.cu). Every rank computes the same, as
+// the rounds' barriers need: alltoallv's rounds cover k.Send, the largest total any rank sends.
+func directSlots(coll *collectives.Collective, n int64) int64 {
+	switch coll {
+	case collectives.Broadcast, collectives.Scatter, collectives.SendRecv:
+		return 1
+	case collectives.HyperCube:
+		return max(n/2, 1)
+	}
+	return n
+}
+
+func directElems(coll *collectives.Collective, k collectives.Counts) int64 {
+	if coll == collectives.AllToAllV {
+		return k.Send
+	}
+	return k.Param
 }
 
 // Kernels of kernels/util.cu, barrier.cu and copyengine.cu.
@@ -43,7 +71,22 @@ type plan struct {
 	kernel string
 	blocks int
 	rounds []round // nil: one launch without rounds
+	steps  int     // launches per round, Args.x2 the step (hypercube); 0: one with x2 as the call sets it
 	lpMode int64   // Args.x3
+}
+
+// launches is how many kernel launches the plan makes on each rank: one per round and step, 1 without rounds.
+func (p plan) launches() int {
+	if p.rounds == nil {
+		return 1
+	}
+	return len(p.rounds) * max(p.steps, 1)
+}
+
+// at is the round and step of launch ph of a rounds plan: every step of a round before the next round.
+func (p plan) at(ph int) (round, int) {
+	steps := max(p.steps, 1)
+	return p.rounds[ph/steps], ph % steps
 }
 
 const (
@@ -66,6 +109,7 @@ func gridForUnit(bytes, unit int64, limit int) int {
 
 // makePlan plans call algo for n ranks with per-rank counts k of elements of size bytes.
 func (c *comm) makePlan(coll *collectives.Collective, algo string, k collectives.Counts, size int) (plan, error) {
+	coll = coll.Base()
 	n := int64(c.nranks)
 	p := plan{kernel: kernelNames[coll][algo]}
 	if p.kernel == "" {
@@ -98,10 +142,13 @@ func (c *comm) makePlan(coll *collectives.Collective, algo string, k collectives
 		case algo == collectives.DDATree && slice <= llBytes && n <= llMaxRanks/2:
 			ll(llTreeKernel, slice)
 		}
-	case collectives.Direct:
-		per := c.half / (n * int64(size)) / vecElems(size) * vecElems(size)
-		p.rounds = splitRounds(k.Param, per, vecElems(size))
+	case collectives.Direct, collectives.HyperCubeSteps:
+		per := c.half / (directSlots(coll, n) * int64(size)) / vecElems(size) * vecElems(size)
+		p.rounds = splitRounds(directElems(coll, k), per, vecElems(size))
 		p.blocks = gridFor(min(total, c.half), min(c.tuning.lpBlocks, c.blockCap))
+		if algo == collectives.HyperCubeSteps {
+			p.steps = bits.Len(uint(n)) - 1
+		}
 	case collectives.LowPrecision:
 		pieces := n
 		if coll == collectives.AllGather {

@@ -151,3 +151,61 @@ func TestNoDriver(t *testing.T) {
 		t.Errorf("Open without a driver: %v; want a RuntimeError", err)
 	}
 }
+
+// Every rank of a call makes the same launches: one per round of the rounds kernels (times the steps of
+// hypercube, a round's steps in order before the next round), one otherwise; Launch enqueues them phase by
+// phase on every rank.
+func TestCallPhases(t *testing.T) {
+	p, _ := collectives.PolicyFromEnv(func(string) string { return "" })
+	c := &comm{nranks: 8, policy: p, tuning: tuning{ringBlocks: 64, lpBlocks: maxBlocks}, half: halfBytes(1 << 20), blockCap: 16}
+	call := func(coll *collectives.Collective, dt collectives.DType, bytes int64) *collectives.Call {
+		cl := &collectives.Call{Coll: coll, DType: dt, Op: collectives.Sum}
+		for r := range c.nranks {
+			cl.Counts = append(cl.Counts, coll.Counts(bytes, c.nranks, r, dt))
+		}
+		return cl
+	}
+	// 8 MiB halves hold 8 slots of 262272 floats: 2 MiB of reduce (524384 elements) takes 2 rounds, alltoallv's
+	// rounds cover the most any rank sends (4 MiB); hypercube holds 4 slots of 524544 floats (the last step's
+	// pieces): pieces of 2 MiB / 8 take 1 round of 3 steps, of 64 MiB / 8 4 rounds.
+	for _, x := range []struct {
+		coll  *collectives.Collective
+		bytes int64
+		want  int
+	}{
+		{collectives.Reduce, 0, 1}, {collectives.Reduce, 4, 1}, {collectives.Reduce, 1 << 20, 1},
+		{collectives.Reduce, 2<<20 + 8*48, 2}, {collectives.Gather, 2<<20 + 8*48, 1}, {collectives.Broadcast, 9 << 20, 2},
+		{collectives.Scatter, 2<<20 + 8*48, 1}, {collectives.SendRecv, 17 << 20, 3}, {collectives.AllToAllV, 4 << 20, 4},
+		{collectives.HyperCube, 2 << 20, 3}, {collectives.HyperCube, 64 << 20, 12},
+	} {
+		cl := call(x.coll, collectives.Float, x.bytes)
+		algo := p.Choose(cl.Coll, cl.DType, cl.Op, c.nranks, cl.Counts[0], true)
+		got := c.callPhases(cl, algo)
+		if got != x.want {
+			t.Errorf("%s %d bytes on 8 ranks: %d phases, want %d", x.coll.Name, x.bytes, got, x.want)
+		}
+		for r := range c.nranks {
+			pl, err := c.makePlan(cl.Coll, algo, cl.Counts[r], 4)
+			if err != nil || pl.launches() != got {
+				t.Errorf("%s %d bytes: rank %d plans %d launches (%v), rank 0 %d", x.coll.Name, x.bytes, r, pl.launches(), err, got)
+			}
+		}
+	}
+	c.nranks = 1
+	if got := c.callPhases(call(collectives.Reduce, collectives.Float, 64<<20), collectives.Direct); got != 1 {
+		t.Errorf("1 rank: %d phases (a copy), want 1", got)
+	}
+	// Launch ph runs round ph/steps, step ph%steps: every (round, step) once, steps in order within a round.
+	pl := plan{rounds: []round{{0, 16}, {16, 16}, {32, 5}}, steps: 3}
+	next := 0
+	for ph := range pl.launches() {
+		rd, step := pl.at(ph)
+		if rd != pl.rounds[next/3] || step != next%3 {
+			t.Errorf("launch %d: round %+v step %d", ph, rd, step)
+		}
+		next++
+	}
+	if next != 9 {
+		t.Errorf("%d launches, want 9", next)
+	}
+}

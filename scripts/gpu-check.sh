@@ -37,6 +37,10 @@
 #                  type, op and root (#wrong 0), alltoallv's matrix mode, 8 B with -G 20 and 1 GiB, the hooks;
 #                  the same binaries on the gpu engine (run, or refused per type: no crash); all_reduce_bias
 #                  on NCCL (one line: the library lacks ncclAllReduceWithBias)
+#        peers     broadcast, reduce, gather, scatter, sendrecv, alltoallv, hypercube: the gpuengine tests against
+#                  the host engine, then every binary on the gpu and vendor engines (-d all -o all -r -1, 2 GPUs)
+#                  and on 8 oversubscribed ranks
+#        peerperf  the same binaries next to NCCL (--engine vendor,gpu) at 8 B with -G 20 and at 1 GiB
 # Logs go to $OUT (default /tmp/gpu-check); the compiled kernels are cached in $BIN/kcache and packed into
 # $OUT/kcache.tgz, so that the next call can carry them back in $BIN.
 set -uo pipefail
@@ -390,6 +394,25 @@ step_ncclt() {
 	grep -h 'within bounds' "$OUT/ncclt.log" "$OUT/ncclt-graph.log"
 }
 
+step_peers() {
+	run_step peers-test peers-test.log "$BIN/gpuengine.test" -test.v -test.timeout 400s \
+		-test.run 'TestGPU(PeerCollectivesMatchHost|AllToAllVMatrix)'
+	grep -E '^(--- |FAIL|ok|PASS)|wrong|differs' "$OUT/peers-test.log" | head -20
+	for b in "${COLL_BINS[@]:0:7}"; do
+		for eng in gpu vendor; do
+			expect "${b%_perf}-$eng" 0 peers.log "$BIN/$b" --engine "$eng" -g 2 -b 8 -e 4M -f 16 -w 1 -n 2 -d all -o all -r -1 -T 30
+		done
+		expect "${b%_perf}-8r" 0 peers.log "$BIN/$b" --engine gpu -g 8 --oversubscribe -b 1K -e 1M -f 32 -w 1 -n 2 -T 30
+	done
+}
+
+step_peerperf() {
+	for b in "${COLL_BINS[@]:0:7}"; do
+		expect "${b%_perf}-8B-G" 0 peerperf.log "$BIN/$b" --engine vendor,gpu -g 2 -b 8 -e 8 -G 20 -w 20 -n 50
+		expect "${b%_perf}-1G" 0 peerperf.log "$BIN/$b" --engine vendor,gpu -g 2 -b 1G -e 1G -w 5 -n 20
+	done
+}
+
 for s in "${STEPS[@]}"; do "step_$s"; done
 tar -czf "$OUT/kcache.tgz" -C "$BIN/kcache" . 2>/dev/null
 grep -A40 'algo  ' "$OUT/perf.log" 2>/dev/null | grep -v '^---' | sed 's/^ *perf_test.go:[0-9]*: *//' | head -40
@@ -401,4 +424,5 @@ done
 [[ -f $OUT/ab.log ]] && grep -E '^[|+]' "$OUT/ab.log" | head -20
 [[ -f $OUT/a2a.log ]] && grep -E '^(# (Engine|Time ratio|  +size)| +[0-9]+ +[0-9]+ +[a-z0-9]+ +[a-z]+ +[0-9-]+ |[|+])' "$OUT/a2a.log" | head -60
 [[ -f $OUT/lp.log ]] && grep -E '^# (Engine|Time ratio|  +size| +[0-9]+ +[a-z0-9]+ +[a-z]+ +[0-9.N/A]+ )' "$OUT/lp.log" | head -80
+[[ -f $OUT/peerperf.log ]] && grep -E '^# (Time ratio|Collective test starting)|^ +[0-9]+ +[0-9]+ ' "$OUT/peerperf.log" | head -60
 printf '%s\n' "${SUMMARY[@]}"
