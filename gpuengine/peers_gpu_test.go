@@ -2,10 +2,10 @@ package gpuengine
 
 import (
 	"fmt"
-	"runtime"
 	"math/rand/v2"
 	"os"
 	"path/filepath"
+	"runtime"
 	"testing"
 	"time"
 
