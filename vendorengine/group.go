@@ -22,6 +22,7 @@ type group struct {
 	calls  *nccl.Calls   // the library calls of a Launch, or of a loop past its prepared part; reused
 	loop   []*nccl.Calls // a prepared loop's calls, a crossing each; reused
 	dt     nccl.DataType // of the calls being queued
+	fp8    bool          // the calls being queued are of an FP8 type
 	ops    []nccl.RedOp  // per local rank, likewise
 	premul map[premulKey]nccl.RedOp
 	marks  markPool
