@@ -11,7 +11,7 @@ import (
 	"github.com/rcclx-tests/rcclx-tests/collectives"
 )
 
-// anchor is a real nccl-tests output (testdata/anchors, copied from shared/anchors).
+// anchor is a real nccl-tests output (testdata/anchors, a copy of docs/data/h200x2-nccl-2.28.3).
 type anchor struct {
 	name  string
 	lines []string
@@ -77,7 +77,7 @@ func TestRowsMatchAnchors(t *testing.T) {
 	}
 }
 
-// anchorOptions are the command lines the anchors were taken with (see shared/anchors/README.md).
+// anchorOptions are the command lines the anchors were taken with (see docs/data/h200x2-nccl-2.28.3/README.md).
 func anchorOptions() *Options {
 	return &Options{NThreads: 1, NGpus: 2, MinBytes: 8, MaxBytes: 1 << 30, StepFactor: 2, StepBytes: 1 << 20,
 		Warmup: 20, Iters: 50, AggIters: 1, Check: 1, Halves: bothHalves}
