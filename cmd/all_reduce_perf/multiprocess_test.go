@@ -360,3 +360,40 @@ func TestPortHeldByAnotherProgram(t *testing.T) {
 		t.Errorf("took %v, want within 10 s", el)
 	}
 }
+
+// --ab under launcher variables, on a real engine: each of 2 launched processes starts one worker per arm, the
+// arms' workers form worlds of their own (the host engine over shared memory), and the planted per-process
+// delay shows in every row, in both arm orders. Arms sharing a process would both see the first value.
+func TestABAcrossProcessesHostEngine(t *testing.T) {
+	for _, tc := range []struct{ arms, verdict string }{{"0,2000", "slower"}, {"2000,0", "faster"}} {
+		t.Run(tc.arms, func(t *testing.T) {
+			ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
+			defer cancel()
+			procs := launch(t, ctx, t.TempDir(), 2, freePort(t), nil, "--engine", "host", "-g", "2", "-b", "1K",
+				"-e", "64K", "-f", "8", "-n", "3", "--ab-rounds", "3", "--ab", "RCCLX_TESTS_DELAY_US="+tc.arms)
+			waitAll(procs)
+			for r, p := range procs {
+				if p.err != nil {
+					t.Fatalf("process %d: %v\nstderr: %s", r, p.err, p.stderr.String())
+				}
+			}
+			var rows []string
+			for _, line := range strings.Split(procs[0].out.String(), "\n") {
+				if strings.HasPrefix(line, "| ") && strings.Contains(line, "KiB") {
+					rows = append(rows, line)
+				}
+			}
+			if len(rows) != 3 {
+				t.Fatalf("want 3 A/B rows, got:\n%s", procs[0].out.String())
+			}
+			for _, row := range rows {
+				if !strings.HasSuffix(strings.TrimSpace(strings.TrimSuffix(strings.TrimSpace(row), "|")), tc.verdict) {
+					t.Errorf("row %q: want %s", row, tc.verdict)
+				}
+			}
+			if out := procs[1].out.String(); out != "" {
+				t.Errorf("rank 1 printed:\n%s", out)
+			}
+		})
+	}
+}
