@@ -114,7 +114,7 @@ func TestFlagLettersAndDefaults(t *testing.T) {
 		{"S", "report_timestamps", "0"}, {"a", "average", "1"}, {"u", "unalign", "0"},
 		{"I", "per_iter_timing", "0"}, {"K", "per_iter_skip", "0"}, {"M", "memory", "0"},
 		{"J", "output_file", ""}, {"p", "parallel_init", "0"}, {"R", "local_register", "0"},
-		{"O", "out_of_place", "both"}, {"E", "env", "[]"},
+		{"O", "out_of_place", "both"}, {"E", "env", ""},
 		{"Y", "memory_type", ""}, {"q", "delay_inout_place", "0"}, {"F", "cache_flush", "0"},
 		{"Z", "rccl_output_format", ""}, {"X", "rccl_output_file", ""}, {"A", "output_algo_proto_channels", "0"},
 		{"x", "cta_policy", "-1"}, {"D", "device_implementation", "0"}, {"V", "device_cta_count", "16"},

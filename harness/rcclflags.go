@@ -212,8 +212,8 @@ type envValue struct {
 }
 
 func (v envValue) String() string {
-	if v.env == nil {
-		return "[]"
+	if v.env == nil || len(*v.env) == 0 {
+		return "" // --help then says "(default none)" once
 	}
 	return "[" + strings.Join(*v.env, ",") + "]"
 }
