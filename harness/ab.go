@@ -48,7 +48,7 @@ type abArm struct {
 	enc         *json.Encoder
 	replies     chan abReply
 	exited      chan struct{} // the process has exited (cmd.ProcessState is set)
-	gone        chan struct{} // the reply pipe has ended, and the process has exited or had a second to
+	gone        chan struct{} // the reply pipe has ended, and the process has exited or had a second to do so
 	ready       *abReady
 }
 
@@ -84,18 +84,23 @@ func (a *app) runAB(out io.Writer, o *Options, world collectives.World, seed uin
 		}
 		err = r.sweep()
 	}
-	if err == nil && o.Memory == 1 {
+	abandoned := errors.Is(err, errInterrupted) // the workers are ended below, without waiting for them
+	if abandoned {
+		r.stopped, err = true, nil
+	}
+	if err == nil && !abandoned && o.Memory == 1 {
 		memory, err = r.memory()
 	}
-	if err == nil { // no process leaves while another still waits on its workers (that would look like a failure)
+	if err == nil && !abandoned { // no process leaves while another still waits on its workers (that would look like a failure)
 		err = world.Barrier()
 	}
-	r.stop(err != nil)
+	r.stop(err != nil || abandoned)
 	r.record(j, err)
 	if err != nil {
 		return r.abort(err)
 	}
-	t := trailer{binary: a.binary(), oob: r.oob[0] + r.oob[1], minBW: a.minBW(), memory: memory}
+	// The arms' bandwidths are not one run's: NCCL_TESTS_MIN_BW is not checked (minBW -1), as the README says.
+	t := trailer{binary: a.binary(), oob: r.oob[0] + r.oob[1], minBW: -1, memory: memory}
 	if n := r.bwN[0] + r.bwN[1]; n > 0 {
 		t.avgBusBW = (r.bwSum[0] + r.bwSum[1]) / float64(n)
 	}
@@ -172,6 +177,7 @@ func (r *abRun) spawn(arm *abArm, world []string) error {
 	if err != nil {
 		cmdWrite.Close()
 		replyRead.Close()
+		arm.cmd = nil // nothing to end: stop passes over the arm
 		return fmt.Errorf("A/B: starting arm %s's worker: %v", arm.name, err)
 	}
 	go func() {
@@ -207,6 +213,9 @@ func (r *abRun) ask(i int, c abCommand) (abReply, error) {
 // half asks arm i to time or validate a half.
 func (r *abRun) half(i int, c abCommand) (*abHalf, error) {
 	m, err := r.ask(i, c)
+	if err == nil && m.Unsupported != "" {
+		return nil, fmt.Errorf("arm %s: %s: %w", r.arms[i].name, m.Unsupported, collectives.ErrUnsupported)
+	}
 	if err == nil && m.Half == nil {
 		err = &armError{arm: r.arms[i], rank: r.world.Rank(), err: errors.New("worker sent no result"), code: exitRuntime}
 	}
@@ -227,6 +236,8 @@ func (r *abRun) await(i int) (abReply, error) {
 	case <-arm.gone:
 	case <-otherGone:
 		arm = r.arms[1-i]
+	case <-r.a.stopNow: // a signal, and the workers did not answer within the grace period
+		return abReply{}, errInterrupted
 	case <-r.lost:
 		return abReply{}, fmt.Errorf("A/B: rank %d lost another process of the run (it died or left) while arm %s "+
 			"(%s) ran", r.world.Rank(), arm.name, arm.label)
@@ -321,21 +332,22 @@ func (r *abRun) header() header {
 	}
 	h.notes = append(h.notes, fmt.Sprintf("A/B: A is %s, B is %s, %d interleaved rounds per size; each arm runs in "+
 		"worker processes of its own (A: pid %s, B: pid %s)", r.arms[0].label, r.arms[1].label, r.o.ABRounds,
-		joinInts(a.Pids), joinInts(b.Pids)))
+		collectives.JoinRanks(a.Pids), collectives.JoinRanks(b.Pids)))
 	for _, n := range b.Notes {
 		if strings.HasPrefix(n, "Algorithm") {
 			h.notes = append(h.notes, "B "+n)
 		}
 	}
-	return h
-}
-
-func joinInts(xs []int) string {
-	var s []string
-	for _, x := range xs {
-		s = append(s, strconv.Itoa(x))
+	for _, f := range []struct {
+		set  bool
+		text string
+	}{{r.o.Cycles != 1, fmt.Sprintf("-N %d", r.o.Cycles)}, {r.o.PerIter == 1, "-I 1"},
+		{r.o.RCCL.DelayUs > 0, fmt.Sprintf("-q %d", r.o.RCCL.DelayUs)}} {
+		if f.set {
+			h.notes = append(h.notes, f.text+" ignored: --ab runs --ab-rounds interleaved rounds per size instead")
+		}
 	}
-	return strings.Join(s, ",")
+	return h
 }
 
 func (r *abRun) sweep() error {
@@ -350,6 +362,10 @@ func (r *abRun) sweep() error {
 					if err = r.point(point{dt: dt, op: op, root: root, size: size}); err != nil || r.stopped {
 						break
 					}
+				}
+				if errors.Is(err, collectives.ErrUnsupported) { // as a plain run: a "#" line, then the next type or op
+					fmt.Fprintf(r.out, "# %s %s skipped: %v\n", dt, r.a.coll.RedOpName(op), err)
+					break
 				}
 				// One table per type, op and root, every size a row: what the sizes completed, even when
 				// interrupted.

@@ -3,6 +3,7 @@ package harness
 import (
 	"cmp"
 	"fmt"
+	"slices"
 	"strings"
 
 	"github.com/spf13/pflag"
@@ -71,11 +72,19 @@ type abVariable struct {
 	library string // the library file searched (vendor engine)
 }
 
+// notPerArm are the suite's variables an arm cannot vary: the launching process reads them (the minimum
+// bandwidth) or sets them in every worker (the seed, the worker's control channel and rendezvous).
+var notPerArm = []string{seedEnv, abWorkerEnv, "RCCLX_TESTS_BOOTSTRAP", "NCCL_TESTS_MIN_BW"}
+
 // checkABVariable finds out, when the flags are parsed, whether anything reads the --ab variable. Our engines'
 // names were checked by checkVariables; an engine that loads a library (collectives.LibraryScanner) has the
 // library's file searched for the name. An unread variable is a "#" warning (both arms will run the same), or
 // with --ab-strict an error.
 func (a *app) checkABVariable(o *Options) (abVariable, error) {
+	if slices.Contains(notPerArm, o.abKey) {
+		return abVariable{}, &usageError{fmt.Sprintf("invalid value %q for --ab: %s is the same in both arms' "+
+			"workers (the launching process sets or reads it), so there is nothing to compare", o.AB, o.abKey)}
+	}
 	name := o.engines[0]
 	if a.engines.readers != nil {
 		if _, ours := a.engines.readers(name); ours {

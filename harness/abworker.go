@@ -42,6 +42,8 @@ type abReply struct {
 	Half   *abHalf  `json:"half,omitempty"`
 	Memory string   `json:"memory,omitempty"`
 	Err    *abError `json:"err,omitempty"`
+	// Unsupported: the engine does not run this collective, type or operation (the sweep skips it).
+	Unsupported string `json:"unsupported,omitempty"`
 }
 
 // abReady is what the launcher needs of an arm for the header and the JSON, once its communicator is open
@@ -109,6 +111,10 @@ func (a *app) abWorker(o *Options, key string) int {
 	if err != nil {
 		return fail(err)
 	}
+	// The arm's own value may configure the collective (alltoallv's NCCL_TESTS_ALLTOALLV_* pattern).
+	if err := a.prepareCollective(o, world.Size()*o.NThreads*o.NGpus); err != nil {
+		return fail(err)
+	}
 	s = &session{a: a, o: o, world: world, seed: o.Seed.resolve(), out: io.Discard, engineName: o.engines[0]}
 	if err := s.start(); err != nil {
 		return fail(err)
@@ -130,6 +136,9 @@ func (a *app) abWorker(o *Options, key string) int {
 			return exitOK // the launcher closed the pipe: the run is over (or the launcher is gone)
 		}
 		reply, err := s.answer(c)
+		if errors.Is(err, collectives.ErrUnsupported) {
+			reply, err = abReply{Unsupported: err.Error()}, nil
+		}
 		if err != nil {
 			return fail(err)
 		}

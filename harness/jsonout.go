@@ -1,6 +1,7 @@
 package harness
 
 import (
+	"errors"
 	"fmt"
 	"io"
 	"math"
@@ -168,11 +169,9 @@ func joinName(list, name string) string {
 
 // finish fills the summary keys and writes the file.
 func (j *jsonOut) finish() error {
-	if err := j.rccl.finish(); err != nil {
-		return err
-	}
+	rerr := j.rccl.finish()
 	if j.rec == nil {
-		return nil
+		return rerr
 	}
 	r := j.rec
 	r.EndTime = j.a.now().Format(timeLayout)
@@ -193,9 +192,9 @@ func (j *jsonOut) finish() error {
 		err = cerr
 	}
 	if err != nil {
-		return fmt.Errorf("writing %s: %w", j.file.Name(), err)
+		return errors.Join(rerr, fmt.Errorf("writing %s: %w", j.file.Name(), err))
 	}
-	return nil
+	return rerr
 }
 
 func jsonResult(r row, o *Options) results.Result {

@@ -295,7 +295,7 @@ func (csvAliasValue) Type() string { return "string" }
 
 // delayHalves waits -q microseconds after an out-of-place half, as rccl-tests does before the in-place one.
 func (s *session) delayHalves() {
-	if d := s.o.RCCL.DelayUs; d > 0 {
+	if d := s.o.RCCL.DelayUs; d > 0 && s.o.runInPlace() { // only between an out-of-place and an in-place half
 		time.Sleep(time.Duration(d) * time.Microsecond)
 	}
 }
