@@ -160,9 +160,13 @@ func (j *jsonOut) fail(msg string) {
 	j.rec.Incomplete = true
 }
 
+// joinName adds name to a comma list of names unless it is there (both A/B arms usually run one engine).
 func joinName(list, name string) string {
 	if list == "" {
 		return name
+	}
+	if slices.Contains(strings.Split(list, ","), name) {
+		return list
 	}
 	return list + "," + name
 }

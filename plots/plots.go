@@ -193,6 +193,13 @@ func newSizePlot(title, yLabel string) *plot.Plot {
 // fonts (svgFamilies) so that it renders the same where Liberation is not
 // installed.
 func save(p *plot.Plot, out string) error {
+	// A log axis over a single value would be widened by 1 either side, down to 0 or below: widen it by a
+	// factor of 2 instead.
+	for _, ax := range []*plot.Axis{&p.X, &p.Y} {
+		if _, log := ax.Scale.(plot.LogScale); log && ax.Min == ax.Max && ax.Min > 0 {
+			ax.Min, ax.Max = ax.Min/2, ax.Max*2
+		}
+	}
 	ext := strings.TrimPrefix(strings.ToLower(filepath.Ext(out)), ".")
 	w, err := p.WriterTo(plotWidth, plotHeight, ext)
 	if err != nil {
@@ -212,8 +219,15 @@ func save(p *plot.Plot, out string) error {
 // ratioTicks labels the round ratios in [min, max], 1 always among them.
 func ratioTicks(min, max float64) []plot.Tick {
 	var ticks []plot.Tick
-	for _, decade := range []float64{0.01, 0.1, 1, 10, 100} {
-		for _, m := range []float64{1, 1.25, 1.5, 2, 3, 5} {
+	min, max = math.Max(min, 1e-12), math.Max(max, 1e-12)
+	lo, hi := math.Floor(math.Log10(min)), math.Ceil(math.Log10(max))
+	for e := lo; e <= hi; e++ {
+		decade := math.Pow(10, e)
+		steps := []float64{1, 1.25, 1.5, 2, 3, 5}
+		if math.Log10(max/min) > 2 { // a wide range: decades only
+			steps = steps[:1]
+		}
+		for _, m := range steps {
 			if v := decade * m; v >= min && v <= max || v == 1 {
 				ticks = append(ticks, plot.Tick{Value: v, Label: strconv.FormatFloat(v, 'g', 3, 64)})
 			}

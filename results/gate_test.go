@@ -194,6 +194,7 @@ func TestGateCyclesPlantedFifteenPercent(t *testing.T) {
 func TestGateDisjointRunsFail(t *testing.T) {
 	rng := newRand()
 	base := synthRecord(rng, 6, 1, 0, 0)
+	base.Config.Devices = []Device{{Rank: 0}, {Rank: 1}} // as this suite's JSON lists every rank
 	for _, tc := range []struct {
 		name, line string
 		change     func(r *Record)
@@ -214,6 +215,10 @@ func TestGateDisjointRunsFail(t *testing.T) {
 				for i := range r.Results {
 					r.Results[i].OutOfPlace.BusBW *= 1.75
 					r.Results[i].InPlace.BusBW *= 1.75
+				}
+				r.Config.Devices = nil // this suite's JSON lists every rank
+				for k := range 8 {
+					r.Config.Devices = append(r.Config.Devices, Device{Rank: k})
 				}
 			}, true},
 		{"halves", "FAIL baseline and current differ in halves (-O): baseline in-place,out-of-place, current out-of-place",

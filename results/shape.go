@@ -103,9 +103,18 @@ func shapeOf(recs []*Record) (shape, context) {
 		context{engine.String(), lib.String(), gpu.String(), graph.String()}
 }
 
-// rankCount infers the number of ranks from the ratio of bus to algorithm bandwidth, which is the collective's
-// bus factor at that rank count: nccl-tests' JSON lists one device per process, not per rank. 0: unknown.
+// rankCount is the number of ranks of rec: from its device lines where they name several ranks (this suite's
+// JSON and both tools' text list every rank), else inferred from the ratio of bus to algorithm bandwidth, the
+// collective's bus factor at that rank count (nccl-tests' JSON lists one device per process), when the printed
+// digits leave a single candidate. 0: unknown.
 func rankCount(rec *Record, collName string) int {
+	maxRank := -1
+	for _, d := range rec.Config.Devices {
+		maxRank = max(maxRank, d.Rank)
+	}
+	if maxRank > 0 {
+		return maxRank + 1
+	}
 	var coll *collectives.Collective
 	for _, c := range collectives.All() {
 		if c.Name == collName {
@@ -116,8 +125,7 @@ func rankCount(rec *Record, collName string) int {
 		return 0
 	}
 	// The row with the largest algbw has the most significant digits.
-	best := -1.0
-	ratio := 0.0
+	best, ratio := -1.0, 0.0
 	for i := range rec.Results {
 		for _, h := range rec.Results[i].halves() {
 			if h.AlgBW > best && h.AlgBW > 0 {
@@ -128,10 +136,15 @@ func rankCount(rec *Record, collName string) int {
 	if best <= 0 {
 		return 0
 	}
-	n, dist := 0, math.Inf(1)
+	// Both bandwidths are printed to 0.01 GB/s at least: factors within that of the ratio are all possible.
+	tol := 0.01 * (1 + ratio) / best
+	n := 0
 	for k := 1; k <= 1<<16; k++ {
-		if d := math.Abs(coll.BusFactor(k) - ratio); d < dist {
-			n, dist = k, d
+		if math.Abs(coll.BusFactor(k)-ratio) <= tol {
+			if n != 0 {
+				return 0 // several rank counts fit the digits
+			}
+			n = k
 		}
 	}
 	return n

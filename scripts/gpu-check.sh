@@ -63,13 +63,7 @@ if [[ ${1:-} == --build ]]; then
 	for pkg in gpuengine vendorengine nccl; do
 		CGO_ENABLED=0 go test -c -ldflags="-s -w" -o "$BIN/$pkg.test" "./$pkg" || exit 1
 	done
-	# The perf binaries only matter once the engines registry knows the gpu engine (they are large to carry).
-	if grep -q gpuengine engines/*.go 2>/dev/null; then
-		for b in "${PERF_BINS[@]}" rcclx-doctor rcclx-results; do
-			CGO_ENABLED=0 go build -ldflags="-s -w" -o "$BIN/$b" "./cmd/$b" || exit 1
-		done
-	fi
-	for b in "${COLL_BINS[@]}"; do
+	for b in "${PERF_BINS[@]}" "${COLL_BINS[@]}" rcclx-doctor rcclx-results; do
 		CGO_ENABLED=0 go build -ldflags="-s -w" -o "$BIN/$b" "./cmd/$b" || exit 1
 	done
 	ls -la "$BIN"
@@ -110,11 +104,11 @@ step_test() {
 }
 
 # The sweep needs perf binaries whose gpu engine opens here; otherwise the step says so and skips.
-gpu_engine_known() { "$BIN/all_reduce_perf" --help 2>&1 | grep -q -- '--engine' && "$BIN/all_reduce_perf" --engine gpu -b 8 -e 8 -g 2 -n 1 -w 0 >/dev/null 2>&1; }
+gpu_engine_known() { "$BIN/all_reduce_perf" --engine gpu -g 1 -b 8 -e 8 -n 1 -w 0 >/dev/null 2>&1; }
 
 step_sweep() {
 	if [[ ! -x $BIN/all_reduce_perf ]] || ! gpu_engine_known; then
-		note sweep skip "perf binaries missing or without --engine gpu"
+		note sweep skip "no perf binaries, or the gpu engine does not open here"
 		return
 	fi
 	local rc=0
