@@ -48,7 +48,7 @@ func (c *comm) launch(r *rank, call *collectives.Call, l int, algo string, f pha
 
 // corrupt flips the hook's bits in local rank l's output when l is the corrupt rank.
 func (c *comm) corrupt(r *rank, call *collectives.Call, l int) error {
-	if r.global != c.hooks.CorruptRank || call.Counts[l].Recv == 0 {
+	if r.global != c.hooks.CorruptRank || call.Coll.Checked(r.global, call.Root, c.nranks, call.Counts[l]) == 0 {
 		return nil
 	}
 	size := call.DType.Size()

@@ -8,18 +8,11 @@ package hostengine
 func (x *run) direct() error {
 	r := x.r
 	block := x.k.Param * int64(x.dt.Size())
-	src := x.send
-	if x.inPlace {
-		if err := x.grow(&r.scratch, int64(len(x.send))); err != nil {
-			return err
-		}
-		copy(r.scratch, x.send)
-		src = r.scratch
+	src, err := x.staged()
+	if err != nil {
+		return err
 	}
-	x.expose(exposed{in: src})
-	base := x.epoch << 32
-	r.progress.Store(base)
-	x.c.wakeAll(r.progress) // every peer reads this rank's input
+	base := x.announce(src, nil) // every peer reads this rank's input
 	mine := int64(r.id) * block
 	for s := range x.n {
 		p := x.peer(r.id - s)

@@ -146,7 +146,7 @@ func (x *run) expose(e exposed) {
 // view is what rank p exposed, as this process reaches it; call it after the flag or barrier that announces
 // it, and not after p may have moved on.
 func (x *run) view(p *rank) exposed {
-	if p.local {
+	if p.local && x.c.sh == nil { // across processes every rank decodes: the flags that order it live off the Go heap
 		return p.exposed
 	}
 	return p.arena.decode(p.desc)

@@ -21,11 +21,13 @@ import (
 
 // Ranks in several processes of one machine meet in shared memory. Every process owns one arena, a file in
 // shmDir that it creates, maps and grows; every other process maps it too, the files are unlinked once all
-// are mapped (nothing is left behind, even after kill -9), and the owner keeps growing the file through its
+// are mapped (after that nothing is left behind, even after kill -9; a process killed while the run is still
+// setting up can leave its file), and the owner keeps growing the file through its
 // descriptor. An arena starts with a header that holds its ranks' flags, words updated with sync/atomic:
 //
 //	the run's abort record (read from process 0's arena only)
-//	per rank: progress (own cache line), the exposed descriptor (own cache line), the barrier mailbox (n words)
+//	per rank: progress (own cache line), the exposed descriptor (own cache line), the doorbell and its
+//	sleepers count (own cache line), the barrier mailbox (n words)
 //
 // and then the memory peers read: every buffer Alloc returns and every peer-visible buffer of the algorithms.
 // Peers find a rank's exposed memory from its descriptor, offsets into its owner's arena, which each process

@@ -166,7 +166,8 @@ func (w *waiter) poll(flag *atomic.Uint64, target uint64, p phase) error {
 			return w.c.err()
 		}
 		if !w.deadline.IsZero() && !time.Now().Before(w.deadline) {
-			w.c.abort(&collectives.TimeoutError{Rank: w.rank, Phase: p.String(), After: w.c.timeout})
+			w.c.abort(&collectives.TimeoutError{Rank: w.rank, Phase: p.String(), After: w.c.timeout,
+				Missing: w.c.arrivals.Missing()})
 			return w.c.err()
 		}
 		d := nap

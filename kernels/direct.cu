@@ -1,5 +1,5 @@
 // direct.cu: alltoall of any size by peer stores, in rounds the host launches one after another (Args.x0: the
-// round's first element of each piece, x1: its length, a multiple of RX_VE that fits n pieces in a data half).
+// round's first element of each piece, x1: its length, at most what fits n pieces in a data half; every round but the last a multiple of RX_VE).
 // Each rank stores its piece for rank q straight into q's buffer (slot r), passes the barrier, and copies the
 // slots of its own buffer to its output. Alternate rounds use alternate halves (see dda.cu).
 
@@ -19,7 +19,7 @@ RX_KERNEL direct_alltoall(Args a) {
 
 // The point-to-point collectives (broadcast, reduce, gather, scatter, sendrecv, alltoallv) move data the same
 // way, in rounds the host launches one after another (Args.x0: the round's first element, x1: its length, a
-// multiple of RX_VE; x2: the root): every rank stores what a peer needs straight into that peer's data half
+// multiple of RX_VE but for the last round; x2: the root): every rank stores what a peer needs straight into that peer's data half
 // (slot <sender> where a peer receives from several), passes the barrier, and copies its own half out. Every
 // cross-GPU access is a store, and a rank's input is read only before the barrier, so in place is safe.
 
