@@ -73,3 +73,16 @@ func TestArrivalsMissing(t *testing.T) {
 		t.Error("a nil Arrivals names ranks")
 	}
 }
+
+// The process's own delay hook: a change of the environment after the first read does not reach it.
+func TestProcessDelayIsCached(t *testing.T) {
+	first, err := HooksFromEnv(env(nil), 2)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Setenv(EnvDelayUS, "777")
+	again, err := HooksFromEnv(env(nil), 2)
+	if err != nil || again.Delay != first.Delay || again.Delay == 777*time.Microsecond {
+		t.Errorf("delay %v after the environment changed, %v before (%v)", again.Delay, first.Delay, err)
+	}
+}
