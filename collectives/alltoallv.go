@@ -172,8 +172,10 @@ func (v *vPattern) counts(elems int64, n, rank int, dt DType) Counts {
 	for i := range n {
 		var si, ri int64
 		for j := range n {
-			si += v.peerBytes(i, j, n, total) / es
+			c := v.peerBytes(i, j, n, total) / es
+			si += c
 			ri += v.peerBytes(j, i, n, total) / es
+			k.MaxPeer = max(k.MaxPeer, c)
 		}
 		k.Send, k.Recv = max(k.Send, si), max(k.Recv, ri)
 	}

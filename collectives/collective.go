@@ -16,6 +16,9 @@ type Counts struct {
 	// SrcDispls[p] is where, in peer p's send view, the elements p sends to this rank start (peer p's
 	// SendDispls[this rank]): for engines that read their peers' buffers.
 	SrcDispls []int64
+	// MaxPeer is the most elements any rank sends any one peer (the same on every rank): what rounds that move
+	// a part of every peer's piece at once must cover.
+	MaxPeer int64
 }
 
 // opColumn says which -o operations the sweep runs for a collective and what its redop column holds.

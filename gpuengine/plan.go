@@ -38,7 +38,7 @@ var kernelNames = map[*collectives.Collective]map[string]string{
 
 // directSlots is how many pieces of one round a direct kernel's data half holds, and directElems how many
 // elements of each piece the rounds cover (kernels/direct.cu, hypercube.cu). Every rank computes the same, as
-// the rounds' barriers need: alltoallv's rounds cover k.Send, the largest total any rank sends.
+// the rounds' barriers need: alltoallv's rounds cover k.MaxPeer, the largest piece any rank sends a peer.
 func directSlots(coll *collectives.Collective, n int64) int64 {
 	switch coll {
 	case collectives.Broadcast, collectives.Scatter, collectives.SendRecv:
@@ -51,7 +51,7 @@ func directSlots(coll *collectives.Collective, n int64) int64 {
 
 func directElems(coll *collectives.Collective, k collectives.Counts) int64 {
 	if coll == collectives.AllToAllV {
-		return k.Send
+		return k.MaxPeer
 	}
 	return k.Param
 }

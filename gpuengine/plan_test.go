@@ -166,7 +166,7 @@ func TestCallPhases(t *testing.T) {
 		return cl
 	}
 	// 8 MiB halves hold 8 slots of 262272 floats: 2 MiB of reduce (524384 elements) takes 2 rounds, alltoallv's
-	// rounds cover the most any rank sends (4 MiB); hypercube holds 4 slots of 524544 floats (the last step's
+	// rounds cover the largest piece any rank sends a peer (262144 floats at 4 MiB, 1048576 at 16 MiB); hypercube holds 4 slots of 524544 floats (the last step's
 	// pieces): pieces of 2 MiB / 8 take 1 round of 3 steps, of 64 MiB / 8 4 rounds.
 	for _, x := range []struct {
 		coll  *collectives.Collective
@@ -175,7 +175,7 @@ func TestCallPhases(t *testing.T) {
 	}{
 		{collectives.Reduce, 0, 1}, {collectives.Reduce, 4, 1}, {collectives.Reduce, 1 << 20, 1},
 		{collectives.Reduce, 2<<20 + 8*48, 2}, {collectives.Gather, 2<<20 + 8*48, 1}, {collectives.Broadcast, 9 << 20, 2},
-		{collectives.Scatter, 2<<20 + 8*48, 1}, {collectives.SendRecv, 17 << 20, 3}, {collectives.AllToAllV, 4 << 20, 4},
+		{collectives.Scatter, 2<<20 + 8*48, 1}, {collectives.SendRecv, 17 << 20, 3}, {collectives.AllToAllV, 4 << 20, 1}, {collectives.AllToAllV, 16 << 20, 4},
 		{collectives.HyperCube, 2 << 20, 3}, {collectives.HyperCube, 64 << 20, 12},
 	} {
 		cl := call(x.coll, collectives.Float, x.bytes)
