@@ -99,7 +99,11 @@ func Compare(w io.Writer, runs []Run, inPlace bool) error {
 	} else {
 		fmt.Fprintf(w, "# %s; one sample per size\n", HalfName(inPlace))
 	}
-	fmt.Fprintf(w, "# busbw: bus bandwidth in GB/s (nccl-tests' busbw); speedup: %s's median time / this column's\n", names[0])
+	if len(cols) > 1 {
+		fmt.Fprintf(w, "# busbw: bus bandwidth in GB/s (nccl-tests' busbw); speedup: %s's median time / this column's\n", names[0])
+	} else {
+		fmt.Fprintln(w, "# busbw: bus bandwidth in GB/s (nccl-tests' busbw)")
+	}
 	header := []any{"size"}
 	if detailed {
 		header = []any{"type", "redop", "size"}

@@ -69,7 +69,7 @@ func compareCmd() *cobra.Command {
 	var inPlace bool
 	cmd := &cobra.Command{
 		Use:   "compare RUN [RUN ...]",
-		Short: "One row per size: median time, spread and busbw of each run (engine, A/B arm), speedup over the first",
+		Short: "One row per size: median time, spread and busbw of each run (engine, A/B arm), speedup over the first column",
 		Args:  cobra.MinimumNArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			runs, err := results.LoadRuns(args)
