@@ -313,14 +313,7 @@ func (r *abRun) stop(failed bool) {
 }
 
 // abort reports the error that ended the run and returns its exit code.
-func (r *abRun) abort(err error) int {
-	var te *collectives.TimeoutError
-	if errors.As(err, &te) {
-		fmt.Fprintln(r.a.stderr, timeoutLine(r.a.coll, te, r.at))
-		return exitTimeout
-	}
-	return r.a.fail(err)
-}
+func (r *abRun) abort(err error) int { return r.a.failAt(err, r.at) }
 
 // header is arm A's header, with arm B's algorithms and the comparison noted; there is no nccl-tests table.
 func (r *abRun) header() header {

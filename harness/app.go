@@ -263,13 +263,7 @@ func (a *app) prepareCollective(o *Options, nranks int) error {
 	if a.coll.Rooted && o.Root >= nranks {
 		return &usageError{fmt.Sprintf("invalid value \"%d\" for -r/--root: must be below the rank count %d (or -1 for every root)", o.Root, nranks)}
 	}
-	getenv := func(k string) string {
-		if v, ok := o.env[k]; ok {
-			return v
-		}
-		return a.getenv(k)
-	}
-	coll, err := a.coll.Prepare(getenv, nranks, o.MinBytes, o.MaxBytes)
+	coll, err := a.coll.Prepare(overlay(o.env, a.getenv), nranks, o.MinBytes, o.MaxBytes)
 	if err != nil {
 		return err
 	}
@@ -305,10 +299,13 @@ func (a *app) minBW() float64 {
 }
 
 // fail reports an error that ends the run and returns its exit code.
-func (a *app) fail(err error) int {
+func (a *app) fail(err error) int { return a.failAt(err, -1) }
+
+// failAt is fail for an error at the row of size (the size column; -1 when unknown), which a timeout names.
+func (a *app) failAt(err error, size int64) int {
 	var te *collectives.TimeoutError
 	if errors.As(err, &te) {
-		fmt.Fprintln(a.stderr, timeoutLine(a.coll, te, -1))
+		fmt.Fprintln(a.stderr, timeoutLine(a.coll, te, size))
 	} else {
 		fmt.Fprintf(a.stderr, "%s: %v\n", a.binary(), err)
 	}

@@ -1,7 +1,10 @@
 package harness
 
 import (
+	"errors"
 	"fmt"
+	"maps"
+	"slices"
 	"strconv"
 	"strings"
 	"time"
@@ -46,13 +49,15 @@ var memoryTypes = map[string]collectives.MemoryKind{
 func registerRCCLFlags(fs *pflag.FlagSet, o *Options) {
 	r := &o.RCCL
 	r.CTAPolicy = -1
-	fs.VarP(memoryTypeValue{&r.MemoryType}, "memory_type", "Y", "rccl-tests' buffer memory: coarse, fine, host or managed")
+	fs.VarP(wordValue{&r.MemoryType, slices.Sorted(maps.Keys(memoryTypes)), "want coarse, fine, host or managed", "type"},
+		"memory_type", "Y", "rccl-tests' buffer memory: coarse, fine, host or managed")
 	fs.Var(cumaskValue{&r.Cumask}, "cumask", "rccl-tests' AMD compute-unit masks d0,d1,d2,d3 (hex; also -u with a list)")
 	fs.IntVarP(&r.DelayUs, "delay_inout_place", "q", 0, "microseconds to wait between the out-of-place and in-place halves")
 	fs.IntVarP(&r.CacheFlush, "cache_flush", "F", 0, "flush the instruction cache every N timed iterations (rccl-tests; 0 = never)")
 	fs.IntVar(&r.RotatingTensor, "rotating_tensor", 0,
 		"1: alternate timed iterations between buffers 192 MiB apart (rccl-tests; also -E 0|1)")
-	fs.VarP(formatValue{&r.Format}, "rccl_output_format", "Z", "rccl-tests' result file format: csv or json (with -X)")
+	fs.VarP(wordValue{&r.Format, []string{results.RCCLCSV, results.RCCLJSON}, "want csv or json", "csv|json"},
+		"rccl_output_format", "Z", "rccl-tests' result file format: csv or json (with -X)")
 	fs.StringVarP(&r.File, "rccl_output_file", "X", "", "write rccl-tests' csv or json result file (-Z; json without it; never overwrites)")
 	fs.Var(csvAliasValue{r}, "csv", "write rccl-tests' CSV to this file: the same as -Z csv -X FILE")
 	fs.IntVarP(&r.AlgoColumns, "output_algo_proto_channels", "A", 0, "append algorithm, protocol and channel columns (0/1)")
@@ -233,45 +238,29 @@ func (v envValue) Set(s string) error {
 
 func (envValue) Type() string { return "KEY=VALUE" }
 
-// memoryTypeValue is -Y.
-type memoryTypeValue struct{ p *string }
+// wordValue is a flag that takes one of a few words (-Y, -Z); want is the message for any other.
+type wordValue struct {
+	p          *string
+	words      []string
+	want, kind string
+}
 
-func (v memoryTypeValue) String() string {
+func (v wordValue) String() string {
 	if v.p == nil {
 		return ""
 	}
 	return *v.p
 }
 
-func (v memoryTypeValue) Set(s string) error {
-	if _, ok := memoryTypes[s]; !ok {
-		return fmt.Errorf("want coarse, fine, host or managed")
+func (v wordValue) Set(s string) error {
+	if !slices.Contains(v.words, s) {
+		return errors.New(v.want)
 	}
 	*v.p = s
 	return nil
 }
 
-func (memoryTypeValue) Type() string { return "type" }
-
-// formatValue is -Z.
-type formatValue struct{ p *string }
-
-func (v formatValue) String() string {
-	if v.p == nil {
-		return ""
-	}
-	return *v.p
-}
-
-func (v formatValue) Set(s string) error {
-	if s != results.RCCLCSV && s != results.RCCLJSON {
-		return fmt.Errorf("want csv or json")
-	}
-	*v.p = s
-	return nil
-}
-
-func (formatValue) Type() string { return "csv|json" }
+func (v wordValue) Type() string { return v.kind }
 
 // csvAliasValue is --csv FILE: -Z csv -X FILE.
 type csvAliasValue struct{ r *rcclOptions }

@@ -110,12 +110,7 @@ func (s *session) abort(err error) int {
 		return s.finish(s.trailer())
 	}
 	s.err = err
-	var te *collectives.TimeoutError
-	if errors.As(err, &te) {
-		fmt.Fprintln(s.a.stderr, timeoutLine(s.a.coll, te, s.at))
-		return exitTimeout
-	}
-	return s.a.fail(err)
+	return s.a.failAt(err, s.at)
 }
 
 // finish prints the trailer and returns the exit code it implies.
