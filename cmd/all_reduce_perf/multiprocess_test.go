@@ -370,7 +370,7 @@ func TestABAcrossProcessesHostEngine(t *testing.T) {
 			ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
 			defer cancel()
 			procs := launch(t, ctx, t.TempDir(), 2, freePort(t), nil, "--engine", "host", "-g", "2", "-b", "1K",
-				"-e", "64K", "-f", "8", "-n", "3", "--ab-rounds", "3", "--ab", "RCCLX_TESTS_DELAY_US="+tc.arms)
+				"-e", "64K", "-f", "8", "-n", "3", "--ab-rounds", "7", "--ab", "RCCLX_TESTS_DELAY_US="+tc.arms)
 			waitAll(procs)
 			for r, p := range procs {
 				if p.err != nil {
