@@ -60,6 +60,12 @@ func MemcpyHtoDStream(dst DevicePtr, src []byte, s Stream) error {
 	return err
 }
 
+// MemcpyHtoDAsync enqueues a copy of bytes from pinned host memory at src to dst on s; captured into a graph,
+// the copy reads src at every replay.
+func MemcpyHtoDAsync(dst DevicePtr, src unsafe.Pointer, bytes int64, s Stream) error {
+	return cuMemcpyHtoDAsync.call(uintptr(dst), uintptr(src), uintptr(bytes), uintptr(s))
+}
+
 // MemcpyDtoH copies len(dst) bytes from src and returns when the copy is done.
 func MemcpyDtoH(dst []byte, src DevicePtr) error {
 	if len(dst) == 0 {

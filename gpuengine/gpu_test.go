@@ -309,11 +309,12 @@ func TestGPUUnaligned(t *testing.T) {
 	}
 }
 
-// Two harness threads, one rank each, driving their groups at the same time from their own OS threads.
+// Two harness threads, one rank each (sharing the GPU on a one-GPU machine), driving their groups at the same
+// time from their own OS threads.
 func TestGPUTwoThreads(t *testing.T) {
 	onGPU(t)
 	for _, env := range []map[string]string{nil, ddaEnv, lpEnv} {
-		c, err := New().Open(collectives.Config{NThreads: 2, NGpus: 1, Env: env})
+		c, err := New().Open(collectives.Config{NThreads: 2, NGpus: 1, Env: env, Oversubscribe: true})
 		must(t, err)
 		s := callSpec{collectives.AllReduce, collectives.Float, collectives.Sum, 1 << 20, false, 0, 0}
 		seed := rand.Uint64()

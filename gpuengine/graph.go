@@ -2,14 +2,29 @@ package gpuengine
 
 import (
 	"errors"
+	"unsafe"
 
 	"github.com/rcclx-tests/rcclx-tests/collectives"
 	"github.com/rcclx-tests/rcclx-tests/cuda"
 )
 
 // Capture records the launches of record on every local rank's stream (one graph per rank) and returns a
-// graph that replays them all. The kernels keep their counters in device memory, so replays stay in step.
+// graph that replays them all. The kernels keep their counters in device memory, so replays stay in step; the
+// graph owns its ranks' alltoallv tables (vTable).
 func (g *group) Capture(record func() error) (collectives.Graph, error) {
+	out := &graph{g: g}
+	for _, r := range g.ranks {
+		err := r.ctx.SetCurrent()
+		var stage unsafe.Pointer
+		if err == nil {
+			stage, _, err = cuda.HostAllocMapped(vTableBytes(g.c.nranks))
+		}
+		if err != nil {
+			out.Destroy()
+			return nil, runtimeError(r, err)
+		}
+		out.stages = append(out.stages, stage)
+	}
 	for i, r := range g.ranks {
 		err := r.ctx.SetCurrent()
 		if err == nil {
@@ -21,20 +36,27 @@ func (g *group) Capture(record func() error) (collectives.Graph, error) {
 			for _, x := range graphs {
 				_ = x.Destroy()
 			}
+			out.Destroy()
 			return nil, runtimeError(r, err)
 		}
+	}
+	for i, r := range g.ranks {
+		r.vtable.beginCapture(out.stages[i])
 	}
 	g.capturing = true
 	recErr := record()
 	g.capturing = false
+	for _, r := range g.ranks {
+		r.vtable.endCapture()
+	}
 	graphs, endErr := g.endCaptures(len(g.ranks))
 	if err := errors.Join(recErr, endErr); err != nil {
 		for _, x := range graphs {
 			x.Destroy()
 		}
+		out.Destroy()
 		return nil, err
 	}
-	out := &graph{g: g}
 	for i, r := range g.ranks {
 		err := r.ctx.SetCurrent()
 		var x cuda.GraphExec
@@ -70,8 +92,9 @@ func (g *group) endCaptures(n int) ([]cuda.Graph, error) {
 }
 
 type graph struct {
-	g     *group
-	execs []cuda.GraphExec
+	g      *group
+	execs  []cuda.GraphExec
+	stages []unsafe.Pointer // per local rank: the host copy of its alltoallv table its copy node reads
 }
 
 func (x *graph) Launch() error {
@@ -94,6 +117,9 @@ func (x *graph) Destroy() error {
 	for i, e := range x.execs {
 		errs = append(errs, x.g.ranks[i].ctx.SetCurrent(), e.Destroy())
 	}
-	x.execs = nil
+	for _, p := range x.stages {
+		errs = append(errs, cuda.HostFree(p))
+	}
+	x.execs, x.stages = nil, nil
 	return errors.Join(errs...)
 }

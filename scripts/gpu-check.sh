@@ -13,8 +13,9 @@
 #                  each run's JSON goes to $OUT/perf-json/ (docs/PERFORMANCE.md's tables and plots come from these)
 #        ab        --ab, each arm in processes of its own: NCCL_MAX_NCHANNELS=1,32 and 32,1 on the vendor engine
 #                  (the 32-channel arm >= 5x faster at 256 MiB in both orders), RCCL_DDA_ENABLE=0,1 on the gpu
-#                  engine 8 B .. 32 MiB, and both again as 2 processes x 1 GPU; on the vendor engine
-#                  RCCL_DDA_ENABLE (which NCCL never reads) warns, and fails with --ab-strict
+#                  engine 8 B .. 32 MiB, and both again as 2 processes x 1 GPU; a planted 200 us per call
+#                  (RCCLX_TESTS_DELAY_US=0,200) on both engines; on the vendor engine RCCL_DDA_ENABLE (which NCCL
+#                  never reads) warns, and fails with --ab-strict
 #        gate      the README's CI recipe on the vendor engine: two runs of -N 3 back to back pass the gate,
 #                  a third with a planted per-call delay (RCCLX_TESTS_DELAY_US) fails it
 #        multiproc 2 processes x 1 GPU (RANK/WORLD_SIZE/MASTER_ADDR): gpu engine (IPC) and vendor
@@ -38,9 +39,11 @@
 #                  the same binaries on the gpu engine (run, or refused per type: no crash); all_reduce_bias
 #                  on NCCL (one line: the library lacks ncclAllReduceWithBias)
 #        peers     broadcast, reduce, gather, scatter, sendrecv, alltoallv, hypercube: the gpuengine tests against
-#                  the host engine, then every binary on the gpu and vendor engines (-d all -o all -r -1, 2 GPUs)
-#                  and on 8 oversubscribed ranks
+#                  the host engine (alltoallv captured in graphs too), then every binary on the gpu and vendor
+#                  engines (-d all -o all -r -1, 2 GPUs) and on 8 oversubscribed ranks (-d all -o all); alltoallv
+#                  with -G and -w 0
 #        peerperf  the same binaries next to NCCL (--engine vendor,gpu) at 8 B with -G 20 and at 1 GiB
+# On one GPU the gpu engine's two ranks share it and NCCL runs one rank; checks that need two GPUs say "skip".
 # Logs go to $OUT (default /tmp/gpu-check); the compiled kernels are cached in $BIN/kcache and packed into
 # $OUT/kcache.tgz, so that the next call can carry them back in $BIN.
 set -uo pipefail
@@ -71,6 +74,16 @@ if [[ ${1:-} == --build ]]; then
 fi
 
 export NCCL_NVLS_ENABLE=0 TORCH_SYMM_MEM_DISABLE_MULTICAST=1 NVSHMEM_DISABLE_NVLS=1
+# Two ranks on two GPUs. On one GPU the gpu engine's two ranks share it (--oversubscribe) and NCCL, which
+# refuses two ranks on one GPU, runs one rank; checks whose verdict needs two GPUs then say "skip".
+NGPU=$(nvidia-smi -L 2>/dev/null | grep -c '^GPU ')
+if ((NGPU >= 2)); then
+	GG=(-g 2) VG=(-g 2) PEER=1
+else
+	GG=(-g 2 --oversubscribe) VG=(-g 1) PEER=0 # PEER: a rank other than 0 for the hooks and -r
+fi
+# ranks ENGINE: the -g arguments of two ranks (or NCCL's one) on ENGINE.
+ranks() { if [[ $1 == gpu ]]; then echo "${GG[@]}"; else echo "${VG[@]}"; fi; }
 OUT=${OUT:-/tmp/gpu-check}
 mkdir -p "$OUT" "$BIN/kcache"
 export RCCLX_TESTS_KERNEL_CACHE=$PWD/$BIN/kcache
@@ -116,7 +129,7 @@ step_sweep() {
 		# DDA and LP take float/half/bfloat16 sums only: the other types and ops are the default mode's.
 		for mode in "-d all -o all" "--dda -d all" "--lp -d bfloat16 --lp-mode scaled -E RCCLX_TESTS_LP_MIN_BYTES=0"; do
 			# shellcheck disable=SC2086
-			timeout -k 10 90 "$BIN/$b" --engine gpu -g 2 -b 8 -e 1M -f 32 -w 1 -n 2 -T 30 $mode >>"$OUT/sweep.log" 2>&1 || rc=1
+			timeout -k 10 90 "$BIN/$b" --engine gpu "${GG[@]}" -b 8 -e 1M -f 32 -w 1 -n 2 -T 30 $mode >>"$OUT/sweep.log" 2>&1 || rc=1
 		done
 		timeout -k 10 60 "$BIN/$b" --engine gpu -g 8 --oversubscribe -b 1K -e 1M -f 32 -w 1 -n 2 -T 30 >>"$OUT/sweep.log" 2>&1 || rc=1
 	done
@@ -126,7 +139,7 @@ step_sweep() {
 step_perf() {
 	RCCLX_TESTS_GPU_PERF=1 run_step perf perf.log "$BIN/gpuengine.test" -test.v -test.timeout 220s -test.run TestGPUPerf
 	if [[ -x $BIN/all_reduce_perf ]] && gpu_engine_known; then
-		"$BIN/all_reduce_perf" --engine vendor,gpu -g 2 -b 8 -e 1G -f 8 -w 5 -n 20 >"$OUT/perf-binaries.log" 2>&1
+		"$BIN/all_reduce_perf" --engine vendor,gpu "${VG[@]}" -b 8 -e 1G -f 8 -w 5 -n 20 >"$OUT/perf-binaries.log" 2>&1
 		note perf-bin "$([[ $? == 0 ]] && echo ok || echo FAIL)" "perf-binaries.log"
 	fi
 }
@@ -158,11 +171,11 @@ P="$BIN/all_reduce_perf"
 step_bins() {
 	local J=$OUT/perf-json
 	rm -rf "$J" && mkdir -p "$J"
-	expect ring 0 bins.log "$P" --engine vendor,gpu -g 2 -b 8 -e 1G -f 4 -w 5 -n 20 -J "$J/all_reduce.json"
-	expect dda-G 0 bins.log "$P" --engine vendor,gpu --dda -G 20 -g 2 -b 8 -e 4M -f 4 -w 5 -n 20 -J "$J/all_reduce_dda_G20.json"
-	expect lp 0 bins.log "$P" --engine vendor,gpu --lp -g 2 -b 64M -e 1G -f 2 -w 5 -n 20 -J "$J/all_reduce_lp.json"
+	expect ring 0 bins.log "$P" --engine vendor,gpu "${VG[@]}" -b 8 -e 1G -f 4 -w 5 -n 20 -J "$J/all_reduce.json"
+	expect dda-G 0 bins.log "$P" --engine vendor,gpu --dda -G 20 "${VG[@]}" -b 8 -e 4M -f 4 -w 5 -n 20 -J "$J/all_reduce_dda_G20.json"
+	expect lp 0 bins.log "$P" --engine vendor,gpu --lp "${VG[@]}" -b 64M -e 1G -f 2 -w 5 -n 20 -J "$J/all_reduce_lp.json"
 	for b in all_gather_perf reduce_scatter_perf alltoall_perf; do
-		expect "${b%_perf}" 0 bins.log "$BIN/$b" --engine vendor,gpu -g 2 -b 1M -e 1G -f 32 -w 5 -n 20 -J "$J/${b%_perf}.json"
+		expect "${b%_perf}" 0 bins.log "$BIN/$b" --engine vendor,gpu "${VG[@]}" -b 1M -e 1G -f 32 -w 5 -n 20 -J "$J/${b%_perf}.json"
 	done
 	nvidia-smi --query-gpu=name,driver_version --format=csv,noheader >"$J/machine.txt" 2>&1
 	date -u +%Y-%m-%d >>"$J/machine.txt"
@@ -201,25 +214,35 @@ ab_2proc() {
 # channel against 32 at 256 MiB is many times slower (14x on 2x H200, NCCL 2.28.3), in either arm order.
 step_ab() {
 	local ch=(--engine vendor -b 256M -e 256M -w 2 -n 5 --ab-rounds 3)
-	expect ab-ch1-32 0 ab-ch1-32.log "$P" "${ch[@]}" -g 2 --ab NCCL_MAX_NCHANNELS=1,32 -J "$OUT/ab-ch1-32.json"
-	ab_speedup ab-ch1-32 ab-ch1-32.log 5 1000
-	expect ab-ch32-1 0 ab-ch32-1.log "$P" "${ch[@]}" -g 2 --ab NCCL_MAX_NCHANNELS=32,1 -J "$OUT/ab-ch32-1.json"
-	ab_speedup ab-ch32-1 ab-ch32-1.log 0 0.2
-	expect ab 0 ab.log "$P" --engine gpu -g 2 -b 8 -e 32M -f 8 -w 5 -n 20 --ab RCCL_DDA_ENABLE=0,1 -J "$OUT/ab.json"
-	ab_2proc ab-2p-ch ab-2p-ch.log "${ch[@]}" --ab NCCL_MAX_NCHANNELS=1,32 -J "$OUT/ab-2p-ch.json"
-	ab_speedup ab-2p-ch ab-2p-ch.log 5 1000
+	if ((PEER)); then
+		expect ab-ch1-32 0 ab-ch1-32.log "$P" "${ch[@]}" "${VG[@]}" --ab NCCL_MAX_NCHANNELS=1,32 -J "$OUT/ab-ch1-32.json"
+		ab_speedup ab-ch1-32 ab-ch1-32.log 5 1000
+		expect ab-ch32-1 0 ab-ch32-1.log "$P" "${ch[@]}" "${VG[@]}" --ab NCCL_MAX_NCHANNELS=32,1 -J "$OUT/ab-ch32-1.json"
+		ab_speedup ab-ch32-1 ab-ch32-1.log 0 0.2
+		ab_2proc ab-2p-ch ab-2p-ch.log "${ch[@]}" --ab NCCL_MAX_NCHANNELS=1,32 -J "$OUT/ab-2p-ch.json"
+		ab_speedup ab-2p-ch ab-2p-ch.log 5 1000
+	else
+		note ab-ch skip "one GPU: NCCL runs one rank, where channels make no difference"
+	fi
+	# A planted 200 us per call, read once per process as NCCL reads its variables: arm B about 200 us slower.
+	for eng in gpu vendor; do
+		expect "ab-delay-$eng" 0 "ab-delay-$eng.log" "$P" --engine "$eng" $(ranks "$eng") -b 8 -e 8 -w 2 -n 10 \
+			--ab RCCLX_TESTS_DELAY_US=0,200
+		ab_speedup "ab-delay-$eng" "ab-delay-$eng.log" 0 0.2
+	done
+	expect ab 0 ab.log "$P" --engine gpu "${GG[@]}" -b 8 -e 32M -f 8 -w 5 -n 20 --ab RCCL_DDA_ENABLE=0,1 -J "$OUT/ab.json"
 	ab_2proc ab-2p-dda ab-2p-dda.log --engine gpu -b 8 -e 32M -f 8 -w 5 -n 20 --ab RCCL_DDA_ENABLE=0,1
-	expect ab-unread 0 ab-vendor.log "$P" --engine vendor -g 2 -b 1M -e 1M -n 5 --ab RCCL_DDA_ENABLE=0,1
+	expect ab-unread 0 ab-vendor.log "$P" --engine vendor "${VG[@]}" -b 1M -e 1M -n 5 --ab RCCL_DDA_ENABLE=0,1
 	note ab-warn "$(grep -q '^# WARNING: .* does not contain the name RCCL_DDA_ENABLE' "$OUT/ab-vendor.log" && echo ok ||
 		echo FAIL)" "the library never reads RCCL_DDA_ENABLE: ab-vendor.log"
-	expect ab-strict 1 ab-vendor.log "$P" --engine vendor -g 2 -b 1M -e 1M --ab RCCL_DDA_ENABLE=0,1 --ab-strict
-	expect ab-nchan 0 ab-vendor.log "$P" --engine vendor -g 2 -b 1M -e 1M -n 5 --ab NCCL_MAX_NCHANNELS=1,32 --ab-strict
+	expect ab-strict 1 ab-vendor.log "$P" --engine vendor "${VG[@]}" -b 1M -e 1M --ab RCCL_DDA_ENABLE=0,1 --ab-strict
+	expect ab-nchan 0 ab-vendor.log "$P" --engine vendor "${VG[@]}" -b 1M -e 1M -n 5 --ab NCCL_MAX_NCHANNELS=1,32 --ab-strict
 }
 
 # The README's gate recipe, on the GPUs there are: identical runs pass; 20 us more per call (every size up to
 # ~64K slows by far more than 15%) fails.
 step_gate() {
-	local R="$BIN/rcclx-results" run=("$P" --engine vendor -g 2 -b 8 -e 128M -f 2 -N 3)
+	local R="$BIN/rcclx-results" run=("$P" --engine vendor "${VG[@]}" -b 8 -e 128M -f 2 -N 3)
 	rm -f "$OUT"/gate-*.json
 	expect gate-base 0 gate.log "${run[@]}" -J "$OUT/gate-base.json"
 	expect gate-same 0 gate.log "${run[@]}" -J "$OUT/gate-same.json"
@@ -231,6 +254,10 @@ step_gate() {
 
 step_multiproc() {
 	for eng in gpu vendor; do
+		if [[ $eng == vendor ]] && ((!PEER)); then
+			note mp-vendor skip "one GPU: NCCL refuses two ranks on one GPU"
+			continue
+		fi
 		local pids=()
 		for r in 0 1; do
 			RANK=$r WORLD_SIZE=2 LOCAL_RANK=$r LOCAL_WORLD_SIZE=2 MASTER_ADDR=127.0.0.1 MASTER_PORT=$((29500 + ${#eng})) \
@@ -250,14 +277,20 @@ step_oversub() {
 }
 
 step_faults() {
-	RCCLX_TESTS_SKIP_RANK=1 expect skip-T5 4 faults.log "$P" --engine gpu -g 2 -b 1M -e 1M -T 5
-	RCCLX_TESTS_SKIP_RANK=1 expect v-skip-T5 4 faults.log "$P" --engine vendor -g 2 -b 1M -e 1M -T 5
-	# Both timeouts name the rank that never arrived, not the one that waited.
+	RCCLX_TESTS_SKIP_RANK=1 expect skip-T5 4 faults.log "$P" --engine gpu "${GG[@]}" -b 1M -e 1M -T 5
+	local want=1
+	if ((PEER)); then
+		RCCLX_TESTS_SKIP_RANK=1 expect v-skip-T5 4 faults.log "$P" --engine vendor "${VG[@]}" -b 1M -e 1M -T 5
+		want=2
+	else
+		note v-skip-T5 skip "one GPU: NCCL runs one rank, no peer to leave waiting"
+	fi
+	# Each timeout names the rank that never arrived, not the one that waited.
 	local named
 	named=$(grep -c '^timeout: rank 1 did not arrive at all_reduce size 1048576 ' "$OUT/faults.log")
-	note skip-names-rank "$([[ $named == 2 ]] && echo ok || echo FAIL)" "$named of 2 timeout lines name rank 1, faults.log"
-	RCCLX_TESTS_CORRUPT_RANK=1 expect corrupt 7 faults.log "$P" --engine gpu -g 2 -b 1M -e 64M -f 8
-	RCCLX_TESTS_CORRUPT_RANK=1 expect v-corrupt 7 faults.log "$P" --engine vendor -g 2 -b 1M -e 4M -f 2
+	note skip-names-rank "$([[ $named == "$want" ]] && echo ok || echo FAIL)" "$named of $want timeout lines name rank 1, faults.log"
+	RCCLX_TESTS_CORRUPT_RANK=1 expect corrupt 7 faults.log "$P" --engine gpu "${GG[@]}" -b 1M -e 64M -f 8
+	RCCLX_TESTS_CORRUPT_RANK=$PEER expect v-corrupt 7 faults.log "$P" --engine vendor "${VG[@]}" -b 1M -e 4M -f 2
 }
 
 step_vendor() {
@@ -276,18 +309,18 @@ step_rccl() {
 		for mem in host managed coarse fine; do
 			local log=rccl-$eng-$mem.log
 			: >"$OUT/$log"
-			expect "$eng-Y-$mem" 0 "$log" "$P" --engine "$eng" -g 2 -b 8 -e 64M -f 8 -Y "$mem" -Z csv -X "$OUT/rccl-$eng-$mem.csv"
+			expect "$eng-Y-$mem" 0 "$log" "$P" --engine "$eng" $(ranks "$eng") -b 8 -e 64M -f 8 -Y "$mem" -Z csv -X "$OUT/rccl-$eng-$mem.csv"
 		done
 		expect_line "$eng-host#" "rccl-$eng-host.log" '^# Memory: rank buffers in pinned host memory mapped for the device'
 		expect_line "$eng-managed#" "rccl-$eng-managed.log" '^# Memory: rank buffers in managed memory'
 		expect_line "$eng-coarse#" "rccl-$eng-coarse.log" '^# -Y coarse means nothing on this GPU'
 		expect_line "$eng-fine#" "rccl-$eng-fine.log" '^# -Y fine means nothing on this GPU'
 		: >"$OUT/rccl-$eng-y.log"
-		expect "$eng-y-coarse" 0 "rccl-$eng-y.log" "$P" --engine "$eng" -g 2 -b 8 -e 1M -f 8 -y coarse -q 1000 -A 1 -Z json -X "$OUT/rccl-$eng.json"
+		expect "$eng-y-coarse" 0 "rccl-$eng-y.log" "$P" --engine "$eng" $(ranks "$eng") -b 8 -e 1M -f 8 -y coarse -q 1000 -A 1 -Z json -X "$OUT/rccl-$eng.json"
 		expect_line "$eng-y#" "rccl-$eng-y.log" '^# -Y coarse means nothing on this GPU'
 	done
 	: >"$OUT/rccl-x.log"
-	expect vendor-x1 0 rccl-x.log "$P" --engine vendor -g 2 -b 8 -e 1M -f 8 -x 1
+	expect vendor-x1 0 rccl-x.log "$P" --engine vendor "${VG[@]}" -b 8 -e 1M -f 8 -x 1
 	expect_line vendor-x1# rccl-x.log '^# (CTA policy: 1 \(ncclConfig\)|-x 1 ignored: .* has no CTA policy 1)'
 	head -3 "$OUT/rccl-gpu-host.csv" "$OUT/rccl-vendor.json"
 }
@@ -295,7 +328,7 @@ step_rccl() {
 step_coldstart() {
 	local kc t0 t1 t2 rc1 rc2
 	kc=$(mktemp -d)
-	local cmd=("$P" --engine gpu -g 2 -d all -o all -b 1 -e 3M -f 7 -n 2)
+	local cmd=("$P" --engine gpu "${GG[@]}" -d all -o all -b 1 -e 3M -f 7 -n 2)
 	t0=$(date +%s.%N)
 	RCCLX_TESTS_KERNEL_CACHE=$kc timeout -k 10 300 "${cmd[@]}" >"$OUT/coldstart-cold.log" 2>&1
 	rc1=$?
@@ -317,8 +350,8 @@ step_coldstart() {
 
 step_a2a() {
 	: >"$OUT/a2a.log"
-	expect a2a 0 a2a.log "$BIN/alltoall_perf" --engine vendor,gpu -g 2 -b 64M -e 1G -f 2 -w 5 -n 20
-	expect a2a-ab 0 a2a.log "$BIN/alltoall_perf" --engine gpu -g 2 -b 8M -e 1G -f 2 -w 5 -n 20 \
+	expect a2a 0 a2a.log "$BIN/alltoall_perf" --engine vendor,gpu "${VG[@]}" -b 64M -e 1G -f 2 -w 5 -n 20
+	expect a2a-ab 0 a2a.log "$BIN/alltoall_perf" --engine gpu "${GG[@]}" -b 8M -e 1G -f 2 -w 5 -n 20 \
 		-O 0 --ab RCCLX_TESTS_GPU_CE_BYTES=off,8M
 }
 
@@ -342,10 +375,10 @@ step_lp() {
 	: >"$OUT/lp.log"
 	for dt in float bfloat16; do
 		for b in all_reduce_perf all_gather_perf reduce_scatter_perf alltoall_perf; do
-			expect "lp-${b%_perf}-$dt" 0 lp.log "$BIN/$b" --engine vendor,gpu --lp -d "$dt" -g 2 -b 64M -e 1G -f 4 \
+			expect "lp-${b%_perf}-$dt" 0 lp.log "$BIN/$b" --engine vendor,gpu --lp -d "$dt" "${VG[@]}" -b 64M -e 1G -f 4 \
 				-w 5 -n 20 -J "$OUT/lp-$b-$dt.json"
 		done
-		expect "lp-scaled-$dt" 0 lp.log "$P" --engine gpu --lp --lp-mode scaled -d "$dt" -g 2 -b 64M -e 1G -f 4 \
+		expect "lp-scaled-$dt" 0 lp.log "$P" --engine gpu --lp --lp-mode scaled -d "$dt" "${GG[@]}" -b 64M -e 1G -f 4 \
 			-w 5 -n 20 -J "$OUT/lp-scaled-$dt.json"
 	done
 	for f in "$OUT"/lp-*.json; do
@@ -361,16 +394,16 @@ step_colls() {
 	printf '0 4096 1048576\n65536 0 16\n12345 777777 0\n' >"$m"
 	for b in "${COLL_BINS[@]:0:7}"; do
 		local n=${b%_perf}
-		expect "$n" 0 colls.log "$BIN/$b" --engine vendor -g 2 -b 8 -e 1M -f 32 -d all -o all -r -1 -w 1 -n 2 -T 60
-		expect "$n-8B-G" 0 colls.log "$BIN/$b" --engine vendor -g 2 -b 8 -e 8 -G 20 -w 5 -n 20
-		expect "$n-1G" 0 colls.log "$BIN/$b" --engine vendor -g 2 -b 1G -e 1G -w 5 -n 20
-		RCCLX_TESTS_CORRUPT_RANK=1 expect "$n-bad" 7 colls.log "$BIN/$b" --engine vendor -g 2 -b 1M -e 1M -r 1 -n 2
+		expect "$n" 0 colls.log "$BIN/$b" --engine vendor "${VG[@]}" -b 8 -e 1M -f 32 -d all -o all -r -1 -w 1 -n 2 -T 60
+		expect "$n-8B-G" 0 colls.log "$BIN/$b" --engine vendor "${VG[@]}" -b 8 -e 8 -G 20 -w 5 -n 20
+		expect "$n-1G" 0 colls.log "$BIN/$b" --engine vendor "${VG[@]}" -b 1G -e 1G -w 5 -n 20
+		RCCLX_TESTS_CORRUPT_RANK=$PEER expect "$n-bad" 7 colls.log "$BIN/$b" --engine vendor "${VG[@]}" -b 1M -e 1M -r $PEER -n 2
 		# The gpu engine runs it, or says per type that it does not (exit 0 either way, never a crash).
-		expect "$n-gpu" 0 colls.log "$BIN/$b" --engine gpu -g 2 -b 1K -e 1M -f 32 -n 2 -T 60
+		expect "$n-gpu" 0 colls.log "$BIN/$b" --engine gpu "${GG[@]}" -b 1K -e 1M -f 32 -n 2 -T 60
 	done
-	expect bias-nccl 0 colls.log "$BIN/all_reduce_bias_perf" --engine vendor -g 2 -b 1K -e 1K -n 2
+	expect bias-nccl 0 colls.log "$BIN/all_reduce_bias_perf" --engine vendor "${VG[@]}" -b 1K -e 1K -n 2
 	NCCL_TESTS_ALLTOALLV_MATRIX_FILE=$m NCCL_TESTS_ALLTOALLV_PRINT_SUMMARY=1 \
-		expect alltoallv-mx 0 colls.log "$BIN/alltoallv_perf" --engine vendor -g 2 -b 2M -e 2M -d all -n 5
+		expect alltoallv-mx 0 colls.log "$BIN/alltoallv_perf" --engine vendor "${VG[@]}" -b 2M -e 2M -d all -n 5
 	grep -E '^# (Collective test starting|Out of bounds)|^timeout|_perf: ' "$OUT/colls.log" | uniq -c | head -60
 }
 
@@ -390,20 +423,22 @@ step_ncclt() {
 
 step_peers() {
 	run_step peers-test peers-test.log "$BIN/gpuengine.test" -test.v -test.timeout 400s \
-		-test.run 'TestGPU(PeerCollectivesMatchHost|AllToAllVMatrix)'
+		-test.run 'TestGPU(PeerCollectivesMatchHost|AllToAllVMatrix|AllToAllVGraph)'
 	grep -E '^(--- |FAIL|ok|PASS)|wrong|differs' "$OUT/peers-test.log" | head -20
 	for b in "${COLL_BINS[@]:0:7}"; do
 		for eng in gpu vendor; do
-			expect "${b%_perf}-$eng" 0 peers.log "$BIN/$b" --engine "$eng" -g 2 -b 8 -e 4M -f 16 -w 1 -n 2 -d all -o all -r -1 -T 30
+			expect "${b%_perf}-$eng" 0 peers.log "$BIN/$b" --engine "$eng" $(ranks "$eng") -b 8 -e 4M -f 16 -w 1 -n 2 -d all -o all -r -1 -T 30
 		done
-		expect "${b%_perf}-8r" 0 peers.log "$BIN/$b" --engine gpu -g 8 --oversubscribe -b 1K -e 1M -f 32 -w 1 -n 2 -T 30
+		expect "${b%_perf}-8r" 0 peers.log "$BIN/$b" --engine gpu -g 8 --oversubscribe -b 1K -e 1M -f 32 -w 1 -n 2 -d all -o all -T 60
 	done
+	# With -w 0 each size's first call is captured into the graph: alltoallv's table travels with it.
+	expect alltoallv-G-w0 0 peers.log "$BIN/alltoallv_perf" --engine gpu "${GG[@]}" -b 1K -e 4M -f 4 -G 5 -w 0 -n 5 -T 30
 }
 
 step_peerperf() {
 	for b in "${COLL_BINS[@]:0:7}"; do
-		expect "${b%_perf}-8B-G" 0 peerperf.log "$BIN/$b" --engine vendor,gpu -g 2 -b 8 -e 8 -G 20 -w 20 -n 50
-		expect "${b%_perf}-1G" 0 peerperf.log "$BIN/$b" --engine vendor,gpu -g 2 -b 1G -e 1G -w 5 -n 20
+		expect "${b%_perf}-8B-G" 0 peerperf.log "$BIN/$b" --engine vendor,gpu "${VG[@]}" -b 8 -e 8 -G 20 -w 20 -n 50
+		expect "${b%_perf}-1G" 0 peerperf.log "$BIN/$b" --engine vendor,gpu "${VG[@]}" -b 1G -e 1G -w 5 -n 20
 	done
 }
 
@@ -412,7 +447,7 @@ tar -czf "$OUT/kcache.tgz" -C "$BIN/kcache" . 2>/dev/null
 grep -A40 'algo  ' "$OUT/perf.log" 2>/dev/null | grep -v '^---' | sed 's/^ *perf_test.go:[0-9]*: *//' | head -40
 # The short tables: gpu engine time over NCCL's from one run, and the A/B.
 [[ -f $OUT/bins.log ]] && grep -E '^# (Time ratio|  +size| +[0-9]+ +[a-z0-9]+ +[a-z]+ +[0-9.N/A]+ )' "$OUT/bins.log" | head -60
-for f in ab-ch1-32 ab-ch32-1 ab ab-2p-ch ab-2p-dda; do
+for f in ab-ch1-32 ab-ch32-1 ab-delay-gpu ab-delay-vendor ab ab-2p-ch ab-2p-dda; do
 	[[ -f $OUT/$f.log ]] && echo "$f:" && grep -E '^([|+]|# A/B)' "$OUT/$f.log" | head -20
 done
 [[ -f $OUT/ab.log ]] && grep -E '^[|+]' "$OUT/ab.log" | head -20

@@ -178,8 +178,8 @@ func TestAllReduceBiasNeedsTheLibrarysCall(t *testing.T) {
 	}
 }
 
-// An FP8 call the library refuses as an invalid argument is a type and operation it does not support; any other
-// refusal, and an invalid argument on another type, stays a library error.
+// An FP8 call (or PreMulSum operation) the library refuses as an invalid argument is a type and operation it
+// does not support; any other refusal, and an invalid argument on another type, stays a library error.
 func TestFP8RefusalIsUnsupported(t *testing.T) {
 	refused := &nccl.Error{Call: "ncclReduce", Code: nccl.InvalidArgument}
 	for _, c := range []struct {
@@ -192,10 +192,11 @@ func TestFP8RefusalIsUnsupported(t *testing.T) {
 		{true, &nccl.Error{Call: "ncclReduce", Code: nccl.InternalError}, false},
 	} {
 		g := &group{c: &comm{}, fp8: c.fp8}
-		err := g.finish(c.err)
-		var le *collectives.LibraryError
-		if errors.Is(err, collectives.ErrUnsupported) != c.want || !errors.As(err, &le) {
-			t.Errorf("fp8 %v, %v: got %v", c.fp8, c.err, err)
+		for _, err := range []error{g.finish(c.err), fp8Refused(c.fp8, libraryError(c.err))} {
+			var le *collectives.LibraryError
+			if errors.Is(err, collectives.ErrUnsupported) != c.want || !errors.As(err, &le) {
+				t.Errorf("fp8 %v, %v: got %v", c.fp8, c.err, err)
+			}
 		}
 	}
 }

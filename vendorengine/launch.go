@@ -77,17 +77,24 @@ func (g *group) PrepareLoop(calls []*collectives.Call, first, iters, agg int) (f
 	}, nil
 }
 
-// finish is comm.finish for the group's calls. NCCL supports only some operations on the FP8 types (2.28.3
-// refuses ncclAvg on them with ncclInvalidArgument): an FP8 call the library refuses is a type and operation it
-// does not support, which the sweep skips with a "#" line, not a failed run.
+// finish is comm.finish for the group's calls.
 func (g *group) finish(err error) error {
-	err = g.c.finish(g.ranks, g.lastCall, err)
+	return fp8Refused(g.fp8, g.c.finish(g.ranks, g.lastCall, err))
+}
+
+// fp8Refused marks err, of a call on an FP8 type (fp8) that the library refused with ncclInvalidArgument, as a
+// type and operation the library does not support, which the sweep skips with a "#" line, not a failed run.
+// NCCL supports only some operations on the FP8 types: 2.28.3 refuses ncclAvg when the call is made and a
+// PreMulSum operation (mulsum) when the operation is created.
+func fp8Refused(fp8 bool, err error) error {
 	var e *nccl.Error
-	if g.fp8 && errors.As(err, &e) && e.Code == nccl.InvalidArgument {
+	if fp8 && errors.As(err, &e) && e.Code == nccl.InvalidArgument {
 		return fmt.Errorf("%w (%w)", err, collectives.ErrUnsupported)
 	}
 	return err
 }
+
+func isFP8(d collectives.DType) bool { return d == collectives.F8E4M3 || d == collectives.F8E5M2 }
 
 // Variables for the tests' sake.
 var (
@@ -118,7 +125,7 @@ func (g *group) prepare(c *collectives.Call) error {
 			return err
 		}
 	}
-	g.dt, g.lastCall, g.fp8 = dt, g.c.callName(c), c.DType == collectives.F8E4M3 || c.DType == collectives.F8E5M2
+	g.dt, g.lastCall, g.fp8 = dt, g.c.callName(c), isFP8(c.DType)
 	return nil
 }
 
@@ -286,7 +293,7 @@ func (g *group) redOps(op collectives.Op, d collectives.DType, dt nccl.DataType)
 			var err error
 			scalar := nccl.Scalar(d, collectives.PreMulScalar(r.global))
 			if o, err = g.c.lib.RedOpCreatePreMulSum(scalar, dt, r.comm); err != nil {
-				return libraryError(err)
+				return fp8Refused(isFP8(d), libraryError(err))
 			}
 			g.premul[k] = o
 		}
