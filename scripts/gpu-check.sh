@@ -44,7 +44,8 @@
 #                  with -G and -w 0
 #        peerperf  the same binaries next to NCCL (--engine vendor,gpu) at 8 B with -G 20 and at 1 GiB
 # On one GPU the gpu engine's two ranks share it and NCCL runs one rank; checks that need two GPUs say "skip".
-# Logs go to $OUT (default /tmp/gpu-check); the compiled kernels are cached in $BIN/kcache and packed into
+# Logs go to $OUT (default /tmp/gpu-check), and with PACK=DIR also into DIR/gpu-check-logs.tgz (one file for
+# tools that bring back few files); the compiled kernels are cached in $BIN/kcache and packed into
 # $OUT/kcache.tgz, so that the next call can carry them back in $BIN.
 set -uo pipefail
 usage() { sed -n '2,/^set /{/^#/s/^# \{0,1\}//p}' "$0"; }
@@ -444,6 +445,7 @@ step_peerperf() {
 
 for s in "${STEPS[@]}"; do "step_$s"; done
 tar -czf "$OUT/kcache.tgz" -C "$BIN/kcache" . 2>/dev/null
+[[ -n ${PACK:-} ]] && tar -czf "$PACK/gpu-check-logs.tgz" --exclude kcache.tgz -C "$(dirname "$OUT")" "$(basename "$OUT")"
 grep -A40 'algo  ' "$OUT/perf.log" 2>/dev/null | grep -v '^---' | sed 's/^ *perf_test.go:[0-9]*: *//' | head -40
 # The short tables: gpu engine time over NCCL's from one run, and the A/B.
 [[ -f $OUT/bins.log ]] && grep -E '^# (Time ratio|  +size| +[0-9]+ +[a-z0-9]+ +[a-z]+ +[0-9.N/A]+ )' "$OUT/bins.log" | head -60
