@@ -310,23 +310,25 @@ func TestGPUUnaligned(t *testing.T) {
 }
 
 // Two harness threads, one rank each (sharing the GPU on a one-GPU machine), driving their groups at the same
-// time from their own OS threads.
+// time from their own OS threads. As in the harness, both write their inputs before either launches: a write
+// waits for the whole context, which on a shared GPU holds the other rank's kernel waiting for this one.
 func TestGPUTwoThreads(t *testing.T) {
 	onGPU(t)
 	for _, env := range []map[string]string{nil, ddaEnv, lpEnv} {
-		c, err := New().Open(collectives.Config{NThreads: 2, NGpus: 1, Env: env, Oversubscribe: true})
+		c, err := New().Open(collectives.Config{NThreads: 2, NGpus: 1, Env: env, Oversubscribe: true, Timeout: 20 * time.Second})
 		must(t, err)
 		s := callSpec{collectives.AllReduce, collectives.Float, collectives.Sum, 1 << 20, false, 0, 0}
 		seed := rand.Uint64()
 		in := exactInputs(s, 2, seed)
 		out := make([][]byte, 2)
 		errs := make([]error, 2)
-		var wg sync.WaitGroup
+		var wg, written sync.WaitGroup
+		written.Add(2)
 		for th, g := range c.Groups() {
 			wg.Go(func() {
 				runtime.LockOSThread()
 				defer runtime.UnlockOSThread()
-				out[th], errs[th] = runGroup(g, s, 2, in[th])
+				out[th], errs[th] = runGroup(g, s, 2, in[th], func() { written.Done(); written.Wait() })
 			})
 		}
 		wg.Wait()
@@ -336,8 +338,9 @@ func TestGPUTwoThreads(t *testing.T) {
 	}
 }
 
-// runGroup makes call s on a group of one rank (global rank Ranks()[0]) and returns its output.
-func runGroup(g collectives.Group, s callSpec, n int, input []byte) ([]byte, error) {
+// runGroup makes call s on a group of one rank (global rank Ranks()[0]) and returns its output; written returns
+// when every group may launch.
+func runGroup(g collectives.Group, s callSpec, n int, input []byte, written func()) ([]byte, error) {
 	r := g.Ranks()[0]
 	k := s.coll.Counts(s.bytes, n, r, s.dt)
 	size := int64(s.dt.Size())
@@ -354,7 +357,12 @@ func runGroup(g collectives.Group, s callSpec, n int, input []byte) ([]byte, err
 	call := &collectives.Call{Coll: s.coll, DType: s.dt, Op: s.op, Counts: []collectives.Counts{k},
 		Send: []collectives.View{{Buf: send}}, Recv: []collectives.View{{Buf: recv}}}
 	out := make([]byte, k.Recv*size)
-	err = errors.Join(g.Write(call.Send[0], input), g.Launch(call), g.Wait(), g.Read(out, call.Recv[0]))
+	werr := g.Write(call.Send[0], input)
+	written()
+	if werr != nil {
+		return nil, werr
+	}
+	err = errors.Join(g.Launch(call), g.Wait(), g.Read(out, call.Recv[0]))
 	return out, err
 }
 
