@@ -11,6 +11,7 @@ import (
 
 	"github.com/rcclx-tests/rcclx-tests/collectives"
 	"github.com/rcclx-tests/rcclx-tests/engines"
+	"github.com/rcclx-tests/rcclx-tests/internal/syncbuf"
 	"github.com/rcclx-tests/rcclx-tests/results"
 )
 
@@ -320,7 +321,7 @@ func testRun(t *testing.T, coll *collectives.Collective, args []string, engs ...
 // runWith runs with the engines of src; tweak, when not nil, adjusts the app (environment, world, signals).
 func runWith(t *testing.T, coll *collectives.Collective, args []string, src engineSource, tweak func(*app)) run {
 	t.Helper()
-	var out, errOut syncBuffer // A/B workers' output is copied into them from goroutines of their own
+	var out, errOut syncbuf.Buffer // A/B workers' output is copied into them from goroutines of their own
 	a := &app{coll: coll, stdout: &out, stderr: &errOut, getenv: func(string) string { return "" },
 		environ: func() []string { return []string{"NCCL_PROTO=Simple", "HOME=/root"} }, engines: src,
 		argv: append([]string{coll.Name + "_perf"}, args...), interrupted: func() bool { return false },

@@ -12,6 +12,7 @@ import (
 	"time"
 
 	"github.com/rcclx-tests/rcclx-tests/collectives"
+	"github.com/rcclx-tests/rcclx-tests/internal/syncbuf"
 )
 
 // fakeCgroups writes a cgroup tree under a temporary directory: files maps paths below the mount to contents,
@@ -110,7 +111,7 @@ func TestMemoryPlanHoldsUnderCgroup(t *testing.T) {
 func TestHeaderBeforeAllocation(t *testing.T) {
 	fakeCgroups(t, "0::/job\n", map[string]string{"job/memory.max": strconv.Itoa(200 * mib), "job/memory.current": "0"})
 	seed := rand.Uint64()
-	out := &syncBuffer{}
+	out := &syncbuf.Buffer{}
 	p := &probe{Engine: newFake(seed)}
 	var before []string
 	p.beforeAlloc = func() { before = append(before, out.String()) }

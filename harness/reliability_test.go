@@ -1,7 +1,6 @@
 package harness
 
 import (
-	"bytes"
 	"fmt"
 	"math/rand/v2"
 	"net"
@@ -17,6 +16,7 @@ import (
 	"time"
 
 	"github.com/rcclx-tests/rcclx-tests/collectives"
+	"github.com/rcclx-tests/rcclx-tests/internal/syncbuf"
 )
 
 // The rows of docs/RELIABILITY.md. Faults that need a real process (signals, the process environment, exit
@@ -266,23 +266,10 @@ func TestReliabilityHostMemoryLimit(t *testing.T) {
 // proc is this test binary started as a perf binary.
 type proc struct {
 	cmd            *exec.Cmd
-	stdout, stderr syncBuffer
+	stdout, stderr syncbuf.Buffer
 	start          time.Time
 	done           chan struct{}
 }
-
-// syncBuffer is a buffer a test may read while the child writes it.
-type syncBuffer struct {
-	mu sync.Mutex
-	b  bytes.Buffer
-}
-
-func (s *syncBuffer) Write(p []byte) (int, error) {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.b.Write(p)
-}
-func (s *syncBuffer) String() string { s.mu.Lock(); defer s.mu.Unlock(); return s.b.String() }
 
 // startChild runs coll's perf binary with args in a process of its own; env is added to a copy of this
 // process's environment without any launcher's variables. The process is killed when the test ends.

@@ -1,7 +1,6 @@
 package main
 
 import (
-	"bytes"
 	"context"
 	"encoding/json"
 	"fmt"
@@ -14,6 +13,8 @@ import (
 	"sync"
 	"testing"
 	"time"
+
+	"github.com/rcclx-tests/rcclx-tests/internal/syncbuf"
 )
 
 // These tests run the real binary as several processes on this machine, as torchrun would start them
@@ -90,28 +91,10 @@ func baseEnv() []string {
 
 type proc struct {
 	cmd         *exec.Cmd
-	out, stderr syncBuffer
+	out, stderr syncbuf.Buffer
 	exited      time.Time
 	err         error
 	done        chan struct{}
-}
-
-// syncBuffer is a buffer the test may read while the process writes it.
-type syncBuffer struct {
-	mu sync.Mutex
-	b  bytes.Buffer
-}
-
-func (s *syncBuffer) Write(p []byte) (int, error) {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.b.Write(p)
-}
-
-func (s *syncBuffer) String() string {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.b.String()
 }
 
 // launch starts n processes of the binary with args in dir; env adds variables for every process. With n = 0
