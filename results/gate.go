@@ -258,8 +258,11 @@ func (r *GateReport) Write(w io.Writer) error {
 		fmt.Fprintf(&b, "FAIL no size compared: baseline and current share no row with a time on both sides\n")
 	}
 	for _, c := range r.Checks {
-		if c.Failed {
+		switch {
+		case c.Failed:
 			fmt.Fprintf(&b, "FAIL %s\n", r.describe(c))
+		case r.noisy(c):
+			fmt.Fprintf(&b, "NOTE %s: within the run-to-run noise, not counted (more -N cycles or runs decide)\n", r.describe(c))
 		}
 	}
 	for _, side := range []struct {
@@ -297,10 +300,25 @@ func (r *GateReport) summary() string {
 	if worst >= 0 {
 		tail = fmt.Sprintf(", worst %s at %s", pct(r.Checks[worst].Change), r.Checks[worst].Label)
 	}
+	noisy := 0
+	for _, c := range r.Checks {
+		if r.noisy(c) {
+			noisy++
+		}
+	}
+	if noisy > 0 {
+		tail += fmt.Sprintf(", %d beyond the limit within noise", noisy)
+	}
 	if n := r.failures(); n > 0 {
 		return fmt.Sprintf("FAIL (%d failures in %d sizes%s)", n, r.rows, tail)
 	}
 	return fmt.Sprintf("PASS (%d sizes%s)", r.rows, tail)
+}
+
+// noisy: the half moved beyond its threshold but the run-to-run spread does not tell it from no change, so it
+// passes; the report says so rather than pass it in silence.
+func (r *GateReport) noisy(c GateCheck) bool {
+	return !c.Failed && c.BaseUs > 0 && r.regression(c) > c.Threshold
 }
 
 func (r *GateReport) regression(c GateCheck) float64 {

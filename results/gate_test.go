@@ -109,6 +109,13 @@ func TestGateDropInsideNoisePasses(t *testing.T) {
 	if c := rep.Checks[0]; !c.Noise || c.Lo > -0.1 || c.Hi < 0 {
 		t.Fatalf("interval %+v should span the threshold and zero", c)
 	}
+	// It passes, but not in silence: a NOTE line names the half, and the summary counts it.
+	lines := strings.Split(strings.TrimSpace(out), "\n")
+	if len(lines) != 2 || !strings.HasPrefix(lines[0], "NOTE 8B out-of-place: busbw -16.7% (limit -10.0%, 95% CI ") ||
+		!strings.HasSuffix(lines[0], "within the run-to-run noise, not counted (more -N cycles or runs decide)") ||
+		!strings.HasSuffix(lines[1], ", 1 beyond the limit within noise)") {
+		t.Fatalf("report:\n%s", out)
+	}
 }
 
 func TestGatePooledBaselines(t *testing.T) {
