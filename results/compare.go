@@ -37,6 +37,12 @@ func LoadRuns(paths []string) ([]Run, error) {
 	return runs, nil
 }
 
+// CompareOptions choose the half Compare shows and its format.
+type CompareOptions struct {
+	InPlace  bool // the in-place half instead of out-of-place
+	Markdown bool // a Markdown table, its notes as plain lines before it, instead of "#" lines and an ASCII table
+}
+
 // Compare prints one row per type, reduction and size, and for each column
 // (each run, and within a run each engine and A/B arm) the
 // median time over that size's samples (repeated rows from -N cycles, A/B
@@ -45,8 +51,9 @@ func LoadRuns(paths []string) ([]Run, error) {
 // collective's bus factor), and each later column's speedup over the first
 // (ratio of median times; above 1 is faster). So one record of
 // --engine vendor,gpu, or of --ab, compares its own engines or arms. The
-// half is out-of-place unless inPlace.
-func Compare(w io.Writer, runs []Run, inPlace bool) error {
+// half is out-of-place unless opt.InPlace.
+func Compare(w io.Writer, runs []Run, opt CompareOptions) error {
+	inPlace := opt.InPlace
 	if len(runs) == 0 {
 		return fmt.Errorf("compare: no runs")
 	}
@@ -93,16 +100,23 @@ func Compare(w io.Writer, runs []Run, inPlace bool) error {
 		return err
 	}
 	names := seriesLabels(cols, len(runs))
+	mark := "# "
+	if opt.Markdown {
+		mark = ""
+	}
 	if samples > 1 {
-		fmt.Fprintf(w, "# %s; per size: median time over up to %d samples (-N cycles, rounds), spread = (max-min)/median\n",
-			HalfName(inPlace), samples)
+		fmt.Fprintf(w, "%s%s; per size: median time over up to %d samples (-N cycles, rounds), spread = (max-min)/median\n",
+			mark, HalfName(inPlace), samples)
 	} else {
-		fmt.Fprintf(w, "# %s; one sample per size\n", HalfName(inPlace))
+		fmt.Fprintf(w, "%s%s; one sample per size\n", mark, HalfName(inPlace))
 	}
 	if len(cols) > 1 {
-		fmt.Fprintf(w, "# busbw: bus bandwidth in GB/s (nccl-tests' busbw); speedup: %s's median time / this column's\n", names[0])
+		fmt.Fprintf(w, "%sbusbw: bus bandwidth in GB/s (nccl-tests' busbw); speedup: %s's median time / this column's\n", mark, names[0])
 	} else {
-		fmt.Fprintln(w, "# busbw: bus bandwidth in GB/s (nccl-tests' busbw)")
+		fmt.Fprintf(w, "%sbusbw: bus bandwidth in GB/s (nccl-tests' busbw)\n", mark)
+	}
+	if opt.Markdown {
+		fmt.Fprintln(w)
 	}
 	header := []any{"size"}
 	if detailed {
@@ -114,7 +128,7 @@ func Compare(w io.Writer, runs []Run, inPlace bool) error {
 			header = append(header, "speedup")
 		}
 	}
-	t := newTable(w)
+	t := newTableAs(w, opt.Markdown)
 	t.Header(header...)
 	for _, r := range rows {
 		var line []any

@@ -15,7 +15,7 @@ func TestCompare(t *testing.T) {
 	first := synthRecord(rng, 3, 1, 0, 0)
 	second := synthRecord(rng, 4, 0.5, 0, 0)
 	var out bytes.Buffer
-	if err := Compare(&out, []Run{{"a.json", first}, {"b.json", second}}, false); err != nil {
+	if err := Compare(&out, []Run{{"a.json", first}, {"b.json", second}}, CompareOptions{}); err != nil {
 		t.Fatal(err)
 	}
 	text := out.String()
@@ -33,6 +33,38 @@ func TestCompare(t *testing.T) {
 	}
 }
 
+// --markdown: the same cells as the ASCII table, as a Markdown table with right-aligned columns, and the notes as
+// plain lines (a "#" line would be a heading in Markdown).
+func TestCompareMarkdown(t *testing.T) {
+	rng := newRand()
+	runs := []Run{{"a.json", synthRecord(rng, 3, 1, 0, 0)}, {"b.json", synthRecord(rng, 3, 0.5, 0, 0)}}
+	var ascii, md bytes.Buffer
+	if err := Compare(&ascii, runs, CompareOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	if err := Compare(&md, runs, CompareOptions{Markdown: true}); err != nil {
+		t.Fatal(err)
+	}
+	cells := func(text string, markdown bool) (rows [][]string) {
+		for _, line := range strings.Split(text, "\n") {
+			if strings.HasPrefix(line, "#") && markdown {
+				t.Errorf("a # line in Markdown: %q", line)
+			}
+			if !strings.HasPrefix(line, "|") || strings.Contains(line, "---") {
+				continue
+			}
+			rows = append(rows, strings.Fields(strings.ReplaceAll(line, "|", " ")))
+		}
+		return rows
+	}
+	if a, m := cells(ascii.String(), false), cells(md.String(), true); len(a) != 4 || !slices.EqualFunc(a, m, slices.Equal) {
+		t.Errorf("ASCII rows %q, Markdown rows %q", a, m)
+	}
+	if !strings.Contains(md.String(), "|------:|") {
+		t.Errorf("no right-aligned Markdown separator:\n%s", md.String())
+	}
+}
+
 // TestCompareOneRowPerSize: -N cycles (repeated rows) and rounds collapse into one row per size with the median
 // time and the spread of the samples.
 func TestCompareOneRowPerSize(t *testing.T) {
@@ -46,7 +78,7 @@ func TestCompareOneRowPerSize(t *testing.T) {
 		}
 	}
 	var out bytes.Buffer
-	if err := Compare(&out, []Run{{"n3.json", rec}}, false); err != nil {
+	if err := Compare(&out, []Run{{"n3.json", rec}}, CompareOptions{}); err != nil {
 		t.Fatal(err)
 	}
 	rows := 0
@@ -83,7 +115,7 @@ func TestCompareLabelsArms(t *testing.T) {
 	}
 	rec.AB = &ABReport{Arms: [2]string{"NCCL_ALGO=ring", "NCCL_ALGO=tree"}}
 	var out bytes.Buffer
-	if err := Compare(&out, []Run{{"ab.json", rec}}, false); err != nil {
+	if err := Compare(&out, []Run{{"ab.json", rec}}, CompareOptions{}); err != nil {
 		t.Fatal(err)
 	}
 	text := out.String()
@@ -142,7 +174,7 @@ func TestCompareEngines(t *testing.T) {
 		rec.Results = append(rec.Results, r)
 	}
 	var out bytes.Buffer
-	if err := Compare(&out, []Run{{"both.json", rec}}, false); err != nil {
+	if err := Compare(&out, []Run{{"both.json", rec}}, CompareOptions{}); err != nil {
 		t.Fatal(err)
 	}
 	text := out.String()

@@ -25,7 +25,7 @@ func FuzzLoad(f *testing.F) {
 		if _, err := json.Marshal(rec); err != nil {
 			t.Fatalf("accepted record does not marshal: %v", err)
 		}
-		if err := Compare(io.Discard, []Run{{"a", rec}, {"b", rec}}, false); err != nil {
+		if err := Compare(io.Discard, []Run{{"a", rec}, {"b", rec}}, CompareOptions{}); err != nil {
 			t.Fatalf("compare: %v", err)
 		}
 		rep, err := Gate([]*Record{rec}, []*Record{rec}, GateOptions{Threshold: 0.1, Metric: MetricBusBW})

@@ -26,7 +26,7 @@ func TestRootsAreRowsOfTheirOwn(t *testing.T) {
 		t.Fatalf("%v %+v", err, rec)
 	}
 	var out bytes.Buffer
-	if err := Compare(&out, []Run{{"a", rec}, {"b", rec}}, false); err != nil {
+	if err := Compare(&out, []Run{{"a", rec}, {"b", rec}}, CompareOptions{}); err != nil {
 		t.Fatal(err)
 	}
 	for _, want := range []string{"1KiB root 0", "1KiB root 1"} {

@@ -66,7 +66,7 @@ or malformed input file (one line on stderr).`,
 }
 
 func compareCmd() *cobra.Command {
-	var inPlace bool
+	var opt results.CompareOptions
 	cmd := &cobra.Command{
 		Use:   "compare RUN [RUN ...]",
 		Short: "One row per size: median time, spread and busbw of each run (engine, A/B arm), speedup over the first column",
@@ -76,10 +76,11 @@ func compareCmd() *cobra.Command {
 			if err != nil {
 				return err
 			}
-			return results.Compare(cmd.OutOrStdout(), runs, inPlace)
+			return results.Compare(cmd.OutOrStdout(), runs, opt)
 		},
 	}
-	cmd.Flags().BoolVar(&inPlace, "in-place", false, "show the in-place half instead of out-of-place")
+	cmd.Flags().BoolVar(&opt.InPlace, "in-place", false, "show the in-place half instead of out-of-place")
+	cmd.Flags().BoolVar(&opt.Markdown, "markdown", false, "print a Markdown table (for a report), its notes as plain lines before it")
 	return cmd
 }
 
