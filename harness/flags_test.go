@@ -69,14 +69,21 @@ func TestBadInput(t *testing.T) {
 		dir := t.TempDir()
 		file := filepath.Join(dir, "out.json")
 		r := testRun(t, collectives.AllReduce, append(c.args, "-J", file), newFake(1))
-		lines := strings.Split(strings.TrimSuffix(r.stderr, "\n"), "\n")
-		if r.code != exitUsage || r.stdout != "" || len(lines) != 1 || !strings.Contains(r.stderr, c.name) ||
-			!strings.Contains(r.stderr, c.val) {
-			t.Errorf("%v: exit %d, stdout %q, stderr %q", c.args, r.code, r.stdout, r.stderr)
-		}
-		if entries, _ := os.ReadDir(dir); len(entries) != 0 {
-			t.Errorf("%v wrote %v", c.args, entries)
-		}
+		wantRefused(t, r, c.args, c.name, c.val, dir)
+	}
+}
+
+// wantRefused: bad input is one line on stderr naming the flag and its value, exit 1, nothing on stdout and
+// nothing written into dir.
+func wantRefused(t *testing.T, r run, args []string, name, val, dir string) {
+	t.Helper()
+	lines := strings.Split(strings.TrimSuffix(r.stderr, "\n"), "\n")
+	if r.code != exitUsage || r.stdout != "" || len(lines) != 1 || !strings.Contains(r.stderr, name) ||
+		!strings.Contains(r.stderr, val) {
+		t.Errorf("%v: exit %d, stdout %q, stderr %q", args, r.code, r.stdout, r.stderr)
+	}
+	if entries, _ := os.ReadDir(dir); len(entries) != 0 {
+		t.Errorf("%v wrote %v", args, entries)
 	}
 }
 

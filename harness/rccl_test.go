@@ -211,14 +211,7 @@ func TestRCCLBadInput(t *testing.T) {
 			args = append([]string{"-X", filepath.Join(dir, "r.csv")}, args...)
 		}
 		r := testRun(t, collectives.AllReduce, args, newFake(1))
-		lines := strings.Split(strings.TrimSuffix(r.stderr, "\n"), "\n")
-		if r.code != exitUsage || r.stdout != "" || len(lines) != 1 || !strings.Contains(r.stderr, c.name) ||
-			!strings.Contains(r.stderr, c.val) {
-			t.Errorf("%v: exit %d, stdout %q, stderr %q", c.args, r.code, r.stdout, r.stderr)
-		}
-		if entries, _ := os.ReadDir(dir); len(entries) != 0 {
-			t.Errorf("%v wrote %v", c.args, entries)
-		}
+		wantRefused(t, r, c.args, c.name, c.val, dir)
 	}
 }
 
