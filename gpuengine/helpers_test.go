@@ -93,12 +93,18 @@ func run(t *testing.T, c collectives.Comm, s callSpec, inputs [][]byte) ([][]byt
 	}
 	must(t, g.Launch(call))
 	must(t, g.Wait())
-	out := make([][]byte, n)
-	for l := range n {
-		out[l] = make([]byte, call.Counts[l].Recv*size)
+	return readOutputs(t, g, call), g.Algorithm(call)
+}
+
+// readOutputs reads every rank's receive view of call.
+func readOutputs(t *testing.T, g collectives.Group, call *collectives.Call) [][]byte {
+	t.Helper()
+	out := make([][]byte, len(call.Recv))
+	for l := range out {
+		out[l] = make([]byte, call.Counts[l].Recv*int64(call.DType.Size()))
 		must(t, g.Read(out[l], call.Recv[l]))
 	}
-	return out, g.Algorithm(call)
+	return out
 }
 
 func must(t *testing.T, err error) {

@@ -452,7 +452,6 @@ grep -A40 'algo  ' "$OUT/perf.log" 2>/dev/null | grep -v '^---' | sed 's/^ *perf
 for f in ab-ch1-32 ab-ch32-1 ab-delay-gpu ab-delay-vendor ab ab-2p-ch ab-2p-dda; do
 	[[ -f $OUT/$f.log ]] && echo "$f:" && grep -E '^([|+]|# A/B)' "$OUT/$f.log" | head -20
 done
-[[ -f $OUT/ab.log ]] && grep -E '^[|+]' "$OUT/ab.log" | head -20
 [[ -f $OUT/a2a.log ]] && grep -E '^(# (Engine|Time ratio|  +size)| +[0-9]+ +[0-9]+ +[a-z0-9]+ +[a-z]+ +[0-9-]+ |[|+])' "$OUT/a2a.log" | head -60
 [[ -f $OUT/lp.log ]] && grep -E '^# (Engine|Time ratio|  +size| +[0-9]+ +[a-z0-9]+ +[a-z]+ +[0-9.N/A]+ )' "$OUT/lp.log" | head -80
 [[ -f $OUT/peerperf.log ]] && grep -E '^# (Time ratio|Collective test starting)|^ +[0-9]+ +[0-9]+ ' "$OUT/peerperf.log" | head -60
