@@ -112,7 +112,7 @@ run_step() {
 }
 
 step_test() {
-	run_step test test.log "$BIN/gpuengine.test" -test.v -test.timeout 220s \
+	run_step test test.log "$BIN/gpuengine.test" -test.v -test.timeout 420s \
 		-test.run 'TestGPU(AlgorithmsMatchHost|Large|Timeout|CorruptHook|GraphReplayAndEvents|HardwareE4M3MatchesConvert|Unaligned|TwoThreads|CloseReleasesDeviceMemory)|TestNoDriver'
 	grep -E '^(--- |FAIL|ok|PASS)|compiled|wrong|differs' "$OUT/test.log" | head -40
 }
@@ -445,7 +445,7 @@ step_peerperf() {
 
 for s in "${STEPS[@]}"; do "step_$s"; done
 tar -czf "$OUT/kcache.tgz" -C "$BIN/kcache" . 2>/dev/null
-[[ -n ${PACK:-} ]] && tar -czf "$PACK/gpu-check-logs.tgz" --exclude kcache.tgz -C "$(dirname "$OUT")" "$(basename "$OUT")"
+[[ -n ${PACK:-} ]] && tar -czf "$PACK/gpu-check-logs.tgz" --exclude kcache.tgz --exclude gpu-check-logs.tgz -C "$(dirname "$OUT")" "$(basename "$OUT")"
 grep -A40 'algo  ' "$OUT/perf.log" 2>/dev/null | grep -v '^---' | sed 's/^ *perf_test.go:[0-9]*: *//' | head -40
 # The short tables: gpu engine time over NCCL's from one run, and the A/B.
 [[ -f $OUT/bins.log ]] && grep -E '^# (Time ratio|  +size| +[0-9]+ +[a-z0-9]+ +[a-z]+ +[0-9.N/A]+ )' "$OUT/bins.log" | head -60
