@@ -69,7 +69,8 @@ type GateReport struct {
 	// they ran on differently, Unread the A/B records whose variable nothing read (failures).
 	Mismatches, Warnings, Unread []string
 	AllowMismatch                bool
-	rows                         int
+	rows                         int                // rows compared (a row: size, and type, op, root where they vary)
+	sizes                        map[int64]struct{} // their sizes
 }
 
 // sideSamples pools the times (us) of every record of one side of the gate: one sample per run of a row, that
@@ -129,7 +130,8 @@ func Gate(base, cur []*Record, opt GateOptions) (*GateReport, error) {
 		return nil, fmt.Errorf("gate metric %q: want %s or %s", opt.Metric, MetricBusBW, MetricTime)
 	}
 	b, c := poolSide(base), poolSide(cur)
-	rep := &GateReport{Metric: opt.Metric, RequireAll: opt.RequireAll, AllowMismatch: opt.AllowMismatch}
+	rep := &GateReport{Metric: opt.Metric, RequireAll: opt.RequireAll, AllowMismatch: opt.AllowMismatch,
+		sizes: map[int64]struct{}{}}
 	for _, rec := range cur {
 		if rec.Incomplete {
 			rep.Incomplete++
@@ -171,6 +173,7 @@ func Gate(base, cur []*Record, opt GateOptions) (*GateReport, error) {
 		}
 		if counted {
 			rep.rows++
+			rep.sizes[k.Size] = struct{}{}
 		}
 	}
 	for _, k := range b.order {
@@ -309,10 +312,14 @@ func (r *GateReport) summary() string {
 	if noisy > 0 {
 		tail += fmt.Sprintf(", %d beyond the limit within noise", noisy)
 	}
-	if n := r.failures(); n > 0 {
-		return fmt.Sprintf("FAIL (%d failures in %d sizes%s)", n, r.rows, tail)
+	compared := fmt.Sprintf("%d sizes", r.rows)
+	if len(r.sizes) != r.rows {
+		compared = fmt.Sprintf("%d rows over %d sizes", r.rows, len(r.sizes))
 	}
-	return fmt.Sprintf("PASS (%d sizes%s)", r.rows, tail)
+	if n := r.failures(); n > 0 {
+		return fmt.Sprintf("FAIL (%d failures in %s%s)", n, compared, tail)
+	}
+	return fmt.Sprintf("PASS (%s%s)", compared, tail)
 }
 
 // noisy: the half moved beyond its threshold but the run-to-run spread does not tell it from no change, so it

@@ -3,6 +3,7 @@ package results
 import (
 	"bytes"
 	"math/rand/v2"
+	"slices"
 	"strings"
 	"testing"
 )
@@ -28,6 +29,19 @@ func TestGateIdenticalRunsPass(t *testing.T) {
 	rep, out := gate(t, []*Record{rec}, []*Record{rec}, GateOptions{Threshold: 0.1})
 	if !rep.Passed() || out != "gate: PASS (12 sizes, worst +0.0% at 8B out-of-place)\n" {
 		t.Fatalf("identical runs: %q", out)
+	}
+}
+
+// A run over every root has a row per size and root: the summary counts rows then, not sizes.
+func TestGateCountsRowsOfSeveralRoots(t *testing.T) {
+	rec := synthRecord(newRand(), 3, 1, 0, 0)
+	for _, res := range slices.Clone(rec.Results) {
+		res.Root = RootString(1)
+		rec.Results = append(rec.Results, res)
+	}
+	rep, out := gate(t, []*Record{rec}, []*Record{rec}, GateOptions{Threshold: 0.1})
+	if !rep.Passed() || !strings.HasPrefix(out, "gate: PASS (6 rows over 3 sizes, worst +0.0% at 8B") {
+		t.Fatalf("two roots: %q", out)
 	}
 }
 
