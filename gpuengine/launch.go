@@ -72,7 +72,7 @@ func (c *comm) launchAlgo(r *rank, call *collectives.Call, l int, algo string, s
 		return err
 	}
 	a := kernelArgs{Send: send, Recv: recv, Count: k.Param, Rank: int64(r.global), NRanks: int64(c.nranks),
-		Peers: r.peers, Abort: c.flagsDev, Status: c.statusDev(r.local), Half: c.half,
+		Peers: r.peers, Self: r.buf, Abort: c.flagsDev, Status: c.statusDev(r.local), Half: c.half,
 		X2: int64(c.policy.LPBlock), X3: p.lpMode}
 	switch {
 	case call.Coll.Rooted:

@@ -12,7 +12,7 @@ const (
 	llMaxRanks      = 16     // RX_LL_MAXR
 	llBytes         = 524288 // RX_LL_BYTES
 	llAreaBytes     = 2 * llMaxRanks * 2 * llBytes
-	argsBytes       = 104 // RX_ARGS_BYTES
+	argsBytes       = 112 // RX_ARGS_BYTES
 	dataOffset      = ctrlBytes + llAreaBytes + maxBlocks*fifoSlots*slotBytes
 
 	blockThreads = 512 // every kernel's block size (__launch_bounds__ in the prelude)
@@ -24,7 +24,7 @@ type kernelArgs struct {
 	Send, Recv     cuda.DevicePtr
 	Count          int64
 	Rank, NRanks   int64
-	Peers          cuda.DevicePtr
+	Peers, Self    cuda.DevicePtr
 	Abort, Status  cuda.DevicePtr
 	Half           int64
 	X0, X1, X2, X3 int64

@@ -7,12 +7,13 @@ struct Args {
   i64 count;          // elements: all_reduce N; all_gather, reduce_scatter, alltoall the per-rank piece
   i64 rank, nranks;   // global rank and rank count
   u64 peers;          // u64[nranks]: every rank's peer-visible buffer, as this rank addresses it
+  u64 self;           // this rank's own buffer (peers[rank]): its counters load while the table does
   u64 abort;          // u32 in host-mapped memory: set by the host when a wait must give up
   u64 status;         // u32 in host-mapped memory: the phase this rank was stuck in when it gave up
   i64 half;           // bytes of one of the two data halves
   i64 x0, x1, x2, x3; // kernel-specific (round offset and length, LP block and mode)
 };
-#define RX_ARGS_BYTES 104
+#define RX_ARGS_BYTES 112
 static_assert(sizeof(Args) == RX_ARGS_BYTES, "Args layout");
 
 #define RX_MAXB 128           // most blocks per kernel
@@ -56,10 +57,10 @@ RX_DEV i64 clamp0(i64 v, i64 hi) { return v < 0 ? 0 : (v > hi ? hi : v); }
 struct Comm {
   Args a;
   int n, r, b;
-  u64 epoch, sent, recvd;
+  u64 epoch, sent, recvd, launch;
   u8** peer;  // shared-memory copy of the peer table
 
-  RX_DEV u8* self() const { return peer[r]; }
+  RX_DEV u8* self() const { return (u8*)a.self; }
   RX_DEV u64* priv(int k) const { return (u64*)(self() + RX_OFF_PRIV) + k * RX_MAXB; }
   RX_DEV u64* mailbox(int owner, int from) const {
     return (u64*)(peer[owner] + RX_OFF_MAILBOX) + (b * RX_MAXR + from);
@@ -90,10 +91,10 @@ struct Comm {
   }
 
   // The number of data-half launches before this one (the same on every rank and block), moved on for the
-  // next; call once per launch, first thing. Its parity is the launch's data half.
+  // next; call once per launch, first thing. Its parity is the launch's data half. RX_COMM read the counter
+  // before its block barrier, so every thread has it before any stores the next value.
   RX_DEV u64 next_launch() {
-    u64 l = priv(RX_LAUNCH)[b];
-    block_sync();
+    u64 l = launch;
     // Block b also keeps the counters of the block indices this grid lacks that share its residue (a later
     // launch may have more blocks), a store per thread.
     for (int j = b + (int)(threadIdx.x * gridDim.x); j < RX_MAXB; j += (int)(blockDim.x * gridDim.x)) priv(RX_LAUNCH)[j] = l + 1;
@@ -111,7 +112,8 @@ struct Comm {
   }
 };
 
-// Every kernel's first statement: the peer table goes to shared memory, the counters to registers.
+// Every kernel's first statement: the peer table goes to shared memory, the counters to registers. The
+// counters' loads do not wait for the table's (Args.self), so a small kernel pays one memory latency, not two.
 #define RX_COMM(c, args)                                                    \
   __shared__ u8* rx_peers[RX_MAXR];                                         \
   Comm c;                                                                   \
@@ -119,9 +121,10 @@ struct Comm {
   c.n = (int)args.nranks;                                                   \
   c.r = (int)args.rank;                                                     \
   c.b = blockIdx.x;                                                         \
-  for (int i = threadIdx.x; i < c.n; i += blockDim.x) rx_peers[i] = ((u8**)args.peers)[i]; \
-  block_sync();                                                             \
-  c.peer = rx_peers;                                                        \
   c.epoch = c.priv(RX_EPOCH)[c.b];                                          \
   c.sent = c.priv(RX_SENT)[c.b];                                            \
-  c.recvd = c.priv(RX_RECVD)[c.b]
+  c.recvd = c.priv(RX_RECVD)[c.b];                                          \
+  c.launch = c.priv(RX_LAUNCH)[c.b];                                        \
+  for (int i = threadIdx.x; i < c.n; i += blockDim.x) rx_peers[i] = ((u8**)args.peers)[i]; \
+  block_sync();                                                             \
+  c.peer = rx_peers
