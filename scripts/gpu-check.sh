@@ -113,7 +113,7 @@ run_step() {
 
 step_test() {
 	run_step test test.log "$BIN/gpuengine.test" -test.v -test.timeout 420s \
-		-test.run 'TestGPU(AlgorithmsMatchHost|Large|Timeout|CorruptHook|GraphReplayAndEvents|HardwareE4M3MatchesConvert|Unaligned|TwoThreads|CloseReleasesDeviceMemory)|TestNoDriver'
+		-test.run 'TestGPU(AlgorithmsMatchHost|Large|Timeout|CorruptHook|GraphReplayAndEvents|BackToBack|HardwareE4M3MatchesConvert|Unaligned|TwoThreads|CloseReleasesDeviceMemory)|TestNoDriver'
 	grep -E '^(--- |FAIL|ok|PASS)|compiled|wrong|differs' "$OUT/test.log" | head -40
 }
 
