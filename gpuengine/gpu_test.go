@@ -1,7 +1,6 @@
 package gpuengine
 
 import (
-	"bytes"
 	"encoding/binary"
 	"errors"
 	"math/rand/v2"
@@ -394,10 +393,7 @@ func TestGPUBackToBack(t *testing.T) {
 		}
 		fill := func() {
 			for i, s := range specs {
-				for r, in := range exactInputs(s, n, seed) {
-					must(t, g.Write(calls[i].Send[r], in))
-					must(t, g.Write(calls[i].Recv[r], bytes.Repeat([]byte{0xa5}, int(calls[i].Counts[r].Recv*4))))
-				}
+				fillCall(t, g, s, calls[i], seed)
 			}
 		}
 		burst := func() error {

@@ -107,6 +107,15 @@ func readOutputs(t *testing.T, g collectives.Group, call *collectives.Call) [][]
 	return out
 }
 
+// fillCall writes s's exact inputs for seed into call's send views and poisons its receive views.
+func fillCall(t *testing.T, g collectives.Group, s callSpec, call *collectives.Call, seed uint64) {
+	t.Helper()
+	for r, in := range exactInputs(s, len(call.Send), seed) {
+		must(t, g.Write(call.Send[r], in))
+		must(t, g.Write(call.Recv[r], bytes.Repeat([]byte{0xa5}, int(call.Counts[r].Recv*int64(s.dt.Size())))))
+	}
+}
+
 func must(t *testing.T, err error) {
 	t.Helper()
 	if err != nil {

@@ -1,7 +1,6 @@
 package gpuengine
 
 import (
-	"bytes"
 	"fmt"
 	"math/rand/v2"
 	"os"
@@ -136,19 +135,13 @@ func TestGPUAllToAllVGraph(t *testing.T) {
 	spec := func(bytes int64) callSpec {
 		return callSpec{collectives.AllToAllV, collectives.Float, collectives.Sum, bytes, false, 0, 0}
 	}
-	fill := func(s callSpec, call *collectives.Call) *collectives.Call { // inputs, and poisoned outputs
-		for r, in := range exactInputs(s, n, seed) {
-			must(t, g.Write(call.Send[r], in))
-			must(t, g.Write(call.Recv[r], bytes.Repeat([]byte{0xa5}, int(call.Counts[r].Recv*4))))
-		}
-		return call
-	}
 	verify := func(s callSpec, call *collectives.Call) {
 		t.Helper()
 		check(t, s, n, seed, g.Algorithm(call), readOutputs(t, g, call))
 	}
 	captured, plain := spec(n*16*37*4), spec(1<<20)
-	cg := fill(captured, buildCall(t, g, captured, n))
+	cg := buildCall(t, g, captured, n)
+	fillCall(t, g, captured, cg, seed)
 	graph, err := g.(collectives.Grapher).Capture(func() error {
 		for range 2 {
 			if err := g.Launch(cg); err != nil {
@@ -163,12 +156,13 @@ func TestGPUAllToAllVGraph(t *testing.T) {
 	must(t, g.Wait())
 	verify(captured, cg)
 
-	cp := fill(plain, buildCall(t, g, plain, n))
+	cp := buildCall(t, g, plain, n)
+	fillCall(t, g, plain, cp, seed)
 	must(t, g.Launch(cp))
 	must(t, g.Wait())
 	verify(plain, cp)
 
-	fill(captured, cg) // poisoned again: the replay must write every element anew
+	fillCall(t, g, captured, cg, seed) // poisoned again: the replay must write every element anew
 	must(t, graph.Launch())
 	must(t, g.Wait())
 	verify(captured, cg)
