@@ -3,6 +3,7 @@ package gpuengine
 import (
 	"encoding/binary"
 	"errors"
+	"fmt"
 	"math/rand/v2"
 	"runtime"
 	"sync"
@@ -72,30 +73,38 @@ func TestGPUAlgorithmsMatchHost(t *testing.T) {
 	rng := rand.New(rand.NewPCG(seed, 7))
 	for _, n := range []int{1, 2, 3, 8} {
 		for _, ac := range algoCases() {
-			gpu, host := open(t, New(), n, ac.env, 0), newHost(t, n, ac.env)
-			colls := ac.colls
-			if colls == nil {
-				colls = allColls
+			// A subtest per rank count and algorithm: -test.run selects one, -test.v times each.
+			ok := t.Run(fmt.Sprintf("%dranks/%s", n, ac.name), func(t *testing.T) { matchHost(t, n, ac, seed, rng) })
+			if !ok {
+				return // one failing case says enough; the rest would repeat it
 			}
-			for _, coll := range colls {
-				for _, dt := range ac.dtypes {
-					for _, op := range opsFor(coll, ac.ops, n, dt) {
-						for _, bytes := range sizes(coll, dt, n) {
-							for _, inPlace := range []bool{false, true} {
-								if t.Failed() {
-									t.FailNow() // one failing call says enough; the rest would repeat it
-								}
-								s := callSpec{coll, dt, op, bytes, inPlace, 0, 0}
-								in := exactInputs(s, n, seed)
-								out, algo := run(t, gpu, s, in)
-								check(t, s, n, seed, algo, out)
-								sameAsHost(t, host, s, in, out, algo)
-								if coll.Reduces && dt.IsFloat() && !inPlace {
-									rough := roughInputs(s, n, rng)
-									out, _ = run(t, gpu, s, rough)
-									sameAsHost(t, host, s, rough, out, algo)
-								}
-							}
+		}
+	}
+}
+
+func matchHost(t *testing.T, n int, ac algoCase, seed uint64, rng *rand.Rand) {
+	gpu, host := open(t, New(), n, ac.env, 0), newHost(t, n, ac.env)
+	colls := ac.colls
+	if colls == nil {
+		colls = allColls
+	}
+	for _, coll := range colls {
+		for _, dt := range ac.dtypes {
+			for _, op := range opsFor(coll, ac.ops, n, dt) {
+				for _, bytes := range sizes(coll, dt, n) {
+					for _, inPlace := range []bool{false, true} {
+						s := callSpec{coll, dt, op, bytes, inPlace, 0, 0}
+						in := exactInputs(s, n, seed)
+						out, algo := run(t, gpu, s, in)
+						check(t, s, n, seed, algo, out)
+						sameAsHost(t, host, s, in, out, algo)
+						if coll.Reduces && dt.IsFloat() && !inPlace {
+							rough := roughInputs(s, n, rng)
+							out, _ = run(t, gpu, s, rough)
+							sameAsHost(t, host, s, rough, out, algo)
+						}
+						if t.Failed() {
+							t.FailNow() // one failing call says enough; the rest would repeat it
 						}
 					}
 				}
