@@ -21,7 +21,7 @@ var (
 	sumOnly   = []collectives.Op{collectives.Sum}
 	lpEnv     = map[string]string{"RCCL_LOW_PRECISION_ENABLE": "1", "RCCLX_TESTS_LP_MIN_BYTES": "0"}
 	scaledEnv = map[string]string{"RCCL_LOW_PRECISION_ENABLE": "1", "RCCLX_TESTS_LP_MIN_BYTES": "0",
-		"RCCLX_TESTS_LP_MODE": "scaled", "RCCLX_TESTS_LP_BLOCK": "96"}
+		"RCCLX_TESTS_LP_MODE": "scaled"}
 	ddaEnv  = map[string]string{"RCCL_DDA_ENABLE": "1"}
 	treeEnv = map[string]string{"RCCL_DDA_ENABLE": "1", "RCCL_DDA_ALL_REDUCE_FLAT_MAX_BYTES": "0"}
 	// The copy-engine transport for every size, or never.
@@ -49,7 +49,12 @@ func algoCases() []algoCase {
 		{"dda", ddaEnv, ddaTypes, sumOnly, nil},
 		{"dda-tree", treeEnv, ddaTypes, sumOnly, []*collectives.Collective{collectives.AllReduce}},
 		{"lp-rcclx", lpEnv, lpTypes, sumOnly, nil},
+		// Mode scaled's kernels by LP block: 128 (the default) and 512, 8 and 32 lanes per block combining
+		// maxima; 96, groups of 16 but a 32-lane group per block to quantize; 40, element by element.
 		{"lp-scaled", scaledEnv, lpTypes, sumOnly, nil},
+		{"lp-scaled-512", merge(scaledEnv, lpBlock("512")), lpTypes, sumOnly, nil},
+		{"lp-scaled-96", merge(scaledEnv, lpBlock("96")), lpTypes, sumOnly, nil},
+		{"lp-scaled-40", merge(scaledEnv, lpBlock("40")), lpTypes, sumOnly, nil},
 	}
 }
 
@@ -146,6 +151,8 @@ func TestGPULarge(t *testing.T) {
 		}
 	}
 }
+
+func lpBlock(elems string) map[string]string { return map[string]string{"RCCLX_TESTS_LP_BLOCK": elems} }
 
 func merge(a, b map[string]string) map[string]string {
 	out := map[string]string{}

@@ -90,6 +90,12 @@ RX_DEV void decode16(V16 v, float* f) {
   }
 }
 
+// The element loops below take 16-element groups (a 16-byte vector of codes), one per thread per step. Every
+// lane of a warp runs the same steps (groups past the end are marked off), so the lanes of one LP block can
+// combine their maxima with shuffles. (Four groups per thread per step, their loads issued together, measured
+// slower on H100: 128 registers with spills.)
+#define RX_LP_GROUPS(full, g) for (i64 g = threadIdx.x; g - (threadIdx.x & 31) < (full); g += blockDim.x)
+
 struct LP {
   Comm& c;
   int h;
@@ -97,11 +103,18 @@ struct LP {
   bool scaled;
   i64 unit;     // pieces and block sub-ranges start at multiples of this (16, and of B when scaled)
   i64 scaleOff; // bytes from a half's start to its scales
+  // Mode scaled in groups: a group lies in one LP block when B is a multiple of 16 (grouped), and the w = B/16
+  // lanes of a block combine their maxima when w is a power of two up to 32 (w > 0); otherwise, or for the
+  // last partial LP block, a 32-lane group walks each block (per_block).
+  bool grouped;
+  int w;
 
   RX_DEV LP(Comm& cc, const Args& a) : c(cc), B(a.x2), scaled(a.x3 != 0) {
     h = c.next_half();
     i64 g = B & -B;
     unit = scaled ? B * 16 / (g < 16 ? g : 16) : 16;
+    grouped = !scaled || B % 16 == 0;
+    w = !scaled ? 1 : (grouped && B <= 512 && g == B ? (int)(B / 16) : 0);
   }
   RX_DEV u8* codes(int owner) const { return c.data(owner, h); }
   RX_DEV float* scales(int owner) const { return (float*)(c.data(owner, h) + scaleOff); }
@@ -114,77 +127,140 @@ struct LP {
     for (int q = 1; q < c.n; q++) acc += value(q, i);
     return acc;
   }
+  // The scale of the group of 16 codes at element i of owner's codes (1 in mode rcclx: no multiply, which
+  // could change a NaN's bits).
+  RX_DEV float group_scale(int owner, i64 i) const { return scaled ? ld_volatile(scales(owner) + i / B) : 1.0f; }
+  RX_DEV void decode_scaled(V16 v, float s, float* f) const {
+    decode16(v, f);
+    if (scaled) {
+#pragma unroll
+      for (int j = 0; j < 16; j++) f[j] *= s;
+    }
+  }
+  // Owner's code group g from element at, decoded and scaled into f; zeros past full.
+  RX_DEV void load_group(int owner, i64 at, i64 full, i64 g, float* f) const {
+    if (g < full) {
+      decode_scaled(ld_cg((const V16*)(codes(owner) + at) + g), group_scale(owner, at + 16 * g), f);
+    } else {
+#pragma unroll
+      for (int j = 0; j < 16; j++) f[j] = 0;
+    }
+  }
+  // Codes of f (16 values) in group g, with its block's scale in mode scaled: the block's lanes combine their
+  // maxima (lanes of groups past the end take part with 0), divide, and one lane stores the scale at block
+  // index sb + g / w.
+  RX_DEV V16 encode_scaled(float* f, bool on, i64 g, float* sc, i64 sb) const {
+    if (scaled) {
+      float amax = 0;
+#pragma unroll
+      for (int j = 0; j < 16; j++) amax = go_max(amax, abs32(f[j]));
+      for (int m = w / 2; m > 0; m >>= 1) amax = go_max(amax, shfl_xor32(amax, m));
+      const float scale = scale_of(amax);
+#pragma unroll
+      for (int j = 0; j < 16; j++) f[j] = f[j] / scale;
+      if (on && g % w == 0) sc[sb + g / w] = scale;
+    }
+    return encode16(f);
+  }
+
+  // Mode scaled where groups cannot be used: one LP block per 32-lane group, the lanes taking its elements in
+  // turn (neighbouring lanes, neighbouring addresses). per_block runs f(s0, s1) for every LP block [s0, s1) of
+  // [lo, hi) (lo a multiple of B), every lane of the group together.
+  RX_DEV static int lane() { return (int)(threadIdx.x & 31); }
+  template <class F>
+  RX_DEV void per_block(i64 lo, i64 hi, F f) const {
+    const i64 group = threadIdx.x >> 5, groups = blockDim.x >> 5;
+    for (i64 s0 = lo + group * B; s0 < hi; s0 += groups * B) f(s0, s0 + B < hi ? s0 + B : hi);
+  }
+  // The scale of the LP block [s0, s1) of values x(i): its largest magnitude maps to 448. Max is exact, so the
+  // lanes' order does not change it.
+  template <class X>
+  RX_DEV float block_scale(i64 s0, i64 s1, X x) const {
+    float amax = 0;
+    for (i64 i = s0 + lane(); i < s1; i += 32) amax = go_max(amax, abs32(x(i)));
+    for (int m = 16; m > 0; m >>= 1) amax = go_max(amax, shfl_xor32(amax, m));
+    return scale_of(amax);
+  }
+  // The groups of [lo, hi) that encode_scaled can take: all whole ones in mode rcclx, whole LP blocks when
+  // scaled (0 where w is 0 or ok is false).
+  RX_DEV i64 encodable(i64 lo, i64 hi, bool ok) const {
+    if (!ok || w == 0) return 0;
+    return scaled ? (hi - lo) / B * B / 16 : (hi - lo) / 16;
+  }
 
   // codes[at + i] = E4M3(src[i]) for i in [lo, hi) (lo a multiple of unit, at of B).
   RX_DEV void quantize(i64 at, const T* src, i64 lo, i64 hi) const {
     u8* q = codes(c.r) + at;
-    if (scaled) {
-      for (i64 s0 = lo + threadIdx.x * B; s0 < hi; s0 += blockDim.x * B) {
-        i64 s1 = s0 + B < hi ? s0 + B : hi;
-        float amax = 0;
-        for (i64 i = s0; i < s1; i++) amax = go_max(amax, abs32(to_acc(src[i])));
-        float scale = scale_of(amax);
-        for (i64 i = s0; i < s1; i++) q[i] = f32_to_e4m3(to_acc(src[i]) / scale);
-        scales(c.r)[(at + s0) / B] = scale;
+    const i64 full = encodable(lo, hi, al16(src + lo));
+    RX_LP_GROUPS(full, g) {
+      float f[16];
+      if (g < full) {
+        load16(src + lo + 16 * g, f);
+      } else {
+#pragma unroll
+        for (int j = 0; j < 16; j++) f[j] = 0;
       }
+      const V16 v = encode_scaled(f, g < full, g, scales(c.r), (at + lo) / B);
+      if (g < full) *(V16*)(q + lo + 16 * g) = v;
+    }
+    lo += 16 * full;
+    if (scaled) {
+      per_block(lo, hi, [&](i64 s0, i64 s1) {
+        const float scale = block_scale(s0, s1, [&](i64 i) { return to_acc(src[i]); });
+        for (i64 i = s0 + lane(); i < s1; i += 32) q[i] = f32_to_e4m3(to_acc(src[i]) / scale);
+        if (lane() == 0) scales(c.r)[(at + s0) / B] = scale;
+      });
       return;
     }
-    i64 full = al16(src + lo) ? (hi - lo) / 16 : 0;
-    for (i64 g = threadIdx.x; g < full; g += blockDim.x) {
-      float f[16];
-      load16(src + lo + 16 * g, f);
-      *(V16*)(q + lo + 16 * g) = encode16(f);
-    }
-    for (i64 i = lo + 16 * full + threadIdx.x; i < hi; i += blockDim.x) q[i] = f32_to_e4m3(to_acc(src[i]));
+    for (i64 i = lo + threadIdx.x; i < hi; i += blockDim.x) q[i] = f32_to_e4m3(to_acc(src[i]));
   }
 
   // dst[i] = T(value of owner's code at + i) for i in [lo, hi).
   RX_DEV void dequantize(T* dst, int owner, i64 at, i64 lo, i64 hi) const {
-    i64 full = !scaled && al16(dst + lo) ? (hi - lo) / 16 : 0;
-    for (i64 g = threadIdx.x; g < full; g += blockDim.x) {
-      float f[16];
-      decode16(ld_cg((const V16*)(codes(owner) + at + lo) + g), f);
-      store16(dst + lo + 16 * g, f);
+    const i64 full = grouped && al16(dst + lo) ? (hi - lo) / 16 : 0;
+    RX_LP_GROUPS(full, g) {
+      if (g < full) {
+        float f[16];
+        load_group(owner, at + lo, full, g, f);
+        store16(dst + lo + 16 * g, f);
+      }
     }
     for (i64 i = lo + 16 * full + threadIdx.x; i < hi; i += blockDim.x) dst[i] = from_acc(value(owner, at + i));
   }
 
   // The fp32 sum over ranks of the codes at + i, i in [lo, hi): rounded into dst[i], or (dst null)
   // re-quantized in place into this rank's codes and scales (each element's sources are read before its code
-  // is overwritten, and a block's old scale until the block is done).
+  // is overwritten, and a block's old scale, by every lane of the block, before the shuffles that precede the
+  // new one's store).
   RX_DEV void reduce(T* dst, i64 at, i64 lo, i64 hi) const {
     u8* mine = codes(c.r) + at;
-    if (scaled) {
-      for (i64 s0 = lo + threadIdx.x * B; s0 < hi; s0 += blockDim.x * B) {
-        i64 s1 = s0 + B < hi ? s0 + B : hi;
-        if (dst) {
-          for (i64 i = s0; i < s1; i++) dst[i] = from_acc(sum(at + i));
-          continue;
-        }
-        float amax = 0;
-        for (i64 i = s0; i < s1; i++) amax = go_max(amax, abs32(sum(at + i)));
-        float scale = scale_of(amax);
-        for (i64 i = s0; i < s1; i++) mine[i] = f32_to_e4m3(sum(at + i) / scale);
-        scales(c.r)[(at + s0) / B] = scale;
-      }
-      return;
-    }
-    i64 full = !dst || al16(dst + lo) ? (hi - lo) / 16 : 0;
-    for (i64 g = threadIdx.x; g < full; g += blockDim.x) {
+    const i64 full = dst ? (grouped && al16(dst + lo) ? (hi - lo) / 16 : 0) : encodable(lo, hi, true);
+    RX_LP_GROUPS(full, g) {
       float acc[16], f[16];
-      decode16(ld_cg((const V16*)(codes(0) + at + lo) + g), acc);
+      load_group(0, at + lo, full, g, acc);
       for (int q = 1; q < c.n; q++) {
-        decode16(ld_cg((const V16*)(codes(q) + at + lo) + g), f);
+        load_group(q, at + lo, full, g, f);
 #pragma unroll
         for (int j = 0; j < 16; j++) acc[j] += f[j];
       }
       if (dst) {
-        store16(dst + lo + 16 * g, acc);
+        if (g < full) store16(dst + lo + 16 * g, acc);
       } else {
-        *(V16*)(mine + lo + 16 * g) = encode16(acc);
+        const V16 v = encode_scaled(acc, g < full, g, scales(c.r), (at + lo) / B);
+        if (g < full) *(V16*)(mine + lo + 16 * g) = v;
       }
     }
-    for (i64 i = lo + 16 * full + threadIdx.x; i < hi; i += blockDim.x) {
+    lo += 16 * full;
+    if (scaled && !dst) {
+      per_block(lo, hi, [&](i64 s0, i64 s1) {
+        const float scale = block_scale(s0, s1, [&](i64 i) { return sum(at + i); });
+        for (i64 i = s0 + lane(); i < s1; i += 32) mine[i] = f32_to_e4m3(sum(at + i) / scale);
+        warp_sync();  // every lane has read the block's old scale
+        if (lane() == 0) scales(c.r)[(at + s0) / B] = scale;
+      });
+      return;
+    }
+    for (i64 i = lo + threadIdx.x; i < hi; i += blockDim.x) {
       float v = sum(at + i);
       if (dst) {
         dst[i] = from_acc(v);

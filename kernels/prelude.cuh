@@ -67,6 +67,17 @@ RX_DEV V16 ld_cg(const V16* p) {
 #endif
 RX_DEV void atomic_add(u64* p, u64 v) { atomicAdd(p, v); }
 
+// Lanes work in groups of 32 (a warp; on AMD half a wavefront): shfl_xor32 gives v of lane ^ m within the
+// group, which every lane of the group calls together; warp_sync orders the group's memory accesses before it
+// before those after it (AMD's wavefronts run in lockstep: the compiler must only not move them).
+#if defined(__HIPCC__)
+RX_DEV float shfl_xor32(float v, int m) { return __shfl_xor(v, m, 32); }
+RX_DEV void warp_sync() { __builtin_amdgcn_wave_barrier(); }
+#else
+RX_DEV float shfl_xor32(float v, int m) { return __shfl_xor_sync(0xffffffffu, v, m); }
+RX_DEV void warp_sync() { __syncwarp(); }
+#endif
+
 // A scalar load that bypasses the non-coherent L1 (the scalar twin of ld_cg).
 template <class X>
 RX_DEV X ld_volatile(const X* p) {

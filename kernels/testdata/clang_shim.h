@@ -11,3 +11,10 @@ __device__ inline int __syncthreads_or(int p) { return __nvvm_bar0_or(p); }
 __device__ inline unsigned __float_as_uint(float f) { return __builtin_bit_cast(unsigned, f); }
 __device__ inline float __uint_as_float(unsigned u) { return __builtin_bit_cast(float, u); }
 __device__ inline unsigned long long atomicAdd(unsigned long long* p, unsigned long long v) { return __nvvm_atom_add_gen_ll((long long*)p, (long long)v); }
+// As PTX text: clang's builtins for these need a PTX version that -nocudainc leaves unset.
+__device__ inline float __shfl_xor_sync(unsigned mask, float v, int m) {
+  float r;
+  asm volatile("shfl.sync.bfly.b32 %0, %1, %2, 0x1f, %3;" : "=f"(r) : "f"(v), "r"(m), "r"(mask));
+  return r;
+}
+__device__ inline void __syncwarp(unsigned mask = 0xffffffffu) { asm volatile("bar.warp.sync %0;" ::"r"(mask)); }
