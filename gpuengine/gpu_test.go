@@ -88,6 +88,7 @@ func TestGPUAlgorithmsMatchHost(t *testing.T) {
 }
 
 func matchHost(t *testing.T, n int, ac algoCase, seed uint64, rng *rand.Rand) {
+	onGPU(t) // a subtest runs on a goroutine of its own, and CUDA contexts are per OS thread
 	gpu, host := open(t, New(), n, ac.env, 0), newHost(t, n, ac.env)
 	colls := ac.colls
 	if colls == nil {

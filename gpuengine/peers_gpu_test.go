@@ -5,7 +5,6 @@ import (
 	"math/rand/v2"
 	"os"
 	"path/filepath"
-	"runtime"
 	"testing"
 	"time"
 
@@ -56,8 +55,8 @@ func TestGPUPeerCollectivesMatchHost(t *testing.T) {
 	for _, pc := range peerCases {
 		for _, n := range pc.ranks {
 			t.Run(fmt.Sprintf("%s/%d", pc.coll.Name, n), func(t *testing.T) {
-				runtime.LockOSThread() // a subtest runs on a goroutine of its own: CUDA contexts are per OS thread
-				defer runtime.UnlockOSThread()
+				// A subtest runs on a goroutine of its own, and CUDA contexts are per OS thread.
+				onGPU(t)
 				gpu, host := open(t, New(), n, env, 20*time.Second), newHost(t, n, env) // a hang ends as a timeout naming its phase
 				for _, dt := range []collectives.DType{collectives.Float, collectives.Half, collectives.Int8, collectives.Double} {
 					ops := []collectives.Op{collectives.Sum}
