@@ -31,6 +31,8 @@ const (
 	childFaultEnv = "RCCLX_RELIABILITY_FAULT"
 	// childCgroupEnv points the child at a fake cgroup tree (its "self" file stands for /proc/self/cgroup).
 	childCgroupEnv = "RCCLX_RELIABILITY_CGROUP"
+	// childGraceEnv sets the child's stopGrace (a duration).
+	childGraceEnv = "RCCLX_RELIABILITY_STOP_GRACE"
 )
 
 func TestMain(m *testing.M) {
@@ -46,6 +48,9 @@ func childMain(name string, args []string) int {
 		if c.Name == name {
 			coll = c
 		}
+	}
+	if g, err := time.ParseDuration(os.Getenv(childGraceEnv)); err == nil {
+		stopGrace = g
 	}
 	if root := os.Getenv(childCgroupEnv); root != "" {
 		cgroupRoot, selfCgroup = root, filepath.Join(root, "self")

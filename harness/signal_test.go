@@ -39,22 +39,22 @@ func TestSignalStuckRunEndsOnFirstSIGTERM(t *testing.T) {
 }
 
 // TestSignalStopsBetweenIterations: SIGINT during a long measurement on the host engine (many large
-// iterations) stops it after the iteration in progress, not after the whole half.
+// iterations) stops it after the iteration in progress, not after the whole half. The half would take an hour
+// and the child's grace period is 10 minutes, so only a stop between iterations ends the run in time, however
+// slow or loaded the machine.
 func TestSignalStopsBetweenIterations(t *testing.T) {
 	file := filepath.Join(t.TempDir(), "r.json")
-	// 2000 iterations of 64 MiB on 2 ranks: about 7 s on a 2-core machine if the half ran to its end.
-	p := startChild(t, "all_reduce", nil, "--engine", "host", "-g", "2", "-b", "64M", "-e", "64M", "-n", "2000",
-		"-w", "1", "-c", "0", "-J", file)
+	p := startChild(t, "all_reduce", []string{childGraceEnv + "=10m"}, "--engine", "host", "-g", "2", "-b", "64M",
+		"-e", "64M", "-n", "1000000", "-w", "1", "-c", "0", "-J", file)
 	p.waitOutput(t, regexp.MustCompile(`#  Rank  1 `), 30*time.Second)
 	time.Sleep(500 * time.Millisecond) // into the timed iterations
 	sent := time.Now()
 	if err := p.cmd.Process.Signal(os.Interrupt); err != nil {
 		t.Fatal(err)
 	}
-	code, _ := p.exit(t, 30*time.Second)
+	code, _ := p.exit(t, 60*time.Second)
 	took := time.Since(sent)
-	// Well inside stopGrace: stopping between iterations, not abandoning the threads after the grace period.
-	if code != exitInterrupted || took > stopGrace/2 || !strings.Contains(p.stdout.String(), "# Collective test concluded") {
+	if code != exitInterrupted || !strings.Contains(p.stdout.String(), "# Collective test concluded") {
 		t.Errorf("exit %d %v after SIGINT\nstdout:\n%s\nstderr:\n%s", code, took, p.stdout.String(), p.stderr.String())
 	}
 	t.Logf("stopped %v after SIGINT", took)
