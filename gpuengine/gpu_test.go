@@ -233,15 +233,7 @@ func TestGPUGraphReplayAndEvents(t *testing.T) {
 		for r, in := range exactInputs(s, 2, seed) {
 			must(t, g.Write(call.Send[r], in))
 		}
-		graph, err := g.(collectives.Grapher).Capture(func() error {
-			for range 3 {
-				if err := g.Launch(call); err != nil {
-					return err
-				}
-			}
-			return nil
-		})
-		must(t, err)
+		graph := captureCall(t, g, call, 3)
 		timer := g.(collectives.EventTimer)
 		from, err := timer.Mark()
 		must(t, err)

@@ -107,6 +107,21 @@ func readOutputs(t *testing.T, g collectives.Group, call *collectives.Call) [][]
 	return out
 }
 
+// captureCall captures times launches of call in a graph; the caller destroys it.
+func captureCall(t *testing.T, g collectives.Group, call *collectives.Call, times int) collectives.Graph {
+	t.Helper()
+	graph, err := g.(collectives.Grapher).Capture(func() error {
+		for range times {
+			if err := g.Launch(call); err != nil {
+				return err
+			}
+		}
+		return nil
+	})
+	must(t, err)
+	return graph
+}
+
 // fillCall writes s's exact inputs for seed into call's send views and poisons its receive views.
 func fillCall(t *testing.T, g collectives.Group, s callSpec, call *collectives.Call, seed uint64) {
 	t.Helper()

@@ -141,15 +141,7 @@ func TestGPUAllToAllVGraph(t *testing.T) {
 	captured, plain := spec(n*16*37*4), spec(1<<20)
 	cg := buildCall(t, g, captured, n)
 	fillCall(t, g, captured, cg, seed)
-	graph, err := g.(collectives.Grapher).Capture(func() error {
-		for range 2 {
-			if err := g.Launch(cg); err != nil {
-				return err
-			}
-		}
-		return nil
-	})
-	must(t, err)
+	graph := captureCall(t, g, cg, 2)
 	defer graph.Destroy()
 	must(t, graph.Launch())
 	must(t, g.Wait())
