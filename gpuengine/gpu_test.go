@@ -50,7 +50,8 @@ func algoCases() []algoCase {
 		{"dda-tree", treeEnv, ddaTypes, sumOnly, []*collectives.Collective{collectives.AllReduce}},
 		{"lp-rcclx", lpEnv, lpTypes, sumOnly, nil},
 		// Mode scaled's kernels by LP block: 128 (the default) and 512, 8 and 32 lanes per block combining
-		// maxima; 96, groups of 16 but a 32-lane group per block to quantize; 40, element by element.
+		// maxima; 96, groups of 16 but a 32-lane group per block to quantize; 40, no groups (a 32-lane group
+		// per block to quantize, element by element otherwise).
 		{"lp-scaled", scaledEnv, lpTypes, sumOnly, nil},
 		{"lp-scaled-512", merge(scaledEnv, lpBlock("512")), lpTypes, sumOnly, nil},
 		{"lp-scaled-96", merge(scaledEnv, lpBlock("96")), lpTypes, sumOnly, nil},
