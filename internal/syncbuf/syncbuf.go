@@ -1,4 +1,4 @@
-// Package syncbuf is a bytes.Buffer that one goroutine may read while another writes it (a child process's
+// Package syncbuf is a bytes.Buffer that goroutines may read while others write it (a child process's
 // output, read by a test while the process runs).
 package syncbuf
 
@@ -7,7 +7,7 @@ import (
 	"sync"
 )
 
-// Buffer is safe for one writer and concurrent readers; the zero value is empty and ready.
+// Buffer is safe for concurrent writers and readers; the zero value is empty and ready.
 type Buffer struct {
 	mu sync.Mutex
 	b  bytes.Buffer
