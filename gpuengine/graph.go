@@ -13,6 +13,8 @@ import (
 // graph owns its ranks' alltoallv tables (vTable).
 func (g *group) Capture(record func() error) (collectives.Graph, error) {
 	out := &graph{g: g}
+	// Every rank's alltoallv stage is allocated here, whether or not record launches an alltoallv: no capture
+	// has begun yet, and a thread capturing in thread-local mode may not make allocation calls.
 	for _, r := range g.ranks {
 		err := r.ctx.SetCurrent()
 		var stage unsafe.Pointer
