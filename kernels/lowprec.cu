@@ -127,20 +127,26 @@ struct LP {
     for (int q = 1; q < c.n; q++) acc += value(q, i);
     return acc;
   }
-  // The scale of the group of 16 codes at element i of owner's codes (1 in mode rcclx: no multiply, which
-  // could change a NaN's bits).
-  RX_DEV float group_scale(int owner, i64 i) const { return scaled ? ld_volatile(scales(owner) + i / B) : 1.0f; }
-  RX_DEV void decode_scaled(V16 v, float s, float* f) const {
+  // The group loops take the mode as a template argument S (scaled), so that mode rcclx's loops hold no trace
+  // of mode scaled.
+  // Owner's codes of the 16 elements from i, decoded, and in mode scaled times their block's scale (mode
+  // rcclx multiplies by nothing, which could change a NaN's bits).
+  template <bool S>
+  RX_DEV void decode_group(int owner, i64 i, float* f) const {
+    // Both loads are issued before the decode, so the scale's latency overlaps the codes'.
+    const V16 v = ld_cg((const V16*)(codes(owner) + i));
+    const float s = S ? ld_volatile(scales(owner) + i / B) : 1.0f;
     decode16(v, f);
-    if (scaled) {
+    if (S) {
 #pragma unroll
       for (int j = 0; j < 16; j++) f[j] *= s;
     }
   }
-  // Owner's code group g from element at, decoded and scaled into f; zeros past full.
+  // Owner's code group g from element at, decoded into f; zeros past full.
+  template <bool S>
   RX_DEV void load_group(int owner, i64 at, i64 full, i64 g, float* f) const {
     if (g < full) {
-      decode_scaled(ld_cg((const V16*)(codes(owner) + at) + g), group_scale(owner, at + 16 * g), f);
+      decode_group<S>(owner, at + 16 * g, f);
     } else {
 #pragma unroll
       for (int j = 0; j < 16; j++) f[j] = 0;
@@ -149,8 +155,9 @@ struct LP {
   // Codes of f (16 values) in group g, with its block's scale in mode scaled: the block's lanes combine their
   // maxima (lanes of groups past the end take part with 0), divide, and one lane stores the scale at block
   // index sb + g / w.
-  RX_DEV V16 encode_scaled(float* f, bool on, i64 g, float* sc, i64 sb) const {
-    if (scaled) {
+  template <bool S>
+  RX_DEV V16 encode_group(float* f, bool on, i64 g, float* sc, i64 sb) const {
+    if (S) {
       float amax = 0;
 #pragma unroll
       for (int j = 0; j < 16; j++) amax = go_max(amax, abs32(f[j]));
@@ -161,6 +168,51 @@ struct LP {
       if (on && g % w == 0) sc[sb + g / w] = scale;
     }
     return encode16(f);
+  }
+  // quantize's first full groups from lo.
+  template <bool S>
+  RX_DEV void quantize_groups(u8* q, i64 at, const T* src, i64 lo, i64 full) const {
+    RX_LP_GROUPS(full, g) {
+      float f[16];
+      if (g < full) {
+        load16(src + lo + 16 * g, f);
+      } else {
+#pragma unroll
+        for (int j = 0; j < 16; j++) f[j] = 0;
+      }
+      const V16 v = encode_group<S>(f, g < full, g, scales(c.r), (at + lo) / B);
+      if (g < full) *(V16*)(q + lo + 16 * g) = v;
+    }
+  }
+  // dequantize's first full groups from lo.
+  template <bool S>
+  RX_DEV void dequantize_groups(T* dst, int owner, i64 at, i64 lo, i64 full) const {
+    RX_LP_GROUPS(full, g) {
+      if (g < full) {
+        float f[16];
+        decode_group<S>(owner, at + lo + 16 * g, f);
+        store16(dst + lo + 16 * g, f);
+      }
+    }
+  }
+  // reduce's first full groups from lo.
+  template <bool S>
+  RX_DEV void reduce_groups(T* dst, u8* mine, i64 at, i64 lo, i64 full) const {
+    RX_LP_GROUPS(full, g) {
+      float acc[16], f[16];
+      load_group<S>(0, at + lo, full, g, acc);
+      for (int q = 1; q < c.n; q++) {
+        load_group<S>(q, at + lo, full, g, f);
+#pragma unroll
+        for (int j = 0; j < 16; j++) acc[j] += f[j];
+      }
+      if (dst) {
+        if (g < full) store16(dst + lo + 16 * g, acc);
+      } else {
+        const V16 v = encode_group<S>(acc, g < full, g, scales(c.r), (at + lo) / B);
+        if (g < full) *(V16*)(mine + lo + 16 * g) = v;
+      }
+    }
   }
 
   // Mode scaled where groups cannot be used: one LP block per 32-lane group, the lanes taking its elements in
@@ -192,16 +244,10 @@ struct LP {
   RX_DEV void quantize(i64 at, const T* src, i64 lo, i64 hi) const {
     u8* q = codes(c.r) + at;
     const i64 full = encodable(lo, hi, al16(src + lo));
-    RX_LP_GROUPS(full, g) {
-      float f[16];
-      if (g < full) {
-        load16(src + lo + 16 * g, f);
-      } else {
-#pragma unroll
-        for (int j = 0; j < 16; j++) f[j] = 0;
-      }
-      const V16 v = encode_scaled(f, g < full, g, scales(c.r), (at + lo) / B);
-      if (g < full) *(V16*)(q + lo + 16 * g) = v;
+    if (scaled) {
+      quantize_groups<true>(q, at, src, lo, full);
+    } else {
+      quantize_groups<false>(q, at, src, lo, full);
     }
     lo += 16 * full;
     if (scaled) {
@@ -218,12 +264,10 @@ struct LP {
   // dst[i] = T(value of owner's code at + i) for i in [lo, hi).
   RX_DEV void dequantize(T* dst, int owner, i64 at, i64 lo, i64 hi) const {
     const i64 full = grouped && al16(dst + lo) ? (hi - lo) / 16 : 0;
-    RX_LP_GROUPS(full, g) {
-      if (g < full) {
-        float f[16];
-        load_group(owner, at + lo, full, g, f);
-        store16(dst + lo + 16 * g, f);
-      }
+    if (scaled) {
+      dequantize_groups<true>(dst, owner, at, lo, full);
+    } else {
+      dequantize_groups<false>(dst, owner, at, lo, full);
     }
     for (i64 i = lo + 16 * full + threadIdx.x; i < hi; i += blockDim.x) dst[i] = from_acc(value(owner, at + i));
   }
@@ -235,20 +279,10 @@ struct LP {
   RX_DEV void reduce(T* dst, i64 at, i64 lo, i64 hi) const {
     u8* mine = codes(c.r) + at;
     const i64 full = dst ? (grouped && al16(dst + lo) ? (hi - lo) / 16 : 0) : encodable(lo, hi, true);
-    RX_LP_GROUPS(full, g) {
-      float acc[16], f[16];
-      load_group(0, at + lo, full, g, acc);
-      for (int q = 1; q < c.n; q++) {
-        load_group(q, at + lo, full, g, f);
-#pragma unroll
-        for (int j = 0; j < 16; j++) acc[j] += f[j];
-      }
-      if (dst) {
-        if (g < full) store16(dst + lo + 16 * g, acc);
-      } else {
-        const V16 v = encode_scaled(acc, g < full, g, scales(c.r), (at + lo) / B);
-        if (g < full) *(V16*)(mine + lo + 16 * g) = v;
-      }
+    if (scaled) {
+      reduce_groups<true>(dst, mine, at, lo, full);
+    } else {
+      reduce_groups<false>(dst, mine, at, lo, full);
     }
     lo += 16 * full;
     if (scaled && !dst) {
