@@ -129,18 +129,28 @@ struct LP {
   }
   // The group loops take the mode as a template argument S (scaled), so that mode rcclx's loops hold no trace
   // of mode scaled.
-  // Owner's codes of the 16 elements from i, decoded, and in mode scaled times their block's scale (mode
-  // rcclx multiplies by nothing, which could change a NaN's bits).
+  // Owner's codes of the 16 elements from i and, in mode scaled, their block's scale (1 in mode rcclx).
   template <bool S>
-  RX_DEV void decode_group(int owner, i64 i, float* f) const {
-    // Both loads are issued before the decode, so the scale's latency overlaps the codes'.
-    const V16 v = ld_cg((const V16*)(codes(owner) + i));
-    const float s = S ? ld_volatile(scales(owner) + i / B) : 1.0f;
+  RX_DEV void load_codes(int owner, i64 i, V16& v, float& s) const {
+    v = ld_cg((const V16*)(codes(owner) + i));
+    s = S ? ld_volatile(scales(owner) + i / B) : 1.0f;
+  }
+  // v decoded, and in mode scaled times s (mode rcclx multiplies by nothing, which could change a NaN's bits).
+  template <bool S>
+  RX_DEV static void decode_scaled(V16 v, float s, float* f) {
     decode16(v, f);
     if (S) {
 #pragma unroll
       for (int j = 0; j < 16; j++) f[j] *= s;
     }
+  }
+  // Owner's 16 elements from i, decoded. Both loads are issued before the decode, so their latencies overlap.
+  template <bool S>
+  RX_DEV void decode_group(int owner, i64 i, float* f) const {
+    V16 v;
+    float s;
+    load_codes<S>(owner, i, v, s);
+    decode_scaled<S>(v, s, f);
   }
   // Owner's code group g from element at, decoded into f; zeros past full.
   template <bool S>
@@ -184,14 +194,28 @@ struct LP {
       if (g < full) *(V16*)(q + lo + 16 * g) = v;
     }
   }
-  // dequantize's first full groups from lo.
+  // dequantize's first full groups from lo, U groups per thread per step: their loads are issued before any
+  // store (which the compiler may not move a load across), so each thread keeps U loads in flight. On H100 at
+  // one rank, U = 4 made bfloat16 3-7% faster and float 5-9% slower than U = 1.
+  static constexpr int U = sizeof(T) == 2 ? 4 : 1;
   template <bool S>
   RX_DEV void dequantize_groups(T* dst, int owner, i64 at, i64 lo, i64 full) const {
-    RX_LP_GROUPS(full, g) {
-      if (g < full) {
-        float f[16];
-        decode_group<S>(owner, at + lo + 16 * g, f);
-        store16(dst + lo + 16 * g, f);
+    for (i64 g0 = threadIdx.x; g0 < full; g0 += U * blockDim.x) {
+      V16 v[U];
+      float s[U];
+#pragma unroll
+      for (int u = 0; u < U; u++) {
+        const i64 g = g0 + u * blockDim.x;
+        if (g < full) load_codes<S>(owner, at + lo + 16 * g, v[u], s[u]);
+      }
+#pragma unroll
+      for (int u = 0; u < U; u++) {
+        const i64 g = g0 + u * blockDim.x;
+        if (g < full) {
+          float f[16];
+          decode_scaled<S>(v[u], s[u], f);
+          store16(dst + lo + 16 * g, f);
+        }
       }
     }
   }
