@@ -92,8 +92,8 @@ RX_DEV void decode16(V16 v, float* f) {
 
 // The element loops below take 16-element groups (a 16-byte vector of codes), one per thread per step. Every
 // lane of a warp runs the same steps (groups past the end are marked off), so the lanes of one LP block can
-// combine their maxima with shuffles. (Four groups per thread per step, their loads issued together, measured
-// slower on H100: 128 registers with spills.)
+// combine their maxima with shuffles. (Four groups per thread per step in every loop, their loads issued
+// together, measured slower on H100: 128 registers with spills.)
 #define RX_LP_GROUPS(full, g) for (i64 g = threadIdx.x; g - (threadIdx.x & 31) < (full); g += blockDim.x)
 
 struct LP {
