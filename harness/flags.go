@@ -25,7 +25,7 @@ func RegisterFlags(fs *pflag.FlagSet, o *Options) {
 	fs.StringVarP(&o.Op, "op", "o", "sum", "sum, prod, max, min, avg, mulsum or all")
 	fs.StringVarP(&o.DType, "datatype", "d", "float",
 		"int8 uint8 int32 uint32 int64 uint64 half float double bfloat16 f8e4m3 f8e5m2, or all")
-	fs.IntVarP(&o.Root, "root", "r", 0, "root rank of rooted collectives (-1 = all roots)")
+	fs.VarP(rootValue{&o.Root}, "root", "r", "root rank of rooted collectives (-1 or all = every root)")
 	fs.IntVarP(&o.Blocking, "blocking", "z", 0,
 		"1: wait and barrier after each operation; 2: wait only; 3: wait and untimed barrier per iteration")
 	fs.VarP(streamNullValue{&o.StreamNull, &o.RCCL.MemoryType}, "stream_null", "y",

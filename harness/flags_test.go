@@ -38,6 +38,7 @@ func TestBadInput(t *testing.T) {
 		{[]string{"-c", "-1"}, "check", "-1"},
 		{[]string{"-d", "float7"}, "datatype", "float7"},
 		{[]string{"-o", "xor"}, "op", "xor"},
+		{[]string{"-r", "any"}, "root", "any"},
 		{[]string{"-r", "-2"}, "root", "-2"},
 		{[]string{"-z", "4"}, "blocking", "4"},
 		{[]string{"-y", "2"}, "stream_null", "2"},

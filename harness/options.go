@@ -63,6 +63,9 @@ type Options struct {
 // Timeout is -T as a duration (0 waits forever).
 func (o *Options) Timeout() time.Duration { return time.Duration(o.TimeoutSec) * time.Second }
 
+// rcclLayout: the table takes rccl-tests' layout, for its flags that nccl-tests lacks (-O 0|1, -A 1).
+func (o *Options) rcclLayout() bool { return o.Halves != bothHalves || o.RCCL.AlgoColumns == 1 }
+
 // runOutOfPlace and runInPlace say which halves -O selects.
 func (o *Options) runOutOfPlace() bool { return o.Halves != inPlaceOnly }
 func (o *Options) runInPlace() bool    { return o.Halves != outOfPlaceOnly }

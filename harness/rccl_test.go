@@ -227,6 +227,8 @@ func TestClashRules(t *testing.T) {
 		{[]string{"-y", "coarse"}, func(o *Options) bool { return o.StreamNull == 0 && o.RCCL.MemoryType == "coarse" }},
 		{[]string{"-y", "managed"}, func(o *Options) bool { return o.RCCL.memoryKind() == collectives.MemoryManaged }},
 		{[]string{"-Y", "host"}, func(o *Options) bool { return o.RCCL.memoryKind() == collectives.MemoryHost }},
+		{[]string{"-r", "all"}, func(o *Options) bool { return o.Root == -1 }},
+		{[]string{"-r", "2"}, func(o *Options) bool { return o.Root == 2 }},
 		{[]string{"-u", "4"}, func(o *Options) bool { return o.Unalign == 4 && o.RCCL.Cumask == "" }},
 		{[]string{"-u", "0x10"}, func(o *Options) bool { return o.Unalign == 16 && o.RCCL.Cumask == "" }},
 		{[]string{"-u", "ff,0,0,0"}, func(o *Options) bool { return o.Unalign == 0 && o.RCCL.Cumask == "ff,0,0,0" }},
@@ -321,16 +323,19 @@ func TestDelayBetweenHalves(t *testing.T) {
 	}
 }
 
-// TestAlgoProtoChannels: -A 1 appends rccl-tests' three columns: our algorithm, then "-" for what only a
-// library could tell.
+// TestAlgoProtoChannels: -A 1 appends rccl-tests' three columns in its layout: our algorithm, then N/A for
+// what only a library could tell.
 func TestAlgoProtoChannels(t *testing.T) {
-	r := testRun(t, collectives.AllReduce, seedArgs(1, append(small, "-A", "1")...), newFake(1))
-	if r.code != exitOK || !strings.Contains(r.stdout, "#wrong       algo     proto   nchannels\n") {
+	r := testRun(t, collectives.AllReduce, seedArgs(1, append(small, "-A", "1", "-O", "1")...), newFake(1))
+	want := "#       size         count      type   redop    root     time   algbw   busbw  #wrong algo      proto      nchannels \n" +
+		"#        (B)    (elements)                               (us)  (GB/s)  (GB/s)                                      \n"
+	if r.code != exitOK || !strings.Contains(r.stdout, want) {
 		t.Fatalf("exit %d\n%s", r.code, r.stdout)
 	}
-	for _, f := range tableRows(r.stdout) {
-		if n := len(f); n != 16 || f[n-3] != "ring" || f[n-2] != "-" || f[n-1] != "-" {
-			t.Errorf("row %v", f)
+	for _, line := range strings.Split(r.stdout, "\n") {
+		if f := strings.Fields(line); len(f) > 0 && !strings.HasPrefix(line, "#") &&
+			(len(f) != 12 || !strings.HasSuffix(line, "       0    ring       N/A         N/A")) {
+			t.Errorf("row %q", line)
 		}
 	}
 }

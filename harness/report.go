@@ -87,7 +87,9 @@ func writeHeader(w io.Writer, o *Options, h header) {
 	fmt.Fprint(w, strings.Join(lines, "\n")+"\n")
 }
 
-// columnHeader is the table's three header lines, with nccl-tests' widths and trailing spaces.
+// columnHeader is the table's three header lines, with nccl-tests' widths and trailing spaces. rccl-tests'
+// -O and -A (flags nccl-tests lacks) take rccl-tests' layout: only the halves that run, then its extra
+// columns' field.
 func columnHeader(o *Options) []string {
 	timeName := "time"
 	if o.CPUTime == 1 {
@@ -101,24 +103,36 @@ func columnHeader(o *Options) []string {
 	names := fmt.Sprintf("# %10s  %12s  %8s  %6s  %6s", "size", "count", "type", "redop", "root")
 	half := func(t, a, b, wrong string) string { return fmt.Sprintf("  %7s  %6s  %6s  %6s", t, a, b, wrong) }
 	iter := func(a, b, c, d string) string { return fmt.Sprintf("  %7s  %7s  %7s  %7s", a, b, c, d) }
-	var top, nameHalf, unitHalf string
+	nameHalf, unitHalf := half(timeName, "algbw", "busbw", "#wrong"), half("(us)", "(GB/s)", "(GB/s)", "")
+	top := "           out-of-place                       in-place          "
 	if o.PerIter == 1 {
-		top = lead("", "") + "              out-of-place (+ per-iteration)                                in-place (+ per-iteration)"
-		nameHalf = half(timeName, "algbw", "busbw", "#wrong") + iter("i_min", "i_max", "i_p99", "i_cv%")
-		unitHalf = half("(us)", "(GB/s)", "(GB/s)", "") + iter("(us)", "(us)", "(us)", "(%)")
-	} else {
-		top = lead("", "") + "           out-of-place                       in-place          "
-		nameHalf = half(timeName, "algbw", "busbw", "#wrong")
-		unitHalf = half("(us)", "(GB/s)", "(GB/s)", "")
+		top = "              out-of-place (+ per-iteration)                                in-place (+ per-iteration)"
+		nameHalf += iter("i_min", "i_max", "i_p99", "i_cv%")
+		unitHalf += iter("(us)", "(us)", "(us)", "(%)")
 	}
-	nameLine := names + nameHalf + nameHalf + fmt.Sprintf(" %*s", tsPad, tsName)
-	unitLine := lead("(B)", "(elements)") + unitHalf + unitHalf + fmt.Sprintf(" %*s", tsPad, tsFmt)
-	if o.RCCL.AlgoColumns == 1 {
-		nameLine += fmt.Sprintf("  %8s  %8s  %10s", "algo", "proto", "nchannels")
-	} else if o.AlgoColumn {
+	nameLine, unitLine := names+nameHalf+nameHalf, lead("(B)", "(elements)")+unitHalf+unitHalf
+	if o.rcclLayout() {
+		if o.Halves != bothHalves {
+			which := map[halves]string{outOfPlaceOnly: "out-of-place", inPlaceOnly: "in-place"}[o.Halves]
+			top = "           " + which + "          "
+			if o.PerIter == 1 {
+				top = "              " + which + " (+ per-iteration)"
+			}
+			nameLine, unitLine = names+nameHalf, lead("(B)", "(elements)")+unitHalf
+		}
+		extra, extraPad := "", 0
+		if o.RCCL.AlgoColumns == 1 {
+			extra, extraPad = "algo      proto      nchannels", 28
+		}
+		nameLine += fmt.Sprintf(" %*s", extraPad, extra)
+		unitLine += fmt.Sprintf(" %*s", extraPad, "")
+	}
+	nameLine += fmt.Sprintf(" %*s", tsPad, tsName)
+	unitLine += fmt.Sprintf(" %*s", tsPad, tsFmt)
+	if o.AlgoColumn && o.RCCL.AlgoColumns != 1 {
 		nameLine += "  algorithm"
 	}
-	return []string{top, nameLine, unitLine}
+	return []string{lead("", "") + top, nameLine, unitLine}
 }
 
 // halfResult is one half of a row, combined over ranks.
@@ -166,16 +180,13 @@ func (r row) algorithm() string {
 	return a.algorithm + "/" + b.algorithm
 }
 
-// formatRow renders r as nccl-tests prints it; a half that did not run (-O) is left blank.
+// formatRow renders r as nccl-tests prints it, or in rccl-tests' layout (rcclLayout): only the halves
+// that ran, then -A's columns.
 func formatRow(r row, o *Options) string {
 	var b strings.Builder
 	fmt.Fprintf(&b, "%12d  %12d  %8s  %6s  %6d", r.size, r.count, r.dtype, r.redop, r.root)
 	for _, h := range r.halves {
 		if !h.ran {
-			b.WriteString(strings.Repeat(" ", 33))
-			if o.PerIter == 1 {
-				b.WriteString(strings.Repeat(" ", 36))
-			}
 			continue
 		}
 		fmt.Fprintf(&b, "  %7s  %6s  %6s", fitNumber(h.sec*1e6, 7), fitNumber(h.algBW, 6), fitNumber(h.busBW, 6))
@@ -194,13 +205,15 @@ func formatRow(r row, o *Options) string {
 		fmt.Fprintf(&b, "%21s", r.when.Format(timeLayout))
 	}
 	if o.RCCL.AlgoColumns == 1 {
-		// rccl-tests' -A columns: our engines' algorithm; a library does not tell its choices through the NCCL API.
+		// Our engines know their algorithm; protocol and channels, and a library's choices, are not told
+		// through the NCCL API: N/A, as rccl-tests prints where it cannot ask.
 		algo := r.algorithm()
-		if r.engine == "vendor" {
-			algo = "-"
+		if r.engine == "vendor" || algo == "" {
+			algo = "N/A"
 		}
-		fmt.Fprintf(&b, "  %8s  %8s  %10s", algo, "-", "-")
-	} else if o.AlgoColumn {
+		fmt.Fprintf(&b, "%8s  %8s  %10s", algo, "N/A", "N/A")
+	}
+	if o.AlgoColumn && o.RCCL.AlgoColumns != 1 {
 		b.WriteString("  " + r.algorithm())
 	}
 	return b.String()

@@ -169,6 +169,14 @@ func TestColumnHeaderVariants(t *testing.T) {
 	if len(h[1]) != len(h[2]) {
 		t.Errorf("names and units lines differ in length: %d, %d", len(h[1]), len(h[2]))
 	}
+	// rccl-tests' layout (-O, -A): the same, except that -A's 30-character label overflows its 28-wide field.
+	for _, o := range []*Options{{Halves: inPlaceOnly}, {Halves: outOfPlaceOnly, Timestamps: 1}, {Halves: bothHalves,
+		RCCL: rcclOptions{AlgoColumns: 1}}, {Halves: inPlaceOnly, PerIter: 1, RCCL: rcclOptions{AlgoColumns: 1}}} {
+		h := columnHeader(o)
+		if len(h[1]) != len(h[2])+2*o.RCCL.AlgoColumns {
+			t.Errorf("-O %d -A %d: names and units lines:\n%q\n%q", o.Halves, o.RCCL.AlgoColumns, h[1], h[2])
+		}
+	}
 }
 
 func TestMemoryString(t *testing.T) {

@@ -43,6 +43,31 @@ func formatSize(n int64) string {
 	return strconv.FormatInt(n, 10)
 }
 
+// rootValue is -r: a rank, or -1 for every root; rccl-tests' "all" is -1 too.
+type rootValue struct{ p *int }
+
+func (v rootValue) String() string {
+	if v.p == nil {
+		return "0"
+	}
+	return strconv.Itoa(*v.p)
+}
+
+func (v rootValue) Set(s string) error {
+	if s == "all" {
+		*v.p = -1
+		return nil
+	}
+	n, err := strconv.Atoi(s)
+	if err != nil {
+		return fmt.Errorf("want a rank, -1 or all (every root)")
+	}
+	*v.p = n
+	return nil
+}
+
+func (rootValue) Type() string { return "int" }
+
 // halves is -O: which of the out-of-place and in-place halves run.
 type halves int
 

@@ -63,6 +63,27 @@ func TestLoadTextVariants(t *testing.T) {
 	}
 }
 
+// TestLoadTextOneHalf: rccl-tests' -O prints one half's columns, and its top header line names which.
+func TestLoadTextOneHalf(t *testing.T) {
+	for top, outOfPlace := range map[string]bool{"out-of-place": true, "in-place": false} {
+		in := strings.Join([]string{
+			"#                                                              " + top + "          ",
+			"#       size         count      type   redop    root     time   algbw   busbw  #wrong algo      proto      nchannels ",
+			"        1024           256     float     sum      -1     5.50    0.19    0.19       0    ring       N/A         N/A",
+		}, "\n")
+		rec, err := Parse("one-half.txt", []byte(in))
+		if err != nil {
+			t.Fatal(err)
+		}
+		r := rec.Results[0]
+		_, oop := r.OutOfPlace.Micros()
+		_, ip := r.InPlace.Micros()
+		if oop != outOfPlace || ip == outOfPlace {
+			t.Errorf("%s: row %+v", top, r)
+		}
+	}
+}
+
 func TestLoadCSV(t *testing.T) {
 	rec, err := Load(filepath.Join("testdata", "rccl-tests-mpi.csv"))
 	if err != nil {

@@ -32,11 +32,12 @@ const (
 	RCCLJSON = "json"
 )
 
-// rcclNames are rccl-tests' names of its collectives (each test's testColl name).
+// rcclNames are rccl-tests' names of its collectives (each test's testColl name; all_reduce_bias_perf's is
+// "AllReduce" too).
 var rcclNames = map[string]string{
 	"all_reduce": "AllReduce", "all_gather": "AllGather", "alltoall": "AlltoAll", "reduce_scatter": "ReduceScatter",
 	"broadcast": "Broadcast", "reduce": "Reduce", "gather": "Gather", "scatter": "Scatter", "sendrecv": "SendRecv",
-	"alltoallv": "AlltoAllv", "hypercube": "HyperCube", "all_reduce_bias": "AllReduceBias",
+	"alltoallv": "AlltoAllv", "hypercube": "HyperCube", "all_reduce_bias": "AllReduce",
 }
 
 // RCCLName is rccl-tests' name of the collective this suite calls name ("all_reduce" -> "AllReduce").

@@ -93,7 +93,8 @@ func TestRCCLMalformed(t *testing.T) {
 
 func TestRCCLNames(t *testing.T) {
 	for in, want := range map[string]string{"all_reduce": "AllReduce", "alltoall": "AlltoAll", "reduce_scatter": "ReduceScatter",
-		"all_gather": "AllGather", "hypercube": "HyperCube", "alltoallv": "AlltoAllv", "sendrecv": "SendRecv"} {
+		"all_gather": "AllGather", "hypercube": "HyperCube", "alltoallv": "AlltoAllv", "sendrecv": "SendRecv",
+		"all_reduce_bias": "AllReduce"} {
 		if got := RCCLName(in); got != want {
 			t.Errorf("RCCLName(%s) = %s, want %s", in, got, want)
 		}

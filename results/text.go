@@ -10,7 +10,8 @@ import (
 
 // textHeader is what the '#' lines of text output say about the table.
 type textHeader struct {
-	perIter bool // -I: each half has 4 more columns (i_min i_max i_p99 i_cv%)
+	perIter bool  // -I: each half has 4 more columns (i_min i_max i_p99 i_cv%)
+	halves  []int // the halves the table's top line names (rccl-tests' -O prints one); nil: both
 }
 
 var (
@@ -20,6 +21,7 @@ var (
 	reOOB     = regexp.MustCompile(`^# Out of bounds values\s*:\s*(\d+)\s*(\S*)`)
 	reAvgBW   = regexp.MustCompile(`^# Avg bus bandwidth\s*:\s*(\S+)\s*(\S*)`)
 	reStep    = regexp.MustCompile(`step: (\d+)\((factor|bytes)\)`)
+	reHalves  = regexp.MustCompile(`^#\s+(out-of-place|in-place)( \(\+ per-iteration\))?(\s+in-place( \(\+ per-iteration\))?)?\s*$`)
 	reParams  = map[string]*regexp.Regexp{
 		"nthreads":   regexp.MustCompile(`nThread (\d+)`),
 		"ngpus":      regexp.MustCompile(`nGpus (\d+)`),
@@ -35,9 +37,11 @@ var (
 
 // parseText reads the output nccl-tests and rccl-tests print. Table lines
 // are "size count type redop root" then per half "time algbw busbw #wrong"
-// (plus four per-iteration columns with -I); a line with only one half's
-// columns is in-place only. Lines that do not start with a number (library
-// logs mixed into the output) are skipped.
+// (plus four per-iteration columns with -I); rccl-tests' -O prints one half,
+// which the table's top line names, and a line with only one half's columns
+// under a two-half header is in-place only (the out-of-place columns left
+// blank). Lines that do not start with a number (library logs mixed into the
+// output) are skipped.
 func parseText(data []byte) (*Record, error) {
 	rec := &Record{Version: SchemaVersion}
 	col := newCollector()
@@ -104,6 +108,16 @@ func parseTextComment(rec *Record, hdr *textHeader, col *collector, t string) {
 	if strings.Contains(t, "nThread") {
 		parseTextParams(&rec.Config, t)
 	}
+	if m := reHalves.FindStringSubmatch(t); m != nil {
+		switch {
+		case m[3] != "":
+			hdr.halves = nil
+		case m[1] == "out-of-place":
+			hdr.halves = []int{0}
+		default:
+			hdr.halves = []int{1}
+		}
+	}
 	switch {
 	case strings.Contains(t, "#wrong"):
 		hdr.perIter = strings.Contains(t, "i_min")
@@ -164,9 +178,13 @@ func addTextLine(col *collector, hdr textHeader, f []string) error {
 	if err != nil {
 		return err
 	}
-	halves := []int{0, 1}
-	if len(f) < 5+2*per {
+	halves := hdr.halves
+	switch {
+	case halves != nil:
+	case len(f) < 5+2*per:
 		halves = []int{1} // the out-of-place columns are left blank
+	default:
+		halves = []int{0, 1}
 	}
 	for i, half := range halves {
 		s, err := parseTextHalf(f[5+i*per : 5+(i+1)*per])
