@@ -176,6 +176,13 @@ func TestRCCLOutputDetails(t *testing.T) {
 			t.Errorf("line %v", f)
 		}
 	}
+	cube := filepath.Join(dir, "cube.csv")
+	r = testRun(t, collectives.HyperCube, seedArgs(1, "-b", "64", "-e", "64", "-n", "1", "-g", "2", "--csv", cube), newFake(1))
+	for _, f := range rcclLines(t, cube, "csv") {
+		if r.code != exitOK || len(f) < 6 || f[1] != "HyperCube" || f[5] != "none" {
+			t.Errorf("hypercube: exit %d, line %v", r.code, f)
+		}
+	}
 	r = testRun(t, collectives.AllReduce, seedArgs(1, append(small, "-Z", "csv")...), newFake(1))
 	if r.code != exitOK || !strings.Contains(r.stdout, "# -Z csv ignored: no -X file to write\n") {
 		t.Errorf("-Z without -X: exit %d\n%s", r.code, r.stdout)

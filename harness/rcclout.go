@@ -75,8 +75,12 @@ func (w *rcclOut) add(s engineRun) {
 			if !h.ran {
 				continue
 			}
+			redop := r.redop
+			if redop == "" {
+				redop = "none" // nccl-tests' hypercube prints no redop; rccl-tests' names it none
+			}
 			line := results.RCCLRow{Cycle: r.cycle, Name: w.name, Size: r.size, Type: results.RCCLTypeName(r.dtype),
-				Redop: r.redop, InPlace: i == 1, Time: h.sec * 1e6, AlgBW: h.algBW, BusBW: h.busBW}
+				Redop: redop, InPlace: i == 1, Time: h.sec * 1e6, AlgBW: h.algBW, BusBW: h.busBW}
 			if h.checked {
 				wrong := h.wrong
 				line.Wrong = &wrong
