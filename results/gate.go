@@ -68,22 +68,26 @@ type GateReport struct {
 	// Mismatches name what the two sides measured differently (failures unless AllowMismatch), Warnings what
 	// they ran on differently, Unread the A/B records whose variable nothing read (failures).
 	Mismatches, Warnings, Unread []string
-	AllowMismatch                bool
-	rows                         int                // rows compared (a row: size, and type, op, root where they vary)
-	sizes                        map[int64]struct{} // their sizes
+	// Algorithms name the compared rows that ran another algorithm in current than in baseline, one line per
+	// pair of algorithms: "64KiB, 128KiB: baseline ring, current dda_flat".
+	Algorithms    []string
+	AllowMismatch bool
+	rows          int                // rows compared (a row: size, and type, op, root where they vary)
+	sizes         map[int64]struct{} // their sizes
 }
 
 // sideSamples pools the times (us) of every record of one side of the gate: one sample per run of a row, that
 // is per file and per -N cycle (rows repeated within a record, or the rounds that text and CSV output keep for
 // them). The interleaved rounds of an A/B run are not runs: each arm gives its mean.
 type sideSamples struct {
-	order []rowKey
-	times map[rowKey]*[2][]float64
-	wrong map[rowKey]*[2]float64
+	order      []rowKey
+	times      map[rowKey]*[2][]float64
+	wrong      map[rowKey]*[2]float64
+	algorithms map[rowKey]*sideSet
 }
 
 func poolSide(recs []*Record) sideSamples {
-	s := sideSamples{times: map[rowKey]*[2][]float64{}, wrong: map[rowKey]*[2]float64{}}
+	s := sideSamples{times: map[rowKey]*[2][]float64{}, wrong: map[rowKey]*[2]float64{}, algorithms: map[rowKey]*sideSet{}}
 	for _, rec := range recs {
 		for _, row := range keyRows(rec) {
 			key := row.key
@@ -91,8 +95,10 @@ func poolSide(recs []*Record) sideSamples {
 			if s.times[key] == nil {
 				s.times[key] = &[2][]float64{}
 				s.wrong[key] = &[2]float64{}
+				s.algorithms[key] = &sideSet{}
 				s.order = append(s.order, key)
 			}
+			s.algorithms[key].add(row.res.Algorithm)
 			for i, h := range row.res.halves() {
 				s.times[key][i] = append(s.times[key][i], timeSamples(h, rec.AB == nil)...)
 				if h.NWrong != nil {
@@ -121,7 +127,9 @@ func timeSamples(h *Half, roundsAreRuns bool) []float64 {
 // regression lies outside the 95% interval of that run-to-run noise; any
 // wrong element in the current run fails. The gate also fails when it
 // compared nothing, when the sides measured different things (see shape),
-// and on an A/B record whose variable nothing read.
+// and on an A/B record whose variable nothing read. A row is compared
+// whichever algorithm ran it on either side; the report names the rows
+// whose algorithm changed.
 // Both metrics are computed from times, so that rounding in text output does
 // not matter: at equal size and rank count the busbw ratio is the inverse of
 // the time ratio.
@@ -152,6 +160,7 @@ func Gate(base, cur []*Record, opt GateOptions) (*GateReport, error) {
 		}
 	}
 	names := newLabeler(append(append([]rowKey{}, b.order...), c.order...))
+	var compared []rowKey
 	for _, k := range c.order {
 		bt, inBase := b.times[k]
 		if !inBase {
@@ -174,14 +183,38 @@ func Gate(base, cur []*Record, opt GateOptions) (*GateReport, error) {
 		if counted {
 			rep.rows++
 			rep.sizes[k.Size] = struct{}{}
+			compared = append(compared, k)
 		}
 	}
+	rep.Algorithms = algorithmChanges(b, c, compared, names)
 	for _, k := range b.order {
 		if _, ok := c.times[k]; !ok {
 			rep.OnlyBase = append(rep.OnlyBase, names.label(k))
 		}
 	}
 	return rep, nil
+}
+
+// algorithmChanges names the keys whose rows ran other algorithms in current than in baseline, grouped by the
+// pair of algorithms. Rows without an algorithm (nccl-tests' files) are not compared.
+func algorithmChanges(b, c sideSamples, keys []rowKey, names labeler) []string {
+	var pairs [][2]string
+	labels := map[[2]string][]string{}
+	for _, k := range keys {
+		pair := [2]string{b.algorithms[k].String(), c.algorithms[k].String()}
+		if pair[0] == "" || pair[1] == "" || pair[0] == pair[1] {
+			continue
+		}
+		if labels[pair] == nil {
+			pairs = append(pairs, pair)
+		}
+		labels[pair] = append(labels[pair], names.label(k))
+	}
+	out := make([]string, len(pairs))
+	for i, p := range pairs {
+		out[i] = fmt.Sprintf("%s: baseline %s, current %s", abbreviate(labels[p], 8), p[0], p[1])
+	}
+	return out
 }
 
 // compare fills the change of chk from baseline and current times and
@@ -253,6 +286,9 @@ func (r *GateReport) Write(w io.Writer) error {
 	}
 	for _, w := range r.Warnings {
 		fmt.Fprintf(&b, "WARN baseline and current differ in %s\n", w)
+	}
+	for _, a := range r.Algorithms {
+		fmt.Fprintf(&b, "WARN baseline and current differ in algorithm at %s\n", a)
 	}
 	for _, u := range r.Unread {
 		fmt.Fprintf(&b, "FAIL %s\n", u)

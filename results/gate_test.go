@@ -146,6 +146,65 @@ func TestGatePooledBaselines(t *testing.T) {
 	}
 }
 
+// ran sets the engine of every row of rec, and the algorithm of row i to algorithms[i].
+func ran(rec *Record, engine string, algorithms ...string) *Record {
+	for i := range rec.Results {
+		rec.Results[i].Engine, rec.Results[i].Algorithm = engine, algorithms[i]
+	}
+	return rec
+}
+
+// slowLast multiplies both halves' times of rec's last row by f.
+func slowLast(rec *Record, f float64) *Record {
+	last := &rec.Results[len(rec.Results)-1]
+	*last.OutOfPlace.Time *= f
+	*last.InPlace.Time *= f
+	return rec
+}
+
+// A build may change the algorithm a size runs: the gate compares the size all the same and names the change.
+func TestGateComparesAcrossAlgorithms(t *testing.T) {
+	rng := newRand()
+	dda := func() *Record {
+		return ran(synthRecord(rng, 4, 1, 0, 0), "host", "dda_flat", "dda_flat", "dda_flat", "dda_tree")
+	}
+	cur := slowLast(ran(synthRecord(rng, 4, 1, 0, 0), "host", "dda_flat", "dda_flat", "dda_flat", "ring"), 70)
+	rep, out := gate(t, []*Record{dda()}, []*Record{cur}, GateOptions{Threshold: 0.1, Ranges: []SizeRange{{Min: 0, Max: 32, Threshold: 0.999}}})
+	for _, want := range []string{"WARN baseline and current differ in algorithm at 64B: baseline dda_tree, current ring\n",
+		"FAIL 64B out-of-place: busbw -98.6%", "FAIL 64B in-place: busbw -98.6%", "gate: FAIL (2 failures in 4 sizes"} {
+		if rep.Passed() || !strings.Contains(out, want) {
+			t.Errorf("70x slower under another algorithm: no %q:\n%s", want, out)
+		}
+	}
+	// A plain run (ring) against a DDA run of the same times passes, and says where the algorithms differ.
+	plain := ran(synthRecord(rng, 4, 1, 0, 0), "host", "ring", "ring", "ring", "ring")
+	rep, out = gate(t, []*Record{plain}, []*Record{dda()}, GateOptions{Threshold: 0.1})
+	for _, want := range []string{"WARN baseline and current differ in algorithm at 8B, 16B, 32B: baseline ring, current dda_flat\n",
+		"WARN baseline and current differ in algorithm at 64B: baseline ring, current dda_tree\n", "gate: PASS (4 sizes"} {
+		if !rep.Passed() || !strings.Contains(out, want) {
+			t.Errorf("same times under other algorithms: no %q:\n%s", want, out)
+		}
+	}
+}
+
+// In a record of several engines the engine stays part of a row: vendor is compared with vendor, gpu with gpu,
+// whichever algorithm gpu ran.
+func TestGateEnginesAcrossAlgorithms(t *testing.T) {
+	rng := newRand()
+	both := func(last string, f float64) *Record {
+		rec := ran(synthRecord(rng, 4, 1, 0, 0), "vendor", "nccl", "nccl", "nccl", "nccl")
+		gpu := slowLast(ran(synthRecord(rng, 4, 0.5, 0, 0), "gpu", "dda_flat", "dda_flat", "dda_flat", last), f)
+		rec.Results = append(rec.Results, gpu.Results...)
+		return rec
+	}
+	rep, out := gate(t, []*Record{both("dda_tree", 1)}, []*Record{both("ring", 70)}, GateOptions{Threshold: 0.1})
+	if rep.Passed() || strings.Count("\n"+out, "\nFAIL ") != 2 || strings.Count(out, "FAIL gpu 64B float sum ") != 2 ||
+		!strings.Contains(out, "WARN baseline and current differ in algorithm at gpu 64B float sum: baseline dda_tree, current ring\n") ||
+		!strings.Contains(out, "gate: FAIL (2 failures in 8 rows over 4 sizes") {
+		t.Fatalf("gpu 70x slower under another algorithm:\n%s", out)
+	}
+}
+
 func TestGateWrongResultsFail(t *testing.T) {
 	rec := synthRecord(newRand(), 4, 1, 0, 0)
 	bad := synthRecord(newRand(), 4, 1, 0, 0)

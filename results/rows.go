@@ -29,10 +29,12 @@ func (r *Result) halves() [2]*Half {
 	return [2]*Half{&r.OutOfPlace, &r.InPlace}
 }
 
-// seriesOf names the engine and algorithm that produced r, and the A/B arm (experiment name) it belongs to.
+// seriesOf names the A/B arm (experiment name) r belongs to and the engine that produced r. The algorithm is
+// not part of it: a row is the same measurement whichever algorithm ran it (a build may change the algorithm;
+// the time is what the gate judges).
 func seriesOf(r *Result) string {
 	var parts []string
-	for _, p := range []string{r.ExperimentName, r.Engine, r.Algorithm} {
+	for _, p := range []string{r.ExperimentName, r.Engine} {
 		if p != "" {
 			parts = append(parts, p)
 		}
@@ -40,7 +42,7 @@ func seriesOf(r *Result) string {
 	return strings.Join(parts, "/")
 }
 
-// keyRows keys the results of rec. Engine and algorithm take part in the key
+// keyRows keys the results of rec. Engine and A/B arm take part in the key
 // only when the record mixes several, so a single-engine run matches a plain
 // nccl-tests run.
 func keyRows(rec *Record) []keyedRow {

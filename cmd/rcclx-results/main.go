@@ -106,7 +106,8 @@ run-to-run noise. Any wrong element in a current run fails. The gate also
 fails when no size was compared, when baseline and current differ in
 collective, type, op, rank count, halves (-O) or A/B arms (unless
 --allow-mismatch), and on an A/B record whose variable the library never
-reads; a different engine, library version, GPU model or -G is a WARN line.
+reads; a different engine, library version, GPU model or -G is a WARN line,
+and so is a size that ran another algorithm (the size is still compared).
 Sizes present on one side only are reported; they fail only with
 --require-all. Prints one line per failure and a summary line.
 
