@@ -70,7 +70,9 @@ type GateReport struct {
 	Mismatches, Warnings, Unread []string
 	// Algorithms name the compared rows that ran another algorithm in current than in baseline, one line per
 	// pair of algorithms: "64KiB, 128KiB: baseline ring, current dda_flat".
-	Algorithms    []string
+	Algorithms []string
+	// OneRun: baseline and current are one file each, so any spread comes from the -N cycles of one run.
+	OneRun        bool
 	AllowMismatch bool
 	rows          int                // rows compared (a row: size, and type, op, root where they vary)
 	sizes         map[int64]struct{} // their sizes
@@ -139,7 +141,7 @@ func Gate(base, cur []*Record, opt GateOptions) (*GateReport, error) {
 	}
 	b, c := poolSide(base), poolSide(cur)
 	rep := &GateReport{Metric: opt.Metric, RequireAll: opt.RequireAll, AllowMismatch: opt.AllowMismatch,
-		sizes: map[int64]struct{}{}}
+		OneRun: len(base) == 1 && len(cur) == 1, sizes: map[int64]struct{}{}}
 	for _, rec := range cur {
 		if rec.Incomplete {
 			rep.Incomplete++
@@ -314,6 +316,10 @@ func (r *GateReport) Write(w io.Writer) error {
 	}
 	if r.Incomplete > 0 {
 		fmt.Fprintf(&b, "FAIL %d current run(s) marked incomplete (interrupted): not a full sweep\n", r.Incomplete)
+	}
+	if r.OneRun {
+		fmt.Fprintf(&b, "NOTE baseline and current are one run each: their -N cycles show the noise within a run, "+
+			"not between runs; several baseline files widen the interval where runs differ\n")
 	}
 	fmt.Fprintf(&b, "gate: %s\n", r.summary())
 	_, err := io.WriteString(w, b.String())

@@ -24,10 +24,20 @@ func gate(t *testing.T, base, cur []*Record, opt GateOptions) (*GateReport, stri
 	return rep, out.String()
 }
 
+// oneRun is the line before the summary of a gate of one file against one file.
+const oneRun = "NOTE baseline and current are one run each: their -N cycles show the noise within a run, not between runs; " +
+	"several baseline files widen the interval where runs differ"
+
+// summaryLine is the last line of a gate's report.
+func summaryLine(out string) string {
+	lines := strings.Split(strings.TrimSpace(out), "\n")
+	return lines[len(lines)-1]
+}
+
 func TestGateIdenticalRunsPass(t *testing.T) {
 	rec := synthRecord(newRand(), 12, 1, 0, 0)
 	rep, out := gate(t, []*Record{rec}, []*Record{rec}, GateOptions{Threshold: 0.1})
-	if !rep.Passed() || out != "gate: PASS (12 sizes, worst +0.0% at 8B out-of-place)\n" {
+	if !rep.Passed() || out != oneRun+"\ngate: PASS (12 sizes, worst +0.0% at 8B out-of-place)\n" {
 		t.Fatalf("identical runs: %q", out)
 	}
 }
@@ -40,7 +50,7 @@ func TestGateCountsRowsOfSeveralRoots(t *testing.T) {
 		rec.Results = append(rec.Results, res)
 	}
 	rep, out := gate(t, []*Record{rec}, []*Record{rec}, GateOptions{Threshold: 0.1})
-	if !rep.Passed() || !strings.HasPrefix(out, "gate: PASS (6 rows over 3 sizes, worst +0.0% at 8B") {
+	if !rep.Passed() || !strings.HasPrefix(summaryLine(out), "gate: PASS (6 rows over 3 sizes, worst +0.0% at 8B") {
 		t.Fatalf("two roots: %q", out)
 	}
 }
@@ -60,7 +70,7 @@ func TestGateAnchorAgainstItself(t *testing.T) {
 	anchor := loadAnchor(t)
 	for _, metric := range []string{MetricBusBW, MetricTime} {
 		rep, out := gate(t, []*Record{anchor}, []*Record{anchor}, GateOptions{Threshold: 0.01, Metric: metric})
-		if !rep.Passed() || !strings.HasPrefix(out, "gate: PASS (28 sizes") {
+		if !rep.Passed() || !strings.HasPrefix(summaryLine(out), "gate: PASS (28 sizes") {
 			t.Fatalf("%s: %q", metric, out)
 		}
 	}
@@ -78,8 +88,8 @@ func TestGatePlantedSlowdownFails(t *testing.T) {
 		t.Fatalf("20%% slowdown passed: %q", out)
 	}
 	lines := strings.Split(strings.TrimSpace(out), "\n")
-	if len(lines) != 2 || !strings.HasPrefix(lines[0], "FAIL 4KiB out-of-place: busbw -20.0% (limit -10.0%)") ||
-		lines[1] != "gate: FAIL (1 failures in 10 sizes, worst -20.0% at 4KiB out-of-place)" {
+	if len(lines) != 3 || !strings.HasPrefix(lines[0], "FAIL 4KiB out-of-place: busbw -20.0% (limit -10.0%)") ||
+		lines[1] != oneRun || lines[2] != "gate: FAIL (1 failures in 10 sizes, worst -20.0% at 4KiB out-of-place)" {
 		t.Fatalf("report:\n%s", out)
 	}
 	// The same change passes under a looser threshold for that size range.
@@ -125,9 +135,9 @@ func TestGateDropInsideNoisePasses(t *testing.T) {
 	}
 	// It passes, but not in silence: a NOTE line names the half, and the summary counts it.
 	lines := strings.Split(strings.TrimSpace(out), "\n")
-	if len(lines) != 2 || !strings.HasPrefix(lines[0], "NOTE 8B out-of-place: busbw -16.7% (limit -10.0%, 95% CI ") ||
+	if len(lines) != 3 || !strings.HasPrefix(lines[0], "NOTE 8B out-of-place: busbw -16.7% (limit -10.0%, 95% CI ") ||
 		!strings.HasSuffix(lines[0], "within the run-to-run noise, not counted (more -N cycles or runs decide)") ||
-		!strings.HasSuffix(lines[1], ", 1 beyond the limit within noise)") {
+		!strings.HasSuffix(lines[2], ", 1 beyond the limit within noise)") {
 		t.Fatalf("report:\n%s", out)
 	}
 }
@@ -143,6 +153,20 @@ func TestGatePooledBaselines(t *testing.T) {
 	}
 	if rep, out := gate(t, bases, []*Record{synthRecord(rng, 8, 1.02, 0, 0)}, GateOptions{Threshold: 0.1}); !rep.Passed() {
 		t.Fatalf("within the pooled baselines failed:\n%s", out)
+	}
+}
+
+// A file against a file has only the spread within one run; with several baseline files the report has no such
+// line.
+func TestGateNotesOneRunEach(t *testing.T) {
+	rng := newRand()
+	base, cur := cycles(rng, 3, 4, 1, 0.01), cycles(rng, 3, 4, 1, 0.01)
+	if _, out := gate(t, []*Record{base}, []*Record{cur}, GateOptions{Threshold: 0.1}); !strings.Contains(out, oneRun+"\ngate: ") {
+		t.Errorf("one run each, no note before the summary:\n%s", out)
+	}
+	bases := []*Record{base, cycles(rng, 3, 4, 1, 0.01)}
+	if _, out := gate(t, bases, []*Record{cur}, GateOptions{Threshold: 0.1}); strings.Contains(out, "one run") {
+		t.Errorf("two baseline files, yet a note:\n%s", out)
 	}
 }
 

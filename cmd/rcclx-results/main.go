@@ -109,7 +109,9 @@ collective, type, op, rank count, halves (-O) or A/B arms (unless
 reads; a different engine, library version, GPU model or -G is a WARN line,
 and so is a size that ran another algorithm (the size is still compared).
 Sizes present on one side only are reported; they fail only with
---require-all. Prints one line per failure and a summary line.
+--require-all. Where baseline and current are one file each, a NOTE says
+that their spread is the noise within one run: several baseline files bring
+the noise between runs. Prints one line per failure and a summary line.
 
 Exit status: 0 pass; 1 fail, or bad arguments or input (one line on stderr).`,
 		Args: cobra.MinimumNArgs(1),

@@ -40,7 +40,7 @@ func slowed(t *testing.T, factor float64) string {
 }
 
 func TestGateExitCodes(t *testing.T) {
-	if code, out, _ := runCLI(t, "gate", "--baseline", anchor, anchor); code != exitOK || !strings.HasPrefix(out, "gate: PASS") {
+	if code, out, _ := runCLI(t, "gate", "--baseline", anchor, anchor); code != exitOK || !strings.Contains(out, "\ngate: PASS") {
 		t.Fatalf("self gate: %d %q", code, out)
 	}
 	code, out, _ := runCLI(t, "gate", "--baseline", anchor, slowed(t, 1.25))
@@ -140,7 +140,7 @@ func rcclCopy(t *testing.T, format string, factor float64) string {
 // slowdown between a JSON baseline and a CSV run.
 func TestGateReadsRCCLReporter(t *testing.T) {
 	base, same := rcclCopy(t, "json", 1), rcclCopy(t, "csv", 1)
-	if code, out, errOut := runCLI(t, "gate", "--baseline", base, same); code != exitOK || !strings.HasPrefix(out, "gate: PASS") {
+	if code, out, errOut := runCLI(t, "gate", "--baseline", base, same); code != exitOK || !strings.Contains(out, "\ngate: PASS") {
 		t.Fatalf("self gate: %d %q %q", code, out, errOut)
 	}
 	code, out, _ := runCLI(t, "gate", "--baseline", base, rcclCopy(t, "csv", 1.25))
