@@ -81,7 +81,7 @@ func TestGateThresholdAbove100(t *testing.T) {
 			t.Errorf("%v: exit %d, stdout %q, stderr %q", args, code, out, errOut)
 		}
 	}
-	if code, out, errOut := runCLI(t, "gate", "--baseline", anchor, "--metric", "time", "--threshold", "150%", anchor); code != exitOK {
+	if code, out, errOut := runCLI(t, "gate", "--baseline", anchor, "--metric", "time", "--threshold", "150%", slowed(t, 1)); code != exitOK {
 		t.Errorf("a 150%% rise in time is a valid threshold: exit %d %s %s", code, out, errOut)
 	}
 }

@@ -8,6 +8,8 @@ import (
 	"fmt"
 	"io"
 	"os"
+	"path/filepath"
+	"slices"
 	"strconv"
 
 	"github.com/spf13/cobra"
@@ -113,6 +115,9 @@ Sizes present on one side only are reported; they fail only with
 that their spread is the noise within one run: several baseline files bring
 the noise between runs. Prints one line per failure and a summary line.
 
+A file given twice (any spelling of its path, or a copy with the same bytes)
+is refused: each file counts as one run.
+
 Exit status: 0 pass; 1 fail, or bad arguments or input (one line on stderr).`,
 		Args: cobra.MinimumNArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
@@ -135,15 +140,11 @@ Exit status: 0 pass; 1 fail, or bad arguments or input (one line on stderr).`,
 				opt.Ranges = append(opt.Ranges, r)
 			}
 			opt.AllowMismatch = mismatch
-			base, err := loadAll(baselines)
+			recs, err := loadDistinct(slices.Concat(baselines, args))
 			if err != nil {
 				return err
 			}
-			cur, err := loadAll(args)
-			if err != nil {
-				return err
-			}
-			rep, err := results.Gate(base, cur, opt)
+			rep, err := results.Gate(recs[:len(baselines)], recs[len(baselines):], opt)
 			if err != nil {
 				return err
 			}
@@ -239,14 +240,30 @@ func completeMetric(cmd *cobra.Command) {
 		[]string{results.MetricBusBW, results.MetricAlgBW, results.MetricTime}, cobra.ShellCompDirectiveNoFileComp))
 }
 
-func loadAll(paths []string) ([]*results.Record, error) {
+// loadDistinct loads the gate's files. Each file is one run, and every run narrows the noise interval, so a
+// file given twice (under the same path in any spelling, or as a byte-identical copy) is refused.
+func loadDistinct(paths []string) ([]*results.Record, error) {
+	byPath, byContent := map[string]bool{}, map[string]string{}
 	recs := make([]*results.Record, len(paths))
 	for i, p := range paths {
-		rec, err := results.Load(p)
+		abs, err := filepath.Abs(p)
 		if err != nil {
 			return nil, err
 		}
-		recs[i] = rec
+		if byPath[abs] {
+			return nil, fmt.Errorf("%s given twice: a file is one run and counts once", p)
+		}
+		data, err := os.ReadFile(p)
+		if err != nil {
+			return nil, err
+		}
+		if first, ok := byContent[string(data)]; ok {
+			return nil, fmt.Errorf("%s has the same content as %s: one run given twice", p, first)
+		}
+		byPath[abs], byContent[string(data)] = true, p
+		if recs[i], err = results.Parse(p, data); err != nil {
+			return nil, err
+		}
 	}
 	return recs, nil
 }

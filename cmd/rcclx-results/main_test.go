@@ -40,7 +40,7 @@ func slowed(t *testing.T, factor float64) string {
 }
 
 func TestGateExitCodes(t *testing.T) {
-	if code, out, _ := runCLI(t, "gate", "--baseline", anchor, anchor); code != exitOK || !strings.Contains(out, "\ngate: PASS") {
+	if code, out, _ := runCLI(t, "gate", "--baseline", anchor, slowed(t, 1)); code != exitOK || !strings.Contains(out, "\ngate: PASS") {
 		t.Fatalf("self gate: %d %q", code, out)
 	}
 	code, out, _ := runCLI(t, "gate", "--baseline", anchor, slowed(t, 1.25))
@@ -52,6 +52,36 @@ func TestGateExitCodes(t *testing.T) {
 	}
 	if code, _, _ := runCLI(t, "gate", "--baseline", anchor, "--range", "32M-128M=30%", slowed(t, 1.25)); code != exitOK {
 		t.Fatalf("range threshold: %d", code)
+	}
+}
+
+// A file is one run: given twice it would narrow the noise interval, so the gate refuses it before comparing.
+func TestGateRefusesAFileTwice(t *testing.T) {
+	copied := filepath.Join(t.TempDir(), "copy.json")
+	data, err := os.ReadFile(anchor)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(copied, data, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	other := slowed(t, 1)
+	respelled, err := filepath.Abs(anchor)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, tc := range []struct {
+		args []string
+		line string
+	}{
+		{[]string{"--baseline", anchor, anchor}, anchor + " given twice"},
+		{[]string{"--baseline", anchor, "--baseline", respelled, other}, respelled + " given twice"},
+		{[]string{"--baseline", anchor, "--baseline", other, copied}, copied + " has the same content as " + anchor},
+	} {
+		code, out, errOut := runCLI(t, append([]string{"gate"}, tc.args...)...)
+		if code != exitUsage || out != "" || strings.Count(errOut, "\n") != 1 || !strings.HasPrefix(errOut, "rcclx-results: "+tc.line) {
+			t.Errorf("%v: exit %d, stdout %q, stderr %q", tc.args, code, out, errOut)
+		}
 	}
 }
 
