@@ -49,7 +49,7 @@ func (c *collector) add(id rowID, count int64, half int, s halfSample) {
 }
 
 // finish stores the rows in rec with the summary lines nccl-tests derives
-// from them (out-of-bounds count, average bus bandwidth).
+// from them (out-of-bounds count, average bus bandwidth over every line).
 func (c *collector) finish(rec *Record) error {
 	if len(c.order) == 0 {
 		return fmt.Errorf("no result rows")
@@ -71,8 +71,10 @@ func (c *collector) finish(rec *Record) error {
 			if h.NWrong != nil && *h.NWrong > 0 {
 				rec.OutOfBounds.Count++
 			}
-			bwSum += h.BusBW
-			bwN++
+			for _, s := range row.samples[i] {
+				bwSum += s.busBW
+			}
+			bwN += len(row.samples[i])
 		}
 		rec.Results = append(rec.Results, row.res)
 	}
@@ -81,16 +83,20 @@ func (c *collector) finish(rec *Record) error {
 	return nil
 }
 
-// merge makes one Half of the cycles of a row: means, summed wrong counts,
-// and every cycle's time as a round.
+// merge makes one Half of the cycles of a row: the mean time, the bandwidths
+// at that time, summed wrong counts, and every cycle's time as a round. A
+// cycle's bandwidth is its bytes over its time, so the bandwidth at the mean
+// time is the time-weighted mean of the cycles' bandwidths (their plain mean
+// is not), and scaling it by the mean time over a round's time (Aggregate)
+// gives back that cycle's bandwidth (up to its printed digits).
 func (c *collector) merge(ss []halfSample) Half {
 	var h Half
 	var t float64
 	var wrong *float64
 	for _, s := range ss {
 		t += s.time
-		h.AlgBW += s.algBW
-		h.BusBW += s.busBW
+		h.AlgBW += s.algBW * s.time
+		h.BusBW += s.busBW * s.time
 		if s.nwrong != nil {
 			w := *s.nwrong
 			if wrong != nil {
@@ -99,10 +105,11 @@ func (c *collector) merge(ss []halfSample) Half {
 			wrong = &w
 		}
 	}
-	n := float64(len(ss))
-	t /= n
-	h.AlgBW /= n
-	h.BusBW /= n
+	if t > 0 {
+		h.AlgBW /= t
+		h.BusBW /= t
+	}
+	t /= float64(len(ss))
 	h.NWrong = wrong
 	if c.cpuTime {
 		h.CPUTime = &t

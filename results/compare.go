@@ -46,9 +46,9 @@ type CompareOptions struct {
 // Compare prints one row per type, reduction and size, and for each column
 // (each run, and within a run each engine and A/B arm) the
 // median time over that size's samples (repeated rows from -N cycles, A/B
-// rounds), their spread ((max - min) / median), the median bus bandwidth
-// (busbw, as nccl-tests computes it: algorithm bandwidth times the
-// collective's bus factor), and each later column's speedup over the first
+// rounds), their spread ((max - min) / median), the bus bandwidth at that
+// median time (busbw, as nccl-tests computes it: algorithm bandwidth times
+// the collective's bus factor), and each later column's speedup over the first
 // (ratio of median times; above 1 is faster). So one record of
 // --engine vendor,gpu, or of --ab, compares its own engines or arms. The
 // half is out-of-place unless opt.InPlace.
@@ -111,9 +111,9 @@ func Compare(w io.Writer, runs []Run, opt CompareOptions) error {
 		fmt.Fprintf(w, "%s%s; one sample per size\n", mark, HalfName(inPlace))
 	}
 	if len(cols) > 1 {
-		fmt.Fprintf(w, "%sbusbw: bus bandwidth in GB/s (nccl-tests' busbw); speedup: %s's median time / this column's\n", mark, names[0])
+		fmt.Fprintf(w, "%sbusbw: bus bandwidth in GB/s at the median time (nccl-tests' busbw); speedup: %s's median time / this column's\n", mark, names[0])
 	} else {
-		fmt.Fprintf(w, "%sbusbw: bus bandwidth in GB/s (nccl-tests' busbw)\n", mark)
+		fmt.Fprintf(w, "%sbusbw: bus bandwidth in GB/s at the median time (nccl-tests' busbw)\n", mark)
 	}
 	if opt.Markdown {
 		fmt.Fprintln(w)
@@ -149,7 +149,8 @@ func Compare(w io.Writer, runs []Run, opt CompareOptions) error {
 			if p == nil {
 				line = append(line, "-", "-", "-")
 			} else {
-				line = append(line, fmt.Sprintf("%.2f", Median(p.Time)), spread(p.Time), fmt.Sprintf("%.2f", Median(p.BusBW)))
+				m := Median(p.Time)
+				line = append(line, fmt.Sprintf("%.2f", m), spread(p.Time), fmt.Sprintf("%.2f", busBWAt(p, m)))
 			}
 			if c == 0 {
 				continue
@@ -165,6 +166,19 @@ func Compare(w io.Writer, runs []Run, opt CompareOptions) error {
 		}
 	}
 	return t.Render()
+}
+
+// busBWAt is the bus bandwidth of p at time t (us). A sample's busbw times
+// its time is the same for every sample of a size (its bytes times the bus
+// factor, up to the printed digits), so their mean over t is the busbw of a
+// run of time t. (With an even number of samples the median of the busbw
+// values would be the busbw of another time than the median time.)
+func busBWAt(p *Point, t float64) float64 {
+	var bwTime float64
+	for i, bw := range p.BusBW {
+		bwTime += bw * p.Time[i]
+	}
+	return bwTime / float64(len(p.BusBW)) / t
 }
 
 // spread is (max - min) / median of xs in percent, "-" for a single sample.

@@ -102,6 +102,44 @@ func TestCompareOneRowPerSize(t *testing.T) {
 	}
 }
 
+// TestCompareCyclesOfCSVAndText: the -N cycles of a size in CSV or text output give the median time and the busbw
+// at that time. By hand: 4 KiB ran 2, 4 and 8 us at 2, 1 and 0.5 GB/s: median 4 us, spread 6/4, busbw 1.00; 8 KiB
+// ran 4 and 8 us at 2 and 1 GB/s: median 6 us, spread 4/6, busbw 8/6 (the median of the busbw values, 1.50, is
+// that of another time).
+func TestCompareCyclesOfCSVAndText(t *testing.T) {
+	inputs := map[string]string{
+		"cycles.csv": "numCycle,size,type,redop,inplace,time,algbw,busbw\n" +
+			"0,4096,float,sum,0,2.000000,2.000000,2.000000\n0,8192,float,sum,0,4.000000,2.000000,2.000000\n" +
+			"1,4096,float,sum,0,4.000000,1.000000,1.000000\n1,8192,float,sum,0,8.000000,1.000000,1.000000\n" +
+			"2,4096,float,sum,0,8.000000,0.500000,0.500000\n",
+		"cycles.txt": "4096 1024 float sum -1 2.00 2.00 2.00 0 2.00 2.00 2.00 0\n" +
+			"8192 2048 float sum -1 4.00 2.00 2.00 0 4.00 2.00 2.00 0\n" +
+			"4096 1024 float sum -1 4.00 1.00 1.00 0 4.00 1.00 1.00 0\n" +
+			"8192 2048 float sum -1 8.00 1.00 1.00 0 8.00 1.00 1.00 0\n" +
+			"4096 1024 float sum -1 8.00 0.50 0.50 0 8.00 0.50 0.50 0\n",
+	}
+	want := [][]string{{"4KiB", "4.00", "150.0%", "1.00"}, {"8KiB", "6.00", "66.7%", "1.33"}}
+	for name, data := range inputs {
+		rec, err := Parse(name, []byte(data))
+		if err != nil {
+			t.Fatal(err)
+		}
+		var out bytes.Buffer
+		if err := Compare(&out, []Run{{name, rec}}, CompareOptions{}); err != nil {
+			t.Fatal(err)
+		}
+		var rows [][]string
+		for _, line := range strings.Split(out.String(), "\n") {
+			if f := strings.Fields(strings.ReplaceAll(line, "|", " ")); strings.HasPrefix(line, "|") && f[0] != "size" {
+				rows = append(rows, f)
+			}
+		}
+		if !slices.EqualFunc(rows, want, slices.Equal) {
+			t.Errorf("%s: rows %q, want %q:\n%s", name, rows, want, out.String())
+		}
+	}
+}
+
 // TestCompareLabelsArms: an A/B record's rows carry the arm (A or B) and its setting.
 func TestCompareLabelsArms(t *testing.T) {
 	rec := synthRecord(newRand(), 2, 1, 0, 0)
