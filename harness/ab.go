@@ -331,16 +331,32 @@ func (r *abRun) header() header {
 			h.notes = append(h.notes, "B "+n)
 		}
 	}
-	for _, f := range []struct {
-		set  bool
-		text string
-	}{{r.o.Cycles != 1, fmt.Sprintf("-N %d", r.o.Cycles)}, {r.o.PerIter == 1, "-I 1"},
-		{r.o.RCCL.DelayUs > 0, fmt.Sprintf("-q %d", r.o.RCCL.DelayUs)}} {
-		if f.set {
-			h.notes = append(h.notes, f.text+" ignored: --ab runs --ab-rounds interleaved rounds per size instead")
-		}
+	for _, f := range r.o.abIgnored {
+		h.notes = append(h.notes, f+" ignored: --ab runs --ab-rounds interleaved rounds per size instead")
 	}
 	return h
+}
+
+// dropABIgnored sets aside the flags an A/B run does not apply and returns them as given: its rounds replace
+// -N's cycles, each round times one -n loop rather than each iteration (-I, -K), and one half is timed, so
+// there is no wait between halves (-q). The launcher calls it for its header and JSON, each worker so that
+// it runs as if the flags had not been given.
+func (o *Options) dropABIgnored() []string {
+	var dropped []string
+	if o.Cycles != 1 {
+		dropped, o.Cycles = append(dropped, fmt.Sprintf("-N %d", o.Cycles)), 1
+	}
+	if o.PerIter == 1 {
+		dropped, o.PerIter = append(dropped, "-I 1"), 0
+	}
+	if o.changed["per_iter_skip"] {
+		dropped, o.IterSkip = append(dropped, fmt.Sprintf("-K %d", o.IterSkip)), 0
+		delete(o.changed, "per_iter_skip") // else the workers' header would note it as ignored for another reason
+	}
+	if o.RCCL.DelayUs > 0 {
+		dropped, o.RCCL.DelayUs = append(dropped, fmt.Sprintf("-q %d", o.RCCL.DelayUs)), 0
+	}
+	return dropped
 }
 
 func (r *abRun) sweep() error {

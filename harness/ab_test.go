@@ -275,3 +275,25 @@ func TestWithoutAB(t *testing.T) {
 		t.Errorf("withoutAB = %q", got)
 	}
 }
+
+// TestABIgnoredFlags: -N, -I, -K and -q, which the header says --ab ignores, reach neither the workers' timing
+// (no per-iteration report in arm A's header lines) nor the JSON's configuration.
+func TestABIgnoredFlags(t *testing.T) {
+	file := filepath.Join(t.TempDir(), "ab.json")
+	r := testRun(t, collectives.AllReduce, seedArgs(rand.Uint64(), "-b", "1K", "-e", "1K", "-n", "3", "-g", "2",
+		"-N", "2", "-I", "1", "-K", "1", "-q", "5", "--ab", "FAKE_ALGO=a,b", "--ab-rounds", "2", "-J", file), newFake(0))
+	if r.code != exitOK {
+		t.Fatalf("exit %d\n%s%s", r.code, r.stdout, r.stderr)
+	}
+	for _, f := range []string{"-N 2", "-I 1", "-K 1", "-q 5"} {
+		if n := strings.Count(r.stdout, "# "+f+" ignored: --ab runs --ab-rounds interleaved rounds per size instead\n"); n != 1 {
+			t.Errorf("%d notes for %s", n, f)
+		}
+	}
+	if strings.Contains(r.stdout, "Per-Iteration") || strings.Count(r.stdout, "ignored") != 4 {
+		t.Errorf("a worker applied an ignored flag, or noted it for another reason:\n%s", r.stdout)
+	}
+	if c := loadRecord(t, file).Config; c.PerIterTime != "false" || c.PerIterSkip != 0 {
+		t.Errorf("JSON config: per_iter_timing %s, per_iter_skip %d", c.PerIterTime, c.PerIterSkip)
+	}
+}

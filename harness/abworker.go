@@ -91,6 +91,7 @@ func (a *app) abWorker(o *Options, key string) int {
 				abWorkerEnv, f.Fd()))
 		}
 	}
+	o.dropABIgnored()
 	dec, enc := json.NewDecoder(commands), json.NewEncoder(replies)
 	var s *session
 	fail := func(err error) int {

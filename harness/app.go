@@ -171,6 +171,7 @@ func (a *app) parse(args []string) (o *Options, run bool, err error) {
 			}
 			var err error
 			o.abVar, err = a.checkABVariable(o)
+			o.abIgnored = o.dropABIgnored()
 			return err
 		},
 	}

@@ -56,6 +56,8 @@ type Options struct {
 	abKey   string
 	abVals  [2]string
 	abVar   abVariable // whether anything reads abKey (app.checkABVariable)
+	// abIgnored are the flags the A/B run set aside (dropABIgnored), as its header names them.
+	abIgnored []string
 	// changed records which flags the user gave, for "ignored" notes.
 	changed map[string]bool
 }
