@@ -474,14 +474,15 @@ func (r *abRun) record(j *jsonOut, err error) {
 	}
 }
 
-// withoutAB is a command line less its --ab and --ab-rounds flags.
+// withoutAB is a command line less its --ab, --ab-rounds and --ab-strict flags.
 func withoutAB(args []string) []string {
 	var out []string
 	for i := 0; i < len(args); i++ {
 		switch a := args[i]; {
 		case a == "--ab" || a == "--ab-rounds":
 			i++
-		case strings.HasPrefix(a, "--ab=") || strings.HasPrefix(a, "--ab-rounds="):
+		case a == "--ab-strict", strings.HasPrefix(a, "--ab="), strings.HasPrefix(a, "--ab-rounds="),
+			strings.HasPrefix(a, "--ab-strict="):
 		default:
 			out = append(out, a)
 		}

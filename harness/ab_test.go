@@ -270,7 +270,7 @@ func TestABProcessLost(t *testing.T) {
 
 func TestWithoutAB(t *testing.T) {
 	got := withoutAB([]string{"-g", "2", "--ab", "K=1,2", "--ab-rounds=3", "-b", "8", "--ab=K=1,2", "--ab-rounds", "4",
-		"-E", "X=1"})
+		"--ab-strict", "-E", "X=1", "--ab-strict=true"})
 	if strings.Join(got, " ") != "-g 2 -b 8 -E X=1" {
 		t.Errorf("withoutAB = %q", got)
 	}

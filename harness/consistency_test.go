@@ -70,6 +70,7 @@ func TestIneffectiveFlagsNoted(t *testing.T) {
 		{[]string{"-K", "2"}, "# -K 2 ignored: per-iteration timing is off"},
 		{[]string{"--lp-mode", "scaled"}, "# --lp-mode scaled ignored: low precision is off"},
 		{[]string{"--ab-rounds", "3"}, "# --ab-rounds 3 ignored: there is no --ab comparison"},
+		{[]string{"--ab-strict"}, "# --ab-strict ignored: there is no --ab comparison"},
 		{[]string{"--lib", "libnccl.so.2"}, "# --lib libnccl.so.2 ignored: engine fake loads no collective library"},
 	} {
 		r := envRun(t, append(c.args, "-b", "8", "-e", "8", "-n", "1"), nil)

@@ -48,7 +48,7 @@ func RegisterFlags(fs *pflag.FlagSet, o *Options) {
 	fs.StringVar(&o.Engine, "engine", "auto", "engine: auto, host, gpu, vendor, or a comma list run one after the other")
 	fs.StringVar(&o.Library, "lib", "", "vendor library: a name to search for or a path")
 	fs.Var(&o.Seed, "seed", "seed of the input data; default $RCCLX_TESTS_SEED, else random (JSON records it in env)")
-	fs.StringVar(&o.AB, "ab", "", "A/B comparison KEY=v1,v2: each arm in worker processes of its own, started with KEY=v1 or KEY=v2, interleaved")
+	fs.Var(&onceString{p: &o.AB}, "ab", "A/B comparison KEY=v1,v2: each arm in worker processes of its own, started with KEY=v1 or KEY=v2, interleaved")
 	fs.IntVar(&o.ABRounds, "ab-rounds", 5, "rounds per arm and size with --ab")
 	fs.BoolVar(&o.ABStrict, "ab-strict", false, "with --ab: a variable the vendor library never reads is an error, not a warning")
 	fs.VarP(envValue{&o.Env, &o.RCCL.RotatingTensor}, "env", "E",

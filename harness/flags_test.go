@@ -61,6 +61,7 @@ func TestBadInput(t *testing.T) {
 		{[]string{"--ab", "KEY"}, "ab", "KEY"},
 		{[]string{"--ab", "K=1,2,3"}, "ab", "K=1,2,3"},
 		{[]string{"--ab-rounds", "0"}, "ab-rounds", "0"},
+		{[]string{"--ab", "K=0,1", "--ab", "L=0,1"}, "--ab", "L=0,1"},
 		{[]string{"-E", "NOVALUE"}, "env", "NOVALUE"},
 		{[]string{"--lp-mode", "fp4"}, "lp-mode", "fp4"},
 		{[]string{"--bogus"}, "bogus", ""},

@@ -73,8 +73,13 @@ func (s *session) makeNotes() error {
 	if o.LPMode != "" && !lowPrecisionOn(o.env, s.a.getenv) {
 		s.note("--lp-mode %s ignored: low precision is off (--lp turns it on)", o.LPMode)
 	}
-	if o.changed["ab-rounds"] && o.abKey == "" {
-		s.note("--ab-rounds %d ignored: there is no --ab comparison", o.ABRounds)
+	for _, f := range []struct {
+		given bool
+		text  string
+	}{{o.changed["ab-rounds"], fmt.Sprintf("--ab-rounds %d", o.ABRounds)}, {o.changed["ab-strict"], "--ab-strict"}} {
+		if f.given && o.abKey == "" {
+			s.note("%s ignored: there is no --ab comparison", f.text)
+		}
 	}
 	if o.changed["root"] && !s.a.coll.Rooted {
 		s.note("-r %d ignored: %s has no root", o.Root, s.a.coll.Name)

@@ -100,6 +100,29 @@ func (h *halves) Set(s string) error {
 
 func (*halves) Type() string { return "0|1|both" }
 
+// onceString is a string flag that may be given once (--ab): a second one would replace the first unseen.
+type onceString struct {
+	p   *string
+	set bool
+}
+
+func (v *onceString) String() string {
+	if v.p == nil {
+		return ""
+	}
+	return *v.p
+}
+
+func (v *onceString) Set(s string) error {
+	if v.set {
+		return fmt.Errorf("given twice (first %q): one comparison per run", *v.p)
+	}
+	*v.p, v.set = s, true
+	return nil
+}
+
+func (*onceString) Type() string { return "string" }
+
 // seed is --seed: the inputs' seed, random unless given.
 type seed struct {
 	value uint64
