@@ -82,8 +82,17 @@ func (a *app) checkConsistency(fs *pflag.FlagSet, o *Options) error {
 	return nil
 }
 
-// checkAB refuses an A/B comparison that compares nothing or whose key another flag also sets.
+// checkAB refuses an A/B comparison that compares nothing, whose key another flag also sets, or whose rows
+// would go to rccl-tests' result file, which has no column for the arm.
 func checkAB(fs *pflag.FlagSet, o *Options) error {
+	if o.RCCL.File != "" {
+		flag := "rccl_output_file"
+		if o.RCCL.csvAlias {
+			flag = "csv"
+		}
+		return badValue(fs, flag, "cannot be combined with --ab: rccl-tests' layout has no column for the arm "+
+			"(-J writes both arms)")
+	}
 	for _, kv := range o.Env {
 		if k, _, _ := strings.Cut(kv, "="); k == o.abKey {
 			return badValue(fs, "ab", "sets "+o.abKey+", which -E "+kv+" sets too")

@@ -4,6 +4,7 @@ import (
 	"math/rand/v2"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"testing"
 
@@ -51,12 +52,44 @@ func TestParseTimeChecks(t *testing.T) {
 	} {
 		dir := t.TempDir()
 		file := filepath.Join(dir, "out.json")
-		r := envRun(t, append(c.args, "-b", "8", "-e", "8", "-J", file, "--csv", filepath.Join(dir, "out.csv")), c.env)
+		args := append(c.args, "-b", "8", "-e", "8", "-J", file)
+		if !slices.Contains(c.args, "--ab") { // --ab refuses --csv itself (TestABRefusesRCCLFile)
+			args = append(args, "--csv", filepath.Join(dir, "out.csv"))
+		}
+		r := envRun(t, args, c.env)
 		if r.code != exitUsage || r.stdout != "" || strings.Count(r.stderr, "\n") != 1 || !strings.Contains(r.stderr, c.text) {
 			t.Errorf("%v %v: exit %d, stdout %q, stderr %q", c.args, c.env, r.code, r.stdout, r.stderr)
 		}
 		if entries, _ := os.ReadDir(dir); len(entries) != 0 {
 			t.Errorf("%v %v wrote %v", c.args, c.env, entries)
+		}
+	}
+}
+
+// TestABRefusesRCCLFile: rccl-tests' result file has no column for the arm, so --ab with --csv or -X is bad
+// input, decided before any file is written.
+func TestABRefusesRCCLFile(t *testing.T) {
+	for _, c := range []struct {
+		args []string
+		flag string
+	}{
+		{[]string{"--csv", "out.csv"}, "--csv"},
+		{[]string{"-Z", "csv", "-X", "out.csv"}, "-X/--rccl_output_file"},
+		{[]string{"-X", "out.json"}, "-X/--rccl_output_file"},
+	} {
+		dir := t.TempDir()
+		for i, a := range c.args {
+			if strings.HasPrefix(a, "out.") {
+				c.args[i] = filepath.Join(dir, a)
+			}
+		}
+		r := envRun(t, append(c.args, "--ab", "K=0,1", "-J", filepath.Join(dir, "out.json"), "-b", "8", "-e", "8"), nil)
+		if r.code != exitUsage || r.stdout != "" || strings.Count(r.stderr, "\n") != 1 ||
+			!strings.Contains(r.stderr, "for "+c.flag+": cannot be combined with --ab") {
+			t.Errorf("%v: exit %d, stdout %q, stderr %q", c.args, r.code, r.stdout, r.stderr)
+		}
+		if entries, _ := os.ReadDir(dir); len(entries) != 0 {
+			t.Errorf("%v wrote %v", c.args, entries)
 		}
 	}
 }
