@@ -66,7 +66,7 @@ func (e *armError) Error() string {
 func (e *armError) Unwrap() error { return e.err }
 
 func (a *app) runAB(out io.Writer, o *Options, world collectives.World, seed uint64, j *jsonOut) int {
-	r := &abRun{a: a, o: o, out: out, world: world, seed: seed}
+	r := &abRun{a: a, o: o, out: out, world: world, seed: seed, report: results.ABReport{Rows: []results.ABRow{}}}
 	if l, ok := world.(interface{ Failed() <-chan struct{} }); ok {
 		r.lost = l.Failed()
 	}
@@ -416,6 +416,7 @@ func (r *abRun) point(p point) error {
 		}
 	}
 	ab := results.AnalyzeAB([]int64{r.at}, [][]float64{us[0]}, [][]float64{us[1]})[0]
+	ab.Type, ab.Redop, ab.Root = p.dt.String(), r.a.coll.RedOpName(p.op), p.root
 	if r.arms[0].ready.KnowsAlgorithm && r.arms[1].ready.KnowsAlgorithm {
 		ab.AlgorithmA, ab.AlgorithmB = hs[0].algorithm, hs[1].algorithm
 	}

@@ -2,6 +2,7 @@ package harness
 
 import (
 	"errors"
+	"fmt"
 	"math/rand/v2"
 	"os"
 	"path/filepath"
@@ -295,5 +296,47 @@ func TestABIgnoredFlags(t *testing.T) {
 	}
 	if c := loadRecord(t, file).Config; c.PerIterTime != "false" || c.PerIterSkip != 0 {
 		t.Errorf("JSON config: per_iter_timing %s, per_iter_skip %d", c.PerIterTime, c.PerIterSkip)
+	}
+}
+
+// TestABRowsNameTypeOpRoot: each A/B row in the JSON names its type, reduction and root, in the sweep's order.
+func TestABRowsNameTypeOpRoot(t *testing.T) {
+	var reductions []string
+	for _, op := range []string{"sum", "prod", "max", "min", "avg", "mulsum"} {
+		reductions = append(reductions, "half "+op+" -1 1024", "half "+op+" -1 2048")
+	}
+	for _, c := range []struct {
+		coll *collectives.Collective
+		args []string
+		want string
+	}{
+		{collectives.AllReduce, []string{"-o", "all", "-d", "half"}, strings.Join(reductions, ", ")},
+		{collectives.Broadcast, []string{"-r", "-1"}, "float none 0 1024, float none 0 2048, float none 1 1024, float none 1 2048"},
+	} {
+		file := filepath.Join(t.TempDir(), "ab.json")
+		r := hostRun(t, c.coll, append(c.args, "-b", "1K", "-e", "2K", "-f", "2", "-n", "1", "-w", "0", "-g", "2",
+			"--ab", collectives.EnvDelayUS+"=0,1", "--ab-rounds", "2", "-J", file)...)
+		if r.code != exitOK {
+			t.Fatalf("exit %d\n%s%s", r.code, r.stdout, r.stderr)
+		}
+		var got []string
+		for _, row := range loadRecord(t, file).AB.Rows {
+			got = append(got, fmt.Sprintf("%s %s %d %d", row.Type, row.Redop, row.Root, row.Size))
+		}
+		if strings.Join(got, ", ") != c.want {
+			t.Errorf("%s rows: %s\nwant %s", c.coll.Name, strings.Join(got, ", "), c.want)
+		}
+	}
+}
+
+// TestABNoRowsIsEmptyList: a run whose worker dies before any size is done writes "rows": [], not null.
+func TestABNoRowsIsEmptyList(t *testing.T) {
+	file := filepath.Join(t.TempDir(), "ab.json")
+	seed := rand.Uint64()
+	r := runWith(t, collectives.AllReduce, seedArgs(seed, "-b", "1K", "-e", "1K", "-n", "1", "--ab", "FAKE_ALGO=a,b",
+		"-J", file), testSource(newFake(seed)), func(a *app) { a.workerEnv = append(a.workerEnv, childFaultEnv+"=die:0") })
+	rec := loadRecord(t, file)
+	if r.code != exitRuntime || !rec.Incomplete || rec.AB == nil || rec.AB.Rows == nil || len(rec.AB.Rows) != 0 {
+		t.Errorf("exit %d, JSON incomplete %v, ab %+v\n%s%s", r.code, rec.Incomplete, rec.AB, r.stdout, r.stderr)
 	}
 }

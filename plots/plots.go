@@ -5,6 +5,7 @@ package plots
 
 import (
 	"bytes"
+	"cmp"
 	"fmt"
 	"image/color"
 	"math"
@@ -136,29 +137,39 @@ func addBand(p *plot.Plot, lo, hi plotter.XYs, c color.Color) error {
 }
 
 // PlotAB draws the speedup of arm B over arm A per size with its 95%
-// interval as error bars, and the line of equal speed.
+// interval as error bars, one line per type, reduction and root, and the line
+// of equal speed.
 func PlotAB(out string, ab *results.ABReport) error {
 	p := newSizePlot("A/B speedup of B over A, 95% interval", "speedup (time A / time B)")
-	var pts abPoints
-	for _, r := range ab.Rows {
-		if r.Size > 0 && r.Speedup > 0 {
-			pts = append(pts, r)
-		}
-	}
-	if len(pts) == 0 {
-		return fmt.Errorf("plot: the A/B report has no rows to draw")
-	}
-	bars, err := plotter.NewYErrorBars(pts)
-	if err != nil {
-		return err
-	}
 	// A ratio and its inverse lie the same distance from 1 on a log axis.
 	p.Y.Scale = plot.LogScale{}
 	p.Y.Tick.Marker = plot.TickerFunc(ratioTicks)
 	one := plotter.NewFunction(func(float64) float64 { return 1 })
 	one.Dashes = []vg.Length{vg.Points(4), vg.Points(4)}
-	p.Add(one, bars)
-	if err := plotutil.AddLinePoints(p, "speedup", pts); err != nil {
+	p.Add(one)
+	var lines []any // name, points, ...: AddLinePoints colours them in turn, as the bars are here
+	for _, s := range ab.Series() {
+		var pts abPoints
+		for _, r := range s.Rows {
+			if r.Size > 0 && r.Speedup > 0 {
+				pts = append(pts, r)
+			}
+		}
+		if len(pts) == 0 {
+			continue
+		}
+		bars, err := plotter.NewYErrorBars(pts)
+		if err != nil {
+			return err
+		}
+		bars.Color = plotutil.Color(len(lines) / 2)
+		p.Add(bars)
+		lines = append(lines, cmp.Or(s.Label, "speedup"), pts)
+	}
+	if len(lines) == 0 {
+		return fmt.Errorf("plot: the A/B report has no rows to draw")
+	}
+	if err := plotutil.AddLinePoints(p, lines...); err != nil {
 		return err
 	}
 	// The arms' settings can be long: they go in the legend, one per line, not in the title.

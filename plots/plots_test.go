@@ -118,6 +118,23 @@ func TestPlotAB(t *testing.T) {
 		t.Fatal(err)
 	}
 	checkPNG(t, out)
+
+	// Rows of two reductions are two lines, each in the legend.
+	for i := range ab.Rows {
+		ab.Rows[i].Type, ab.Rows[i].Redop, ab.Rows[i].Root = "float", []string{"sum", "max"}[i%2], -1
+	}
+	svg := filepath.Join(t.TempDir(), "speedup.svg")
+	if err := PlotAB(svg, ab); err != nil {
+		t.Fatal(err)
+	}
+	data, err := os.ReadFile(svg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if text := string(data); strings.Count(text, ">sum<") != 1 || strings.Count(text, ">max<") != 1 ||
+		strings.Contains(text, ">speedup<") {
+		t.Error("SVG legend: want one entry per reduction")
+	}
 }
 
 // TestPerfBinariesDoNotImportPlots: the perf binaries stay slim; only rcclx-results carries gonum/plot and its

@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"io"
 	"math"
+	"strings"
 
 	"gonum.org/v1/gonum/stat"
 )
@@ -22,14 +23,18 @@ type ABReport struct {
 	Library      string `json:"library,omitempty"`
 }
 
-// ABRow is the comparison at one size. TimesA and TimesB are the per-round
-// times (us) of arm A and arm B, paired by index; TimeA and TimeB their
-// geometric means over the rounds paired in the ratios. Speedup is time A /
-// time B (above 1: B is faster), so that Speedup = TimeA / TimeB exactly;
-// [Lo, Hi] is its 95% confidence interval. AlgorithmA and AlgorithmB name the
-// algorithm each arm ran, where the engine knows it.
+// ABRow is the comparison at one size of one type, reduction and root (-1
+// where the collective has none), as the Results rows name them. TimesA and
+// TimesB are the per-round times (us) of arm A and arm B, paired by index;
+// TimeA and TimeB their geometric means over the rounds paired in the ratios.
+// Speedup is time A / time B (above 1: B is faster), so that Speedup = TimeA /
+// TimeB exactly; [Lo, Hi] is its 95% confidence interval. AlgorithmA and
+// AlgorithmB name the algorithm each arm ran, where the engine knows it.
 type ABRow struct {
 	Size       int64     `json:"size"`
+	Type       string    `json:"type,omitempty"`
+	Redop      string    `json:"redop,omitempty"`
+	Root       int       `json:"root"`
 	TimesA     []float64 `json:"times_a"`
 	TimesB     []float64 `json:"times_b"`
 	TimeA      float64   `json:"time_a"`
@@ -95,6 +100,51 @@ func roundsAt(times [][]float64, i int) []float64 {
 		return times[i]
 	}
 	return nil
+}
+
+// ABSeries are the rows of one type, reduction and root, labelled by what
+// tells them from the report's other series ("", "max", "float sum", "root 1").
+type ABSeries struct {
+	Label string
+	Rows  []ABRow
+}
+
+// Series splits the report's rows by type, reduction and root, in the order
+// each first appears. Records written before rows named these are one series.
+func (r *ABReport) Series() []ABSeries {
+	type key struct {
+		dtype, redop string
+		root         int
+	}
+	var keys []key
+	rows := map[key][]ABRow{}
+	for _, row := range r.Rows {
+		k := key{row.Type, row.Redop, row.Root}
+		if _, seen := rows[k]; !seen {
+			keys = append(keys, k)
+		}
+		rows[k] = append(rows[k], row)
+	}
+	var dtypes, redops, roots bool
+	for _, k := range keys {
+		dtypes, redops, roots = dtypes || k.dtype != keys[0].dtype, redops || k.redop != keys[0].redop,
+			roots || k.root != keys[0].root
+	}
+	out := make([]ABSeries, len(keys))
+	for i, k := range keys {
+		var label []string
+		if dtypes {
+			label = append(label, k.dtype)
+		}
+		if redops {
+			label = append(label, k.redop)
+		}
+		if roots {
+			label = append(label, fmt.Sprintf("root %d", k.root))
+		}
+		out[i] = ABSeries{Label: strings.Join(label, " "), Rows: rows[k]}
+	}
+	return out
 }
 
 // SameAlgorithm is the algorithm both arms ran, or "" when they differ or the

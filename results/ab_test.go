@@ -140,3 +140,37 @@ func TestABSameAlgorithmVerdict(t *testing.T) {
 		t.Errorf("row with different algorithms:\n%s", out.String())
 	}
 }
+
+// TestABSeries: rows split by type, reduction and root in the order each first appears, labelled by what
+// differs between the series; rows written before they named these keys are one unlabelled series.
+func TestABSeries(t *testing.T) {
+	row := func(size int64, dtype, redop string, root int) ABRow {
+		return ABRow{Size: size, Type: dtype, Redop: redop, Root: root}
+	}
+	series := func(rows ...ABRow) string {
+		var out []string
+		for _, s := range (&ABReport{Rows: rows}).Series() {
+			var sizes []string
+			for _, r := range s.Rows {
+				sizes = append(sizes, strconv.FormatInt(r.Size, 10))
+			}
+			out = append(out, fmt.Sprintf("%q: %s", s.Label, strings.Join(sizes, " ")))
+		}
+		return strings.Join(out, "; ")
+	}
+	for _, c := range []struct {
+		rows []ABRow
+		want string
+	}{
+		{[]ABRow{row(8, "float", "sum", -1), row(16, "float", "sum", -1), row(8, "float", "max", -1),
+			row(16, "float", "max", -1)}, `"sum": 8 16; "max": 8 16`},
+		{[]ABRow{row(8, "float", "sum", -1), row(8, "half", "max", -1)}, `"float sum": 8; "half max": 8`},
+		{[]ABRow{row(8, "float", "none", 0), row(8, "float", "none", 1), row(16, "float", "none", 1)},
+			`"root 0": 8; "root 1": 8 16`},
+		{[]ABRow{{Size: 8}, {Size: 16}}, `"": 8 16`},
+	} {
+		if got := series(c.rows...); got != c.want {
+			t.Errorf("series %s, want %s", got, c.want)
+		}
+	}
+}
