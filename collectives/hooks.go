@@ -38,23 +38,23 @@ type Hooks struct {
 }
 
 // Pause waits the delay hook's time inside a call; engines call it once per rank (host engine) or once per
-// launch of a group's ranks (GPU engines, on the host before the call is enqueued). time.Sleep alone wakes up
-// to a timer tick late (about 1 ms on some virtual machines), which would plant a 1 ms slowdown for a 20 us
-// delay: it sleeps all but the last sleepSlack and yields the processor until the deadline.
+// launch of a group's ranks (GPU engines, on the host before the call is enqueued). It sleeps, giving the
+// processor to other processes, until sleepSlack before the deadline, then checks the clock, yielding, until
+// the deadline: a sleep may wake late (time.Sleep by up to a timer tick, about 1 ms on some virtual machines),
+// which would plant a slowdown longer than asked for. The checking part is kept short because it holds a
+// processor: with more processes than processors it would slow the other arm's process as well.
 func (h Hooks) Pause() {
 	if h.Delay <= 0 {
 		return
 	}
 	end := time.Now().Add(h.Delay)
-	if h.Delay > sleepSlack {
-		time.Sleep(h.Delay - sleepSlack)
+	for left := h.Delay; left > sleepSlack; left = time.Until(end) {
+		sleep(left - sleepSlack)
 	}
 	for time.Now().Before(end) {
 		runtime.Gosched()
 	}
 }
-
-const sleepSlack = 2 * time.Millisecond
 
 // processDelay is RCCLX_TESTS_DELAY_US as the process first read it.
 var processDelay = sync.OnceValues(func() (time.Duration, error) { return parseDelay(os.Getenv(EnvDelayUS)) })
