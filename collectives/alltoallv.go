@@ -46,12 +46,8 @@ const (
 )
 
 func prepareAllToAllV(c *Collective, getenv func(string) string, nranks int, minBytes, maxBytes int64) (*Collective, error) {
-	v := &vPattern{spread: envFloat(getenv(envVSpread), 1), scale: max(0, envFloat(getenv(envVScale), 1)),
-		file: getenv(envVMatrix)}
-	v.spread = min(1, max(0, v.spread))
-	if n, err := strconv.Atoi(strings.TrimSpace(getenv(envVSummary))); err == nil && n != 0 {
-		v.summary = true
-	}
+	v := &vPattern{spread: vSpread(getenv(envVSpread)), scale: vScale(getenv(envVScale)), file: getenv(envVMatrix),
+		summary: vSummary(getenv(envVSummary))}
 	if v.file != "" {
 		if err := v.readMatrix(nranks); err != nil {
 			return nil, err
@@ -76,6 +72,15 @@ func prepareAllToAllV(c *Collective, getenv func(string) string, nranks int, min
 	p.counts, p.source, p.checked, p.base = v.counts, v.source, v.checked, c
 	p.summary = v.summaryLines
 	return &p, nil
+}
+
+// vSpread, vScale and vSummary read the pattern's variables: the spread (0..1, default 1), the matrix scale
+// (at least 0, default 1) and the summary (on for a nonzero integer).
+func vSpread(s string) float64 { return min(1, max(0, envFloat(s, 1))) }
+func vScale(s string) float64  { return max(0, envFloat(s, 1)) }
+func vSummary(s string) bool {
+	n, err := strconv.Atoi(strings.TrimSpace(s))
+	return err == nil && n != 0
 }
 
 // envFloat parses a number as strtod would accept it whole; anything else leaves the default.

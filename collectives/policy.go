@@ -62,6 +62,15 @@ var ddaMaxDefault = map[*Collective]int64{
 	AllReduce: 29 << 20, AllGather: 16 << 20, ReduceScatter: 8 << 20, AllToAll: 2 << 20,
 }
 
+// The policy's other defaults, where a variable is unset (the switches are off, RCCL_DDA_NRANKS any).
+const (
+	defaultFlatMax    = 200 << 10 // RCCL_DDA_ALL_REDUCE_FLAT_MAX_BYTES
+	defaultMaxBlocks  = 24        // RCCL_DDA_MAX_BLOCKS
+	defaultSendBuf    = 32 << 20  // RCCL_DDA_SENDBUF_BYTES
+	defaultLPMinBytes = 16 << 20  // RCCLX_TESTS_LP_MIN_BYTES
+	defaultLPBlock    = 128       // RCCLX_TESTS_LP_BLOCK
+)
+
 // policyColls are the collectives the RCCLX switches govern; the others run the algorithm their descriptor
 // names.
 var policyColls = []*Collective{AllReduce, AllGather, AllToAll, ReduceScatter}
@@ -114,11 +123,11 @@ func PolicyFromEnv(getenv func(string) string) (Policy, error) {
 		p.DDAMax[c] = size(n.ddaMax, ddaMaxDefault[c])
 		p.LP[c] = flag(n.lp, lp)
 	}
-	p.FlatMax = size("RCCL_DDA_ALL_REDUCE_FLAT_MAX_BYTES", 200<<10)
-	p.MaxBlocks = int(size("RCCL_DDA_MAX_BLOCKS", 24))
-	p.SendBuf = size("RCCL_DDA_SENDBUF_BYTES", 32<<20)
-	p.LPMinBytes = size("RCCLX_TESTS_LP_MIN_BYTES", 16<<20)
-	p.LPBlock = int(size("RCCLX_TESTS_LP_BLOCK", 128))
+	p.FlatMax = size("RCCL_DDA_ALL_REDUCE_FLAT_MAX_BYTES", defaultFlatMax)
+	p.MaxBlocks = int(size("RCCL_DDA_MAX_BLOCKS", defaultMaxBlocks))
+	p.SendBuf = size("RCCL_DDA_SENDBUF_BYTES", defaultSendBuf)
+	p.LPMinBytes = size("RCCLX_TESTS_LP_MIN_BYTES", defaultLPMinBytes)
+	p.LPBlock = int(size("RCCLX_TESTS_LP_BLOCK", defaultLPBlock))
 	p.LPMode = getenv("RCCLX_TESTS_LP_MODE")
 	if p.LPMode == "" {
 		p.LPMode = LPModeRCCLX

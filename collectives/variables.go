@@ -23,6 +23,9 @@ type Variable struct {
 	Engines []string
 	// Check validates a value; nil takes any.
 	Check func(value string) error
+	// Meaning is what a value means to the suite's reader, an empty value its default, so that two spellings
+	// of one setting compare equal ("0" and "00"); nil: only the text is known.
+	Meaning func(value string) any
 }
 
 // LibraryScanner is an engine that loads a library of its own, which may read any variable. It can search the
@@ -36,6 +39,12 @@ type LibraryScanner interface {
 // ReadBy reports whether engine reads v.
 func (v Variable) ReadBy(engine string) bool { return slices.Contains(v.Engines, engine) }
 
+// Same reports whether two values of v certainly mean the same to the suite's reader: the same text, or the
+// same Meaning.
+func (v Variable) Same(a, b string) bool {
+	return a == b || v.Meaning != nil && v.Meaning(a) == v.Meaning(b)
+}
+
 var (
 	ours     = []string{EngineHost, EngineGPU}
 	everyOne = []string{EngineHost, EngineGPU, EngineVendor}
@@ -47,16 +56,24 @@ var (
 var Variables = buildVariables()
 
 func buildVariables() []Variable {
-	var vs []Variable
-	policyVar := func(name string) Variable { return Variable{name, ours, policyCheck(name)} }
-	for _, name := range []string{EnvDDA, EnvLP, EnvDDANRanks, "RCCL_DDA_ALL_REDUCE_FLAT_MAX_BYTES",
-		"RCCL_DDA_MAX_BLOCKS", "RCCL_DDA_SENDBUF_BYTES", "RCCLX_TESTS_LP_MIN_BYTES", "RCCLX_TESTS_LP_BLOCK",
-		"RCCLX_TESTS_LP_MODE"} {
-		vs = append(vs, policyVar(name))
+	policyVar := func(name string, meaning func(string) any) Variable {
+		return Variable{Name: name, Engines: ours, Check: policyCheck(name), Meaning: meaning}
+	}
+	vs := []Variable{
+		policyVar(EnvDDA, meaning(strconv.ParseBool, false)),
+		policyVar(EnvLP, meaning(strconv.ParseBool, false)),
+		policyVar(EnvDDANRanks, meaning(strconv.Atoi, 0)),
+		policyVar("RCCL_DDA_ALL_REDUCE_FLAT_MAX_BYTES", meaning(ParseSize, defaultFlatMax)),
+		policyVar("RCCL_DDA_MAX_BLOCKS", meaning(ParseSize, defaultMaxBlocks)),
+		policyVar("RCCL_DDA_SENDBUF_BYTES", meaning(ParseSize, defaultSendBuf)),
+		policyVar("RCCLX_TESTS_LP_MIN_BYTES", meaning(ParseSize, defaultLPMinBytes)),
+		policyVar("RCCLX_TESTS_LP_BLOCK", meaning(ParseSize, defaultLPBlock)),
+		policyVar("RCCLX_TESTS_LP_MODE", meaning(word, LPModeRCCLX)),
 	}
 	for _, c := range policyColls {
 		n := policyEnv[c]
-		vs = append(vs, policyVar(n.dda), policyVar(n.ddaMax), policyVar(n.lp))
+		vs = append(vs, policyVar(n.dda, switchMeaning), policyVar(n.ddaMax, meaning(ParseSize, ddaMaxDefault[c])),
+			policyVar(n.lp, switchMeaning))
 	}
 	rank := func(s string) error {
 		if r, err := strconv.Atoi(s); err != nil || r < 0 {
@@ -66,37 +83,86 @@ func buildVariables() []Variable {
 	}
 	size := func(s string) error { _, err := ParseSize(s); return err }
 	vs = append(vs,
-		Variable{EnvSkipRank, everyOne, rank},
-		Variable{EnvCorruptRank, everyOne, rank},
-		Variable{EnvDelayUS, nil, ValidateDelay},
-		Variable{"RCCLX_TESTS_SEED", nil, nil},
-		Variable{"RCCLX_TESTS_BOOTSTRAP", nil, nil},
-		Variable{"RCCLX_TESTS_AB_WORKER", nil, nil}, // set by --ab in its workers
-		Variable{"NCCL_TESTS_ALLTOALLV_SPREAD", nil, nil},
-		Variable{"NCCL_TESTS_ALLTOALLV_MATRIX_FILE", nil, nil},
-		Variable{"NCCL_TESTS_ALLTOALLV_MATRIX_SCALE", nil, nil},
-		Variable{"NCCL_TESTS_ALLTOALLV_PRINT_SUMMARY", nil, nil},
-		Variable{"NCCL_TESTS_MIN_BW", nil, func(s string) error {
+		Variable{Name: EnvSkipRank, Engines: everyOne, Check: rank, Meaning: meaning(strconv.Atoi, -1)},
+		Variable{Name: EnvCorruptRank, Engines: everyOne, Check: rank, Meaning: meaning(strconv.Atoi, -1)},
+		Variable{Name: EnvDelayUS, Check: ValidateDelay, Meaning: meaning(parseDelay, 0)},
+		Variable{Name: "RCCLX_TESTS_SEED"},
+		Variable{Name: "RCCLX_TESTS_BOOTSTRAP"},
+		Variable{Name: "RCCLX_TESTS_AB_WORKER"}, // set by --ab in its workers
+		Variable{Name: "NCCL_TESTS_ALLTOALLV_SPREAD", Meaning: func(s string) any { return vSpread(s) }},
+		Variable{Name: "NCCL_TESTS_ALLTOALLV_MATRIX_FILE"},
+		Variable{Name: "NCCL_TESTS_ALLTOALLV_MATRIX_SCALE", Meaning: func(s string) any { return vScale(s) }},
+		Variable{Name: "NCCL_TESTS_ALLTOALLV_PRINT_SUMMARY", Meaning: func(s string) any { return vSummary(s) }},
+		Variable{Name: "NCCL_TESTS_MIN_BW", Check: func(s string) error {
 			_, err := strconv.ParseFloat(s, 64)
 			return err
 		}},
-		Variable{"RCCLX_TESTS_VENDOR_ALLTOALL", []string{EngineVendor}, oneOf("native", "sendrecv")},
-		Variable{"RCCLX_TESTS_LIBCUDA", gpuOnly, nil},
-		Variable{"RCCLX_TESTS_LIBNVRTC", gpuOnly, nil},
-		Variable{"RCCLX_TESTS_KERNEL_CACHE", gpuOnly, nil},
-		Variable{"RCCLX_TESTS_GPU_RING_BLOCKS", gpuOnly, blocks},
-		Variable{"RCCLX_TESTS_GPU_LP_BLOCKS", gpuOnly, blocks},
-		Variable{"RCCLX_TESTS_GPU_CE_BYTES", gpuOnly, func(s string) error {
-			if s == "off" {
-				return nil
-			}
-			return size(s)
-		}},
-		Variable{"RCCLX_TESTS_GPU_CE_CHUNK", gpuOnly, size},
-		Variable{"RCCLX_TESTS_GPU_LL_BYTES", gpuOnly, size},
-		Variable{"RCCLX_TESTS_GPU_LAUNCHERS", gpuOnly, oneOf("on", "off", "1", "0")},
+		Variable{Name: "RCCLX_TESTS_VENDOR_ALLTOALL", Engines: []string{EngineVendor}, Check: oneOf("native", "sendrecv")},
+		Variable{Name: "RCCLX_TESTS_LIBCUDA", Engines: gpuOnly},
+		Variable{Name: "RCCLX_TESTS_LIBNVRTC", Engines: gpuOnly},
+		Variable{Name: "RCCLX_TESTS_KERNEL_CACHE", Engines: gpuOnly},
+		// The GPU engine's tuning (gpuengine/tuning.go), with its defaults; a test there holds them to it.
+		Variable{Name: "RCCLX_TESTS_GPU_RING_BLOCKS", Engines: gpuOnly, Check: blocks, Meaning: meaning(strconv.Atoi, 64)},
+		Variable{Name: "RCCLX_TESTS_GPU_LP_BLOCKS", Engines: gpuOnly, Check: blocks,
+			Meaning: meaning(strconv.Atoi, MaxGPUBlocks)},
+		Variable{Name: "RCCLX_TESTS_GPU_CE_BYTES", Engines: gpuOnly, Check: func(s string) error {
+			_, err := ceBytes(s)
+			return err
+		}, Meaning: meaning(ceBytes, 8<<20)},
+		Variable{Name: "RCCLX_TESTS_GPU_CE_CHUNK", Engines: gpuOnly, Check: size, Meaning: meaning(ParseSize, 16<<20)},
+		Variable{Name: "RCCLX_TESTS_GPU_LL_BYTES", Engines: gpuOnly, Check: size,
+			Meaning: meaning(ParseSize, 1<<20)},
+		Variable{Name: "RCCLX_TESTS_GPU_LAUNCHERS", Engines: gpuOnly, Check: func(s string) error {
+			_, err := onOff(s)
+			return err
+		}, Meaning: meaning(onOff, true)},
 	)
 	return vs
+}
+
+// meaning is a Meaning that parses a value with parse and reads an empty one as def, the reader's default.
+func meaning[T comparable](parse func(string) (T, error), def T) func(string) any {
+	return func(s string) any {
+		if s == "" {
+			return def
+		}
+		return parsed(parse, s)
+	}
+}
+
+// switchMeaning is a per-collective switch's Meaning: unset, it follows its master switch, which no value
+// spells.
+func switchMeaning(s string) any {
+	if s == "" {
+		return nil
+	}
+	return parsed(strconv.ParseBool, s)
+}
+
+// parsed is what s means to parse; a value parse refuses (Check refuses it too) means only itself.
+func parsed[T comparable](parse func(string) (T, error), s string) any {
+	if v, err := parse(s); err == nil {
+		return v
+	}
+	return s
+}
+
+func word(s string) (string, error) { return s, nil }
+
+// ceBytes reads RCCLX_TESTS_GPU_CE_BYTES: a size, or off (-1).
+func ceBytes(s string) (int64, error) {
+	if s == "off" {
+		return -1, nil
+	}
+	return ParseSize(s)
+}
+
+// onOff reads RCCLX_TESTS_GPU_LAUNCHERS: on or 1, off or 0.
+func onOff(s string) (bool, error) {
+	if err := oneOf("on", "off", "1", "0")(s); err != nil {
+		return false, err
+	}
+	return s == "on" || s == "1", nil
 }
 
 // MaxGPUBlocks is the most blocks a GPU engine kernel may be given (RCCLX_TESTS_GPU_*_BLOCKS).
@@ -150,7 +216,7 @@ func CheckVariable(engine, name, value string) error {
 	if len(v.Engines) > 0 && !v.ReadBy(engine) {
 		return fmt.Errorf("%s is read by the %s engine, not %s", name, strings.Join(v.Engines, " and "), engine)
 	}
-	if v.Check != nil {
+	if v.Check != nil && value != "" { // every reader takes an empty value as unset
 		if err := v.Check(value); err != nil {
 			return fmt.Errorf("%s=%q: %v", name, value, err)
 		}

@@ -6,6 +6,7 @@ import (
 	"go/token"
 	"io/fs"
 	"path/filepath"
+	"reflect"
 	"regexp"
 	"slices"
 	"strconv"
@@ -52,6 +53,8 @@ func TestCheckVariable(t *testing.T) {
 		{EngineGPU, "RCCLX_TESTS_GPU_CE_BYTES", "off", true},
 		{EngineGPU, "RCCLX_TESTS_GPU_RING_BLOCKS", "0", false},
 		{EngineHost, "NCCL_MAX_NCHANNELS", "1", false},
+		{EngineHost, EnvSkipRank, "", true}, // unset
+		{EngineGPU, "RCCLX_TESTS_GPU_RING_BLOCKS", "", true},
 	} {
 		if err := CheckVariable(tc.engine, tc.name, tc.value); (err == nil) != tc.ok {
 			t.Errorf("CheckVariable(%s, %s, %q) = %v, want ok %v", tc.engine, tc.name, tc.value, err, tc.ok)
@@ -114,5 +117,74 @@ func TestVariablesCoverSource(t *testing.T) {
 	slices.Sort(names)
 	if len(slices.Compact(names)) != len(Variables) {
 		t.Error("a variable is registered twice")
+	}
+}
+
+// Two values of a policy variable mean the same (Variable.Same) exactly when the policy read with either is the
+// same, with the master switches off and on: an empty value is the reader's default, and a per-collective
+// switch left empty follows its master, as no value does.
+func TestPolicyMeaningsAgreeWithReader(t *testing.T) {
+	values := []string{"", "0", "00", "1", "01", "true", "false", "8", "08", "24", "128", "200K", "204800", "1M",
+		"16M", "29M", "rcclx", "scaled", "x"}
+	n := 0
+	for _, v := range Variables {
+		if !slices.Equal(v.Engines, ours) {
+			continue
+		}
+		n++
+		// read is the policy with v set to val and the master switches set to master (where v is not one).
+		read := func(val, master string) (Policy, error) {
+			return PolicyFromEnv(func(k string) string {
+				switch k {
+				case v.Name:
+					return val
+				case EnvDDA, EnvLP:
+					return master
+				}
+				return ""
+			})
+		}
+		for _, a := range values {
+			for _, b := range values {
+				alike, ok := true, true
+				for _, master := range []string{"", "1"} {
+					pa, errA := read(a, master)
+					pb, errB := read(b, master)
+					ok = ok && errA == nil && errB == nil
+					alike = alike && reflect.DeepEqual(pa, pb)
+				}
+				if ok && v.Same(a, b) != alike {
+					t.Errorf("%s: Same(%q, %q) = %v, but the reader reads them alike: %v", v.Name, a, b, v.Same(a, b), alike)
+				}
+			}
+		}
+	}
+	if n < 20 {
+		t.Fatalf("only %d policy variables checked", n)
+	}
+}
+
+func TestMeanings(t *testing.T) {
+	for _, c := range []struct {
+		name, a, b string
+		same       bool
+	}{
+		{EnvDelayUS, "0", "00", true},
+		{EnvDelayUS, "", "0", true},
+		{EnvDelayUS, "1", "0", false},
+		{EnvSkipRank, "", "0", false},
+		{EnvSkipRank, "1", "01", true},
+		{"NCCL_TESTS_ALLTOALLV_SPREAD", "", "1", true},
+		{"NCCL_TESTS_ALLTOALLV_SPREAD", "2", "1", true}, // the reader clamps to 0..1
+		{"NCCL_TESTS_ALLTOALLV_SPREAD", "0.5", "1", false},
+		{"NCCL_TESTS_ALLTOALLV_PRINT_SUMMARY", "", "0", true},
+		{"NCCL_TESTS_ALLTOALLV_MATRIX_FILE", "m.txt", "./m.txt", false}, // only the text is known
+		{"NCCL_ALGO", "Ring", "ring", false},                            // not the suite's: only the text
+		{"NCCL_ALGO", "1", "01", false},
+	} {
+		v, _ := LookupVariable(c.name)
+		if got := v.Same(c.a, c.b); got != c.same {
+			t.Errorf("%s: Same(%q, %q) = %v", c.name, c.a, c.b, got)
+		}
 	}
 }

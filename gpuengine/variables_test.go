@@ -31,3 +31,31 @@ func TestTuningVariablesAgreeWithRegistry(t *testing.T) {
 		t.Fatalf("only %d tuning variables checked", n)
 	}
 }
+
+// Two values of a tuning variable mean the same in the registry (Variable.Same, an empty value the default)
+// exactly when readTuning reads them alike.
+func TestTuningMeaningsAgreeWithReader(t *testing.T) {
+	values := []string{"", "0", "1", "01", "64", "064", "128", "8M", "8388608", "16M", "1M", "1024K", "off", "on"}
+	for _, v := range collectives.Variables {
+		if len(v.Engines) != 1 || v.Engines[0] != collectives.EngineGPU || v.Check == nil {
+			continue
+		}
+		read := func(val string) (tuning, error) {
+			return readTuning(func(k string) string {
+				if k == v.Name {
+					return val
+				}
+				return ""
+			})
+		}
+		for _, a := range values {
+			for _, b := range values {
+				ta, errA := read(a)
+				tb, errB := read(b)
+				if errA == nil && errB == nil && v.Same(a, b) != (ta == tb) {
+					t.Errorf("%s: Same(%q, %q) = %v, readTuning reads them alike: %v", v.Name, a, b, v.Same(a, b), ta == tb)
+				}
+			}
+		}
+	}
+}

@@ -65,6 +65,14 @@ func (o *Options) checkVariables(fs *pflag.FlagSet, readers func(string) ([]stri
 	return nil
 }
 
+// readers is the engine source's readers of an --engine name (none where the source does not know them).
+func (a *app) readers(name string) ([]string, bool) {
+	if a.engines.readers == nil {
+		return nil, false
+	}
+	return a.engines.readers(name)
+}
+
 // abVariable is what the run knows, before it measures, about whether anything reads the --ab variable.
 type abVariable struct {
 	known   bool // false: the library file could not be searched (the run then fails to load it, or says why)
@@ -76,23 +84,29 @@ type abVariable struct {
 // bandwidth) or sets them in every worker (the seed, the worker's control channel and rendezvous).
 var notPerArm = []string{seedEnv, abWorkerEnv, "RCCLX_TESTS_BOOTSTRAP", "NCCL_TESTS_MIN_BW"}
 
-// checkABVariable finds out, when the flags are parsed, whether anything reads the --ab variable. Our engines'
-// names were checked by checkVariables; an engine that loads a library (collectives.LibraryScanner) has the
-// library's file searched for the name. An unread variable is a "#" warning (both arms will run the same), or
-// with --ab-strict an error.
+// checkABVariable finds out, when the flags are parsed, whether anything reads the --ab variable, and refuses
+// arms that mean the same to its reader. Our engines' names were checked by checkVariables; an engine that
+// loads a library (collectives.LibraryScanner) has the library's file searched for the name. An unread
+// variable is a "#" warning (both arms will run the same), or with --ab-strict an error.
 func (a *app) checkABVariable(o *Options) (abVariable, error) {
+	refuse := func(why string) (abVariable, error) {
+		return abVariable{}, &usageError{fmt.Sprintf("invalid value %q for --ab: %s", o.AB, why)}
+	}
 	if slices.Contains(notPerArm, o.abKey) {
-		return abVariable{}, &usageError{fmt.Sprintf("invalid value %q for --ab: %s is the same in both arms' "+
-			"workers (the launching process sets or reads it), so there is nothing to compare", o.AB, o.abKey)}
+		return refuse(o.abKey + " is the same in both arms' workers (the launching process sets or reads it), " +
+			"so there is nothing to compare")
 	}
 	name := o.engines[0]
-	if a.engines.readers != nil {
-		if _, ours := a.engines.readers(name); ours {
-			return abVariable{known: true, read: true}, nil
-		}
+	_, ours := a.readers(name)
+	v, known := collectives.LookupVariable(o.abKey)
+	// The suite reads it: every variable our engines read is one of its own, and some it reads on every engine
+	// or in the process. Another reader's parser is unknown, so only the same text is surely the same.
+	suite := ours || known && (len(v.Engines) == 0 || v.ReadBy(name))
+	if x, y := o.abVals[0], o.abVals[1]; x == y || suite && v.Same(x, y) {
+		return refuse("both arms are the same")
 	}
-	if v, known := collectives.LookupVariable(o.abKey); known && (len(v.Engines) == 0 || v.ReadBy(name)) {
-		return abVariable{known: true, read: true}, nil // one of the suite's own, read by this engine or the process
+	if suite {
+		return abVariable{known: true, read: true}, nil
 	}
 	if a.engines.open == nil {
 		return abVariable{}, nil
@@ -110,8 +124,8 @@ func (a *app) checkABVariable(o *Options) (abVariable, error) {
 		return abVariable{}, nil
 	}
 	if !read && o.ABStrict {
-		return abVariable{}, &usageError{fmt.Sprintf("invalid value %q for --ab: %s does not contain the name %s, "+
-			"so it never reads it and both arms would run the same (--ab-strict)", o.AB, lib, o.abKey)}
+		return refuse(fmt.Sprintf("%s does not contain the name %s, so it never reads it and both arms would run "+
+			"the same (--ab-strict)", lib, o.abKey))
 	}
 	return abVariable{known: true, read: read, library: lib}, nil
 }

@@ -112,3 +112,36 @@ func TestABVariableInLibraryFile(t *testing.T) {
 		t.Errorf("suite variable on the vendor engine: %+v %v", o.abVar, err)
 	}
 }
+
+// Arms are refused when they mean the same to the variable's reader: for the suite's own variables the parsed
+// value (an empty value is the default; a per-collective switch left empty follows its master, which no value
+// spells), for a library's only the text, as its parser is unknown.
+func TestABArmsThatMeanTheSame(t *testing.T) {
+	a := &app{coll: collectives.AllReduce, engines: realEngines}
+	for _, ab := range []string{"RCCLX_TESTS_DELAY_US=0,00", "RCCL_DDA_ENABLE=0,", "RCCL_DDA_ENABLE=,false",
+		"RCCL_DDA_ENABLE=1,true", "RCCL_DDA_ALL_REDUCE_FLAT_MAX_BYTES=200K,204800", "RCCLX_TESTS_LP_MODE=,rcclx",
+		"RCCL_DDA_NRANKS=8,08"} {
+		dir := t.TempDir()
+		r := runWith(t, collectives.AllReduce, []string{"--engine", "host", "--ab", ab, "-J", filepath.Join(dir, "x.json")},
+			realEngines, nil)
+		want := `invalid value "` + ab + `" for --ab: both arms are the same`
+		if r.code != exitUsage || r.stdout != "" || strings.Count(r.stderr, "\n") != 1 || !strings.Contains(r.stderr, want) {
+			t.Errorf("%s: exit %d, stdout %q, stderr %q", ab, r.code, r.stdout, r.stderr)
+		}
+		if entries, _ := os.ReadDir(dir); len(entries) != 0 {
+			t.Errorf("%s wrote %v", ab, entries)
+		}
+	}
+	lib := fakeLibrary(t, "RCCL_DDA_ALL_REDUCE_FLAT_MAX_BYTES")
+	for _, args := range [][]string{
+		{"--engine", "host", "--ab", "RCCL_DDA_ENABLE=,1"},
+		{"--engine", "host", "--ab", "RCCL_ENABLE_DDA_ALL_REDUCE=,0"},
+		{"--engine", "host", "--ab", "RCCLX_TESTS_SKIP_RANK=,0"},
+		// librccl reads plain integers: 200K is 200 there.
+		{"--engine", "vendor", "--lib", lib, "--ab", "RCCL_DDA_ALL_REDUCE_FLAT_MAX_BYTES=200K,204800"},
+	} {
+		if _, _, err := a.parse(args); err != nil {
+			t.Errorf("%v: %v", args, err)
+		}
+	}
+}

@@ -63,8 +63,9 @@ func (a *app) checkConsistency(fs *pflag.FlagSet, o *Options) error {
 	}
 	for _, s := range switchFlags {
 		v, on := s.on(o)
+		known, _ := collectives.LookupVariable(s.key)
 		for _, kv := range o.Env {
-			if k, ev, _ := strings.Cut(kv, "="); on && k == s.key && !sameSwitch(ev, v) {
+			if k, ev, _ := strings.Cut(kv, "="); on && k == s.key && !known.Same(ev, v) {
 				return badValue(fs, s.flag, fmt.Sprintf("contradicts -E %s", kv))
 			}
 		}
@@ -82,8 +83,8 @@ func (a *app) checkConsistency(fs *pflag.FlagSet, o *Options) error {
 	return nil
 }
 
-// checkAB refuses an A/B comparison that compares nothing, whose key another flag also sets, or whose rows
-// would go to rccl-tests' result file, which has no column for the arm.
+// checkAB refuses an A/B comparison whose key another flag also sets, or whose rows would go to rccl-tests'
+// result file, which has no column for the arm; app.checkABVariable refuses one that compares nothing.
 func checkAB(fs *pflag.FlagSet, o *Options) error {
 	if o.RCCL.File != "" {
 		flag := "rccl_output_file"
@@ -103,20 +104,7 @@ func checkAB(fs *pflag.FlagSet, o *Options) error {
 			return badValue(fs, "ab", "sets "+o.abKey+", which --"+s.flag+" sets too")
 		}
 	}
-	if sameSwitch(o.abVals[0], o.abVals[1]) {
-		return badValue(fs, "ab", "both arms are the same")
-	}
 	return nil
-}
-
-// sameSwitch reports whether two values of a variable mean the same: equal, or the same boolean.
-func sameSwitch(x, y string) bool {
-	if x == y {
-		return true
-	}
-	bx, ex := strconv.ParseBool(x)
-	by, ey := strconv.ParseBool(y)
-	return ex == nil && ey == nil && bx == by
 }
 
 // armEnvs lists the communicator overrides of every communicator the run opens: one, or the two A/B arms.

@@ -44,7 +44,6 @@ func TestParseTimeChecks(t *testing.T) {
 		{[]string{"--ab", "NCCL_ALGO=Ring,Tree", "-E", "NCCL_ALGO=Ring"}, nil, "--ab"},
 		{[]string{"--ab", "RCCL_DDA_ENABLE=0,1", "--dda"}, nil, "--ab"},
 		{[]string{"--ab", "NCCL_ALGO=Ring,Ring"}, nil, "both arms are the same"},
-		{[]string{"--ab", "RCCL_DDA_ENABLE=1,true"}, nil, "both arms are the same"},
 		{[]string{"-t", "4096", "-g", "4096"}, nil, "-g/--ngpus"},
 		{[]string{"-t", "64", "-g", "17"}, nil, "at most 1024"},
 		{[]string{"-t", "512", "-g", "2"}, map[string]string{"RANK": "0", "WORLD_SIZE": "65", "MASTER_ADDR": "h",
