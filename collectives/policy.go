@@ -144,6 +144,60 @@ func PolicyFromEnv(getenv func(string) string) (Policy, error) {
 	return p, nil
 }
 
+// Effect is what of a policy can change one collective's calls: two policies with the same Effect run them
+// alike.
+type Effect struct {
+	SendBuf             int64 // the GPU engine cuts every transfer to half of it
+	DDA, LP             bool
+	DDAMax, FlatMax     int64
+	DDARanks, MaxBlocks int
+	LPMinBytes          int64
+	LPMode              string
+	LPBlock             int
+}
+
+// Effect is p's on c: the DDA settings where c takes DDA, the LP settings where it takes LP (the block in
+// scaled mode only), and the send buffer.
+func (p Policy) Effect(c *Collective) Effect {
+	c = c.Base()
+	e := Effect{SendBuf: p.SendBuf}
+	if p.DDA[c] {
+		e.DDA, e.DDAMax, e.DDARanks, e.MaxBlocks = true, p.DDAMax[c], p.DDARanks, p.MaxBlocks
+		if c == AllReduce {
+			e.FlatMax = p.FlatMax
+		}
+	}
+	if p.LP[c] {
+		e.LP, e.LPMinBytes, e.LPMode = true, p.LPMinBytes, p.LPMode
+		if p.LPMode == LPModeScaled {
+			e.LPBlock = p.LPBlock
+		}
+	}
+	return e
+}
+
+// SameEffect reports whether the policy variable name set to a or to b, the rest as getenv has it, runs c's
+// calls alike (LP mode with low precision off); false for a variable outside the policy or a value it refuses.
+func SameEffect(c *Collective, getenv func(string) string, name, a, b string) bool {
+	if v, ok := LookupVariable(name); !ok || !v.policy {
+		return false
+	}
+	var effects [2]Effect
+	for i, val := range []string{a, b} {
+		p, err := PolicyFromEnv(func(k string) string {
+			if k == name {
+				return val
+			}
+			return getenv(k)
+		})
+		if err != nil {
+			return false
+		}
+		effects[i] = p.Effect(c)
+	}
+	return effects[0] == effects[1]
+}
+
 // Choose returns the algorithm for a call with counts k on nranks ranks. aligned reports whether every buffer
 // view of the call starts on a 16-byte boundary.
 func (p Policy) Choose(c *Collective, dt DType, op Op, nranks int, k Counts, aligned bool) string {

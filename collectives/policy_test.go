@@ -176,3 +176,35 @@ func TestPolicyDDANRanks(t *testing.T) {
 		}
 	}
 }
+
+// TestSameEffect: a policy variable has no effect on a collective where the path it tunes is off for it, or
+// another switch decides; the send buffer always has one (the GPU engine's transfers), and a variable outside
+// the policy is never said to have none.
+func TestSameEffect(t *testing.T) {
+	lpOn := map[string]string{EnvLP: "1"}
+	for _, c := range []struct {
+		coll       *Collective
+		env        map[string]string
+		name, a, b string
+		same       bool
+	}{
+		{AllReduce, nil, "RCCLX_TESTS_LP_MODE", "rcclx", "scaled", true},
+		{AllReduce, lpOn, "RCCLX_TESTS_LP_MODE", "rcclx", "scaled", false},
+		{AllReduce, lpOn, "RCCLX_TESTS_LP_BLOCK", "64", "128", true}, // rcclx mode has no blocks
+		{AllReduce, map[string]string{EnvLP: "1", "RCCLX_TESTS_LP_MODE": "scaled"}, "RCCLX_TESTS_LP_BLOCK", "64", "128", false},
+		{AllReduce, nil, EnvDDA, "0", "1", false},
+		{AllReduce, map[string]string{"RCCL_ENABLE_DDA_ALL_REDUCE": "1"}, EnvDDA, "0", "1", true},
+		{AllGather, map[string]string{"RCCL_ENABLE_DDA_ALL_REDUCE": "1"}, EnvDDA, "0", "1", false},
+		{AllReduce, nil, "RCCL_ENABLE_DDA_ALL_REDUCE", "", "0", true}, // unset follows the master, off
+		{AllGather, map[string]string{EnvDDA: "1"}, "RCCL_DDA_ALL_REDUCE_FLAT_MAX_BYTES", "100K", "200K", true},
+		{AllReduce, map[string]string{EnvDDA: "1"}, "RCCL_DDA_ALL_REDUCE_FLAT_MAX_BYTES", "100K", "200K", false},
+		{AllReduce, nil, "RCCL_DDA_SENDBUF_BYTES", "16M", "32M", false},
+		{Broadcast, nil, EnvDDA, "0", "1", true},
+		{AllReduce, nil, EnvDelayUS, "0", "0", false},
+		{AllReduce, nil, EnvDDA, "0", "yes", false},
+	} {
+		if got := SameEffect(c.coll, env(c.env), c.name, c.a, c.b); got != c.same {
+			t.Errorf("%s with %v: SameEffect(%s, %q, %q) = %v", c.coll.Name, c.env, c.name, c.a, c.b, got)
+		}
+	}
+}

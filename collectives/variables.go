@@ -21,11 +21,14 @@ type Variable struct {
 	// Engines are the engines whose communicators read it (Config.Env first, so -E and --ab reach it); none:
 	// the process reads it from its own environment (a launcher's or a test's setting, not a communicator's).
 	Engines []string
+	// Colls are the collectives whose runs it can change; none: every collective.
+	Colls []*Collective
 	// Check validates a value; nil takes any.
 	Check func(value string) error
 	// Meaning is what a value means to the suite's reader, an empty value its default, so that two spellings
 	// of one setting compare equal ("0" and "00"); nil: only the text is known.
 	Meaning func(value string) any
+	policy  bool // PolicyFromEnv reads it
 }
 
 // LibraryScanner is an engine that loads a library of its own, which may read any variable. It can search the
@@ -38,6 +41,11 @@ type LibraryScanner interface {
 
 // ReadBy reports whether engine reads v.
 func (v Variable) ReadBy(engine string) bool { return slices.Contains(v.Engines, engine) }
+
+// ReadFor reports whether v can change a run of c.
+func (v Variable) ReadFor(c *Collective) bool {
+	return len(v.Colls) == 0 || slices.Contains(v.Colls, c.Base())
+}
 
 // Same reports whether two values of v certainly mean the same to the suite's reader: the same text, or the
 // same Meaning.
@@ -56,24 +64,25 @@ var (
 var Variables = buildVariables()
 
 func buildVariables() []Variable {
-	policyVar := func(name string, meaning func(string) any) Variable {
-		return Variable{Name: name, Engines: ours, Check: policyCheck(name), Meaning: meaning}
+	policyVar := func(name string, colls []*Collective, meaning func(string) any) Variable {
+		return Variable{Name: name, Engines: ours, Colls: colls, Check: policyCheck(name), Meaning: meaning, policy: true}
 	}
 	vs := []Variable{
-		policyVar(EnvDDA, meaning(strconv.ParseBool, false)),
-		policyVar(EnvLP, meaning(strconv.ParseBool, false)),
-		policyVar(EnvDDANRanks, meaning(strconv.Atoi, 0)),
-		policyVar("RCCL_DDA_ALL_REDUCE_FLAT_MAX_BYTES", meaning(ParseSize, defaultFlatMax)),
-		policyVar("RCCL_DDA_MAX_BLOCKS", meaning(ParseSize, defaultMaxBlocks)),
-		policyVar("RCCL_DDA_SENDBUF_BYTES", meaning(ParseSize, defaultSendBuf)),
-		policyVar("RCCLX_TESTS_LP_MIN_BYTES", meaning(ParseSize, defaultLPMinBytes)),
-		policyVar("RCCLX_TESTS_LP_BLOCK", meaning(ParseSize, defaultLPBlock)),
-		policyVar("RCCLX_TESTS_LP_MODE", meaning(word, LPModeRCCLX)),
+		policyVar(EnvDDA, policyColls, meaning(strconv.ParseBool, false)),
+		policyVar(EnvLP, policyColls, meaning(strconv.ParseBool, false)),
+		policyVar(EnvDDANRanks, policyColls, meaning(strconv.Atoi, 0)),
+		policyVar("RCCL_DDA_ALL_REDUCE_FLAT_MAX_BYTES", []*Collective{AllReduce}, meaning(ParseSize, defaultFlatMax)),
+		policyVar("RCCL_DDA_MAX_BLOCKS", policyColls, meaning(ParseSize, defaultMaxBlocks)),
+		// Every collective: the GPU engine cuts every transfer to half this buffer.
+		policyVar("RCCL_DDA_SENDBUF_BYTES", nil, meaning(ParseSize, defaultSendBuf)),
+		policyVar("RCCLX_TESTS_LP_MIN_BYTES", policyColls, meaning(ParseSize, defaultLPMinBytes)),
+		policyVar("RCCLX_TESTS_LP_BLOCK", policyColls, meaning(ParseSize, defaultLPBlock)),
+		policyVar("RCCLX_TESTS_LP_MODE", policyColls, meaning(word, LPModeRCCLX)),
 	}
 	for _, c := range policyColls {
-		n := policyEnv[c]
-		vs = append(vs, policyVar(n.dda, switchMeaning), policyVar(n.ddaMax, meaning(ParseSize, ddaMaxDefault[c])),
-			policyVar(n.lp, switchMeaning))
+		n, only := policyEnv[c], []*Collective{c}
+		vs = append(vs, policyVar(n.dda, only, switchMeaning),
+			policyVar(n.ddaMax, only, meaning(ParseSize, ddaMaxDefault[c])), policyVar(n.lp, only, switchMeaning))
 	}
 	rank := func(s string) error {
 		if r, err := strconv.Atoi(s); err != nil || r < 0 {
@@ -82,6 +91,7 @@ func buildVariables() []Variable {
 		return nil
 	}
 	size := func(s string) error { _, err := ParseSize(s); return err }
+	alltoallv := []*Collective{AllToAllV}
 	vs = append(vs,
 		Variable{Name: EnvSkipRank, Engines: everyOne, Check: rank, Meaning: meaning(strconv.Atoi, -1)},
 		Variable{Name: EnvCorruptRank, Engines: everyOne, Check: rank, Meaning: meaning(strconv.Atoi, -1)},
@@ -89,15 +99,16 @@ func buildVariables() []Variable {
 		Variable{Name: "RCCLX_TESTS_SEED"},
 		Variable{Name: "RCCLX_TESTS_BOOTSTRAP"},
 		Variable{Name: "RCCLX_TESTS_AB_WORKER"}, // set by --ab in its workers
-		Variable{Name: "NCCL_TESTS_ALLTOALLV_SPREAD", Meaning: func(s string) any { return vSpread(s) }},
-		Variable{Name: "NCCL_TESTS_ALLTOALLV_MATRIX_FILE"},
-		Variable{Name: "NCCL_TESTS_ALLTOALLV_MATRIX_SCALE", Meaning: func(s string) any { return vScale(s) }},
-		Variable{Name: "NCCL_TESTS_ALLTOALLV_PRINT_SUMMARY", Meaning: func(s string) any { return vSummary(s) }},
+		Variable{Name: "NCCL_TESTS_ALLTOALLV_SPREAD", Colls: alltoallv, Meaning: func(s string) any { return vSpread(s) }},
+		Variable{Name: "NCCL_TESTS_ALLTOALLV_MATRIX_FILE", Colls: alltoallv},
+		Variable{Name: "NCCL_TESTS_ALLTOALLV_MATRIX_SCALE", Colls: alltoallv, Meaning: func(s string) any { return vScale(s) }},
+		Variable{Name: "NCCL_TESTS_ALLTOALLV_PRINT_SUMMARY", Colls: alltoallv, Meaning: func(s string) any { return vSummary(s) }},
 		Variable{Name: "NCCL_TESTS_MIN_BW", Check: func(s string) error {
 			_, err := strconv.ParseFloat(s, 64)
 			return err
 		}},
-		Variable{Name: "RCCLX_TESTS_VENDOR_ALLTOALL", Engines: []string{EngineVendor}, Check: oneOf("native", "sendrecv")},
+		Variable{Name: "RCCLX_TESTS_VENDOR_ALLTOALL", Engines: []string{EngineVendor}, Colls: []*Collective{AllToAll},
+			Check: oneOf("native", "sendrecv")},
 		Variable{Name: "RCCLX_TESTS_LIBCUDA", Engines: gpuOnly},
 		Variable{Name: "RCCLX_TESTS_LIBNVRTC", Engines: gpuOnly},
 		Variable{Name: "RCCLX_TESTS_KERNEL_CACHE", Engines: gpuOnly},
@@ -110,7 +121,7 @@ func buildVariables() []Variable {
 			return err
 		}, Meaning: meaning(ceBytes, 8<<20)},
 		Variable{Name: "RCCLX_TESTS_GPU_CE_CHUNK", Engines: gpuOnly, Check: size, Meaning: meaning(ParseSize, 16<<20)},
-		Variable{Name: "RCCLX_TESTS_GPU_LL_BYTES", Engines: gpuOnly, Check: size,
+		Variable{Name: "RCCLX_TESTS_GPU_LL_BYTES", Engines: gpuOnly, Colls: []*Collective{AllReduce}, Check: size,
 			Meaning: meaning(ParseSize, 1<<20)},
 		Variable{Name: "RCCLX_TESTS_GPU_LAUNCHERS", Engines: gpuOnly, Check: func(s string) error {
 			_, err := onOff(s)

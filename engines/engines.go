@@ -49,6 +49,12 @@ func New(name string) (collectives.Engine, error) {
 		}
 		return nil, fmt.Errorf("unknown engine %q (want one of %s)", name, strings.Join(Names(), ", "))
 	}
+	_, eng, err := pick()
+	return eng, err
+}
+
+// pick is the auto candidate New("auto") creates: the first available one.
+func pick() (entry, collectives.Engine, error) {
 	var reasons []string
 	for _, e := range registry {
 		if !e.auto {
@@ -57,21 +63,27 @@ func New(name string) (collectives.Engine, error) {
 		eng := e.new()
 		p, ok := eng.(collectives.Prober)
 		if !ok {
-			return eng, nil
+			return e, eng, nil
 		}
 		err := p.Available()
 		if err == nil {
-			return eng, nil
+			return e, eng, nil
 		}
 		reasons = append(reasons, e.name+": "+err.Error())
 	}
-	return nil, errors.New("no engine available: " + strings.Join(reasons, "; "))
+	return entry{}, nil, errors.New("no engine available: " + strings.Join(reasons, "; "))
 }
 
 // Readers lists the engines that --engine name may create when every one of them reads no environment variable
-// outside collectives.Variables (ok true): then a name outside the registry reads nothing. ok is false for an
-// engine whose library may read variables of its own (vendor).
+// outside collectives.Variables (ok true): then a name outside the registry reads nothing. "auto" is the
+// candidate New would pick (every candidate where none is available: the run then fails to open one). ok is
+// false for an engine whose library may read variables of its own (vendor).
 func Readers(name string) (readers []string, ok bool) {
+	if name == Auto {
+		if e, _, err := pick(); err == nil {
+			name = e.name
+		}
+	}
 	for _, e := range registry {
 		if e.name == name || (name == Auto && e.auto) {
 			if e.name != collectives.EngineHost && e.name != collectives.EngineGPU {

@@ -79,7 +79,7 @@ func (a *app) runAB(out io.Writer, o *Options, world collectives.World, seed uin
 	err := r.start()
 	if err == nil {
 		writeHeader(out, o, r.header())
-		if n := o.abVar.note(o.abKey); n != "" {
+		if n := o.abVar.note(o.abKey, a.coll.Name); n != "" {
 			fmt.Fprintln(out, n)
 		}
 		err = r.sweep()

@@ -78,6 +78,8 @@ type abVariable struct {
 	known   bool // false: the library file could not be searched (the run then fails to load it, or says why)
 	read    bool
 	library string // the library file searched (vendor engine)
+	// noEffect: read, but with the run's other settings both values give the collective the same policy.
+	noEffect bool
 }
 
 // notPerArm are the suite's variables an arm cannot vary: the launching process reads them (the minimum
@@ -102,11 +104,21 @@ func (a *app) checkABVariable(o *Options) (abVariable, error) {
 	// The suite reads it: every variable our engines read is one of its own, and some it reads on every engine
 	// or in the process. Another reader's parser is unknown, so only the same text is surely the same.
 	suite := ours || known && (len(v.Engines) == 0 || v.ReadBy(name))
-	if x, y := o.abVals[0], o.abVals[1]; x == y || suite && v.Same(x, y) {
+	x, y := o.abVals[0], o.abVals[1]
+	if x == y || suite && v.Same(x, y) {
 		return refuse("both arms are the same")
 	}
+	if suite && !v.ReadFor(a.coll) {
+		var colls []string
+		for _, c := range v.Colls {
+			colls = append(colls, c.Name)
+		}
+		return refuse(fmt.Sprintf("%s is not read by %s: it changes only %s", o.abKey, a.coll.Name,
+			strings.Join(colls, ", ")))
+	}
 	if suite {
-		return abVariable{known: true, read: true}, nil
+		same := collectives.SameEffect(a.coll, overlay(o.env, a.parseEnv()), o.abKey, x, y)
+		return abVariable{known: true, read: true, noEffect: same}, nil
 	}
 	if a.engines.open == nil {
 		return abVariable{}, nil
@@ -137,9 +149,14 @@ func (v abVariable) record(r *results.ABReport) {
 	}
 }
 
-// note is the "#" line for an unread variable, "" otherwise.
-func (v abVariable) note(key string) string {
-	if !v.known || v.read {
+// note is the "#" line for a variable that is not read, or has no effect on coll, "" otherwise.
+func (v abVariable) note(key, coll string) string {
+	switch {
+	case v.noEffect:
+		return fmt.Sprintf("# WARNING: with the run's other settings both values of %s give %s the same algorithms "+
+			"and settings (the path it tunes is off, or another switch decides), so both arms will behave the same",
+			key, coll)
+	case !v.known || v.read:
 		return ""
 	}
 	return fmt.Sprintf("# WARNING: %s does not contain the name %s: the library never reads it, so both arms "+

@@ -23,8 +23,8 @@ func TestUnknownVariableNamesClosest(t *testing.T) {
 	}{
 		{[]string{"--engine", "host", "--ab", "RCCL_DDA_ENABLED=0,1"},
 			`invalid value "RCCL_DDA_ENABLED=0,1" for --ab: RCCL_DDA_ENABLED is not a variable the host engine reads: did you mean RCCL_DDA_ENABLE?`},
-		{[]string{"--ab", "RCCL_ENABLE_DDA_ALLREDUCE=0,1"},
-			"RCCL_ENABLE_DDA_ALLREDUCE is not a variable the gpu or host engine reads: did you mean RCCL_ENABLE_DDA_ALL_REDUCE?"},
+		{[]string{"--ab", "RCCL_ENABLE_DDA_ALLREDUCE=0,1"}, "RCCL_ENABLE_DDA_ALLREDUCE is not a variable the " +
+			autoEngine(t) + " engine reads: did you mean RCCL_ENABLE_DDA_ALL_REDUCE?"},
 		{[]string{"--engine", "host,gpu", "-E", "RCCL_DDA_NRANK=8"},
 			`invalid value "RCCL_DDA_NRANK=8" for -E/--env: RCCL_DDA_NRANK is not a variable the host or gpu engine reads: did you mean RCCL_DDA_NRANKS?`},
 		{[]string{"--engine", "host", "--ab", "RCCLX_TESTS_GPU_CE_BYTES=off,8M"}, "read by the gpu engine, not host"},
@@ -56,6 +56,75 @@ func TestUnknownVariableNamesClosest(t *testing.T) {
 	}
 }
 
+// autoEngine is the engine --engine auto opens on this machine.
+func autoEngine(t *testing.T) string {
+	t.Helper()
+	e, err := engines.New(engines.Auto)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return e.Name()
+}
+
+// A variable nothing in the run reads is refused: not read by the engine auto picks (as the run will), or
+// by the binary's collective. One read that changes nothing under the run's other settings is a "#" warning.
+func TestABVariableNothingReads(t *testing.T) {
+	type refusal struct {
+		coll *collectives.Collective
+		args []string
+		want string
+	}
+	refused := []refusal{
+		{collectives.AllReduce, []string{"--ab", "NCCL_TESTS_ALLTOALLV_SPREAD=0.5,1"},
+			"NCCL_TESTS_ALLTOALLV_SPREAD is not read by all_reduce: it changes only alltoallv"},
+		{collectives.AllReduce, []string{"--engine", "vendor", "--ab", "NCCL_TESTS_ALLTOALLV_SPREAD=0.5,1"},
+			"NCCL_TESTS_ALLTOALLV_SPREAD is not read by all_reduce"},
+		{collectives.Broadcast, []string{"--ab", "RCCL_DDA_ENABLE=0,1"},
+			"RCCL_DDA_ENABLE is not read by broadcast: it changes only all_reduce, all_gather, alltoall, reduce_scatter"},
+		{collectives.AllReduce, []string{"--ab", "RCCL_ENABLE_DDA_ALL_GATHER=0,1"}, "it changes only all_gather"},
+	}
+	if autoEngine(t) == collectives.EngineHost {
+		refused = append(refused,
+			refusal{collectives.AllReduce, []string{"--ab", "RCCLX_TESTS_GPU_RING_BLOCKS=1,2"}, "read by the gpu engine, not host"},
+			refusal{collectives.AllReduce, []string{"-E", "RCCLX_TESTS_GPU_RING_BLOCKS=4"}, "read by the gpu engine, not host"})
+	}
+	for _, c := range refused {
+		dir := t.TempDir()
+		r := runWith(t, c.coll, append(c.args, "-J", filepath.Join(dir, "x.json")), realEngines, nil)
+		if r.code != exitUsage || r.stdout != "" || strings.Count(r.stderr, "\n") != 1 || !strings.Contains(r.stderr, c.want) {
+			t.Errorf("%s %v: exit %d, stdout %q, stderr %q", c.coll.Name, c.args, r.code, r.stdout, r.stderr)
+		}
+		if entries, _ := os.ReadDir(dir); len(entries) != 0 {
+			t.Errorf("%v wrote %v", c.args, entries)
+		}
+	}
+	a := &app{coll: collectives.AllToAllV, engines: realEngines}
+	if _, _, err := a.parse([]string{"--ab", "NCCL_TESTS_ALLTOALLV_SPREAD=0.5,1"}); err != nil {
+		t.Errorf("alltoallv's own variable: %v", err)
+	}
+	a.coll = collectives.AllReduce
+	for _, c := range []struct {
+		args     []string
+		noEffect bool
+	}{
+		{[]string{"--ab", "RCCLX_TESTS_LP_MODE=rcclx,scaled"}, true},
+		{[]string{"--lp", "--ab", "RCCLX_TESTS_LP_MODE=rcclx,scaled"}, false},
+		{[]string{"-E", "RCCL_ENABLE_DDA_ALL_REDUCE=1", "--ab", "RCCL_DDA_ENABLE=0,1"}, true},
+		{[]string{"--ab", "RCCL_DDA_ENABLE=0,1"}, false},
+	} {
+		o, _, err := a.parse(c.args)
+		if err != nil || o.abVar.noEffect != c.noEffect || (o.abVar.note(o.abKey, "all_reduce") != "") != c.noEffect {
+			t.Errorf("%v: %+v, %v", c.args, o.abVar, err)
+		}
+	}
+	r := hostRun(t, collectives.AllReduce, "-b", "8", "-e", "8", "-n", "1", "--ab-rounds", "2", "--ab",
+		"RCCLX_TESTS_LP_MODE=rcclx,scaled")
+	if want := "# WARNING: with the run's other settings both values of RCCLX_TESTS_LP_MODE give all_reduce the " +
+		"same algorithms and settings"; r.code != exitOK || strings.Count(r.stdout, want) != 1 {
+		t.Errorf("exit %d, no %q:\n%s%s", r.code, want, r.stdout, r.stderr)
+	}
+}
+
 // fakeLibrary writes a file standing for a library: some bytes, and the name given, if any, as a C string.
 func fakeLibrary(t *testing.T, name string) string {
 	t.Helper()
@@ -78,7 +147,7 @@ func TestABVariableInLibraryFile(t *testing.T) {
 	ab := []string{"--engine", "vendor", "--ab", "NCCL_MAX_NCHANNELS=1,32"}
 
 	o, _, err := a.parse(append(ab, "--lib", with, "--ab-strict"))
-	if err != nil || !o.abVar.known || !o.abVar.read || o.abVar.library != with || o.abVar.note(o.abKey) != "" {
+	if err != nil || !o.abVar.known || !o.abVar.read || o.abVar.library != with || o.abVar.note(o.abKey, "all_reduce") != "" {
 		t.Fatalf("library with the name: %+v, %v", o.abVar, err)
 	}
 	o, _, err = a.parse(append(ab, "--lib", without))
@@ -87,7 +156,7 @@ func TestABVariableInLibraryFile(t *testing.T) {
 	}
 	want := "# WARNING: " + without + " does not contain the name NCCL_MAX_NCHANNELS: the library never reads it, " +
 		"so both arms will behave the same"
-	if n := o.abVar.note(o.abKey); n != want {
+	if n := o.abVar.note(o.abKey, "all_reduce"); n != want {
 		t.Errorf("note %q", n)
 	}
 	var rep results.ABReport

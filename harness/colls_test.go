@@ -206,8 +206,8 @@ func TestAllReduceBiasWhereUnsupported(t *testing.T) {
 // TestABEveryRoot: an A/B run of a rooted collective with -r -1 runs and validates every root.
 func TestABEveryRoot(t *testing.T) {
 	r := hostRun(t, collectives.Broadcast, "-g", "3", "-b", "1K", "-e", "4K", "-f", "4", "-r", "-1", "-n", "2",
-		"--ab", "RCCL_DDA_ENABLE=0,1", "--ab-rounds", "2")
-	if r.code != exitOK || strings.Count(r.stdout, "#wrong RCCL_DDA_ENABLE=0 0, RCCL_DDA_ENABLE=1 0") != 6 ||
+		"--ab", "RCCLX_TESTS_DELAY_US=0,1", "--ab-rounds", "2") // RCCL_DDA_ENABLE: broadcast does not read it
+	if r.code != exitOK || strings.Count(r.stdout, "#wrong RCCLX_TESTS_DELAY_US=0 0, RCCLX_TESTS_DELAY_US=1 0") != 6 ||
 		!strings.Contains(r.stdout, "# float none, root 2, size 4096: #wrong") {
 		t.Errorf("exit %d\n%s%s", r.code, r.stdout, r.stderr)
 	}

@@ -36,10 +36,7 @@ var switchFlags = []struct {
 // policy's own rules), and flags that contradict each other. Contradictions of two explicit values are errors;
 // a flag that has no effect is noted in the header (notes.go).
 func (a *app) checkConsistency(fs *pflag.FlagSet, o *Options) error {
-	getenv := a.getenv
-	if getenv == nil {
-		getenv = func(string) string { return "" }
-	}
+	getenv := a.parseEnv()
 	l, err := bootstrap.Detect(getenv)
 	if err != nil {
 		return &usageError{err.Error()}
@@ -81,6 +78,14 @@ func (a *app) checkConsistency(fs *pflag.FlagSet, o *Options) error {
 		}
 	}
 	return nil
+}
+
+// parseEnv is the process environment as the checks at parse time read it (none where the app has none).
+func (a *app) parseEnv() func(string) string {
+	if a.getenv == nil {
+		return func(string) string { return "" }
+	}
+	return a.getenv
 }
 
 // checkAB refuses an A/B comparison whose key another flag also sets, or whose rows would go to rccl-tests'
