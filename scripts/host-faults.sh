@@ -80,8 +80,14 @@ run "$B/all_reduce_perf" "${H[@]}" -E RCCL_DDA_ENABLE=yes
 row "bad RCCLX switch (-E, --ab or the environment)" "all_reduce_perf -E RCCL_DDA_ENABLE=yes" "TestParseTimeChecks"
 run "$B/all_reduce_perf" "${H[@]}" --dda -E RCCL_DDA_ENABLE=0
 row "flags that contradict each other" "all_reduce_perf --dda -E RCCL_DDA_ENABLE=0" "TestParseTimeChecks (README: contradictions table)"
-run "$B/all_reduce_perf" "${H[@]}" --ab NCCL_ALGO=Ring,Ring
-row "A/B arms that are the same" "all_reduce_perf --ab NCCL_ALGO=Ring,Ring" "TestParseTimeChecks"
+run "$B/all_reduce_perf" "${H[@]}" --ab RCCLX_TESTS_DELAY_US=0,00
+row "A/B arms that are the same" "all_reduce_perf --ab RCCLX_TESTS_DELAY_US=0,00" "TestABArmsThatMeanTheSame, TestParseTimeChecks"
+run "$B/all_reduce_perf" "${H[@]}" --ab RCCLX_TESTS_DELAY_US=0,2000 --ab RCCL_DDA_ENABLE=0,1
+row "A/B given twice" "all_reduce_perf --ab RCCLX_TESTS_DELAY_US=0,2000 --ab RCCL_DDA_ENABLE=0,1" "TestBadInput"
+run "$B/all_reduce_perf" "${H[@]}" --ab NCCL_TESTS_ALLTOALLV_SPREAD=0.5,1
+row "A/B of a variable nothing in the run reads" "all_reduce_perf --ab NCCL_TESTS_ALLTOALLV_SPREAD=0.5,1" "TestABVariableNothingReads"
+run "$B/all_reduce_perf" "${H[@]}" --ab RCCLX_TESTS_DELAY_US=0,1 --csv r.csv
+row "A/B with rccl-tests' result file" "all_reduce_perf --ab RCCLX_TESTS_DELAY_US=0,1 --csv r.csv" "TestABRefusesRCCLFile"
 run "$B/all_reduce_perf" "${H[@]}" -K 3 -b 8 -e 8
 EXTRA="$(grep -m1 'ignored' "$W/out" | cut -c1-100)"
 row "a flag without the flag it needs" "all_reduce_perf -K 3" "TestIneffectiveFlagsNoted"
