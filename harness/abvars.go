@@ -16,8 +16,8 @@ import (
 // a value its reader would refuse. Only engines that read nothing outside the registry can tell (readers): with
 // the vendor engine among them, the library may read any name (checkABVariable searches its file for --ab's).
 func (o *Options) checkVariables(fs *pflag.FlagSet, readers func(string) ([]string, bool)) error {
-	if readers == nil {
-		return nil
+	if readers == nil || len(o.Env) == 0 && o.abKey == "" {
+		return nil // nothing to check: readers("auto") would probe for a GPU
 	}
 	var engines []string
 	for _, name := range o.engines {
