@@ -210,11 +210,17 @@ func (r *abRun) ask(i int, c abCommand) (abReply, error) {
 	return r.await(i)
 }
 
+// armUnsupported is a worker's answer that its engine does not run the request; its text already says so.
+type armUnsupported string
+
+func (e armUnsupported) Error() string      { return string(e) }
+func (armUnsupported) Is(target error) bool { return target == collectives.ErrUnsupported }
+
 // half asks arm i to time or validate a half.
 func (r *abRun) half(i int, c abCommand) (*abHalf, error) {
 	m, err := r.ask(i, c)
 	if err == nil && m.Unsupported != "" {
-		return nil, fmt.Errorf("arm %s: %s: %w", r.arms[i].name, m.Unsupported, collectives.ErrUnsupported)
+		return nil, armUnsupported(fmt.Sprintf("arm %s: %s", r.arms[i].name, m.Unsupported))
 	}
 	if err == nil && m.Half == nil {
 		err = &armError{arm: r.arms[i], rank: r.world.Rank(), err: errors.New("worker sent no result"), code: exitRuntime}

@@ -44,7 +44,7 @@ func TestMain(m *testing.M) {
 
 func childMain(name string, args []string) int {
 	var coll *collectives.Collective
-	for _, c := range collectives.All() {
+	for _, c := range append(collectives.All(), collectives.AllReduceBias) {
 		if c.Name == name {
 			coll = c
 		}
