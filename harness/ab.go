@@ -385,7 +385,11 @@ func (r *abRun) sweep() error {
 				// One table per type, op and root, every size a row: what the sizes completed, even when
 				// interrupted.
 				if len(r.report.Rows) > first {
-					if rerr := results.RenderAB(r.out, r.arms[0].label, r.arms[1].label, r.report.Rows[first:]); rerr != nil && err == nil {
+					timeName := "time"
+					if r.o.CPUTime == 1 {
+						timeName = "cputime"
+					}
+					if rerr := results.RenderAB(r.out, r.arms[0].label, r.arms[1].label, timeName, r.report.Rows[first:]); rerr != nil && err == nil {
 						err = rerr
 					}
 				}

@@ -169,10 +169,15 @@ func (r ABRow) VerdictText() string {
 // RenderAB prints rows as a table: the geometric mean time of each arm over
 // the paired rounds, the speedup of B over A (the geometric mean of the paired
 // ratios, which is the ratio of the two columns) with its interval, and the
-// verdict.
-func RenderAB(w io.Writer, armA, armB string, rows []ABRow) error {
+// verdict. timeName is what the times are: "time", or "cputime" (-C 1, the
+// host's enqueue time).
+func RenderAB(w io.Writer, armA, armB, timeName string, rows []ABRow) error {
+	unit := " us (geomean)"
+	if timeName != "time" {
+		unit = " " + timeName + unit
+	}
 	t := newTable(w)
-	t.Header("size", armA+" us (geomean)", armB+" us (geomean)", "rounds", "speedup A/B", "95% CI", "verdict")
+	t.Header("size", armA+unit, armB+unit, "rounds", "speedup A/B", "95% CI", "verdict")
 	for _, r := range rows {
 		if err := t.Append(FormatSize(r.Size), fmtTime(r.TimeA), fmtTime(r.TimeB),
 			fmt.Sprint(min(len(r.TimesA), len(r.TimesB))), fmt.Sprintf("%.3fx", r.Speedup),

@@ -57,7 +57,7 @@ func TestRenderABAndRecordKey(t *testing.T) {
 	a, b := abRounds(10, 1.2, 0) // noiseless: the table must show 1.200x
 	rows := AnalyzeAB([]int64{1 << 20}, [][]float64{a}, [][]float64{b})
 	var out bytes.Buffer
-	if err := RenderAB(&out, "nccl", "dda", rows); err != nil {
+	if err := RenderAB(&out, "nccl", "dda", "time", rows); err != nil {
 		t.Fatal(err)
 	}
 	for _, want := range []string{"nccl us", "dda us", "1MiB", VerdictFaster, "1.2"} {
@@ -97,14 +97,14 @@ func TestABColumnsAgreeWithSpeedup(t *testing.T) {
 		t.Errorf("columns %v and %v do not give the speedup %v", r.TimeA, r.TimeB, r.Speedup)
 	}
 	var out bytes.Buffer
-	if err := RenderAB(&out, "A", "B", []ABRow{r}); err != nil {
+	if err := RenderAB(&out, "A", "B", "cputime", []ABRow{r}); err != nil {
 		t.Fatal(err)
 	}
 	table := out.String()
 	cells := strings.Fields(strings.NewReplacer("|", " ").Replace(strings.Split(table, "\n")[3]))
 	colA, _ := strconv.ParseFloat(cells[1], 64)
 	colB, _ := strconv.ParseFloat(cells[2], 64)
-	if !strings.Contains(table, "A us (geomean)") || !(colA < colB) ||
+	if !strings.Contains(table, "A cputime us (geomean)") || !(colA < colB) ||
 		strings.Contains(table, fmt.Sprintf("%.2f", stat.Mean(a, nil))) {
 		t.Errorf("the table's arm columns must be the geometric means (A %v < B %v):\n%s", colA, colB, table)
 	}
@@ -127,7 +127,7 @@ func TestABSameAlgorithmVerdict(t *testing.T) {
 	rows[1].AlgorithmA, rows[1].AlgorithmB = "ring", "dda_flat"
 	want := []string{"same algorithm (ring): " + VerdictNoise, VerdictNoise, VerdictNoise}
 	var out bytes.Buffer
-	if err := RenderAB(&out, "A", "B", rows); err != nil {
+	if err := RenderAB(&out, "A", "B", "time", rows); err != nil {
 		t.Fatal(err)
 	}
 	lines := strings.Split(out.String(), "\n")
