@@ -62,8 +62,11 @@ type Collective struct {
 	// it is made from: a reduction over all ranks at one index, or a copy of one (rank, index).
 	source func(rank, root, nranks int, c Counts, i int64) (srcRank int, srcIndex int64, reduced bool)
 	// checked is how many leading elements of rank's receive view a call defines and validation checks;
-	// nil: all of k.Recv.
+	// nil: all of k.Recv (0 on the ranks other than the root where rootOnly).
 	checked func(rank, root, nranks int, k Counts) int64
+	// rootOnly: the result exists only at the root (reduce, gather); the other ranks' receive views must keep
+	// what they held before the call, which nccl-tests checks too.
+	rootOnly bool
 	// prepare configures the collective for a run (see Prepare); nil: nothing to configure.
 	prepare func(c *Collective, getenv func(string) string, nranks int, minBytes, maxBytes int64) (*Collective, error)
 	// summary is alltoallv's NCCL_TESTS_ALLTOALLV_PRINT_SUMMARY output; nil: none.
@@ -159,14 +162,21 @@ func (c *Collective) RedOpName(op Op) string {
 }
 
 // Checked is how many leading elements of rank's receive view a call with root defines: k.Recv, except where
-// the result exists only at the root (reduce, gather: 0 elsewhere) or a rank receives less than its buffer
-// holds (alltoallv). Validation compares exactly these.
+// the result exists only at the root (reduce, gather: 0 elsewhere; see Untouched) or a rank receives less than
+// its buffer holds (alltoallv). Validation compares exactly these with the expected values.
 func (c *Collective) Checked(rank, root, nranks int, k Counts) int64 {
-	if c.checked == nil {
+	switch {
+	case c.rootOnly && rank != root:
+		return 0
+	case c.checked == nil:
 		return k.Recv
 	}
 	return c.checked(rank, root, nranks, k)
 }
+
+// Untouched reports whether a call with root must leave rank's receive view as it was: the ranks other than the
+// root of a collective whose result exists only there.
+func (c *Collective) Untouched(rank, root int) bool { return c.rootOnly && rank != root }
 
 // Summary is the `#` lines a collective adds after a half measured in sec seconds (alltoallv with
 // NCCL_TESTS_ALLTOALLV_PRINT_SUMMARY=1: per-rank bytes and bandwidth); nil for the others.
@@ -175,14 +185,6 @@ func (c *Collective) Summary(k Counts, dt DType, nranks int, sec float64) []stri
 		return nil
 	}
 	return c.summary(k, dt, nranks, sec)
-}
-
-// atRoot is the checked function of collectives whose result exists only at the root.
-func atRoot(rank, root, nranks int, k Counts) int64 {
-	if rank != root {
-		return 0
-	}
-	return k.Recv
 }
 
 // perRank rounds a per-rank element count down to a multiple of 16 bytes, as nccl-tests does.

@@ -1,7 +1,8 @@
 package collectives
 
 // Gather: every rank sends S/n bytes; the root receives all ranks' pieces in rank order (S bytes). In place,
-// a rank's piece sits at its own offset of the receive buffer. Only the root's receive buffer is checked.
+// a rank's piece sits at its own offset of the receive buffer. The other ranks' receive buffers must keep what
+// they held.
 var Gather = &Collective{
 	Name:      "gather",
 	Rooted:    true,
@@ -14,5 +15,5 @@ var Gather = &Collective{
 	source: func(rank, root, nranks int, c Counts, i int64) (int, int64, bool) {
 		return int(i / c.Param), i % c.Param, false
 	},
-	checked: atRoot,
+	rootOnly: true,
 }

@@ -1,7 +1,7 @@
 package collectives
 
 // Reduce: every rank sends S bytes; the root receives the reduction of all ranks' inputs (S bytes). The other
-// ranks' receive buffers hold nothing defined and are not checked.
+// ranks' receive buffers must keep what they held.
 var Reduce = &Collective{
 	Name:      "reduce",
 	Reduces:   true,
@@ -14,5 +14,5 @@ var Reduce = &Collective{
 	source: func(rank, root, nranks int, c Counts, i int64) (int, int64, bool) {
 		return 0, i, true
 	},
-	checked: atRoot,
+	rootOnly: true,
 }

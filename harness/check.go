@@ -79,16 +79,29 @@ func (tr *truth) expect(rank int, lp bool) *collectives.Expectation {
 // poisons the receive buffers first): launch once, wait, read every rank's output back and compare it with the
 // truth. Reading is serial (one thread owns the group) and comparing overlaps it on other cores.
 func (t *thread) check(tr *truth, c *collectives.Call) (summary, error) {
+	kept, err := t.untouched(tr, c)
+	if err != nil {
+		return summary{}, err
+	}
 	if err := t.group.Launch(c); err != nil {
 		return summary{}, err
 	}
 	if err := t.group.Wait(); err != nil {
 		return summary{}, err
 	}
+	var v summary
+	for l, before := range kept {
+		if before != nil {
+			after := make([]byte, len(before))
+			if err := t.group.Read(after, c.Recv[l]); err != nil {
+				return summary{}, err
+			}
+			v.merge(summary{Errors: collectives.Unchanged(c.DType, before, after)})
+		}
+	}
 	lp := t.group.Algorithm(c) == collectives.LowPrecision
 	var (
 		mu   sync.Mutex
-		v    summary
 		wg   sync.WaitGroup
 		bufs = make(chan []byte, len(t.scratch))
 	)
@@ -114,6 +127,25 @@ func (t *thread) check(tr *truth, c *collectives.Call) (summary, error) {
 	}
 	wg.Wait()
 	return v, nil
+}
+
+// untouched reads, before the call, the receive views the call must leave as they are (reduce and gather away
+// from the root: nil for the other local ranks).
+func (t *thread) untouched(tr *truth, c *collectives.Call) ([][]byte, error) {
+	var kept [][]byte
+	for l, r := range t.ranks {
+		if !tr.coll.Untouched(r, tr.p.root) {
+			continue
+		}
+		if kept == nil {
+			kept = make([][]byte, len(t.ranks))
+		}
+		kept[l] = make([]byte, c.Counts[l].Recv*int64(c.DType.Size()))
+		if err := t.group.Read(kept[l], c.Recv[l]); err != nil {
+			return nil, err
+		}
+	}
+	return kept, nil
 }
 
 // writeInputs fills the receive views with poison (when given) and then the send views with the inputs, and

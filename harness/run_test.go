@@ -74,6 +74,25 @@ func TestPlantedWrongElement(t *testing.T) {
 	}
 }
 
+// TestNonRootBuffersChecked: reduce and gather must leave the receive views of the ranks other than the root
+// as they were, as nccl-tests checks: one byte written into rank 1's is one wrong element per half.
+func TestNonRootBuffersChecked(t *testing.T) {
+	for _, coll := range []*collectives.Collective{collectives.Reduce, collectives.Gather} {
+		seed := rand.Uint64()
+		e := newFake(seed)
+		e.onLaunch = func(c *collectives.Call) {
+			if out, err := span(c.Recv[1], c.Counts[1].Recv*int64(c.DType.Size())); err == nil && len(out) > 0 {
+				out[len(out)-1] ^= 0x10
+			}
+		}
+		r := testRun(t, coll, seedArgs(seed, "-b", "1K", "-e", "1K", "-g", "3", "-r", "0", "-n", "1"), e)
+		rows := tableRows(r.stdout)
+		if r.code != exitTestFailed || len(rows) != 1 || rows[0][8] != "1" || rows[0][12] != "1" {
+			t.Errorf("%s: exit %d\n%s", coll.Name, r.code, r.stdout)
+		}
+	}
+}
+
 // TestUncheckedIsNA: -c 0 prints N/A and writes null.
 func TestUncheckedIsNA(t *testing.T) {
 	file := filepath.Join(t.TempDir(), "r.json")
