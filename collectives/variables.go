@@ -23,6 +23,8 @@ type Variable struct {
 	Engines []string
 	// Colls are the collectives whose runs it can change; none: every collective.
 	Colls []*Collective
+	// Overridable: read by the process (no Engines), but with -E's overrides over its environment.
+	Overridable bool
 	// Check validates a value; nil takes any.
 	Check func(value string) error
 	// Meaning is what a value means to the suite's reader, an empty value its default, so that two spellings
@@ -99,10 +101,10 @@ func buildVariables() []Variable {
 		Variable{Name: "RCCLX_TESTS_SEED"},
 		Variable{Name: "RCCLX_TESTS_BOOTSTRAP"},
 		Variable{Name: "RCCLX_TESTS_AB_WORKER"}, // set by --ab in its workers
-		Variable{Name: "NCCL_TESTS_ALLTOALLV_SPREAD", Colls: alltoallv, Meaning: func(s string) any { return vSpread(s) }},
-		Variable{Name: "NCCL_TESTS_ALLTOALLV_MATRIX_FILE", Colls: alltoallv},
-		Variable{Name: "NCCL_TESTS_ALLTOALLV_MATRIX_SCALE", Colls: alltoallv, Meaning: func(s string) any { return vScale(s) }},
-		Variable{Name: "NCCL_TESTS_ALLTOALLV_PRINT_SUMMARY", Colls: alltoallv, Meaning: func(s string) any { return vSummary(s) }},
+		Variable{Name: "NCCL_TESTS_ALLTOALLV_SPREAD", Colls: alltoallv, Overridable: true, Meaning: func(s string) any { return vSpread(s) }},
+		Variable{Name: "NCCL_TESTS_ALLTOALLV_MATRIX_FILE", Colls: alltoallv, Overridable: true},
+		Variable{Name: "NCCL_TESTS_ALLTOALLV_MATRIX_SCALE", Colls: alltoallv, Overridable: true, Meaning: func(s string) any { return vScale(s) }},
+		Variable{Name: "NCCL_TESTS_ALLTOALLV_PRINT_SUMMARY", Colls: alltoallv, Overridable: true, Meaning: func(s string) any { return vSummary(s) }},
 		Variable{Name: "NCCL_TESTS_MIN_BW", Check: func(s string) error {
 			_, err := strconv.ParseFloat(s, 64)
 			return err

@@ -50,7 +50,7 @@ func (o *Options) checkVariables(fs *pflag.FlagSet, readers func(string) ([]stri
 	for _, kv := range o.Env {
 		k, v, _ := strings.Cut(kv, "=")
 		err := check(k, v)
-		if known, ok := collectives.LookupVariable(k); ok && err == nil && len(known.Engines) == 0 {
+		if known, ok := collectives.LookupVariable(k); ok && err == nil && len(known.Engines) == 0 && !known.Overridable {
 			err = fmt.Errorf("%s is read from the process environment, which -E does not change: set it there", k)
 		}
 		if err != nil {

@@ -49,6 +49,7 @@ func TestUnknownVariableNamesClosest(t *testing.T) {
 		{"--engine", "gpu", "-E", "RCCLX_TESTS_GPU_CE_BYTES=off"},
 		{"--engine", "host,gpu", "-E", "RCCLX_TESTS_GPU_CE_BYTES=off"},
 		{"--engine", "vendor,host", "-E", "NCCL_ALGO=Ring"},
+		{"--engine", "host", "-E", "NCCL_TESTS_ALLTOALLV_SPREAD=0"}, // the harness reads it with -E over the environment
 	} {
 		if _, _, err := a.parse(args); err != nil {
 			t.Errorf("%v: %v", args, err)
