@@ -149,7 +149,7 @@ func (r *abRun) spawn(arm *abArm, world []string) error {
 		return err
 	}
 	seed := strconv.FormatUint(r.seed, 10)
-	cmd := exec.Command(exe, append(withoutAB(r.a.argv[1:]), "--seed", seed)...)
+	cmd := exec.Command(exe, append([]string{"--seed", seed}, withoutAB(r.a.argv[1:])...)...) // before any "--"
 	env := append(append(world, r.a.workerEnv...), arm.label, abWorkerEnv+"="+r.o.abKey, seedEnv+"="+seed)
 	cmd.Env = bootstrap.Isolate(r.a.environ(), env...)
 	cmd.ExtraFiles = []*os.File{abCommandFD - 3: cmdRead, abReplyFD - 3: replyWrite}
@@ -490,6 +490,8 @@ func withoutAB(args []string) []string {
 	var out []string
 	for i := 0; i < len(args); i++ {
 		switch a := args[i]; {
+		case a == "--": // the rest are arguments, not flags
+			return append(out, args[i:]...)
 		case a == "--ab" || a == "--ab-rounds":
 			i++
 		case a == "--ab-strict", strings.HasPrefix(a, "--ab="), strings.HasPrefix(a, "--ab-rounds="),

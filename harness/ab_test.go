@@ -275,6 +275,15 @@ func TestWithoutAB(t *testing.T) {
 	if strings.Join(got, " ") != "-g 2 -b 8 -E X=1" {
 		t.Errorf("withoutAB = %q", got)
 	}
+	if got := withoutAB([]string{"-g", "2", "--", "--ab", "x"}); strings.Join(got, " ") != "-g 2 -- --ab x" {
+		t.Errorf("after --: %q", got)
+	}
+	// The workers' --seed goes before the user's "--", which ends the flags.
+	r := hostRun(t, collectives.AllReduce, "-g", "2", "-b", "1K", "-e", "1K", "-n", "1", "--ab", "RCCLX_TESTS_DELAY_US=0,1",
+		"--ab-rounds", "2", "--")
+	if r.code != exitOK {
+		t.Errorf("with --: exit %d\n%s%s", r.code, r.stdout, r.stderr)
+	}
 }
 
 // TestABIgnoredFlags: -N, -I, -K and -q, which the header says --ab ignores, reach neither the workers' timing
