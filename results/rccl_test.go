@@ -103,3 +103,14 @@ func TestRCCLNames(t *testing.T) {
 		t.Error("type names")
 	}
 }
+
+// TestRCCLFileNamesOurCollective: the gate's like-with-like check reads rccl-tests' collective names as ours,
+// so a run saved as -J JSON and as rccl-tests' CSV compare.
+func TestRCCLFileNamesOurCollective(t *testing.T) {
+	for args, want := range map[string]string{"AllReduce": "all_reduce", "AlltoAllv": "alltoallv",
+		"/bin/all_reduce_perf": "all_reduce_perf", "HyperCube": "hypercube"} {
+		if got := collectiveName(&Record{Args: []string{args}}); got != want {
+			t.Errorf("collectiveName(%s) = %s, want %s", args, got, want)
+		}
+	}
+}

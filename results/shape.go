@@ -178,10 +178,17 @@ func unreadVariable(rec *Record) string {
 	return fmt.Sprintf("an A/B run of %s, which %s never reads: both arms ran the same", key, lib)
 }
 
-// collectiveName is the binary name in args[0] ("all_reduce_perf").
+// collectiveName is the binary name in args[0] ("all_reduce_perf"), or this suite's name of the collective an
+// rccl-tests result file names ("AllReduce": "all_reduce").
 func collectiveName(rec *Record) string {
 	if len(rec.Args) == 0 {
 		return ""
 	}
-	return filepath.Base(rec.Args[0])
+	name := filepath.Base(rec.Args[0])
+	for ours, theirs := range rcclNames {
+		if name == theirs && ours != "all_reduce_bias" { // all_reduce_bias_perf's files say AllReduce too
+			return ours
+		}
+	}
+	return name
 }
