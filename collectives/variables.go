@@ -44,6 +44,9 @@ type LibraryScanner interface {
 // ReadBy reports whether engine reads v.
 func (v Variable) ReadBy(engine string) bool { return slices.Contains(v.Engines, engine) }
 
+// Policy reports whether the RCCLX policy (PolicyFromEnv) reads it.
+func (v Variable) Policy() bool { return v.policy }
+
 // ReadFor reports whether v can change a run of c.
 func (v Variable) ReadFor(c *Collective) bool {
 	return len(v.Colls) == 0 || slices.Contains(v.Colls, c.Base())

@@ -110,10 +110,12 @@ func TestIneffectiveFlagsNoted(t *testing.T) {
 			t.Errorf("%v: exit %d, stderr %q, stdout\n%s", c.args, r.code, r.stderr, r.stdout)
 		}
 	}
-	// With low precision on, --lp-mode applies and is not noted.
-	r := envRun(t, []string{"--lp", "--lp-mode", "scaled", "-b", "8", "-e", "8", "-n", "1"}, nil)
-	if r.code != exitOK || strings.Contains(r.stdout, "ignored") {
-		t.Errorf("--lp --lp-mode: exit %d\n%s", r.code, r.stdout)
+	// With low precision on, in the run or in an A/B arm, --lp-mode applies and is not noted.
+	for _, args := range [][]string{{"--lp"}, {"--ab", "RCCL_LOW_PRECISION_ENABLE=0,1", "--ab-rounds", "1"}} {
+		r := envRun(t, append(args, "--lp-mode", "scaled", "-b", "8", "-e", "8", "-n", "1"), nil)
+		if r.code != exitOK || strings.Contains(r.stdout, "--lp-mode scaled ignored") {
+			t.Errorf("%v --lp-mode: exit %d\n%s%s", args, r.code, r.stdout, r.stderr)
+		}
 	}
 }
 
