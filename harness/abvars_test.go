@@ -215,3 +215,16 @@ func TestABArmsThatMeanTheSame(t *testing.T) {
 		}
 	}
 }
+
+// TestAutoInEngineList: auto beside the engine it picks would run that engine twice.
+func TestAutoInEngineList(t *testing.T) {
+	a := &app{coll: collectives.AllReduce, engines: realEngines}
+	picked := autoEngine(t)
+	_, _, err := a.parse([]string{"--engine", "auto," + picked})
+	if err == nil || !strings.Contains(err.Error(), "names "+picked+" twice (auto is "+picked+" here)") {
+		t.Errorf("--engine auto,%s: %v", picked, err)
+	}
+	if _, _, err := a.parse([]string{"--engine", "auto"}); err != nil {
+		t.Errorf("--engine auto: %v", err)
+	}
+}

@@ -166,6 +166,9 @@ func (a *app) parse(args []string) (o *Options, run bool, err error) {
 			if err := a.checkConsistency(cmd.Flags(), o); err != nil {
 				return err
 			}
+			if err := a.checkAutoInList(cmd.Flags(), o); err != nil {
+				return err
+			}
 			if err := o.checkVariables(cmd.Flags(), a.engines.readers); err != nil || o.abKey == "" {
 				return err
 			}

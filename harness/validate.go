@@ -8,6 +8,7 @@ import (
 	"github.com/spf13/pflag"
 
 	"github.com/rcclx-tests/rcclx-tests/collectives"
+	"github.com/rcclx-tests/rcclx-tests/engines"
 )
 
 // usageError is bad command-line input: one line naming the flag and the value, exit code 1.
@@ -110,6 +111,18 @@ func (o *Options) validateEngines(fs *pflag.FlagSet, known []string) error {
 	}
 	if o.AB != "" && len(o.engines) > 1 {
 		return badValue(fs, "ab", "cannot be combined with several engines")
+	}
+	return nil
+}
+
+// checkAutoInList refuses an engine list where auto names an engine the list names too (--engine auto,host
+// on a machine without a GPU would run the host engine twice and pool both runs as one).
+func (a *app) checkAutoInList(fs *pflag.FlagSet, o *Options) error {
+	if len(o.engines) < 2 || !slices.Contains(o.engines, engines.Auto) {
+		return nil
+	}
+	if picked, _ := a.readers(engines.Auto); len(picked) == 1 && slices.Contains(o.engines, picked[0]) {
+		return badValue(fs, "engine", fmt.Sprintf("names %s twice (auto is %s here)", picked[0], picked[0]))
 	}
 	return nil
 }
