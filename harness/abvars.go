@@ -108,7 +108,7 @@ func (a *app) checkABVariable(o *Options) (abVariable, error) {
 	if x == y || suite && v.Same(x, y) {
 		return refuse("both arms are the same")
 	}
-	if suite && !v.ReadFor(a.coll) {
+	if known && !v.ReadFor(a.coll) { // RCCLX's own switches mean in its library what they mean in our policy
 		var colls []string
 		for _, c := range v.Colls {
 			colls = append(colls, c.Name)

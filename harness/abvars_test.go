@@ -80,6 +80,8 @@ func TestABVariableNothingReads(t *testing.T) {
 			"NCCL_TESTS_ALLTOALLV_SPREAD is not read by all_reduce: it changes only alltoallv"},
 		{collectives.AllReduce, []string{"--engine", "vendor", "--ab", "NCCL_TESTS_ALLTOALLV_SPREAD=0.5,1"},
 			"NCCL_TESTS_ALLTOALLV_SPREAD is not read by all_reduce"},
+		{collectives.AllReduce, []string{"--engine", "vendor", "--ab", "RCCL_ENABLE_DDA_ALL_GATHER=0,1"},
+			"RCCL_ENABLE_DDA_ALL_GATHER is not read by all_reduce: it changes only all_gather"},
 		{collectives.Broadcast, []string{"--ab", "RCCL_DDA_ENABLE=0,1"},
 			"RCCL_DDA_ENABLE is not read by broadcast: it changes only all_reduce, all_gather, alltoall, reduce_scatter"},
 		{collectives.AllReduce, []string{"--ab", "RCCL_ENABLE_DDA_ALL_GATHER=0,1"}, "it changes only all_gather"},
