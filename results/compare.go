@@ -51,13 +51,19 @@ type CompareOptions struct {
 // the collective's bus factor), and each later column's speedup over the first
 // (ratio of median times; above 1 is faster). So one record of
 // --engine vendor,gpu, or of --ab, compares its own engines or arms. The
-// half is out-of-place unless opt.InPlace.
+// half is out-of-place unless opt.InPlace, or where the runs timed only the
+// in-place one (-O 0).
 func Compare(w io.Writer, runs []Run, opt CompareOptions) error {
 	inPlace := opt.InPlace
 	if len(runs) == 0 {
 		return fmt.Errorf("compare: no runs")
 	}
 	keys, points := collect(runs, inPlace)
+	if len(keys) == 0 && !inPlace {
+		if k, p := collect(runs, true); len(k) > 0 {
+			keys, points, inPlace = k, p, true
+		}
+	}
 	type rowID struct {
 		dtype, redop, root string
 		size               int64

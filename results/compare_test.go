@@ -220,3 +220,18 @@ func TestCompareEngines(t *testing.T) {
 		t.Errorf("want vendor and gpu columns and %d rows with speedup 4.000x:\n%s", n, text)
 	}
 }
+
+// TestCompareInPlaceOnly: runs that timed only the in-place half (-O 0) show it without --in-place.
+func TestCompareInPlaceOnly(t *testing.T) {
+	rec := synthRecord(newRand(), 3, 1, 0, 0)
+	for i := range rec.Results {
+		rec.Results[i].OutOfPlace = Half{}
+	}
+	var out bytes.Buffer
+	if err := Compare(&out, []Run{{"p.json", rec}}, CompareOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	if text := out.String(); !strings.HasPrefix(text, "# in-place") || !strings.Contains(text, "p.json us") {
+		t.Errorf("in-place only:\n%s", text)
+	}
+}
