@@ -58,8 +58,9 @@ func PlotRuns(out string, runs []results.Run, opt Options) error {
 		unit = "GB/s"
 	}
 	logY := opt.LogY || opt.Metric == results.MetricTime
-	series := results.Aggregate(runs, opt.InPlace)
-	title := fmt.Sprintf("%s, %s", opt.Metric, results.HalfName(opt.InPlace))
+	inPlace := results.ShownHalf(runs, opt.InPlace)
+	series := results.Aggregate(runs, inPlace)
+	title := fmt.Sprintf("%s, %s", opt.Metric, results.HalfName(inPlace))
 	if banded(series) {
 		title += ": median, band from min to max"
 	}

@@ -37,6 +37,19 @@ func LoadRuns(paths []string) ([]Run, error) {
 	return runs, nil
 }
 
+// ShownHalf is the half compare and plot show (true: in-place): the in-place one when asked for, or where the
+// runs timed only that one (-O 0); else out-of-place.
+func ShownHalf(runs []Run, inPlace bool) bool {
+	if inPlace {
+		return true
+	}
+	if keys, _ := collect(runs, false); len(keys) > 0 {
+		return false
+	}
+	keys, _ := collect(runs, true)
+	return len(keys) > 0
+}
+
 // CompareOptions choose the half Compare shows and its format.
 type CompareOptions struct {
 	InPlace  bool // the in-place half instead of out-of-place
@@ -54,16 +67,11 @@ type CompareOptions struct {
 // half is out-of-place unless opt.InPlace, or where the runs timed only the
 // in-place one (-O 0).
 func Compare(w io.Writer, runs []Run, opt CompareOptions) error {
-	inPlace := opt.InPlace
 	if len(runs) == 0 {
 		return fmt.Errorf("compare: no runs")
 	}
+	inPlace := ShownHalf(runs, opt.InPlace)
 	keys, points := collect(runs, inPlace)
-	if len(keys) == 0 && !inPlace {
-		if k, p := collect(runs, true); len(k) > 0 {
-			keys, points, inPlace = k, p, true
-		}
-	}
 	type rowID struct {
 		dtype, redop, root string
 		size               int64

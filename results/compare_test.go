@@ -234,4 +234,8 @@ func TestCompareInPlaceOnly(t *testing.T) {
 	if text := out.String(); !strings.HasPrefix(text, "# in-place") || !strings.Contains(text, "p.json us") {
 		t.Errorf("in-place only:\n%s", text)
 	}
+	both := synthRecord(newRand(), 3, 1, 0, 0)
+	if !ShownHalf([]Run{{"p.json", rec}}, false) || ShownHalf([]Run{{"b.json", both}}, false) || !ShownHalf([]Run{{"b.json", both}}, true) {
+		t.Error("ShownHalf")
+	}
 }
