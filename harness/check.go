@@ -132,13 +132,10 @@ func (t *thread) check(tr *truth, c *collectives.Call) (summary, error) {
 // untouched reads, before the call, the receive views the call must leave as they are (reduce and gather away
 // from the root: nil for the other local ranks).
 func (t *thread) untouched(tr *truth, c *collectives.Call) ([][]byte, error) {
-	var kept [][]byte
+	kept := make([][]byte, len(t.ranks))
 	for l, r := range t.ranks {
 		if !tr.coll.Untouched(r, tr.p.root) {
 			continue
-		}
-		if kept == nil {
-			kept = make([][]byte, len(t.ranks))
 		}
 		kept[l] = make([]byte, c.Counts[l].Recv*int64(c.DType.Size()))
 		if err := t.group.Read(kept[l], c.Recv[l]); err != nil {

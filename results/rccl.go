@@ -40,6 +40,18 @@ var rcclNames = map[string]string{
 	"alltoallv": "AlltoAllv", "hypercube": "HyperCube", "all_reduce_bias": "AllReduce",
 }
 
+// ourNames reads rccl-tests' names as this suite's ("AllReduce" is all_reduce, though all_reduce_bias_perf's
+// files say it too).
+var ourNames = func() map[string]string {
+	m := map[string]string{}
+	for ours, theirs := range rcclNames {
+		if ours != "all_reduce_bias" {
+			m[theirs] = ours
+		}
+	}
+	return m
+}()
+
 // RCCLName is rccl-tests' name of the collective this suite calls name ("all_reduce" -> "AllReduce").
 func RCCLName(name string) string {
 	if n, ok := rcclNames[name]; ok {

@@ -185,10 +185,8 @@ func collectiveName(rec *Record) string {
 		return ""
 	}
 	name := filepath.Base(rec.Args[0])
-	for ours, theirs := range rcclNames {
-		if name == theirs && ours != "all_reduce_bias" { // all_reduce_bias_perf's files say AllReduce too
-			return ours
-		}
+	if ours, ok := ourNames[name]; ok {
+		return ours
 	}
 	return name
 }
