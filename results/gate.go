@@ -397,6 +397,9 @@ func (r *GateReport) describe(c GateCheck) string {
 }
 
 func pct(f float64) string {
+	if math.IsInf(f, 0) {
+		return "unbounded" // busbw's bound when the time's interval reaches zero
+	}
 	return fmt.Sprintf("%+.1f%%", 100*f)
 }
 

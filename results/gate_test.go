@@ -2,6 +2,7 @@ package results
 
 import (
 	"bytes"
+	"math"
 	"math/rand/v2"
 	"slices"
 	"strings"
@@ -138,6 +139,29 @@ func TestGateDropInsideNoisePasses(t *testing.T) {
 	if len(lines) != 3 || !strings.HasPrefix(lines[0], "NOTE 8B out-of-place: busbw -16.7% (limit -10.0%, 95% CI ") ||
 		!strings.HasSuffix(lines[0], "within the run-to-run noise, not counted (more -N cycles or runs decide)") ||
 		!strings.HasSuffix(lines[2], ", 1 beyond the limit within noise)") {
+		t.Fatalf("report:\n%s", out)
+	}
+}
+
+// Rounds so scattered that the time's interval reaches zero leave busbw's unbounded above: said in words.
+func TestGateUnboundedIntervalInWords(t *testing.T) {
+	rng := newRand()
+	base := synthRecord(rng, 1, 1, 3, 0)
+	cur := synthRecord(rng, 1, 1, 3, 0)
+	for _, rec := range []*Record{base, cur} {
+		h := &rec.Results[0].OutOfPlace
+		m := *h.Time
+		if rec == cur {
+			m *= 1.2
+		}
+		h.Rounds = []float64{0.05 * m, m, 3 * m}
+		h.Time = &m
+	}
+	rep, out := gate(t, []*Record{base}, []*Record{cur}, GateOptions{Threshold: 0.1})
+	if !math.IsInf(rep.Checks[0].Hi, 1) {
+		t.Fatalf("interval %+v should be unbounded above", rep.Checks[0])
+	}
+	if !strings.Contains(out, "..unbounded)") || strings.Contains(out, "Inf") {
 		t.Fatalf("report:\n%s", out)
 	}
 }

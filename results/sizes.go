@@ -22,11 +22,17 @@ func FormatSize(n int64) string {
 	return fmt.Sprintf("%dB", n)
 }
 
-// ParsePercent reads "10%" or "10" as the fraction 0.10.
+// ParsePercent reads "10%" or "10" as the fraction 0.10. A bare number above 0 and up to 1 is refused: "0.1"
+// is as likely meant as a fraction (10%) as a percentage, and a gate must not guess.
 func ParsePercent(s string) (float64, error) {
-	v, err := strconv.ParseFloat(strings.TrimSuffix(strings.TrimSpace(s), "%"), 64)
+	t := strings.TrimSpace(s)
+	number := strings.TrimSuffix(t, "%")
+	v, err := strconv.ParseFloat(number, 64)
 	if err != nil || v < 0 || math.IsInf(v, 0) || math.IsNaN(v) {
 		return 0, fmt.Errorf("bad percentage %q (want e.g. 10%%)", s)
+	}
+	if number == t && v > 0 && v <= 1 {
+		return 0, fmt.Errorf("ambiguous percentage %q: write %s%% or %s%%", s, number, strconv.FormatFloat(100*v, 'g', -1, 64))
 	}
 	return v / 100, nil
 }

@@ -17,7 +17,13 @@ func TestParsePercentAndRange(t *testing.T) {
 	if v, err := ParsePercent("12.5%"); err != nil || v != 0.125 {
 		t.Errorf("ParsePercent = %v, %v", v, err)
 	}
-	for _, in := range []string{"x", "-3%", "Inf%", ""} {
+	if v, err := ParsePercent("10"); err != nil || v != 0.1 {
+		t.Errorf("ParsePercent(10) = %v, %v", v, err)
+	}
+	if v, err := ParsePercent("0.5%"); err != nil || v != 0.005 {
+		t.Errorf("ParsePercent(0.5%%) = %v, %v", v, err)
+	}
+	for _, in := range []string{"x", "-3%", "Inf%", "", "0.1", "1", "0.25"} {
 		if _, err := ParsePercent(in); err == nil {
 			t.Errorf("ParsePercent(%q) accepted", in)
 		}

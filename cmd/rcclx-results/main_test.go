@@ -93,6 +93,8 @@ func TestUsageAndInputErrors(t *testing.T) {
 	for _, args := range [][]string{
 		{"gate", anchor},
 		{"gate", "--baseline", anchor, "--threshold", "ten", anchor},
+		{"gate", "--baseline", anchor, "--threshold", "0.1", anchor},
+		{"gate", "--baseline", anchor, "--range", "0-64K=0.25", anchor},
 		{"gate", "--baseline", anchor, "--range", "64K=1%", anchor},
 		{"gate", "--baseline", anchor, "--metric", "speed", anchor},
 		{"gate", "--baseline", bad, anchor},
