@@ -95,7 +95,6 @@ func buildVariables() []Variable {
 		}
 		return nil
 	}
-	size := func(s string) error { _, err := ParseSize(s); return err }
 	alltoallv := []*Collective{AllToAllV}
 	vs = append(vs,
 		Variable{Name: EnvSkipRank, Engines: everyOne, Check: rank, Meaning: meaning(strconv.Atoi, -1)},
@@ -117,23 +116,8 @@ func buildVariables() []Variable {
 		Variable{Name: "RCCLX_TESTS_LIBCUDA", Engines: gpuOnly},
 		Variable{Name: "RCCLX_TESTS_LIBNVRTC", Engines: gpuOnly},
 		Variable{Name: "RCCLX_TESTS_KERNEL_CACHE", Engines: gpuOnly},
-		// The GPU engine's tuning (gpuengine/tuning.go), with its defaults; a test there holds them to it.
-		Variable{Name: "RCCLX_TESTS_GPU_RING_BLOCKS", Engines: gpuOnly, Check: blocks, Meaning: meaning(strconv.Atoi, 64)},
-		Variable{Name: "RCCLX_TESTS_GPU_LP_BLOCKS", Engines: gpuOnly, Check: blocks,
-			Meaning: meaning(strconv.Atoi, MaxGPUBlocks)},
-		Variable{Name: "RCCLX_TESTS_GPU_CE_BYTES", Engines: gpuOnly, Check: func(s string) error {
-			_, err := ceBytes(s)
-			return err
-		}, Meaning: meaning(ceBytes, 8<<20)},
-		Variable{Name: "RCCLX_TESTS_GPU_CE_CHUNK", Engines: gpuOnly, Check: size, Meaning: meaning(ParseSize, 16<<20)},
-		Variable{Name: "RCCLX_TESTS_GPU_LL_BYTES", Engines: gpuOnly, Colls: []*Collective{AllReduce}, Check: size,
-			Meaning: meaning(ParseSize, 1<<20)},
-		Variable{Name: "RCCLX_TESTS_GPU_LAUNCHERS", Engines: gpuOnly, Check: func(s string) error {
-			_, err := onOff(s)
-			return err
-		}, Meaning: meaning(onOff, true)},
 	)
-	return vs
+	return append(vs, gpuTuningVariables()...)
 }
 
 // meaning is a Meaning that parses a value with parse and reads an empty one as def, the reader's default.
@@ -164,32 +148,6 @@ func parsed[T comparable](parse func(string) (T, error), s string) any {
 }
 
 func word(s string) (string, error) { return s, nil }
-
-// ceBytes reads RCCLX_TESTS_GPU_CE_BYTES: a size, or off (-1).
-func ceBytes(s string) (int64, error) {
-	if s == "off" {
-		return -1, nil
-	}
-	return ParseSize(s)
-}
-
-// onOff reads RCCLX_TESTS_GPU_LAUNCHERS: on or 1, off or 0.
-func onOff(s string) (bool, error) {
-	if err := oneOf("on", "off", "1", "0")(s); err != nil {
-		return false, err
-	}
-	return s == "on" || s == "1", nil
-}
-
-// MaxGPUBlocks is the most blocks a GPU engine kernel may be given (RCCLX_TESTS_GPU_*_BLOCKS).
-const MaxGPUBlocks = 128
-
-func blocks(s string) error {
-	if n, err := strconv.Atoi(s); err != nil || n < 1 || n > MaxGPUBlocks {
-		return fmt.Errorf("want 1..%d", MaxGPUBlocks)
-	}
-	return nil
-}
 
 func oneOf(vals ...string) func(string) error {
 	return func(s string) error {

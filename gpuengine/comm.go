@@ -18,7 +18,7 @@ type comm struct {
 	policy   collectives.Policy
 	hooks    collectives.Hooks
 	arrivals *collectives.Arrivals // calls each local rank entered, for timeouts
-	tuning   tuning
+	tuning   collectives.GPUTuning
 	timeout  time.Duration
 	half     int64 // bytes of one data half of every rank's buffer
 	blockCap int   // most blocks per kernel: kernels of ranks that share a GPU must all fit at once

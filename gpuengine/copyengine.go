@@ -47,13 +47,10 @@ type ceRank struct {
 	scratchLen            int64
 }
 
-// A reduction's chunk (RCCLX_TESTS_GPU_CE_CHUNK, default ceChunkBytes) should be small enough that the first
+// A reduction's chunk (RCCLX_TESTS_GPU_CE_CHUNK, default 16 MiB) should be small enough that the first
 // reduction starts soon, large enough that per-chunk costs (an event, a copy per peer, a kernel) stay far
 // below its transfer time; a segment has at most ceMaxChunks.
-const (
-	ceChunkBytes = 16 << 20
-	ceMaxChunks  = 32
-)
+const ceMaxChunks = 32
 
 func (s *ceRank) close() []error {
 	var errs []error
@@ -100,7 +97,7 @@ func (g *group) useCopyEngines(call *collectives.Call, algo string) (bool, error
 	k := call.Counts[0]
 	bytes := max(k.Send, k.Recv) * int64(call.DType.Size())
 	switch {
-	case c.tuning.ceBytes < 0 || bytes < c.tuning.ceBytes || c.nranks < 2 || len(g.ranks) != c.nranks:
+	case c.tuning.CEBytes < 0 || bytes < c.tuning.CEBytes || c.nranks < 2 || len(g.ranks) != c.nranks:
 		return false, nil
 	case g.capturing || c.hooks.SkipRank >= 0: // a skipped rank must leave its peers waiting, as on the kernels
 		return false, nil
@@ -209,7 +206,7 @@ func (g *group) ceLaunch(call *collectives.Call) error {
 		segLen = func(j int) int64 { return min(max(k.Param-int64(j)*seg, 0), seg) }
 	}
 	a2aInPlace := call.Coll == collectives.AllToAll && call.InPlace(0)
-	chunk, chunks := ceChunks(slot, size, g.c.tuning.ceChunk, call.Coll == collectives.ReduceScatter || a2aInPlace)
+	chunk, chunks := ceChunks(slot, size, g.c.tuning.CEChunk, call.Coll == collectives.ReduceScatter || a2aInPlace)
 	span := func(j, i int) (off, cnt int64) { // chunk i of segment j, relative to the segment
 		off = min(int64(i)*chunk, segLen(j))
 		return off, min(chunk, segLen(j)-off)

@@ -19,7 +19,7 @@ func TestCEChunks(t *testing.T) {
 			(slot > 0 && int64(chunks-1)*chunk >= slot) {
 			t.Fatalf("slot %d x %d B: %d chunks of %d", slot, size, chunks, chunk)
 		}
-		if _, n := ceChunks(slot, size, ceChunkBytes, false); n != 1 {
+		if _, n := ceChunks(slot, size, collectives.DefaultGPUTuning.CEChunk, false); n != 1 {
 			t.Fatalf("a copy in %d chunks", n)
 		}
 	}

@@ -117,7 +117,7 @@ func (g *group) Launch(call *collectives.Call) error {
 	phases := g.c.callPhases(call, algo)
 	for ph := range phases {
 		f := phase{ph, phases}
-		if g.c.tuning.launchers && len(g.ranks) > 1 && !g.capturing {
+		if g.c.tuning.Launchers && len(g.ranks) > 1 && !g.capturing {
 			if err := g.launchParallel(call, algo, f); err != nil {
 				return err
 			}

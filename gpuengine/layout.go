@@ -1,16 +1,19 @@
 package gpuengine
 
-import "github.com/rcclx-tests/rcclx-tests/cuda"
+import (
+	"github.com/rcclx-tests/rcclx-tests/collectives"
+	"github.com/rcclx-tests/rcclx-tests/cuda"
+)
 
 // The layout of each rank's peer-visible buffer, as kernels/comm.cuh defines it (a test compares the numbers).
 const (
-	maxBlocks       = 128    // RX_MAXB
-	maxBarrierRanks = 64     // RX_MAXR
-	fifoSlots       = 8      // RX_NSLOTS
-	slotBytes       = 65536  // RX_SLOT_BYTES
-	ctrlBytes       = 131072 // RX_CTRL_BYTES
-	llMaxRanks      = 16     // RX_LL_MAXR
-	llBytes         = 524288 // RX_LL_BYTES
+	maxBlocks       = collectives.MaxGPUBlocks // RX_MAXB
+	maxBarrierRanks = 64                       // RX_MAXR
+	fifoSlots       = 8                        // RX_NSLOTS
+	slotBytes       = 65536                    // RX_SLOT_BYTES
+	ctrlBytes       = 131072                   // RX_CTRL_BYTES
+	llMaxRanks      = 16                       // RX_LL_MAXR
+	llBytes         = 524288                   // RX_LL_BYTES
 	llAreaBytes     = 2 * llMaxRanks * 2 * llBytes
 	argsBytes       = 112 // RX_ARGS_BYTES
 	dataOffset      = ctrlBytes + llAreaBytes + maxBlocks*fifoSlots*slotBytes

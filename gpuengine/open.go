@@ -27,12 +27,12 @@ func (engine) Open(cfg collectives.Config) (collectives.Comm, error) {
 	if err != nil {
 		return nil, fmt.Errorf("gpu: %w", err)
 	}
-	tun, err := readTuning(getenv)
+	tun, err := collectives.GPUTuningFromEnv(getenv)
 	if err != nil {
 		return nil, fmt.Errorf("gpu: %w", err)
 	}
 	if cfg.Memory == collectives.MemoryHost || cfg.Memory == collectives.MemoryManaged {
-		tun.ceBytes = -1 // peer copies are defined between device memory only
+		tun.CEBytes = -1 // peer copies are defined between device memory only
 	}
 	world := cfg.World
 	if world == nil {

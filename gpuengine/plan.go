@@ -118,7 +118,7 @@ func (c *comm) makePlan(coll *collectives.Collective, algo string, k collectives
 	total := max(k.Send, k.Recv) * int64(size)
 	switch algo {
 	case collectives.Ring:
-		p.blocks = gridFor(total, min(c.tuning.ringBlocks, c.blockCap))
+		p.blocks = gridFor(total, min(c.tuning.RingBlocks, c.blockCap))
 	case collectives.DDAFlat, collectives.DDATree, collectives.DDA:
 		// A 16-byte vector per thread: DDA's peer loads are latency-bound, so the more in flight the better.
 		// The push tree's grid is bounded by the GPU (2-8 MiB on 2 H200s: 24 blocks 17.6-48.8 us, 128 blocks
@@ -136,7 +136,7 @@ func (c *comm) makePlan(coll *collectives.Collective, algo string, k collectives
 		}
 		slice := k.Param / n * int64(size)
 		switch {
-		case total > c.tuning.llMax:
+		case total > c.tuning.LLMax:
 		case algo == collectives.DDAFlat && total <= llBytes && n <= llMaxRanks:
 			ll(llFlatKernel, total)
 		case algo == collectives.DDATree && slice <= llBytes && n <= llMaxRanks/2:
@@ -145,7 +145,7 @@ func (c *comm) makePlan(coll *collectives.Collective, algo string, k collectives
 	case collectives.Direct, collectives.HyperCubeSteps:
 		per := c.half / (directSlots(coll, n) * int64(size)) / vecElems(size) * vecElems(size)
 		p.rounds = splitRounds(directElems(coll, k), per, vecElems(size))
-		p.blocks = gridFor(min(total, c.half), min(c.tuning.lpBlocks, c.blockCap))
+		p.blocks = gridFor(min(total, c.half), min(c.tuning.LPBlocks, c.blockCap))
 		if algo == collectives.HyperCubeSteps {
 			p.steps = bits.Len(uint(n)) - 1
 		}
@@ -168,7 +168,7 @@ func (c *comm) makePlan(coll *collectives.Collective, algo string, k collectives
 		if scaled {
 			p.lpMode = 1
 		}
-		p.blocks = gridFor(min(total, c.half), min(c.tuning.lpBlocks, c.blockCap))
+		p.blocks = gridFor(min(total, c.half), min(c.tuning.LPBlocks, c.blockCap))
 	}
 	return p, nil
 }

@@ -64,7 +64,7 @@ func TestLPRoundFitsHalf(t *testing.T) {
 
 func TestPlanBlocksAndUnsupported(t *testing.T) {
 	p, _ := collectives.PolicyFromEnv(func(string) string { return "" })
-	c := &comm{nranks: 2, policy: p, tuning: tuning{ringBlocks: 32, lpBlocks: 64}, half: halfBytes(p.SendBuf), blockCap: 40}
+	c := &comm{nranks: 2, policy: p, tuning: collectives.GPUTuning{RingBlocks: 32, LPBlocks: 64}, half: halfBytes(p.SendBuf), blockCap: 40}
 	k := collectives.AllReduce.Counts(1<<30, 2, 0, collectives.Float)
 	for algo, want := range map[string]int{collectives.Ring: 32, collectives.DDAFlat: 24, collectives.LowPrecision: 40} {
 		pl, err := c.makePlan(collectives.AllReduce, algo, k, 4)
@@ -79,7 +79,7 @@ func TestPlanBlocksAndUnsupported(t *testing.T) {
 	// DDA all_reduce: LL up to RCCLX_TESTS_GPU_LL_BYTES (1 MiB), a word of the piece (flat: the vector; tree:
 	// a slice) per thread, bounded by the GPU (blockCap 40); the other kernels a vector per thread, the push
 	// tree bounded by the GPU, flat by RCCL_DDA_MAX_BLOCKS (24).
-	c.tuning.llMax = defaultLLMax
+	c.tuning.LLMax = collectives.DefaultGPUTuning.LLMax
 	for _, x := range []struct {
 		algo   string
 		bytes  int64
@@ -97,42 +97,12 @@ func TestPlanBlocksAndUnsupported(t *testing.T) {
 			t.Errorf("%s %d bytes: %s x %d blocks, want %s x %d", x.algo, x.bytes, pl.kernel, pl.blocks, x.kernel, x.blocks)
 		}
 	}
-	c.tuning.llMax = 0
+	c.tuning.LLMax = 0
 	if pl, _ := c.makePlan(collectives.AllReduce, collectives.DDAFlat, collectives.AllReduce.Counts(8, 2, 0, collectives.Float), 4); pl.kernel != "dda_all_reduce_flat" {
 		t.Errorf("RCCLX_TESTS_GPU_LL_BYTES=0: %s", pl.kernel)
 	}
 	if _, err := c.makePlan(collectives.AllToAll, collectives.Ring, k, 4); !errors.Is(err, collectives.ErrUnsupported) {
 		t.Errorf("ring alltoall: %v", err)
-	}
-}
-
-func TestTuning(t *testing.T) {
-	env := map[string]string{"RCCLX_TESTS_GPU_RING_BLOCKS": "8"}
-	getenv := func(k string) string { return env[k] }
-	if tu, err := readTuning(getenv); err != nil || tu.ringBlocks != 8 || tu.lpBlocks != maxBlocks || tu.ceBytes != defaultCEBytes || tu.llMax != defaultLLMax || !tu.launchers {
-		t.Errorf("tuning %+v, %v", tu, err)
-	}
-	env["RCCLX_TESTS_GPU_LAUNCHERS"] = "off"
-	if tu, err := readTuning(getenv); err != nil || tu.launchers {
-		t.Errorf("RCCLX_TESTS_GPU_LAUNCHERS=off: %+v, %v", tu, err)
-	}
-	for v, want := range map[string]int64{"off": -1, "0": 0, "32M": 32 << 20} {
-		env["RCCLX_TESTS_GPU_CE_BYTES"] = v
-		if tu, err := readTuning(getenv); err != nil || tu.ceBytes != want {
-			t.Errorf("RCCLX_TESTS_GPU_CE_BYTES=%s: %+v, %v", v, tu, err)
-		}
-	}
-	for k, v := range map[string]string{"RCCLX_TESTS_GPU_RING_BLOCKS": "x", "RCCLX_TESTS_GPU_LP_BLOCKS": "0",
-		"RCCLX_TESTS_GPU_CE_BYTES": "-5", "RCCLX_TESTS_GPU_LL_BYTES": "x", "RCCLX_TESTS_GPU_LAUNCHERS": "yes"} {
-		bad := func(key string) string {
-			if key == k {
-				return v
-			}
-			return ""
-		}
-		if _, err := readTuning(bad); err == nil {
-			t.Errorf("%s=%s accepted", k, v)
-		}
 	}
 }
 
@@ -157,7 +127,7 @@ func TestNoDriver(t *testing.T) {
 // phase on every rank.
 func TestCallPhases(t *testing.T) {
 	p, _ := collectives.PolicyFromEnv(func(string) string { return "" })
-	c := &comm{nranks: 8, policy: p, tuning: tuning{ringBlocks: 64, lpBlocks: maxBlocks}, half: halfBytes(1 << 20), blockCap: 16}
+	c := &comm{nranks: 8, policy: p, tuning: collectives.DefaultGPUTuning, half: halfBytes(1 << 20), blockCap: 16}
 	call := func(coll *collectives.Collective, dt collectives.DType, bytes int64) *collectives.Call {
 		cl := &collectives.Call{Coll: coll, DType: dt, Op: collectives.Sum}
 		for r := range c.nranks {
