@@ -367,6 +367,10 @@ func (o *Options) dropABIgnored() []string {
 
 func (r *abRun) sweep() error {
 	a, b := r.arms[0].ready, r.arms[1].ready
+	if why := r.cannotRun(); why != "" { // as a plain run: one line for the binary
+		fmt.Fprintf(r.out, "# %s skipped: %s\n", r.a.coll.Name, why)
+		return nil
+	}
 	sizes := sweepSizes(max(a.MinBytes, b.MinBytes), min(a.MaxBytes, b.MaxBytes), r.o.StepBytes, r.o.StepFactor)
 	for _, dt := range r.o.dtypes {
 		for _, op := range sweepOps(r.a.coll, r.o) {
@@ -400,6 +404,21 @@ func (r *abRun) sweep() error {
 		}
 	}
 	return nil
+}
+
+// cannotRun says why an arm's engine cannot run the collective at all: once where both arms say the same.
+func (r *abRun) cannotRun() string {
+	a, b := r.arms[0].ready.CannotRun, r.arms[1].ready.CannotRun
+	if a == b {
+		return a
+	}
+	var why []string
+	for i, w := range []string{a, b} {
+		if w != "" {
+			why = append(why, fmt.Sprintf("arm %s: %s", r.arms[i].name, w))
+		}
+	}
+	return strings.Join(why, "; ")
 }
 
 // point runs the rounds of one size, validates both arms and prints a "#" line with both arms' #wrong.

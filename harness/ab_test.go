@@ -349,3 +349,21 @@ func TestABNoRowsIsEmptyList(t *testing.T) {
 		t.Errorf("exit %d, JSON incomplete %v, ab %+v\n%s%s", r.code, rec.Incomplete, rec.AB, r.stdout, r.stderr)
 	}
 }
+
+// Arms whose engines cannot run the collective: one reason where both give it, else each arm's own.
+func TestABCannotRun(t *testing.T) {
+	run := func(a, b string) string {
+		r := &abRun{arms: [2]*abArm{{name: "A", ready: &abReady{CannotRun: a}}, {name: "B", ready: &abReady{CannotRun: b}}}}
+		return r.cannotRun()
+	}
+	for _, x := range [][3]string{
+		{"", "", ""},
+		{"no call", "no call", "no call"},
+		{"", "no call", "arm B: no call"},
+		{"x", "y", "arm A: x; arm B: y"},
+	} {
+		if got := run(x[0], x[1]); got != x[2] {
+			t.Errorf("cannotRun(%q, %q) = %q, want %q", x[0], x[1], got, x[2])
+		}
+	}
+}

@@ -61,6 +61,8 @@ type abReady struct {
 	MinBytes       int64
 	MaxBytes       int64
 	KnowsAlgorithm bool // false where a loaded library picks the algorithm
+	// CannotRun: why the engine cannot run the binary's collective at all (CollectiveChecker); empty: it can.
+	CannotRun string
 }
 
 // abHalf is one half of a point, combined over the arm's ranks as a plain run combines them.
@@ -161,6 +163,14 @@ func (s *session) ready() (*abReady, error) {
 		KnowsAlgorithm: true}
 	if lp, ok := s.comm.(interface{ LibraryPath() string }); ok {
 		r.LibraryPath, r.KnowsAlgorithm = lp.LibraryPath(), false
+	}
+	if cc, ok := s.comm.(collectives.CollectiveChecker); ok {
+		if err := cc.CanRun(s.a.coll); err != nil {
+			if !errors.Is(err, collectives.ErrUnsupported) {
+				return nil, err
+			}
+			r.CannotRun = err.Error()
+		}
 	}
 	return r, nil
 }
