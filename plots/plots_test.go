@@ -161,3 +161,56 @@ func TestPerfBinariesDoNotImportPlots(t *testing.T) {
 		}
 	}
 }
+
+// TestPlotPanelPerType: more series than a legend holds, of several types, are drawn in a panel per type, each
+// titled by its type and with a legend of its reductions only.
+func TestPlotPanelPerType(t *testing.T) {
+	rec := anchor(t)
+	var mixed results.Record = *rec
+	mixed.Results = nil
+	types := []string{"float", "half", "int32"}
+	for _, dt := range types {
+		for _, op := range []string{"sum", "prod", "max", "min", "avg"} {
+			for _, r := range rec.Results {
+				r.Type, r.Redop = dt, op
+				mixed.Results = append(mixed.Results, r)
+			}
+		}
+	}
+	dir := t.TempDir()
+	out := filepath.Join(dir, "mixed.svg")
+	if err := PlotRuns(out, []results.Run{{Label: "mixed", Record: &mixed}}, Options{Metric: results.MetricBusBW}); err != nil {
+		t.Fatal(err)
+	}
+	data, err := os.ReadFile(out)
+	if err != nil {
+		t.Fatal(err)
+	}
+	svg := string(data)
+	for _, dt := range types {
+		if strings.Count(svg, ">"+dt+": busbw, out-of-place<") != 1 {
+			t.Errorf("no panel titled %s", dt)
+		}
+	}
+	if strings.Contains(svg, ">float sum<") || strings.Count(svg, ">sum<") != len(types) {
+		t.Errorf("legends should name the reduction only, once per panel")
+	}
+	png := filepath.Join(dir, "mixed.png")
+	if err := PlotRuns(png, []results.Run{{Label: "mixed", Record: &mixed}}, Options{Metric: results.MetricBusBW}); err != nil {
+		t.Fatal(err)
+	}
+	checkPNG(t, png)
+}
+
+// Over many decades (an A/B interval from two rounds) about eight ticks are labelled, 1 always.
+func TestRatioTicksWideRange(t *testing.T) {
+	labelled := map[string]bool{}
+	for _, tk := range ratioTicks(1e-12, 1e15) {
+		if tk.Label != "" {
+			labelled[tk.Label] = true
+		}
+	}
+	if len(labelled) > 9 || !labelled["1"] {
+		t.Errorf("labels %v", labelled)
+	}
+}

@@ -103,15 +103,22 @@ func roundsAt(times [][]float64, i int) []float64 {
 }
 
 // ABSeries are the rows of one type, reduction and root, labelled by what
-// tells them from the report's other series ("", "max", "float sum", "root 1").
+// tells them from the other series of their panel ("", "max", "float sum", "root 1").
 type ABSeries struct {
 	Label string
 	Rows  []ABRow
 }
 
-// Series splits the report's rows by type, reduction and root, in the order
-// each first appears. Records written before rows named these are one series.
-func (r *ABReport) Series() []ABSeries {
+// ABPanel is the series drawn together; Title is the type they share where the series split by type.
+type ABPanel struct {
+	Title  string
+	Series []ABSeries
+}
+
+// Panels splits the report's rows into series by type, reduction and root, in
+// the order each first appears, and the series into panels as Aggregate does.
+// Records written before rows named these are one series.
+func (r *ABReport) Panels() []ABPanel {
 	type key struct {
 		dtype, redop string
 		root         int
@@ -125,26 +132,30 @@ func (r *ABReport) Series() []ABSeries {
 		}
 		rows[k] = append(rows[k], row)
 	}
-	var dtypes, redops, roots bool
-	for _, k := range keys {
-		dtypes, redops, roots = dtypes || k.dtype != keys[0].dtype, redops || k.redop != keys[0].redop,
-			roots || k.root != keys[0].root
+	titles, groups := splitByType(keys, func(k key) string { return k.dtype })
+	panels := make([]ABPanel, len(groups))
+	for g, group := range groups {
+		var dtypes, redops, roots bool
+		for _, k := range group {
+			dtypes, redops, roots = dtypes || k.dtype != group[0].dtype, redops || k.redop != group[0].redop,
+				roots || k.root != group[0].root
+		}
+		panels[g].Title = titles[g]
+		for _, k := range group {
+			var label []string
+			if dtypes {
+				label = append(label, k.dtype)
+			}
+			if redops {
+				label = append(label, k.redop)
+			}
+			if roots {
+				label = append(label, fmt.Sprintf("root %d", k.root))
+			}
+			panels[g].Series = append(panels[g].Series, ABSeries{Label: strings.Join(label, " "), Rows: rows[k]})
+		}
 	}
-	out := make([]ABSeries, len(keys))
-	for i, k := range keys {
-		var label []string
-		if dtypes {
-			label = append(label, k.dtype)
-		}
-		if redops {
-			label = append(label, k.redop)
-		}
-		if roots {
-			label = append(label, fmt.Sprintf("root %d", k.root))
-		}
-		out[i] = ABSeries{Label: strings.Join(label, " "), Rows: rows[k]}
-	}
-	return out
+	return panels
 }
 
 // SameAlgorithm is the algorithm both arms ran, or "" when they differ or the

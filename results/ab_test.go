@@ -142,21 +142,37 @@ func TestABSameAlgorithmVerdict(t *testing.T) {
 }
 
 // TestABSeries: rows split by type, reduction and root in the order each first appears, labelled by what
-// differs between the series; rows written before they named these keys are one unlabelled series.
+// differs between the series of a panel; rows written before they named these keys are one unlabelled series;
+// more series than a panel holds split into a panel per type.
 func TestABSeries(t *testing.T) {
 	row := func(size int64, dtype, redop string, root int) ABRow {
 		return ABRow{Size: size, Type: dtype, Redop: redop, Root: root}
 	}
 	series := func(rows ...ABRow) string {
 		var out []string
-		for _, s := range (&ABReport{Rows: rows}).Series() {
-			var sizes []string
-			for _, r := range s.Rows {
-				sizes = append(sizes, strconv.FormatInt(r.Size, 10))
+		for _, p := range (&ABReport{Rows: rows}).Panels() {
+			if p.Title != "" {
+				out = append(out, "["+p.Title+"]")
 			}
-			out = append(out, fmt.Sprintf("%q: %s", s.Label, strings.Join(sizes, " ")))
+			for _, s := range p.Series {
+				var sizes []string
+				for _, r := range s.Rows {
+					sizes = append(sizes, strconv.FormatInt(r.Size, 10))
+				}
+				out = append(out, fmt.Sprintf("%q: %s", s.Label, strings.Join(sizes, " ")))
+			}
 		}
 		return strings.Join(out, "; ")
+	}
+	// More series than a panel holds, of two types: a panel per type, labelled without it.
+	var many []ABRow
+	var want []string
+	for _, dt := range []string{"float", "half"} {
+		want = append(want, "["+dt+"]")
+		for root := range MaxPanelLines {
+			many = append(many, row(8, dt, "sum", root))
+			want = append(want, fmt.Sprintf("%q: 8", fmt.Sprintf("root %d", root)))
+		}
 	}
 	for _, c := range []struct {
 		rows []ABRow
@@ -168,6 +184,7 @@ func TestABSeries(t *testing.T) {
 		{[]ABRow{row(8, "float", "none", 0), row(8, "float", "none", 1), row(16, "float", "none", 1)},
 			`"root 0": 8; "root 1": 8 16`},
 		{[]ABRow{{Size: 8}, {Size: 16}}, `"": 8 16`},
+		{many, strings.Join(want, "; ")},
 	} {
 		if got := series(c.rows...); got != c.want {
 			t.Errorf("series %s, want %s", got, c.want)

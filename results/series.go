@@ -60,19 +60,54 @@ type seriesKey struct {
 	runLabel, armPrefix string
 }
 
+// MaxPanelLines is the most series one plot panel holds: more, of several types, split into a panel per type.
+const MaxPanelLines = 12
+
+// Panel is the series drawn together; Title is the type they share where the series split by type.
+type Panel struct {
+	Title  string
+	Series []Series
+}
+
 // Aggregate groups the rows of runs into series, one point per size, taking
-// the half that inPlace selects. A run splits into several series only where
-// it mixes engines, A/B arms, types or reductions; labels
-// name the run and then only what tells its series apart. Rows without a
-// time for that half are left out.
-func Aggregate(runs []Run, inPlace bool) []Series {
+// the half that inPlace selects, and the series into panels (splitByType).
+// A run splits into several series only where it mixes engines, A/B arms,
+// types or reductions; labels name the run and then only what tells its
+// series apart within the panel. Rows without a time for that half are left
+// out.
+func Aggregate(runs []Run, inPlace bool) []Panel {
 	keys, points := collect(runs, inPlace)
-	names := seriesLabels(keys, len(runs))
-	out := make([]Series, len(keys))
-	for i, k := range keys {
-		out[i] = Series{Label: names[i], Points: sortedPoints(points[k])}
+	titles, groups := splitByType(keys, func(k seriesKey) string { return k.dtype })
+	panels := make([]Panel, len(groups))
+	for g, group := range groups {
+		names := seriesLabels(group, len(runs))
+		panels[g].Title = titles[g]
+		for i, k := range group {
+			panels[g].Series = append(panels[g].Series, Series{Label: names[i], Points: sortedPoints(points[k])})
+		}
 	}
-	return out
+	return panels
+}
+
+// splitByType groups keys by type, in the order each type first appears, where they are more than
+// MaxPanelLines and of several types; else it leaves them one untitled group.
+func splitByType[K any](keys []K, dtype func(K) string) (titles []string, groups [][]K) {
+	var types []string
+	byType := map[string][]K{}
+	for _, k := range keys {
+		t := dtype(k)
+		if _, seen := byType[t]; !seen {
+			types = append(types, t)
+		}
+		byType[t] = append(byType[t], k)
+	}
+	if len(keys) <= MaxPanelLines || len(types) < 2 {
+		return []string{""}, [][]K{keys}
+	}
+	for _, t := range types {
+		groups = append(groups, byType[t])
+	}
+	return types, groups
 }
 
 // collect gathers the samples of every series of runs by size.
