@@ -2,6 +2,7 @@ package collectives
 
 import (
 	"fmt"
+	"slices"
 	"strconv"
 )
 
@@ -176,9 +177,42 @@ func (p Policy) Effect(c *Collective) Effect {
 	return e
 }
 
+// RunShape is what of a run decides whether DDA and LP can apply at all: its types, operations and rank
+// count (none, or NRanks 0: unknown, any).
+type RunShape struct {
+	DTypes []DType
+	Ops    []Op
+	NRanks int
+}
+
+// EffectOn is p's Effect on c's calls of a run of shape s: DDA's settings only where a call of the run can
+// take DDA (a type and operation it takes, a rank count it runs at), LP's where one can take LP, as Choose
+// decides. RCCL_DDA_NRANKS gates DDA and tunes nothing, so it is in the result only as that gate.
+func (p Policy) EffectOn(c *Collective, s RunShape) Effect {
+	e := p.Effect(c)
+	ddaType, lpType := len(s.DTypes) == 0, len(s.DTypes) == 0
+	for _, dt := range s.DTypes {
+		ddaType = ddaType || dt == Float || dt == Half || dt == BFloat16
+		lpType = lpType || dt == Float || dt == BFloat16
+	}
+	sumOnly := !c.Reduces || len(s.Ops) == 0 || slices.Contains(s.Ops, Sum)
+	ranks := s.NRanks == 0 || s.NRanks <= MaxDDARanks && (p.DDARanks == 0 || s.NRanks == p.DDARanks)
+	if !e.DDA || !ddaType || !sumOnly || !ranks {
+		e.DDA, e.DDAMax, e.FlatMax, e.MaxBlocks = false, 0, 0, 0
+	}
+	if s.NRanks != 0 {
+		e.DDARanks = 0
+	}
+	if !e.LP || !lpType || !sumOnly {
+		e.LP, e.LPMinBytes, e.LPMode, e.LPBlock = false, 0, "", 0
+	}
+	return e
+}
+
 // SameEffect reports whether the policy variable name set to a or to b, the rest as getenv has it, runs c's
-// calls alike (LP mode with low precision off); false for a variable outside the policy or a value it refuses.
-func SameEffect(c *Collective, getenv func(string) string, name, a, b string) bool {
+// calls in a run of shape s alike (LP mode with low precision off, DDA at a rank count it does not run at);
+// false for a variable outside the policy or a value it refuses.
+func SameEffect(c *Collective, s RunShape, getenv func(string) string, name, a, b string) bool {
 	if v, ok := LookupVariable(name); !ok || !v.policy {
 		return false
 	}
@@ -193,7 +227,7 @@ func SameEffect(c *Collective, getenv func(string) string, name, a, b string) bo
 		if err != nil {
 			return false
 		}
-		effects[i] = p.Effect(c)
+		effects[i] = p.EffectOn(c, s)
 	}
 	return effects[0] == effects[1]
 }

@@ -177,6 +177,37 @@ func TestPolicyDDANRanks(t *testing.T) {
 	}
 }
 
+// TestSameEffectOnRunShape: DDA and LP settings have no effect on a run none of whose calls can take them: its
+// types, operations or rank count.
+func TestSameEffectOnRunShape(t *testing.T) {
+	floats, ints := []DType{Float}, []DType{Int32, Double}
+	sum, maxOp := []Op{Sum}, []Op{Max}
+	for _, c := range []struct {
+		coll       *Collective
+		shape      RunShape
+		env        map[string]string
+		name, a, b string
+		same       bool
+	}{
+		{AllReduce, RunShape{DTypes: floats, Ops: sum, NRanks: 8}, nil, EnvDDA, "0", "1", false},
+		{AllReduce, RunShape{DTypes: ints, Ops: sum, NRanks: 8}, nil, EnvDDA, "0", "1", true},
+		{AllReduce, RunShape{DTypes: floats, Ops: maxOp, NRanks: 8}, nil, EnvDDA, "0", "1", true},
+		{AllGather, RunShape{DTypes: ints, Ops: maxOp, NRanks: 8}, nil, EnvDDA, "0", "1", true},    // a type it cannot take
+		{AllGather, RunShape{DTypes: floats, Ops: maxOp, NRanks: 8}, nil, EnvDDA, "0", "1", false}, // it reduces nothing: the op does not matter
+		{AllReduce, RunShape{DTypes: floats, Ops: sum, NRanks: 4}, map[string]string{EnvDDANRanks: "8"}, EnvDDA, "0", "1", true},
+		{AllReduce, RunShape{DTypes: floats, Ops: sum, NRanks: 32}, nil, EnvDDA, "0", "1", true},
+		{AllReduce, RunShape{DTypes: floats, Ops: sum, NRanks: 8}, map[string]string{EnvDDA: "1"}, EnvDDANRanks, "", "8", true},
+		{AllReduce, RunShape{DTypes: floats, Ops: sum, NRanks: 4}, map[string]string{EnvDDA: "1"}, EnvDDANRanks, "", "8", false},
+		{AllReduce, RunShape{DTypes: floats, Ops: sum}, map[string]string{EnvDDA: "1"}, EnvDDANRanks, "", "8", false},
+		{AllReduce, RunShape{DTypes: []DType{Half}, Ops: sum, NRanks: 2}, nil, EnvLP, "0", "1", true},
+		{AllReduce, RunShape{DTypes: []DType{BFloat16}, Ops: sum, NRanks: 2}, nil, EnvLP, "0", "1", false},
+	} {
+		if got := SameEffect(c.coll, c.shape, env(c.env), c.name, c.a, c.b); got != c.same {
+			t.Errorf("%s %+v with %v: SameEffect(%s, %q, %q) = %v", c.coll.Name, c.shape, c.env, c.name, c.a, c.b, got)
+		}
+	}
+}
+
 // TestSameEffect: a policy variable has no effect on a collective where the path it tunes is off for it, or
 // another switch decides; the send buffer always has one (the GPU engine's transfers), and a variable outside
 // the policy is never said to have none.
@@ -203,7 +234,7 @@ func TestSameEffect(t *testing.T) {
 		{AllReduce, nil, EnvDelayUS, "0", "0", false},
 		{AllReduce, nil, EnvDDA, "0", "yes", false},
 	} {
-		if got := SameEffect(c.coll, env(c.env), c.name, c.a, c.b); got != c.same {
+		if got := SameEffect(c.coll, RunShape{}, env(c.env), c.name, c.a, c.b); got != c.same {
 			t.Errorf("%s with %v: SameEffect(%s, %q, %q) = %v", c.coll.Name, c.env, c.name, c.a, c.b, got)
 		}
 	}

@@ -8,6 +8,7 @@ import (
 
 	"github.com/spf13/pflag"
 
+	"github.com/rcclx-tests/rcclx-tests/bootstrap"
 	"github.com/rcclx-tests/rcclx-tests/collectives"
 	"github.com/rcclx-tests/rcclx-tests/results"
 )
@@ -117,7 +118,7 @@ func (a *app) checkABVariable(o *Options) (abVariable, error) {
 			strings.Join(colls, ", ")))
 	}
 	if suite {
-		same := collectives.SameEffect(a.coll, overlay(o.env, a.parseEnv()), o.abKey, x, y)
+		same := collectives.SameEffect(a.coll, a.runShape(o), overlay(o.env, a.parseEnv()), o.abKey, x, y)
 		return abVariable{known: true, read: true, noEffect: same}, nil
 	}
 	if a.engines.open == nil {
@@ -149,12 +150,23 @@ func (v abVariable) record(r *results.ABReport) {
 	}
 }
 
+// runShape is the run's types, operations and rank count (every process's -t x -g, as the consistency check
+// holds them; unknown where the launcher's variables do not say), as the policy's no-effect check takes them.
+func (a *app) runShape(o *Options) collectives.RunShape {
+	s := collectives.RunShape{DTypes: o.dtypes, Ops: sweepOps(a.coll, o)}
+	if l, err := bootstrap.Detect(a.parseEnv()); err == nil {
+		s.NRanks = l.Size * o.NThreads * o.NGpus
+	}
+	return s
+}
+
 // note is the "#" line for a variable that is not read, or has no effect on coll, "" otherwise.
 func (v abVariable) note(key, coll string) string {
 	switch {
 	case v.noEffect:
 		return fmt.Sprintf("# WARNING: with the run's other settings both values of %s give %s the same algorithms "+
-			"and settings (the path it tunes is off, or another switch decides), so both arms will behave the same",
+			"and settings (the path it tunes is off, another switch decides, or no type, operation or rank count of the "+
+			"run takes that path), so both arms will behave the same",
 			key, coll)
 	case !v.known || v.read:
 		return ""

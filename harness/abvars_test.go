@@ -114,6 +114,12 @@ func TestABVariableNothingReads(t *testing.T) {
 		{[]string{"--lp", "--ab", "RCCLX_TESTS_LP_MODE=rcclx,scaled"}, false},
 		{[]string{"-E", "RCCL_ENABLE_DDA_ALL_REDUCE=1", "--ab", "RCCL_DDA_ENABLE=0,1"}, true},
 		{[]string{"--ab", "RCCL_DDA_ENABLE=0,1"}, false},
+		// No call of the run can take DDA: a type or operation it does not take, a rank count it does not run at.
+		{[]string{"-d", "int32", "--ab", "RCCL_DDA_ENABLE=0,1"}, true},
+		{[]string{"-o", "max", "--ab", "RCCL_DDA_ENABLE=0,1"}, true},
+		{[]string{"-d", "all", "-o", "all", "--ab", "RCCL_DDA_ENABLE=0,1"}, false},
+		{[]string{"-g", "4", "-E", "RCCL_DDA_NRANKS=8", "--ab", "RCCL_DDA_ENABLE=0,1"}, true},
+		{[]string{"-g", "8", "-E", "RCCL_DDA_NRANKS=8", "--ab", "RCCL_DDA_ENABLE=0,1"}, false},
 	} {
 		o, _, err := a.parse(c.args)
 		if err != nil || o.abVar.noEffect != c.noEffect || (o.abVar.note(o.abKey, "all_reduce") != "") != c.noEffect {
