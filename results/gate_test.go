@@ -113,20 +113,29 @@ func TestGateNoisyRoundsWithinThresholdPass(t *testing.T) {
 	}
 }
 
-func TestGateDropInsideNoisePasses(t *testing.T) {
+// roundsApart is one size whose current time is rise times the baseline's, each side's rounds at spread times
+// its time.
+func roundsApart(rise float64, spread ...float64) (base, cur *Record) {
 	rng := newRand()
-	base := synthRecord(rng, 1, 1, 3, 0)
-	cur := synthRecord(rng, 1, 1, 3, 0)
-	// Mean time up 20%, but three rounds spread over 0.6x..1.8x: not significant.
+	base, cur = synthRecord(rng, 1, 1, 3, 0), synthRecord(rng, 1, 1, 3, 0)
 	for _, rec := range []*Record{base, cur} {
 		h := &rec.Results[0].OutOfPlace
 		m := *h.Time
 		if rec == cur {
-			m *= 1.2
+			m *= rise
 		}
-		h.Rounds = []float64{0.6 * m, m, 1.4 * m}
+		h.Rounds = nil
+		for _, f := range spread {
+			h.Rounds = append(h.Rounds, f*m)
+		}
 		h.Time = &m
 	}
+	return base, cur
+}
+
+func TestGateDropInsideNoisePasses(t *testing.T) {
+	// Mean time up 20%, but three rounds spread over 0.6x..1.8x: not significant.
+	base, cur := roundsApart(1.2, 0.6, 1, 1.4)
 	rep, out := gate(t, []*Record{base}, []*Record{cur}, GateOptions{Threshold: 0.1})
 	if !rep.Passed() {
 		t.Fatalf("drop inside the noise failed:\n%s", out)
@@ -145,18 +154,7 @@ func TestGateDropInsideNoisePasses(t *testing.T) {
 
 // Rounds so scattered that the time's interval reaches zero leave busbw's unbounded above: said in words.
 func TestGateUnboundedIntervalInWords(t *testing.T) {
-	rng := newRand()
-	base := synthRecord(rng, 1, 1, 3, 0)
-	cur := synthRecord(rng, 1, 1, 3, 0)
-	for _, rec := range []*Record{base, cur} {
-		h := &rec.Results[0].OutOfPlace
-		m := *h.Time
-		if rec == cur {
-			m *= 1.2
-		}
-		h.Rounds = []float64{0.05 * m, m, 3 * m}
-		h.Time = &m
-	}
+	base, cur := roundsApart(1.2, 0.05, 1, 3)
 	rep, out := gate(t, []*Record{base}, []*Record{cur}, GateOptions{Threshold: 0.1})
 	if !math.IsInf(rep.Checks[0].Hi, 1) {
 		t.Fatalf("interval %+v should be unbounded above", rep.Checks[0])
