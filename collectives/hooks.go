@@ -83,6 +83,13 @@ func HooksFromEnv(getenv func(string) string, nranks int) (Hooks, error) {
 	return hooksFrom(getenv, processDelay, nranks)
 }
 
+// CheckHooks checks the hooks' values as HooksFromEnv reads them, the delay too from getenv: for a check
+// before anything runs, of the environment a process or an arm's workers will have.
+func CheckHooks(getenv func(string) string, nranks int) error {
+	_, err := hooksFrom(getenv, func() (time.Duration, error) { return parseDelay(getenv(EnvDelayUS)) }, nranks)
+	return err
+}
+
 func hooksFrom(getenv func(string) string, delay func() (time.Duration, error), nranks int) (Hooks, error) {
 	d, err := delay()
 	if err != nil {

@@ -46,12 +46,18 @@ func (a *app) checkConsistency(fs *pflag.FlagSet, o *Options) error {
 			return &usageError{err.Error()}
 		}
 	}
-	if local := o.NThreads * o.NGpus; local > maxRanksPerProcess {
+	local := o.NThreads * o.NGpus
+	if local > maxRanksPerProcess {
 		return badValue(fs, "ngpus", fmt.Sprintf("-t %d x -g %d is %d ranks in one process; at most %d",
 			o.NThreads, o.NGpus, local, maxRanksPerProcess))
 	} else if total := local * l.Size; total > maxRanks {
 		return badValue(fs, "ngpus", fmt.Sprintf("-t %d x -g %d x %d processes is %d ranks; at most %d",
 			o.NThreads, o.NGpus, l.Size, total, maxRanks))
+	}
+	for _, arm := range armEnvs(o) {
+		if err := collectives.CheckHooks(overlay(arm, getenv), local*l.Size); err != nil {
+			return &usageError{fmt.Sprintf("invalid test hook (-E, --ab or the process environment): %v", err)}
+		}
 	}
 	if v := getenv("NCCL_TESTS_MIN_BW"); v != "" {
 		if bw, err := strconv.ParseFloat(v, 64); err != nil || bw < 0 || math.IsInf(bw, 0) || math.IsNaN(bw) {

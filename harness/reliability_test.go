@@ -390,17 +390,25 @@ func TestReliabilityBadInputEndToEnd(t *testing.T) {
 		args []string
 		want int
 		text string
+		env  []string
 	}{
-		{[]string{"-J", file, "-u", "-3"}, exitUsage, `invalid value "-3" for -u/--unalign`},
-		{[]string{"-J", file, "-b", "1X"}, exitUsage, `invalid argument "1X" for "-b, --minbytes" flag`},
-		{[]string{"-J", file, "-e", "99999999999G"}, exitUsage, `"99999999999G" for "-e, --maxbytes" flag`},
-		{[]string{"-J", file, "-d", "float7"}, exitUsage, `invalid value "float7" for -d/--datatype`},
-		{[]string{"-J", file, "-o", "xor"}, exitUsage, `invalid value "xor" for -o/--op`},
-		{[]string{"-J", file, "--engine", "cuda9"}, exitUsage, `invalid value "cuda9" for --engine`},
-		{[]string{"-J", filepath.Join(dir, "missing", "r.json")}, exitUsage, `for -J/--output_file: cannot create `},
-		{[]string{"--engine", "vendor", "--lib", lib}, exitLibrary, "tried " + lib + " ("},
+		{[]string{"-J", file, "-u", "-3"}, exitUsage, `invalid value "-3" for -u/--unalign`, nil},
+		{[]string{"-J", file, "-b", "1X"}, exitUsage, `invalid argument "1X" for "-b, --minbytes" flag`, nil},
+		{[]string{"-J", file, "-e", "99999999999G"}, exitUsage, `"99999999999G" for "-e, --maxbytes" flag`, nil},
+		{[]string{"-J", file, "-d", "float7"}, exitUsage, `invalid value "float7" for -d/--datatype`, nil},
+		{[]string{"-J", file, "-o", "xor"}, exitUsage, `invalid value "xor" for -o/--op`, nil},
+		{[]string{"-J", file, "--engine", "cuda9"}, exitUsage, `invalid value "cuda9" for --engine`, nil},
+		{[]string{"-J", filepath.Join(dir, "missing", "r.json")}, exitUsage, `for -J/--output_file: cannot create `, nil},
+		{[]string{"--engine", "vendor", "--lib", lib}, exitLibrary, "tried " + lib + " (", nil},
+		// The test hooks, from the process environment, -E or an arm: checked before any file is written.
+		{[]string{"-J", file, "-X", file + ".csv", "-Z", "csv", "-g", "2"}, exitUsage,
+			`RCCLX_TESTS_SKIP_RANK="9": want a rank in [0, 2)`, []string{"RCCLX_TESTS_SKIP_RANK=9"}},
+		{[]string{"-J", file, "-g", "2"}, exitUsage, `RCCLX_TESTS_DELAY_US="abc"`, []string{"RCCLX_TESTS_DELAY_US=abc"}},
+		{[]string{"-J", file, "-g", "2", "-E", "RCCLX_TESTS_SKIP_RANK=2"}, exitUsage, `RCCLX_TESTS_SKIP_RANK="2"`, nil},
+		{[]string{"-J", file, "-g", "2", "--ab", "RCCLX_TESTS_CORRUPT_RANK=0,7"}, exitUsage,
+			`RCCLX_TESTS_CORRUPT_RANK="7"`, nil},
 	} {
-		p := startChild(t, "all_gather", nil, append([]string{"-b", "8", "-e", "8"}, c.args...)...)
+		p := startChild(t, "all_gather", c.env, append([]string{"-b", "8", "-e", "8"}, c.args...)...)
 		code, _ := p.exit(t, 30*time.Second)
 		stderr := p.stderr.String()
 		if code != c.want || p.stdout.String() != "" || strings.Count(stderr, "\n") != 1 || !strings.Contains(stderr, c.text) {
