@@ -225,6 +225,8 @@ func (a *app) run(o *Options) int {
 		return exitUsage
 	}
 	j.rccl = rccl
+	rccl.announce(out)
+	j.announce(out)
 	var code int
 	if o.abKey != "" {
 		code = a.runAB(out, o, world, seed, j)

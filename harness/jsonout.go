@@ -30,7 +30,7 @@ type jsonOut struct {
 }
 
 // startJSON claims the -J file before anything runs (a name that cannot be created is bad input, naming the
-// flag and the user's path), announces it as nccl-tests does before its header, and starts the record. The file
+// flag and the user's path) and starts the record; announce then names it, as nccl-tests does before its header. The file
 // is created exclusively at the first free name (path, path.0, path.1, ...), and that name is printed.
 func (a *app) startJSON(out io.Writer, o *Options, seed uint64, root bool) (*jsonOut, error) {
 	j := &jsonOut{o: o, a: a}
@@ -45,7 +45,6 @@ func (a *app) startJSON(out io.Writer, o *Options, seed uint64, root bool) (*jso
 			return nil, &usageError{fmt.Sprintf("invalid value %q for -J/--output_file: %v", name, err)}
 		}
 		j.file = f
-		fmt.Fprintf(out, "# Writing JSON output to %s\n", f.Name())
 	}
 	if j.file == nil {
 		return j, nil
@@ -54,6 +53,13 @@ func (a *app) startJSON(out io.Writer, o *Options, seed uint64, root bool) (*jso
 		Env: a.envList(o, seed), Config: jsonConfig(o), Errors: []string{""}, Suite: results.SuiteName,
 		Results: []results.Result{}}
 	return j, nil
+}
+
+// announce says where the record goes, once every output file of the run is claimed.
+func (j *jsonOut) announce(out io.Writer) {
+	if j.file != nil {
+		fmt.Fprintf(out, "# Writing JSON output to %s\n", j.file.Name())
+	}
 }
 
 // envList is the JSON env key: the collective libraries' and device selection variables of the process, the

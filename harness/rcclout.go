@@ -44,10 +44,16 @@ func startRCCL(out io.Writer, o *Options, coll *collectives.Collective, world co
 		}
 		return nil, fmt.Errorf("invalid value %q for %s: %v", r.File, flag, err)
 	}
-	fmt.Fprintf(out, "# Writing rccl-tests %s output to %s\n", r.Format, f.Name())
 	n := world.Size()
 	layout := results.RCCLLayout{MPI: n > 1, Nodes: 1, Processes: n, ProcsPerNode: n, GPUsPerProcess: o.NThreads * o.NGpus}
 	return &rcclOut{f: f, format: r.Format, name: results.RCCLName(coll.Name), layout: layout}, nil
+}
+
+// announce says where the rows go, once every output file of the run is claimed.
+func (w *rcclOut) announce(out io.Writer) {
+	if w != nil && w.f != nil {
+		fmt.Fprintf(out, "# Writing rccl-tests %s output to %s\n", w.format, w.f.Name())
+	}
 }
 
 // discard removes the file unwritten (the run ended before it began).

@@ -399,6 +399,9 @@ func TestReliabilityBadInputEndToEnd(t *testing.T) {
 		{[]string{"-J", file, "-o", "xor"}, exitUsage, `invalid value "xor" for -o/--op`, nil},
 		{[]string{"-J", file, "--engine", "cuda9"}, exitUsage, `invalid value "cuda9" for --engine`, nil},
 		{[]string{"-J", filepath.Join(dir, "missing", "r.json")}, exitUsage, `for -J/--output_file: cannot create `, nil},
+		// A file claimed before the bad one is not announced, and is gone.
+		{[]string{"-X", file + ".csv", "-Z", "csv", "-J", filepath.Join(dir, "missing", "r.json")}, exitUsage,
+			`for -J/--output_file: cannot create `, nil},
 		{[]string{"--engine", "vendor", "--lib", lib}, exitLibrary, "tried " + lib + " (", nil},
 		// The test hooks, from the process environment, -E or an arm: checked before any file is written.
 		{[]string{"-J", file, "-X", file + ".csv", "-Z", "csv", "-g", "2"}, exitUsage,
