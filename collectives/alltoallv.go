@@ -1,6 +1,7 @@
 package collectives
 
 import (
+	"errors"
 	"fmt"
 	"math"
 	"os"
@@ -46,8 +47,17 @@ const (
 )
 
 func prepareAllToAllV(c *Collective, getenv func(string) string, nranks int, minBytes, maxBytes int64) (*Collective, error) {
-	v := &vPattern{spread: vSpread(getenv(envVSpread)), scale: vScale(getenv(envVScale)), file: getenv(envVMatrix),
-		summary: vSummary(getenv(envVSummary))}
+	v := &vPattern{file: getenv(envVMatrix)}
+	var err error
+	if v.spread, err = vSpread(getenv(envVSpread)); err != nil {
+		return nil, fmt.Errorf("%s=%q: %v", envVSpread, getenv(envVSpread), err)
+	}
+	if v.scale, err = vScale(getenv(envVScale)); err != nil {
+		return nil, fmt.Errorf("%s=%q: %v", envVScale, getenv(envVScale), err)
+	}
+	if v.summary, err = vSummary(getenv(envVSummary)); err != nil {
+		return nil, fmt.Errorf("%s=%q: %v", envVSummary, getenv(envVSummary), err)
+	}
 	if v.file != "" {
 		if err := v.readMatrix(nranks); err != nil {
 			return nil, err
@@ -74,22 +84,47 @@ func prepareAllToAllV(c *Collective, getenv func(string) string, nranks int, min
 	return &p, nil
 }
 
-// vSpread, vScale and vSummary read the pattern's variables: the spread (0..1, default 1), the matrix scale
-// (at least 0, default 1) and the summary (on for a nonzero integer).
-func vSpread(s string) float64 { return min(1, max(0, envFloat(s, 1))) }
-func vScale(s string) float64  { return max(0, envFloat(s, 1)) }
-func vSummary(s string) bool {
-	n, err := strconv.Atoi(strings.TrimSpace(s))
-	return err == nil && n != 0
+// vSpread, vScale and vSummary read the pattern's variables, an empty value as the default: the spread (0..1,
+// default 1), the matrix scale (above 0, default 1) and the summary (an integer, on when not 0). nccl-tests
+// reads other values too (a word as 0 or the default, a spread past 1 as 1); here they are bad input, refused
+// before the run, since what nccl-tests makes of them (a scale of -1 sends nothing) is rarely what was meant.
+func vSpread(s string) (float64, error) {
+	f, err := vNumber(s, 1)
+	if err == nil && (f < 0 || f > 1) {
+		err = errors.New("want a number from 0 to 1")
+	}
+	return f, err
 }
 
-// envFloat parses a number as strtod would accept it whole; anything else leaves the default.
-func envFloat(s string, def float64) float64 {
-	f, err := strconv.ParseFloat(strings.TrimSpace(s), 64)
-	if err != nil || math.IsNaN(f) {
-		return def
+func vScale(s string) (float64, error) {
+	f, err := vNumber(s, 1)
+	if err == nil && f <= 0 {
+		err = errors.New("want a number above 0")
 	}
-	return f
+	return f, err
+}
+
+func vSummary(s string) (bool, error) {
+	if strings.TrimSpace(s) == "" {
+		return false, nil
+	}
+	n, err := strconv.Atoi(strings.TrimSpace(s))
+	if err != nil {
+		return false, errors.New("want an integer (0: off)")
+	}
+	return n != 0, nil
+}
+
+// vNumber reads a finite number; empty is def.
+func vNumber(s string, def float64) (float64, error) {
+	if strings.TrimSpace(s) == "" {
+		return def, nil
+	}
+	f, err := strconv.ParseFloat(strings.TrimSpace(s), 64)
+	if err != nil || math.IsNaN(f) || math.IsInf(f, 0) {
+		return 0, errors.New("want a number")
+	}
+	return f, nil
 }
 
 // readMatrix reads the matrix file; every error names the file and what is wrong, in one line.

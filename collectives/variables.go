@@ -103,10 +103,10 @@ func buildVariables() []Variable {
 		Variable{Name: "RCCLX_TESTS_SEED"},
 		Variable{Name: "RCCLX_TESTS_BOOTSTRAP"},
 		Variable{Name: "RCCLX_TESTS_AB_WORKER"}, // set by --ab in its workers
-		Variable{Name: "NCCL_TESTS_ALLTOALLV_SPREAD", Colls: alltoallv, Overridable: true, Meaning: func(s string) any { return vSpread(s) }},
-		Variable{Name: "NCCL_TESTS_ALLTOALLV_MATRIX_FILE", Colls: alltoallv, Overridable: true},
-		Variable{Name: "NCCL_TESTS_ALLTOALLV_MATRIX_SCALE", Colls: alltoallv, Overridable: true, Meaning: func(s string) any { return vScale(s) }},
-		Variable{Name: "NCCL_TESTS_ALLTOALLV_PRINT_SUMMARY", Colls: alltoallv, Overridable: true, Meaning: func(s string) any { return vSummary(s) }},
+		Variable{Name: envVSpread, Colls: alltoallv, Overridable: true, Check: checkOf(vSpread), Meaning: meaning(vSpread, 1)},
+		Variable{Name: envVMatrix, Colls: alltoallv, Overridable: true},
+		Variable{Name: envVScale, Colls: alltoallv, Overridable: true, Check: checkOf(vScale), Meaning: meaning(vScale, 1)},
+		Variable{Name: envVSummary, Colls: alltoallv, Overridable: true, Check: checkOf(vSummary), Meaning: meaning(vSummary, false)},
 		Variable{Name: "NCCL_TESTS_MIN_BW", Check: func(s string) error {
 			_, err := strconv.ParseFloat(s, 64)
 			return err
@@ -148,6 +148,14 @@ func parsed[T comparable](parse func(string) (T, error), s string) any {
 }
 
 func word(s string) (string, error) { return s, nil }
+
+// checkOf is a Check from a reader that refuses what it cannot read.
+func checkOf[T any](read func(string) (T, error)) func(string) error {
+	return func(s string) error {
+		_, err := read(s)
+		return err
+	}
+}
 
 func oneOf(vals ...string) func(string) error {
 	return func(s string) error {

@@ -175,7 +175,8 @@ func TestMeanings(t *testing.T) {
 		{EnvSkipRank, "", "0", false},
 		{EnvSkipRank, "1", "01", true},
 		{"NCCL_TESTS_ALLTOALLV_SPREAD", "", "1", true},
-		{"NCCL_TESTS_ALLTOALLV_SPREAD", "2", "1", true}, // the reader clamps to 0..1
+		{"NCCL_TESTS_ALLTOALLV_SPREAD", "1.0", "1", true},
+		{"NCCL_TESTS_ALLTOALLV_SPREAD", "2", "1", false}, // refused: means only itself
 		{"NCCL_TESTS_ALLTOALLV_SPREAD", "0.5", "1", false},
 		{"NCCL_TESTS_ALLTOALLV_PRINT_SUMMARY", "", "0", true},
 		{"NCCL_TESTS_ALLTOALLV_MATRIX_FILE", "m.txt", "./m.txt", false}, // only the text is known

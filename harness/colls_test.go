@@ -1,6 +1,7 @@
 package harness
 
 import (
+	"fmt"
 	"os"
 	"path/filepath"
 	"strings"
@@ -142,7 +143,7 @@ func TestAllToAllVMatrixErrors(t *testing.T) {
 // TestAllToAllVSpread: spread 0 is uniform (every peer gets the same), spread 1 weights by distance; both
 // check out, and the count column is the per-peer share of the size.
 func TestAllToAllVSpread(t *testing.T) {
-	for _, spread := range []string{"0", "0.5", "1", "bogus"} {
+	for _, spread := range []string{"0", "0.5", "1", ""} {
 		r := hostRunEnv(t, collectives.AllToAllV, map[string]string{"NCCL_TESTS_ALLTOALLV_SPREAD": spread},
 			"-g", "5", "-b", "7K", "-e", "7K", "-d", "all", "-n", "1")
 		rows := allRight(t, collectives.AllToAllV, r, len(collectives.AllDTypes()))
@@ -153,6 +154,21 @@ func TestAllToAllVSpread(t *testing.T) {
 	k := collectives.AllToAllV.Counts(7<<10, 5, 0, collectives.Float)
 	if k.SendCounts[0] != 0 || k.SendCounts[4] <= k.SendCounts[1] {
 		t.Errorf("spread 1: rank 0 sends %v, want nothing to itself and more to farther peers", k.SendCounts)
+	}
+}
+
+// TestAllToAllVBadVariables: a value the pattern's readers refuse (nccl-tests would read a word as 0 or the
+// default, clamp a spread, and send nothing with a negative scale) is bad input, from the environment or -E.
+func TestAllToAllVBadVariables(t *testing.T) {
+	for _, kv := range [][2]string{
+		{"NCCL_TESTS_ALLTOALLV_SPREAD", "bogus"}, {"NCCL_TESTS_ALLTOALLV_SPREAD", "1.5"},
+		{"NCCL_TESTS_ALLTOALLV_SPREAD", "-0.5"}, {"NCCL_TESTS_ALLTOALLV_SPREAD", "nan"},
+		{"NCCL_TESTS_ALLTOALLV_MATRIX_SCALE", "-1"}, {"NCCL_TESTS_ALLTOALLV_MATRIX_SCALE", "0"},
+		{"NCCL_TESTS_ALLTOALLV_MATRIX_SCALE", "abc"}, {"NCCL_TESTS_ALLTOALLV_PRINT_SUMMARY", "yes"},
+	} {
+		what := fmt.Sprintf("%s=%q", kv[0], kv[1])
+		usageFailure(t, hostRunEnv(t, collectives.AllToAllV, map[string]string{kv[0]: kv[1]}, "-g", "3"), what)
+		usageFailure(t, hostRun(t, collectives.AllToAllV, "-g", "3", "-E", kv[0]+"="+kv[1]), what)
 	}
 }
 
