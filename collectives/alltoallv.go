@@ -85,9 +85,9 @@ func prepareAllToAllV(c *Collective, getenv func(string) string, nranks int, min
 }
 
 // vSpread, vScale and vSummary read the pattern's variables, an empty value as the default: the spread (0..1,
-// default 1), the matrix scale (above 0, default 1) and the summary (an integer, on when not 0). nccl-tests
-// reads other values too (a word as 0 or the default, a spread past 1 as 1); here they are bad input, refused
-// before the run, since what nccl-tests makes of them (a scale of -1 sends nothing) is rarely what was meant.
+// default 1), the matrix scale (above 0, default 1) and the summary (an integer, on when not 0). Any other
+// value is bad input, refused before the run: read some other way (a word as a default, a spread clamped, a
+// scale of -1 sending nothing) it would run something other than what was meant.
 func vSpread(s string) (float64, error) {
 	f, err := vNumber(s, 1)
 	if err == nil && (f < 0 || f > 1) {
