@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"encoding/json"
 	"fmt"
+	"math"
 	"os"
 )
 
@@ -33,10 +34,30 @@ func Parse(name string, data []byte) (*Record, error) {
 	default:
 		rec, err = parseText(data)
 	}
+	if err == nil {
+		err = rec.checkRows()
+	}
 	if err != nil {
 		return nil, fmt.Errorf("%s: %w", name, err)
 	}
 	return rec, nil
+}
+
+// checkRows refuses rows no run writes: a negative size, or a time that is not above 0 (a measured call takes
+// time; compared, such a row would read as a speedup of 100% or more).
+func (rec *Record) checkRows() error {
+	for i := range rec.Results {
+		r := &rec.Results[i]
+		if r.Size < 0 {
+			return fmt.Errorf("result %d: size %d: want 0 or more", i+1, r.Size)
+		}
+		for h, half := range r.halves() {
+			if t, ok := half.Micros(); ok && (!(t > 0) || math.IsInf(t, 0)) {
+				return fmt.Errorf("result %d (size %d, %s): time %g: want a time above 0", i+1, r.Size, halfNames[h], t)
+			}
+		}
+	}
+	return nil
 }
 
 type format int

@@ -114,6 +114,12 @@ func TestMalformedInputsGiveOneLineErrors(t *testing.T) {
 		"short.csv":      {"size,type,time,busbw\n8,float\n", "short.csv: line 2"},
 		"quote.csv":      {"size,time\n8,1\n8,\"2\n", "quote.csv: line 3"},
 		"badbool.csv":    {"size,time,inplace\n8,1,maybe\n", "badbool.csv: line 2"},
+		// Rows no run writes: compared, they would read as a speedup.
+		"negtime.json": {`{"version": 3, "results": [{"size": 8, "out_of_place": {"time": -5}}]}`,
+			"negtime.json: result 1 (size 8, out-of-place): time -5: want a time above 0"},
+		"zerotime.csv": {"size,time,inplace\n8,0,0\n", "zerotime.csv: result 1 (size 8, out-of-place): time 0"},
+		"negsize.json": {`{"version": 3, "results": [{"size": -8, "out_of_place": {"time": 5}}]}`,
+			"negsize.json: result 1: size -8"},
 	}
 	for name, c := range cases {
 		_, err := Parse(name, []byte(c.data))
