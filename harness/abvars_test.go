@@ -236,3 +236,25 @@ func TestAutoInEngineList(t *testing.T) {
 		t.Errorf("--engine auto: %v", err)
 	}
 }
+
+// An engine of an --engine list that cannot run here fails the run before any file is claimed or any engine's
+// table is printed, rather than after the tables of the engines before it.
+func TestEngineListProbedFirst(t *testing.T) {
+	gpu, err := engines.New("gpu")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if gpu.(collectives.Prober).Available() == nil {
+		t.Skip("a GPU is here: the gpu engine can run")
+	}
+	file := filepath.Join(t.TempDir(), "r.json")
+	r := runWith(t, collectives.AllReduce, []string{"--engine", "host,gpu", "-g", "2", "-b", "8", "-e", "8", "-J", file},
+		realEngines, nil)
+	if r.code != exitRuntime || r.stdout != "" || strings.Count(r.stderr, "\n") != 1 ||
+		!strings.Contains(r.stderr, "--engine host,gpu: gpu cannot run here: ") {
+		t.Errorf("exit %d, stdout %q, stderr %q", r.code, r.stdout, r.stderr)
+	}
+	if _, err := os.Stat(file); !os.IsNotExist(err) {
+		t.Errorf("%s was written", file)
+	}
+}

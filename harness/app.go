@@ -7,6 +7,7 @@ import (
 	"os"
 	"os/signal"
 	"strconv"
+	"strings"
 	"sync/atomic"
 	"syscall"
 	"time"
@@ -204,6 +205,9 @@ func (a *app) run(o *Options) int {
 		fmt.Fprintf(a.stderr, "%s: %v\n", a.binary(), err)
 		return exitUsage
 	}
+	if err := a.probeEngines(o); err != nil {
+		return a.fail(err)
+	}
 	out := a.stdout
 	if world.Rank() != 0 {
 		out = io.Discard
@@ -238,6 +242,30 @@ func (a *app) run(o *Options) int {
 		code = max(code, exitRuntime)
 	}
 	return code
+}
+
+// probeEngines finds, before any file is claimed, an engine of an --engine list that cannot run here, so that
+// a list does not fail after the tables of the engines before it. The vendor engine's probe loads the default
+// library, so it is left to Open where --lib names another.
+func (a *app) probeEngines(o *Options) error {
+	if len(o.engines) < 2 || a.engines.open == nil {
+		return nil
+	}
+	for _, name := range o.engines {
+		if name == collectives.EngineVendor && o.Library != "" {
+			continue
+		}
+		e, err := a.engines.open(name)
+		if err != nil {
+			return err
+		}
+		if p, ok := e.(collectives.Prober); ok {
+			if err := p.Available(); err != nil {
+				return fmt.Errorf("--engine %s: %s cannot run here: %w", strings.Join(o.engines, ","), name, err)
+			}
+		}
+	}
+	return nil
 }
 
 // runEngines runs the sweep on each engine of --engine, one after the other, then compares their times.
