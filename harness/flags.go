@@ -13,9 +13,9 @@ func RegisterFlags(fs *pflag.FlagSet, o *Options) {
 	o.Halves = bothHalves
 	fs.IntVarP(&o.NThreads, "nthreads", "t", 1, "threads per process")
 	fs.IntVarP(&o.NGpus, "ngpus", "g", 1, "GPUs (ranks) per thread")
-	fs.VarP(sizeValue{&o.MinBytes}, "minbytes", "b", "smallest size in bytes (K, M, G suffixes are powers of 1024)")
-	fs.VarP(sizeValue{&o.MaxBytes}, "maxbytes", "e", "largest size in bytes")
-	fs.VarP(sizeValue{&o.StepBytes}, "stepbytes", "i", "size increment when -f is 1")
+	fs.VarP(&sizeValue{p: &o.MinBytes}, "minbytes", "b", "smallest size in bytes (K, M, G suffixes are powers of 1024)")
+	fs.VarP(&sizeValue{p: &o.MaxBytes}, "maxbytes", "e", "largest size in bytes")
+	fs.VarP(&sizeValue{p: &o.StepBytes}, "stepbytes", "i", "size increment when -f is 1")
 	fs.Int64VarP(&o.StepFactor, "stepfactor", "f", 1, "size multiplier when above 1")
 	fs.IntVarP(&o.Iters, "iters", "n", 20, "timed iterations per size")
 	fs.IntVarP(&o.AggIters, "agg_iters", "m", 1, "operations aggregated per iteration")

@@ -17,7 +17,7 @@ func FuzzSizeFlag(f *testing.F) {
 	}
 	f.Fuzz(func(t *testing.T, s string) {
 		var n int64
-		v := sizeValue{&n}
+		v := &sizeValue{p: &n}
 		if err := v.Set(s); err != nil {
 			return
 		}
@@ -25,7 +25,7 @@ func FuzzSizeFlag(f *testing.F) {
 			t.Fatalf("%q parsed to negative %d", s, n)
 		}
 		var back int64
-		if err := (sizeValue{&back}).Set(v.String()); err != nil || back != n {
+		if err := (&sizeValue{p: &back}).Set(v.String()); err != nil || back != n {
 			t.Fatalf("%q -> %d -> %q -> %d (%v)", s, n, v.String(), back, err)
 		}
 	})

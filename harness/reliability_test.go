@@ -394,6 +394,7 @@ func TestReliabilityBadInputEndToEnd(t *testing.T) {
 	}{
 		{[]string{"-J", file, "-u", "-3"}, exitUsage, `invalid value "-3" for -u/--unalign`, nil},
 		{[]string{"-J", file, "-b", "1X"}, exitUsage, `invalid argument "1X" for "-b, --minbytes" flag`, nil},
+		{[]string{"-J", file, "-b", ".5K", "-e", "1.5"}, exitUsage, `invalid value ".5K" for -b/--minbytes: larger than -e 1.5 (1 B)`, nil},
 		{[]string{"-J", file, "-e", "99999999999G"}, exitUsage, `"99999999999G" for "-e, --maxbytes" flag`, nil},
 		{[]string{"-J", file, "-d", "float7"}, exitUsage, `invalid value "float7" for -d/--datatype`, nil},
 		{[]string{"-J", file, "-o", "xor"}, exitUsage, `invalid value "xor" for -o/--op`, nil},

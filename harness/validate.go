@@ -36,7 +36,7 @@ type intRule struct {
 func (o *Options) validate(fs *pflag.FlagSet, engineNames []string) error {
 	const unbounded = int(^uint(0) >> 1)
 	for _, r := range []intRule{
-		{"nthreads", o.NThreads, 1, 1 << 12}, {"ngpus", o.NGpus, 1, 1 << 12}, {"iters", o.Iters, 1, unbounded},
+		{"nthreads", o.NThreads, 1, maxRanksPerProcess}, {"ngpus", o.NGpus, 1, maxRanksPerProcess}, {"iters", o.Iters, 1, unbounded},
 		{"agg_iters", o.AggIters, 1, unbounded}, {"warmup_iters", o.Warmup, 0, unbounded},
 		{"run_cycles", o.Cycles, 0, unbounded}, {"check", o.Check, 0, unbounded}, {"root", o.Root, -1, unbounded},
 		{"blocking", o.Blocking, 0, 3}, {"stream_null", o.StreamNull, 0, 1}, {"timeout", o.TimeoutSec, 0, 1 << 30},
@@ -86,7 +86,7 @@ func (o *Options) validate(fs *pflag.FlagSet, engineNames []string) error {
 func (o *Options) validateSweep(fs *pflag.FlagSet) error {
 	switch {
 	case o.MinBytes > o.MaxBytes:
-		return badValue(fs, "minbytes", fmt.Sprintf("larger than -e (%d)", o.MaxBytes))
+		return badValue(fs, "minbytes", fmt.Sprintf("larger than -e %s (%d B)", fs.Lookup("maxbytes").Value, o.MaxBytes))
 	case o.StepFactor < 1:
 		return badValue(fs, "stepfactor", "must be at least 1")
 	case o.StepFactor == 1 && o.StepBytes < 1 && o.MinBytes < o.MaxBytes:
@@ -150,7 +150,7 @@ func (o *Options) buildEnv(fs *pflag.FlagSet) error {
 	default:
 		return badValue(fs, "lp-mode", "want rcclx or scaled")
 	}
-	if o.AB == "" {
+	if o.AB == "" && !fs.Changed("ab") {
 		return nil
 	}
 	k, vals, ok := strings.Cut(o.AB, "=")

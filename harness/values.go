@@ -10,25 +10,31 @@ import (
 )
 
 // sizeValue is a byte count flag: an integer with an optional K, M or G suffix (powers of 1024).
-type sizeValue struct{ p *int64 }
+type sizeValue struct {
+	p    *int64
+	text string // as the user wrote it (".5K"), for messages about the flag
+}
 
-func (v sizeValue) String() string {
-	if v.p == nil {
+func (v *sizeValue) String() string {
+	switch {
+	case v.text != "":
+		return v.text
+	case v.p == nil:
 		return "0"
 	}
 	return formatSize(*v.p)
 }
 
-func (v sizeValue) Set(s string) error {
+func (v *sizeValue) Set(s string) error {
 	n, err := collectives.ParseSize(s)
 	if err != nil {
 		return err
 	}
-	*v.p = n
+	*v.p, v.text = n, s
 	return nil
 }
 
-func (sizeValue) Type() string { return "size" }
+func (*sizeValue) Type() string { return "size" }
 
 // formatSize spells n with the largest exact K/M/G suffix, as users write it.
 func formatSize(n int64) string {
