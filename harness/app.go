@@ -170,6 +170,7 @@ func (a *app) parse(args []string) (o *Options, run bool, err error) {
 			if err := a.checkAutoInList(cmd.Flags(), o); err != nil {
 				return err
 			}
+			o.args = newRunArgs(a.coll, cmd.Flags())
 			if err := o.checkVariables(cmd.Flags(), a.engines.readers); err != nil || o.abKey == "" {
 				return err
 			}
@@ -199,6 +200,14 @@ func (a *app) parse(args []string) (o *Options, run bool, err error) {
 func (a *app) run(o *Options) int {
 	world, err := a.world(o.Timeout())
 	if err != nil {
+		return a.fail(err)
+	}
+	if err := agreeArgs(world, o.args); err != nil {
+		var ue *usageError
+		if errors.As(err, &ue) {
+			fmt.Fprintf(a.stderr, "%s: %v\n", a.binary(), err)
+			return exitUsage
+		}
 		return a.fail(err)
 	}
 	if err := a.prepareCollective(o, world.Size()*o.NThreads*o.NGpus); err != nil {

@@ -58,6 +58,8 @@ type Options struct {
 	abVar   abVariable // whether anything reads abKey (app.checkABVariable)
 	// abIgnored are the flags the A/B run set aside (dropABIgnored), as its header names them.
 	abIgnored []string
+	// args are the binary and the flags every process of the run must agree on (agreeArgs).
+	args runArgs
 	// changed records which flags the user gave, for "ignored" notes.
 	changed map[string]bool
 }

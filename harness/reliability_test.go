@@ -490,3 +490,34 @@ func TestReliabilityPeerProcessFails(t *testing.T) {
 		})
 	}
 }
+
+// TestReliabilityProcessesDisagree: processes of one run started with different arguments or binaries are
+// refused by every process (one line, exit 1) before anything runs; each would otherwise run its own sizes,
+// types or counts against the others' (a crash, wrong elements or a hang).
+func TestReliabilityProcessesDisagree(t *testing.T) {
+	for _, c := range []struct {
+		colls [2]string
+		args  [2][]string
+		want  string
+	}{
+		{[2]string{"all_reduce", "all_reduce"}, [2][]string{nil, {"-d", "double"}},
+			`process 1 runs -d/--datatype "double", process 0 "float"`},
+		{[2]string{"all_reduce", "all_reduce"}, [2][]string{nil, {"-e", "512K"}},
+			`process 1 runs -e/--maxbytes "512K", process 0 "64K"`},
+		{[2]string{"all_reduce", "broadcast"}, [2][]string{}, "process 1 runs broadcast_perf, process 0 all_reduce_perf"},
+	} {
+		port := freeTCPPort(t)
+		var procs [2]*proc
+		for rank := range procs {
+			args := append([]string{"-g", "1", "-b", "8", "-e", "64K", "-f", "8", "-T", "10"}, c.args[rank]...)
+			procs[rank] = startChild(t, c.colls[rank], launcherEnv(rank, 2, port), args...)
+		}
+		for rank, p := range procs {
+			code, _ := p.exit(t, 20*time.Second)
+			stderr := p.stderr.String()
+			if code != exitUsage || p.stdout.String() != "" || strings.Count(stderr, "\n") != 1 || !strings.Contains(stderr, c.want) {
+				t.Errorf("%v rank %d: exit %d, stdout %q, stderr %q", c.args, rank, code, p.stdout.String(), stderr)
+			}
+		}
+	}
+}

@@ -1,0 +1,73 @@
+package harness
+
+import (
+	"fmt"
+	"slices"
+
+	"github.com/spf13/pflag"
+
+	"github.com/rcclx-tests/rcclx-tests/collectives"
+)
+
+// perProcessFlags may differ between the processes of one run: where a process writes (only rank 0 does),
+// what it shows on its terminal, its timeout, its own library path, and the seed (rank 0's is taken).
+var perProcessFlags = []string{"output_file", "rccl_output_file", "csv", "progress", "version", "help", "timeout",
+	"lib", "seed"}
+
+// runArgs are the binary and every flag value that shapes the run, as each process must agree on them: the
+// engines index each other's buffers by their own sizes, and call counts must match.
+type runArgs struct {
+	Binary string
+	Flags  [][2]string // display name ("-d/--datatype"), value
+}
+
+func newRunArgs(coll *collectives.Collective, fs *pflag.FlagSet) runArgs {
+	r := runArgs{Binary: coll.Name + "_perf"}
+	fs.VisitAll(func(f *pflag.Flag) {
+		if slices.Contains(perProcessFlags, f.Name) {
+			return
+		}
+		name := "--" + f.Name
+		if f.Shorthand != "" {
+			name = "-" + f.Shorthand + "/" + name
+		}
+		r.Flags = append(r.Flags, [2]string{name, f.Value.String()})
+	})
+	return r
+}
+
+// agreeArgs refuses a run whose processes were started with different binaries or arguments: each would run
+// its own sizes, types or counts against the others' (a wrong element, a hang or a crash). Every process
+// names the first difference from process 0.
+func agreeArgs(w collectives.World, local runArgs) error {
+	all, err := gatherJSON(w, "the command lines", local)
+	if err != nil {
+		return err
+	}
+	for p, other := range all {
+		if why := all[0].differs(other); why != "" {
+			return &usageError{fmt.Sprintf("process %d runs %s: every process of a run needs the same binary and "+
+				"arguments (-J, -X, --csv, -T, --lib, --seed and --progress may differ)", p, why)}
+		}
+	}
+	return nil
+}
+
+// differs names the first difference of o from r, "" when there is none.
+func (r runArgs) differs(o runArgs) string {
+	if r.Binary != o.Binary {
+		return fmt.Sprintf("%s, process 0 %s", o.Binary, r.Binary)
+	}
+	for i, f := range r.Flags {
+		if i >= len(o.Flags) || o.Flags[i] != f {
+			if i < len(o.Flags) && o.Flags[i][0] == f[0] {
+				return fmt.Sprintf("%s %q, process 0 %q", f[0], o.Flags[i][1], f[1])
+			}
+			return fmt.Sprintf("other flags than process 0 (%s)", f[0])
+		}
+	}
+	if len(o.Flags) != len(r.Flags) {
+		return "other flags than process 0"
+	}
+	return ""
+}
