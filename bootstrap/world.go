@@ -180,12 +180,12 @@ func (w *World) Abort(err error) {
 	}
 }
 
-// errorFrame encodes a failure notice: a timeout keeps its rank, duration and phase, so that every process
-// reports it alike (exit code 4).
+// errorFrame encodes a failure notice: a timeout keeps its rank, duration, the ranks that never arrived and
+// its phase, so that every process reports it alike (exit code 4).
 func errorFrame(err error) (byte, []byte) {
 	var te *collectives.TimeoutError
 	if errors.As(err, &te) {
-		return kindTimeout, fmt.Appendf(nil, "%d\x00%d\x00%s", te.Rank, te.After, te.Phase)
+		return kindTimeout, fmt.Appendf(nil, "%d\x00%d\x00%s\x00%s", te.Rank, te.After, collectives.JoinRanks(te.Missing), te.Phase)
 	}
 	return kindFail, []byte(err.Error())
 }
@@ -193,11 +193,16 @@ func errorFrame(err error) (byte, []byte) {
 func frameError(kind byte, payload []byte) error {
 	if kind == kindTimeout {
 		te := &collectives.TimeoutError{}
-		f := strings.SplitN(string(payload), "\x00", 3)
-		if len(f) == 3 {
+		f := strings.SplitN(string(payload), "\x00", 4)
+		if len(f) == 4 {
 			te.Rank, _ = strconv.Atoi(f[0])
 			after, _ := strconv.ParseInt(f[1], 10, 64)
-			te.After, te.Phase = time.Duration(after), f[2]
+			te.After, te.Phase = time.Duration(after), f[3]
+			for r := range strings.SplitSeq(f[2], ",") {
+				if n, err := strconv.Atoi(r); err == nil {
+					te.Missing = append(te.Missing, n)
+				}
+			}
 			return te
 		}
 	}

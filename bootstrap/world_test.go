@@ -14,6 +14,8 @@ import (
 	"syscall"
 	"testing"
 	"time"
+
+	"github.com/rcclx-tests/rcclx-tests/collectives"
 )
 
 // The multi-process tests re-execute the test binary as N processes; TestMain turns a child into one rank.
@@ -410,5 +412,21 @@ func TestPortHeldByAnotherProgram(t *testing.T) {
 	}
 	if el := time.Since(start); el > 10*time.Second {
 		t.Errorf("the run took %v to fail, want within 10 s", el)
+	}
+}
+
+// A timeout another process reports arrives whole: its rank, duration, phase and the ranks that never arrived.
+func TestTimeoutFrameRoundTrip(t *testing.T) {
+	for _, te := range []*collectives.TimeoutError{
+		{Rank: 2, Phase: "ring start, waiting for rank 3", After: 3 * time.Second, Missing: []int{3}},
+		{Rank: 0, Phase: "direct step 1", After: time.Second, Missing: []int{1, 5}},
+		{Rank: 1, Phase: "barrier", After: time.Second},
+	} {
+		kind, payload := errorFrame(te)
+		got, ok := frameError(kind, payload).(*collectives.TimeoutError)
+		if !ok || got.Rank != te.Rank || got.Phase != te.Phase || got.After != te.After ||
+			fmt.Sprint(got.Missing) != fmt.Sprint(te.Missing) {
+			t.Errorf("%+v came back as %+v", te, got)
+		}
 	}
 }

@@ -231,13 +231,21 @@ func (e *TimeoutError) Error() string {
 // and algorithm, rather than a peer that waited for them.
 type Arrivals struct {
 	first int // global rank of the first counter: a process's local ranks are consecutive global ranks
-	calls []atomic.Uint64
+	calls []*atomic.Uint64
 }
 
 // NewArrivals counts for the n local ranks whose global ranks start at first.
 func NewArrivals(first, n int) *Arrivals {
-	return &Arrivals{first: first, calls: make([]atomic.Uint64, n)}
+	a := &Arrivals{first: first}
+	for range n {
+		a.calls = append(a.calls, new(atomic.Uint64))
+	}
+	return a
 }
+
+// ArrivalsOver counts in counters, one per global rank from 0, which every process of the run sees (shared
+// memory): its Missing names ranks of other processes too.
+func ArrivalsOver(counters []*atomic.Uint64) *Arrivals { return &Arrivals{calls: counters} }
 
 // Arrive records that global rank r, one of the local ranks, entered one more call (nothing for a nil
 // Arrivals).
@@ -247,9 +255,9 @@ func (a *Arrivals) Arrive(r int) {
 	}
 }
 
-// Missing lists the global ranks of the local ranks that entered fewer calls than the furthest one: the ranks
-// their peers wait for. Empty when every local rank arrived (the missing rank is then in another process),
-// and for a nil Arrivals.
+// Missing lists the global ranks among its counters that entered fewer calls than the furthest one: the ranks
+// their peers wait for. Empty when every counted rank arrived (the missing rank is then in another process
+// whose counters these are not), and for a nil Arrivals.
 func (a *Arrivals) Missing() []int {
 	if a == nil {
 		return nil

@@ -48,6 +48,7 @@ type rank struct {
 	desc     []atomic.Uint64 // several processes: exposed as offsets into the owner's arena (shm.go)
 	bell     *atomic.Uint32  // several processes: incremented by every wake; the rank sleeps on it (futex)
 	sleepers *atomic.Uint32  // several processes: non-zero while the rank may sleep on bell
+	arrived  *atomic.Uint64  // several processes: the calls the rank entered, for timeouts (Arrivals)
 	arena    *arena          // several processes: the owner's arena as this process maps it
 
 	// Owned by the rank's goroutine.

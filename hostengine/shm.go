@@ -26,8 +26,8 @@ import (
 // descriptor. An arena starts with a header that holds its ranks' flags, words updated with sync/atomic:
 //
 //	the run's abort record (read from process 0's arena only)
-//	per rank: progress (own cache line), the exposed descriptor (own cache line), the doorbell and its
-//	sleepers count (own cache line), the barrier mailbox (n words)
+//	per rank: progress (own cache line), the doorbell, its sleepers count and the calls the rank entered
+//	(own cache line), the exposed descriptor (own cache line), the barrier mailbox (n words)
 //
 // and then the memory peers read: every buffer Alloc returns and every peer-visible buffer of the algorithms.
 // Peers find a rank's exposed memory from its descriptor, offsets into its owner's arena, which each process
@@ -74,6 +74,9 @@ type shared struct {
 	nlocal int     // ranks per process
 	arenas []*arena
 	remote atomic.Pointer[error] // the abort another process posted, once seen
+	// arrivals counts every rank's calls in the arenas, so that a timeout another process posted names the
+	// ranks that never arrived here too.
+	arrivals *collectives.Arrivals
 }
 
 // arena is one process's shared memory as this process maps it.
@@ -264,7 +267,7 @@ func (s *shared) failure() error {
 		var err error = errors.New(text)
 		if a.word(abortAt+8).Load() == kindTimeout {
 			err = &collectives.TimeoutError{Rank: int(a.word(abortAt + 16).Load()), Phase: text,
-				After: time.Duration(a.word(abortAt + 24).Load())}
+				After: time.Duration(a.word(abortAt + 24).Load()), Missing: s.arrivals.Missing()}
 		}
 		s.remote.Store(&err)
 		return err
@@ -391,6 +394,7 @@ func (s *shared) attachRank(rk *rank, n int) []atomic.Uint64 {
 	at := ranksAt + int64(rk.id%s.nlocal)*rankStride(n)
 	rk.arena, rk.progress = a, a.word(at)
 	rk.bell, rk.sleepers = (*atomic.Uint32)(unsafe.Pointer(&a.mem[at+64])), (*atomic.Uint32)(unsafe.Pointer(&a.mem[at+68]))
+	rk.arrived = a.word(at + 72)
 	rk.desc = a.words(at+128, descWords)
 	return a.words(at+192, n)
 }

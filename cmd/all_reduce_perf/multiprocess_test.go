@@ -301,6 +301,11 @@ func TestHostEngineTimeoutAcrossProcesses(t *testing.T) {
 		if exitCode(p) != 4 || !strings.HasPrefix(line, "timeout: rank ") {
 			t.Errorf("rank %d: exit %d, stderr %q: want exit 4 and the timeout line", r, exitCode(p), line)
 		}
+		// The processes that wait for it (rank 0's prints the table) name the rank that never arrived, in
+		// another process.
+		if want := "timeout: rank 3 did not arrive at all_reduce size 1024 ("; r < 3 && !strings.HasPrefix(line, want) {
+			t.Errorf("rank %d: stderr %q, want %q...", r, line, want)
+		}
 		wall := p.exited.Sub(start)
 		cpu := p.cmd.ProcessState.UserTime() + p.cmd.ProcessState.SystemTime()
 		if cpu > wall/2 {
