@@ -21,8 +21,8 @@ import (
 
 // Ranks in several processes of one machine meet in shared memory. Every process owns one arena, a file in
 // shmDir that it creates, maps and grows; every other process maps it too, the files are unlinked once all
-// are mapped (after that nothing is left behind, even after kill -9; a process killed while the run is still
-// setting up can leave its file), and the owner keeps growing the file through its
+// are mapped or the set-up fails (every process removes every file then, so that a process killed during the
+// set-up leaves nothing behind either), and the owner keeps growing the file through its
 // descriptor. An arena starts with a header that holds its ranks' flags, words updated with sync/atomic:
 //
 //	the run's abort record (read from process 0's arena only)
@@ -330,9 +330,16 @@ func openShared(w collectives.World, n, nlocal int) (*shared, error) {
 	if err == nil {
 		err = s.create(path(s.proc), length, headerBytes(n, nlocal))
 	}
+	// Every process removes every arena's file once they are all mapped or the run fails, so that the file of a
+	// process killed during the set-up goes too (a file already removed is no error).
+	removeAll := func() {
+		for p := range s.arenas {
+			os.Remove(path(p))
+		}
+	}
 	if err = agree(w, err); err != nil {
 		s.close()
-		os.Remove(path(s.proc))
+		removeAll()
 		return nil, err
 	}
 	for p := range s.arenas {
@@ -341,7 +348,7 @@ func openShared(w collectives.World, n, nlocal int) (*shared, error) {
 		}
 	}
 	err = agree(w, err)
-	os.Remove(path(s.proc)) // every process has mapped it, or the run fails
+	removeAll()
 	if err != nil {
 		s.close()
 		return nil, err

@@ -28,6 +28,9 @@ type hub struct {
 	result  [][]byte
 	fail    atomic.Pointer[error]
 	hosts   []string // per process; nil: all alike
+	// dieAt, when not 0, is the AllGather round at which process dies stops answering, as a process killed
+	// there: the others' AllGather then fails, as a World's does when a process is gone.
+	dieAt, dies int
 }
 
 type hubWorld struct {
@@ -61,6 +64,13 @@ func (w hubWorld) AllGather(data []byte) ([][]byte, error) {
 	h.mu.Lock()
 	defer h.mu.Unlock()
 	round := h.round
+	if h.dieAt > 0 && round+1 == h.dieAt && w.rank == h.dies {
+		dead := fmt.Errorf("process %d died", w.rank)
+		h.fail.Store(&dead)
+		h.cond.Broadcast()
+		h.mu.Unlock()
+		select {} // killed: it answers nothing and cleans nothing up
+	}
 	h.parts[w.rank] = append([]byte(nil), data...)
 	if h.arrived++; h.arrived == h.n {
 		h.result, h.parts, h.arrived = h.parts, make([][]byte, h.n), 0
@@ -68,6 +78,9 @@ func (w hubWorld) AllGather(data []byte) ([][]byte, error) {
 		h.cond.Broadcast()
 	}
 	for h.round == round {
+		if e := h.fail.Load(); e != nil {
+			return nil, *e
+		}
 		h.cond.Wait()
 	}
 	return h.result, nil
@@ -191,6 +204,34 @@ func TestAcrossProcessesLeavesNoFiles(t *testing.T) {
 	out := runCaseOn(t, comms, testCase{coll: collectives.AllReduce, dt: collectives.Float, op: collectives.Sum, bytes: 1 << 20}, 7)
 	if out.err != nil || out.wrong[2] != 0 {
 		t.Errorf("all_reduce after unlinking: %v, %v wrong", out.err, out.wrong)
+	}
+}
+
+// A process killed during the set-up, after its arena's file exists, leaves no file behind: the others remove
+// every file of the run when the set-up fails.
+func TestAcrossProcessesKilledDuringSetUpLeavesNoFiles(t *testing.T) {
+	dir := useShmDir(t)
+	h := newHub(3)
+	h.dieAt, h.dies = 2, 2 // round 1 names the run; process 2 dies at round 2, after creating its file
+	comms, errs := make([]*comm, 2), make([]error, 2)
+	var wg sync.WaitGroup
+	for p := range 2 {
+		wg.Go(func() {
+			c, err := New().Open(collectives.Config{NThreads: 1, NGpus: 1, World: hubWorld{h, p}})
+			if errs[p] = err; err == nil {
+				comms[p] = c.(*comm)
+			}
+		})
+	}
+	go func() { _, _ = New().Open(collectives.Config{NThreads: 1, NGpus: 1, World: hubWorld{h, 2}}) }()
+	wg.Wait()
+	for p, err := range errs {
+		if err == nil || !strings.Contains(err.Error(), "process 2 died") {
+			t.Errorf("process %d: Open = %v, want the death of process 2", p, err)
+		}
+	}
+	if left, _ := filepath.Glob(filepath.Join(dir, "*")); len(left) != 0 {
+		t.Errorf("files left: %v", left)
 	}
 }
 
