@@ -59,7 +59,13 @@ func (w *World) serve(timeout time.Duration) error {
 		case <-w.failed:
 			return w.Err()
 		case <-timer.C:
-			return fmt.Errorf("bootstrap: rank 0 waited %v on %s for ranks %v to connect", timeout, listen, w.missing())
+			err := fmt.Errorf("bootstrap: rank 0 waited %v on %s for ranks %v to connect", timeout, listen, w.missing())
+			for _, p := range w.peers { // the ranks that came wait for this verdict (dial's grace)
+				if p != nil {
+					_ = p.write(kindFail, []byte(err.Error()), time.Second)
+				}
+			}
+			return err
 		}
 		rank, pid, err := w.hello(c, earliest(end, time.Now().Add(ackTimeout)))
 		if err != nil {
@@ -169,7 +175,9 @@ func (w *World) dial(timeout time.Duration) error {
 		return fmt.Errorf("%s (it answered something else): another program holds the port", notUs)
 	}
 	p.in = reader(c, w.done, func(f frame) { w.lostPeer(p, f) })
-	f, err = w.await(p.in, time.Until(end))
+	// Rank 0 names the ranks that never came when its own wait ends: wait a little longer for that verdict, so
+	// that this rank neither leaves first (rank 0 would take it for dead) nor reports less than rank 0 knows.
+	f, err = w.await(p.in, time.Until(end)+verdictGrace)
 	switch {
 	case errors.Is(err, errTimeout):
 		return fmt.Errorf("bootstrap: rank %d reached rank 0 at %s, but not every process arrived within %v", w.Rank(), w.addr, timeout)

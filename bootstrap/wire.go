@@ -27,6 +27,10 @@ var magic = []byte("RCCLXTB\x01")
 // ackTimeout bounds the wait for rank 0's ack after connecting: rank 0 acks every valid hello at once.
 const ackTimeout = 5 * time.Second
 
+// verdictGrace is how much longer than rank 0 a connected rank waits for everyone to arrive, to hear rank 0 name
+// the ranks that never came.
+const verdictGrace = 2 * time.Second
+
 const maxFrame = 1 << 30
 
 type frame struct {

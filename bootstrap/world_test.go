@@ -11,6 +11,7 @@ import (
 	"os/exec"
 	"strconv"
 	"strings"
+	"sync"
 	"syscall"
 	"testing"
 	"time"
@@ -244,6 +245,33 @@ func TestRootTimeoutNamesMissingRanks(t *testing.T) {
 	_, err := FromEnv(200 * time.Millisecond)
 	if err == nil || !strings.Contains(err.Error(), "for ranks [1 2] to connect") {
 		t.Errorf("FromEnv error = %v, want it to name ranks [1 2]", err)
+	}
+}
+
+// A rank that came hears rank 0 name the ranks that never did, rather than leaving first (rank 0 would take
+// it for dead) or saying only that not everyone came.
+func TestConnectedRankHearsWhoIsMissing(t *testing.T) {
+	addr := "127.0.0.1:" + itoa(freePort(t))
+	errs := make([]error, 2)
+	var wg sync.WaitGroup
+	for rank := range 2 {
+		wg.Go(func() {
+			w := newWorld(Launch{Rank: rank, Size: 3, LocalRank: -1, LocalSize: -1})
+			w.addr = addr
+			if rank == 0 {
+				errs[rank] = w.serve(500 * time.Millisecond)
+			} else {
+				errs[rank] = w.dial(500 * time.Millisecond)
+			}
+			w.Close()
+		})
+	}
+	wg.Wait()
+	for rank, err := range errs {
+		if err == nil || !strings.Contains(err.Error(), "bootstrap: rank 0 waited 500ms on 127.0.0.1:") ||
+			!strings.Contains(err.Error(), "for ranks [2] to connect") {
+			t.Errorf("rank %d: %v, want rank 0's verdict naming rank 2", rank, err)
+		}
 	}
 }
 
