@@ -34,17 +34,17 @@ var launcherVars = []struct {
 // Detect reads the launcher's variables through getenv. No launcher means a single process (Size 1).
 func Detect(getenv func(string) string) (Launch, error) {
 	for _, v := range launcherVars {
-		if getenv(v.rank) == "" || getenv(v.size) == "" {
+		size := v.size
+		if v.name == "slurm" && getenv("SLURM_STEP_NUM_TASKS") != "" {
+			size = "SLURM_STEP_NUM_TASKS" // the step's tasks, where SLURM_NTASKS may describe the allocation
+		}
+		if getenv(v.rank) == "" || getenv(size) == "" { // a lone RANK may be anyone's variable
 			continue
 		}
 		l := Launch{Launcher: v.name, LocalRank: -1, LocalSize: -1}
 		var err error
 		if l.Rank, err = intVar(getenv, v.rank); err != nil {
 			return Launch{}, err
-		}
-		size := v.size
-		if v.name == "slurm" && getenv("SLURM_STEP_NUM_TASKS") != "" {
-			size = "SLURM_STEP_NUM_TASKS" // the step's tasks, where SLURM_NTASKS may describe the allocation
 		}
 		if l.Size, err = intVar(getenv, size); err != nil {
 			return Launch{}, err

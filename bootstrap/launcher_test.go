@@ -26,6 +26,8 @@ func TestDetect(t *testing.T) {
 			"SLURM_NNODES": "2"}, Launch{"slurm", 3, 4, 1, -1}},
 		{"slurm one node", map[string]string{"SLURM_PROCID": "3", "SLURM_NTASKS": "4", "SLURM_LOCALID": "3",
 			"SLURM_NNODES": "1"}, Launch{"slurm", 3, 4, 3, 4}},
+		{"slurm step without SLURM_NTASKS", map[string]string{"SLURM_PROCID": "1", "SLURM_STEP_NUM_TASKS": "2",
+			"SLURM_LOCALID": "1", "SLURM_NNODES": "1"}, Launch{"slurm", 1, 2, 1, 2}},
 		{"slurm step smaller than allocation", map[string]string{"SLURM_PROCID": "1", "SLURM_NTASKS": "16",
 			"SLURM_STEP_NUM_TASKS": "2", "SLURM_LOCALID": "1", "SLURM_NNODES": "1"}, Launch{"slurm", 1, 2, 1, 2}},
 		{"torchrun", map[string]string{"RANK": "1", "WORLD_SIZE": "2", "LOCAL_RANK": "1", "LOCAL_WORLD_SIZE": "2"},
