@@ -94,6 +94,9 @@ func (a *app) runAB(out io.Writer, o *Options, world collectives.World, seed uin
 	if err == nil && !abandoned { // no process leaves while another still waits on its workers (that would look like a failure)
 		err = world.Barrier()
 	}
+	if ab, ok := world.(interface{ Abort(error) }); ok && err != nil {
+		ab.Abort(err) // the other launching processes report this cause, not only that this process left
+	}
 	r.stop(err != nil || abandoned)
 	r.record(j, err)
 	if err != nil {
@@ -245,6 +248,10 @@ func (r *abRun) await(i int) (abReply, error) {
 	case <-r.a.stopNow: // a signal, and the workers did not answer within the grace period
 		return abReply{}, errInterrupted
 	case <-r.lost:
+		// The process that failed says why where it could (its arm's worker, a timeout): the World carries that.
+		if w, ok := r.world.(interface{ Err() error }); ok && w.Err() != nil {
+			return abReply{}, w.Err()
+		}
 		return abReply{}, fmt.Errorf("A/B: rank %d lost another process of the run (it died or left) while arm %s "+
 			"(%s) ran", r.world.Rank(), arm.name, arm.label)
 	}

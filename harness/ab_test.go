@@ -238,9 +238,36 @@ func TestABAcrossProcesses(t *testing.T) {
 	}
 }
 
+// TestABOtherLaunchersWorkerDies: when a worker of another launching process dies, that process says why, and
+// rank 0 (whose table and JSON the user reads) reports the same cause: the arm, the rank and the worker's pid.
+func TestABOtherLaunchersWorkerDies(t *testing.T) {
+	port := freeTCPPort(t)
+	seed := strconv.FormatUint(rand.Uint64(), 10)
+	var procs [2]*proc
+	for rank, fault := range []string{"hang:5", "none"} { // rank 0's workers hang at their sixth launch
+		env := append(launcherEnv(rank, 2, port), seedEnv+"="+seed, childFaultEnv+"="+fault)
+		procs[rank] = startChild(t, "all_reduce", env, "-g", "1", "-b", "1K", "-e", "4K", "-f", "2", "-n", "2",
+			"--ab", "FAKE_ALGO=ring,tree")
+	}
+	m := regexp.MustCompile(`\(A: pid \d+,(\d+), B: pid \d+,\d+\)`)
+	procs[0].waitOutput(t, m, 30*time.Second)
+	pid, _ := strconv.Atoi(m.FindStringSubmatch(procs[0].stdout.String())[1])
+	time.Sleep(300 * time.Millisecond)
+	if err := syscall.Kill(pid, syscall.SIGKILL); err != nil {
+		t.Fatal(err)
+	}
+	want := fmt.Sprintf("arm A (FAKE_ALGO=ring) rank 1: worker process %d died (signal: killed)", pid)
+	for rank, p := range procs {
+		code, _ := p.exit(t, 20*time.Second)
+		if stderr := p.stderr.String(); code != exitRuntime || strings.Count(stderr, "\n") != 1 || !strings.Contains(stderr, want) {
+			t.Errorf("rank %d: exit %d, stderr %q, want %q", rank, code, stderr, want)
+		}
+	}
+}
+
 // TestABProcessLost: in a run of two processes, when one launching process dies while the other's worker is
-// stuck (in a collective whose peers are gone, without -T), the survivor ends within 2 s, exit 2, and ends its
-// workers.
+// stuck (in a collective whose peers are gone, without -T), the survivor ends within 2 s, exit 2, naming the
+// process that died, and ends its workers.
 func TestABProcessLost(t *testing.T) {
 	port := freeTCPPort(t)
 	seed := strconv.FormatUint(rand.Uint64(), 10)
@@ -259,7 +286,7 @@ func TestABProcessLost(t *testing.T) {
 	took := time.Since(killed)
 	stderr := procs[0].stderr.String()
 	if code != exitRuntime || took > 2*time.Second || strings.Count(stderr, "\n") != 1 ||
-		!strings.Contains(stderr, "A/B: rank 0 lost another process of the run (it died or left) while arm A") {
+		!strings.Contains(stderr, fmt.Sprintf("bootstrap: rank 1 died or left the run (pid %d;", procs[1].cmd.Process.Pid)) {
 		t.Errorf("exit %d %v after the kill, stderr %q", code, took, stderr)
 	}
 	for _, s := range m.FindStringSubmatch(procs[0].stdout.String())[1:] {
