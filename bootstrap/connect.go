@@ -21,7 +21,7 @@ func (w *World) serve(timeout time.Duration) error {
 	}
 	ln, err := net.Listen("tcp", listen)
 	if errors.Is(err, syscall.EADDRINUSE) {
-		return fmt.Errorf("bootstrap: rank 0 cannot listen on %s: another program holds the port (choose another MASTER_PORT)", listen)
+		return fmt.Errorf("bootstrap: rank 0 cannot listen on %s: another program, or another process that says it is rank 0, holds the port (choose another MASTER_PORT, or check the ranks)", listen)
 	}
 	if err != nil {
 		return fmt.Errorf("bootstrap: rank 0 could not listen on %s: %v", listen, err)
@@ -59,19 +59,13 @@ func (w *World) serve(timeout time.Duration) error {
 		case <-w.failed:
 			return w.Err()
 		case <-timer.C:
-			err := fmt.Errorf("bootstrap: rank 0 waited %v on %s for ranks %v to connect", timeout, listen, w.missing())
-			for _, p := range w.peers { // the ranks that came wait for this verdict (dial's grace)
-				if p != nil {
-					_ = p.write(kindFail, []byte(err.Error()), time.Second)
-				}
-			}
-			return err
+			return w.refuse(fmt.Errorf("bootstrap: rank 0 waited %v on %s for ranks %v to connect", timeout, listen, w.missing()))
 		}
 		rank, pid, err := w.hello(c, earliest(end, time.Now().Add(ackTimeout)))
 		if err != nil {
 			_ = writeFrame(c, kindFail, []byte(err.Error()), time.Second)
 			c.Close()
-			return err
+			return w.refuse(err)
 		}
 		p := &peer{rank: rank, conn: c}
 		w.pmu.Lock()
@@ -95,6 +89,17 @@ func (w *World) serve(timeout time.Duration) error {
 	}
 	ln.Close() // everyone is here: free the port
 	return w.Err()
+}
+
+// refuse tells the ranks that connected why the run cannot start (they wait for rank 0's word, see dial),
+// and returns err.
+func (w *World) refuse(err error) error {
+	for _, p := range w.peers {
+		if p != nil {
+			_ = p.write(kindFail, []byte(err.Error()), time.Second)
+		}
+	}
+	return err
 }
 
 // hello reads and checks a connecting process's magic, rank, world size and pid.

@@ -275,6 +275,34 @@ func TestConnectedRankHearsWhoIsMissing(t *testing.T) {
 	}
 }
 
+// Two processes that say they are rank 1: both hear why the run cannot start, the one that came first too.
+func TestDuplicateRankTold(t *testing.T) {
+	addr := "127.0.0.1:" + itoa(freePort(t))
+	errs := make([]error, 3)
+	var wg sync.WaitGroup
+	for i, rank := range []int{0, 1, 1} {
+		wg.Go(func() {
+			if i == 2 {
+				time.Sleep(200 * time.Millisecond) // the second claimant comes after the first was acked
+			}
+			w := newWorld(Launch{Rank: rank, Size: 3, LocalRank: -1, LocalSize: -1})
+			w.addr = addr
+			if rank == 0 {
+				errs[i] = w.serve(5 * time.Second)
+			} else {
+				errs[i] = w.dial(5 * time.Second)
+			}
+			w.Close()
+		})
+	}
+	wg.Wait()
+	for i, err := range errs {
+		if err == nil || !strings.Contains(err.Error(), "bootstrap: two processes say they are rank 1") {
+			t.Errorf("process %d: %v", i, err)
+		}
+	}
+}
+
 func TestSingleProcess(t *testing.T) {
 	for _, k := range []string{"RANK", "WORLD_SIZE", "OMPI_COMM_WORLD_RANK", "PMI_RANK", "SLURM_PROCID"} {
 		t.Setenv(k, "")
@@ -432,7 +460,7 @@ func TestPortHeldByAnotherProgram(t *testing.T) {
 		line := strings.TrimSpace(c.stderr.String())
 		want := fmt.Sprintf("bootstrap: rank %d: the program at 127.0.0.1:%d is not rank 0 of this run", r, port)
 		if r == 0 {
-			want = fmt.Sprintf("bootstrap: rank 0 cannot listen on 127.0.0.1:%d: another program holds the port", port)
+			want = fmt.Sprintf("bootstrap: rank 0 cannot listen on 127.0.0.1:%d: another program, or another process that says it is rank 0, holds the port", port)
 		}
 		if err == nil || !strings.HasPrefix(line, want) || strings.Contains(line, "\n") {
 			t.Errorf("rank %d: %v, stderr %q: want one line starting %q", r, err, line, want)
