@@ -148,11 +148,16 @@ func (j *jsonOut) add(s engineRun) {
 	r.OutOfBounds.Count += s.oob
 	j.bwSum += s.bwSum
 	j.bwN += s.bwN
-	if s.err != nil {
+	switch {
+	case s.err != nil:
 		j.fail(s.err.Error())
+	case s.stopped && !slices.Contains(r.Errors, errStopped):
+		j.fail(errStopped)
 	}
-	r.Incomplete = r.Incomplete || s.stopped
 }
+
+// errStopped is the JSON's error for a run a signal stopped after the size in progress.
+const errStopped = "interrupted: stopped after the size in progress"
 
 // fail records an error that ended the run early.
 func (j *jsonOut) fail(msg string) {

@@ -340,8 +340,9 @@ func TestReliabilitySIGINT(t *testing.T) {
 		!strings.HasPrefix(p.stderr.String(), "all_reduce_perf: interrupted: ") || strings.Count(p.stderr.String(), "\n") != 1 {
 		t.Fatalf("exit %d\nstdout:\n%s\nstderr:\n%s", code, p.stdout.String(), p.stderr.String())
 	}
-	if rec := loadRecord(t, file); !rec.Incomplete || len(rec.Results) != len(rows) {
-		t.Errorf("JSON: incomplete %v, %d results for %d rows", rec.Incomplete, len(rec.Results), len(rows))
+	if rec := loadRecord(t, file); !rec.Incomplete || len(rec.Results) != len(rows) || len(rec.Errors) != 1 ||
+		rec.Errors[0] != errStopped {
+		t.Errorf("JSON: incomplete %v, %d results for %d rows, errors %q", rec.Incomplete, len(rec.Results), len(rows), rec.Errors)
 	}
 
 	// Without -T a skipped rank hangs the first row for ever: one Ctrl-C cannot end it, the second does.
