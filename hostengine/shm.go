@@ -290,7 +290,7 @@ func agree(w collectives.World, err error) error {
 			if p == w.Rank() {
 				return err
 			}
-			return fmt.Errorf("host engine: process %d: %s", p, t)
+			return fmt.Errorf("host engine: process %d: %s", p, strings.TrimPrefix(string(t), "host engine: "))
 		}
 	}
 	return nil

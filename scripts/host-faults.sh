@@ -70,8 +70,8 @@ EXTRA=
 
 run "$B/all_reduce_perf" "${H[@]}" -u -3 -J r.json
 row "bad flag value (every flag)" "all_reduce_perf -u -3" "TestBadInput, TestReliabilityBadInputEndToEnd, FuzzArgs, FuzzCommandLine"
-run "$B/all_reduce_perf" "${H[@]}" -t 4096 -g 4096
-row "more ranks than a process can hold" "all_reduce_perf -t 4096 -g 4096" "TestParseTimeChecks, FuzzCommandLine"
+run "$B/all_reduce_perf" "${H[@]}" -t 64 -g 64
+row "more ranks than a process can hold" "all_reduce_perf -t 64 -g 64" "TestParseTimeChecks, FuzzCommandLine"
 run env RANK=5 WORLD_SIZE=2 "$B/all_reduce_perf" "${H[@]}"
 row "launcher variables that make no sense" "RANK=5 WORLD_SIZE=2 all_reduce_perf" "TestParseTimeChecks"
 run env NCCL_TESTS_MIN_BW=abc "$B/all_reduce_perf" "${H[@]}"

@@ -189,7 +189,7 @@ func plotCmd() *cobra.Command {
 		logY    bool
 	)
 	cmd := &cobra.Command{
-		Use:   "plot RUN [RUN ...] -o FILE.svg|FILE.png",
+		Use:   "plot RUN [RUN ...] -o FILE.svg|FILE.png|FILE.pdf",
 		Short: "Plot busbw, algbw or time against size (or, with --ab, an A/B speedup)",
 		Long: `Plot busbw, algbw or time against size: one line per run (and per engine, A/B
 arm, type and reduction where a record mixes them) through the
@@ -209,7 +209,7 @@ an A/B record's arm B over arm A with its 95% interval.`,
 		},
 	}
 	f := cmd.Flags()
-	f.StringVarP(&out, "output", "o", "", "output file; the extension (.svg, .png, .pdf) picks the format")
+	f.StringVarP(&out, "output", "o", "", "output file; the extension picks the format (.svg, .png, .pdf; also .jpg, .tif)")
 	f.StringVar(&metric, "metric", results.MetricBusBW, "busbw, algbw or time")
 	f.BoolVar(&inPlace, "in-place", false, "plot the in-place half instead of out-of-place")
 	f.BoolVar(&logY, "log", false, "logarithmic value axis, so small sizes' bandwidths show (time always has one)")
