@@ -50,6 +50,33 @@ func ShownHalf(runs []Run, inPlace bool) bool {
 	return len(keys) > 0
 }
 
+// Unshown lists the runs with no timed row in the half inPlace selects (runs that timed only the other half,
+// -O 0 or -O 1 beside runs of both): compare and plot leave them out, and say so.
+func Unshown(runs []Run, inPlace bool) []string {
+	keys, _ := collect(runs, inPlace)
+	shown := map[int]bool{}
+	for _, k := range keys {
+		shown[k.run] = true
+	}
+	var out []string
+	for i, r := range runs {
+		if !shown[i] {
+			out = append(out, r.Label)
+		}
+	}
+	return out
+}
+
+// UnshownNote is the line that names a run left out of the half shown.
+func UnshownNote(label string, inPlace bool) string {
+	other := "--in-place"
+	if inPlace {
+		other = "no --in-place"
+	}
+	return fmt.Sprintf("NOTE %s has no timed %s rows and is left out (a run of -O %d times only the other half: %s "+
+		"shows it)", label, HalfName(inPlace), map[bool]int{false: 0, true: 1}[inPlace], other)
+}
+
 // CompareOptions choose the half Compare shows and its format.
 type CompareOptions struct {
 	InPlace  bool // the in-place half instead of out-of-place
@@ -123,6 +150,9 @@ func Compare(w io.Writer, runs []Run, opt CompareOptions) error {
 			mark, HalfName(inPlace), samples)
 	} else {
 		fmt.Fprintf(w, "%s%s; one sample per size\n", mark, HalfName(inPlace))
+	}
+	for _, label := range Unshown(runs, inPlace) {
+		fmt.Fprintf(w, "%s%s\n", mark, UnshownNote(label, inPlace))
 	}
 	if len(cols) > 1 {
 		fmt.Fprintf(w, "%sbusbw: bus bandwidth in GB/s at the median time (nccl-tests' busbw); speedup: %s's median time / this column's\n", mark, names[0])

@@ -238,4 +238,13 @@ func TestCompareInPlaceOnly(t *testing.T) {
 	if !ShownHalf([]Run{{"p.json", rec}}, false) || ShownHalf([]Run{{"b.json", both}}, false) || !ShownHalf([]Run{{"b.json", both}}, true) {
 		t.Error("ShownHalf")
 	}
+	// Beside a run of both halves it is left out of the out-of-place comparison, not in silence.
+	out.Reset()
+	if err := Compare(&out, []Run{{"b.json", both}, {"p.json", rec}}, CompareOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	want := "# NOTE p.json has no timed out-of-place rows and is left out (a run of -O 0 times only the other half: --in-place shows it)"
+	if text := out.String(); !strings.Contains(text, want) || strings.Contains(text, "p.json us") {
+		t.Errorf("mixed runs:\n%s", text)
+	}
 }

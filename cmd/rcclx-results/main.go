@@ -205,7 +205,14 @@ an A/B record's arm B over arm A with its 95% interval.`,
 			if err != nil {
 				return err
 			}
-			return plots.PlotRuns(out, runs, plots.Options{Metric: metric, InPlace: inPlace, LogY: logY})
+			if err := plots.PlotRuns(out, runs, plots.Options{Metric: metric, InPlace: inPlace, LogY: logY}); err != nil {
+				return err
+			}
+			shown := results.ShownHalf(runs, inPlace)
+			for _, label := range results.Unshown(runs, shown) {
+				fmt.Fprintln(cmd.ErrOrStderr(), results.UnshownNote(label, shown))
+			}
+			return nil
 		},
 	}
 	f := cmd.Flags()
