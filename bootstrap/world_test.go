@@ -248,25 +248,33 @@ func TestRootTimeoutNamesMissingRanks(t *testing.T) {
 	}
 }
 
-// A rank that came hears rank 0 name the ranks that never did, rather than leaving first (rank 0 would take
-// it for dead) or saying only that not everyone came.
-func TestConnectedRankHearsWhoIsMissing(t *testing.T) {
+// meet connects worlds of size processes in goroutines, one per entry of ranks (the rank it says it is), each
+// 200 ms after the one before, and returns each one's connecting error.
+func meet(t *testing.T, size int, ranks []int, timeout time.Duration) []error {
 	addr := "127.0.0.1:" + itoa(freePort(t))
-	errs := make([]error, 2)
+	errs := make([]error, len(ranks))
 	var wg sync.WaitGroup
-	for rank := range 2 {
+	for i, rank := range ranks {
 		wg.Go(func() {
-			w := newWorld(Launch{Rank: rank, Size: 3, LocalRank: -1, LocalSize: -1})
+			time.Sleep(time.Duration(i) * 200 * time.Millisecond)
+			w := newWorld(Launch{Rank: rank, Size: size, LocalRank: -1, LocalSize: -1})
 			w.addr = addr
 			if rank == 0 {
-				errs[rank] = w.serve(500 * time.Millisecond)
+				errs[i] = w.serve(timeout)
 			} else {
-				errs[rank] = w.dial(500 * time.Millisecond)
+				errs[i] = w.dial(timeout)
 			}
 			w.Close()
 		})
 	}
 	wg.Wait()
+	return errs
+}
+
+// A rank that came hears rank 0 name the ranks that never did, rather than leaving first (rank 0 would take
+// it for dead) or saying only that not everyone came.
+func TestConnectedRankHearsWhoIsMissing(t *testing.T) {
+	errs := meet(t, 3, []int{0, 1}, 500*time.Millisecond)
 	for rank, err := range errs {
 		if err == nil || !strings.Contains(err.Error(), "bootstrap: rank 0 waited 500ms on 127.0.0.1:") ||
 			!strings.Contains(err.Error(), "for ranks [2] to connect") {
@@ -277,25 +285,7 @@ func TestConnectedRankHearsWhoIsMissing(t *testing.T) {
 
 // Two processes that say they are rank 1: both hear why the run cannot start, the one that came first too.
 func TestDuplicateRankTold(t *testing.T) {
-	addr := "127.0.0.1:" + itoa(freePort(t))
-	errs := make([]error, 3)
-	var wg sync.WaitGroup
-	for i, rank := range []int{0, 1, 1} {
-		wg.Go(func() {
-			if i == 2 {
-				time.Sleep(200 * time.Millisecond) // the second claimant comes after the first was acked
-			}
-			w := newWorld(Launch{Rank: rank, Size: 3, LocalRank: -1, LocalSize: -1})
-			w.addr = addr
-			if rank == 0 {
-				errs[i] = w.serve(5 * time.Second)
-			} else {
-				errs[i] = w.dial(5 * time.Second)
-			}
-			w.Close()
-		})
-	}
-	wg.Wait()
+	errs := meet(t, 3, []int{0, 1, 1}, 5*time.Second) // the second claimant comes after the first was acked
 	for i, err := range errs {
 		if err == nil || !strings.Contains(err.Error(), "bootstrap: two processes say they are rank 1") {
 			t.Errorf("process %d: %v", i, err)

@@ -238,17 +238,24 @@ func TestABAcrossProcesses(t *testing.T) {
 	}
 }
 
-// TestABOtherLaunchersWorkerDies: when a worker of another launching process dies, that process says why, and
-// rank 0 (whose table and JSON the user reads) reports the same cause: the arm, the rank and the worker's pid.
-func TestABOtherLaunchersWorkerDies(t *testing.T) {
+// stuckABLaunchers starts an A/B run of two launching processes of -g g each, whose rank 0's workers hang at
+// their sixth launch.
+func stuckABLaunchers(t *testing.T, g string) [2]*proc {
 	port := freeTCPPort(t)
 	seed := strconv.FormatUint(rand.Uint64(), 10)
 	var procs [2]*proc
-	for rank, fault := range []string{"hang:5", "none"} { // rank 0's workers hang at their sixth launch
+	for rank, fault := range []string{"hang:5", "none"} {
 		env := append(launcherEnv(rank, 2, port), seedEnv+"="+seed, childFaultEnv+"="+fault)
-		procs[rank] = startChild(t, "all_reduce", env, "-g", "1", "-b", "1K", "-e", "4K", "-f", "2", "-n", "2",
+		procs[rank] = startChild(t, "all_reduce", env, "-g", g, "-b", "1K", "-e", "4K", "-f", "2", "-n", "2",
 			"--ab", "FAKE_ALGO=ring,tree")
 	}
+	return procs
+}
+
+// TestABOtherLaunchersWorkerDies: when a worker of another launching process dies, that process says why, and
+// rank 0 (whose table and JSON the user reads) reports the same cause: the arm, the rank and the worker's pid.
+func TestABOtherLaunchersWorkerDies(t *testing.T) {
+	procs := stuckABLaunchers(t, "1")
 	m := regexp.MustCompile(`\(A: pid \d+,(\d+), B: pid \d+,\d+\)`)
 	procs[0].waitOutput(t, m, 30*time.Second)
 	pid, _ := strconv.Atoi(m.FindStringSubmatch(procs[0].stdout.String())[1])
@@ -269,14 +276,7 @@ func TestABOtherLaunchersWorkerDies(t *testing.T) {
 // stuck (in a collective whose peers are gone, without -T), the survivor ends within 2 s, exit 2, naming the
 // process that died, and ends its workers.
 func TestABProcessLost(t *testing.T) {
-	port := freeTCPPort(t)
-	seed := strconv.FormatUint(rand.Uint64(), 10)
-	var procs [2]*proc
-	for rank, fault := range []string{"hang:5", "none"} { // rank 0's workers hang at their sixth launch
-		env := append(launcherEnv(rank, 2, port), seedEnv+"="+seed, childFaultEnv+"="+fault)
-		procs[rank] = startChild(t, "all_reduce", env, "-g", "2", "-b", "1K", "-e", "4K", "-f", "2", "-n", "2",
-			"--ab", "FAKE_ALGO=ring,tree")
-	}
+	procs := stuckABLaunchers(t, "2")
 	m := regexp.MustCompile(`\(A: pid (\d+),\d+, B: pid (\d+),\d+\)`)
 	procs[0].waitOutput(t, m, 30*time.Second)
 	time.Sleep(300 * time.Millisecond) // rank 0's arm A is stuck by now
