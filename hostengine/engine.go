@@ -91,8 +91,9 @@ func (engine) Open(cfg collectives.Config) (collectives.Comm, error) {
 		c.groups = append(c.groups, &group{c: c, ranks: c.ranks[at : at+cfg.NGpus]})
 	}
 	c.devices = devices(c.first, cfg.NThreads, cfg.NGpus)
-	c.arrivals = collectives.NewArrivals(c.first, nlocal)
-	if c.sh != nil { // every process counts every rank's calls, so a timeout names a rank of another process
+	if c.sh == nil {
+		c.arrivals = collectives.NewArrivals(c.first, nlocal)
+	} else { // every process counts every rank's calls, so a timeout names a rank of another process
 		var counters []*atomic.Uint64
 		for _, rk := range c.ranks {
 			counters = append(counters, rk.arrived)
