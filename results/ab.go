@@ -109,16 +109,10 @@ type ABSeries struct {
 	Rows  []ABRow
 }
 
-// ABPanel is the series drawn together; Title is the type they share where the series split by type.
-type ABPanel struct {
-	Title  string
-	Series []ABSeries
-}
-
 // Panels splits the report's rows into series by type, reduction and root, in
 // the order each first appears, and the series into panels as Aggregate does.
 // Records written before rows named these are one series.
-func (r *ABReport) Panels() []ABPanel {
+func (r *ABReport) Panels() []Panel[ABSeries] {
 	type key struct {
 		dtype, redop string
 		root         int
@@ -133,7 +127,7 @@ func (r *ABReport) Panels() []ABPanel {
 		rows[k] = append(rows[k], row)
 	}
 	titles, groups := splitByType(keys, func(k key) string { return k.dtype })
-	panels := make([]ABPanel, len(groups))
+	panels := make([]Panel[ABSeries], len(groups))
 	for g, group := range groups {
 		var dtypes, redops, roots bool
 		for _, k := range group {

@@ -69,12 +69,12 @@ func Unshown(runs []Run, inPlace bool) []string {
 
 // UnshownNote is the line that names a run left out of the half shown.
 func UnshownNote(label string, inPlace bool) string {
-	other := "--in-place"
+	halves, other := "-O 0", "--in-place" // -O 0 times only the in-place half
 	if inPlace {
-		other = "no --in-place"
+		halves, other = "-O 1", "no --in-place"
 	}
-	return fmt.Sprintf("NOTE %s has no timed %s rows and is left out (a run of -O %d times only the other half: %s "+
-		"shows it)", label, HalfName(inPlace), map[bool]int{false: 0, true: 1}[inPlace], other)
+	return fmt.Sprintf("NOTE %s has no timed %s rows and is left out (a run of %s times only the other half: %s "+
+		"shows it)", label, HalfName(inPlace), halves, other)
 }
 
 // CompareOptions choose the half Compare shows and its format.

@@ -63,10 +63,11 @@ type seriesKey struct {
 // MaxPanelLines is the most series one plot panel holds: more, of several types, split into a panel per type.
 const MaxPanelLines = 12
 
-// Panel is the series drawn together; Title is the type they share where the series split by type.
-type Panel struct {
+// Panel is the series drawn together (Series or ABSeries); Title is the type they share where the series split
+// by type.
+type Panel[S any] struct {
 	Title  string
-	Series []Series
+	Series []S
 }
 
 // Aggregate groups the rows of runs into series, one point per size, taking
@@ -75,10 +76,10 @@ type Panel struct {
 // types or reductions; labels name the run and then only what tells its
 // series apart within the panel. Rows without a time for that half are left
 // out.
-func Aggregate(runs []Run, inPlace bool) []Panel {
+func Aggregate(runs []Run, inPlace bool) []Panel[Series] {
 	keys, points := collect(runs, inPlace)
 	titles, groups := splitByType(keys, func(k seriesKey) string { return k.dtype })
-	panels := make([]Panel, len(groups))
+	panels := make([]Panel[Series], len(groups))
 	for g, group := range groups {
 		names := seriesLabels(group, len(runs))
 		panels[g].Title = titles[g]
