@@ -48,15 +48,17 @@ const (
 
 func prepareAllToAllV(c *Collective, getenv func(string) string, nranks int, minBytes, maxBytes int64) (*Collective, error) {
 	v := &vPattern{file: getenv(envVMatrix)}
-	var err error
-	if v.spread, err = vSpread(getenv(envVSpread)); err != nil {
-		return nil, fmt.Errorf("%s=%q: %v", envVSpread, getenv(envVSpread), err)
-	}
-	if v.scale, err = vScale(getenv(envVScale)); err != nil {
-		return nil, fmt.Errorf("%s=%q: %v", envVScale, getenv(envVScale), err)
-	}
-	if v.summary, err = vSummary(getenv(envVSummary)); err != nil {
-		return nil, fmt.Errorf("%s=%q: %v", envVSummary, getenv(envVSummary), err)
+	for _, e := range []struct {
+		name string
+		read func(string) error
+	}{
+		{envVSpread, func(s string) (err error) { v.spread, err = vSpread(s); return }},
+		{envVScale, func(s string) (err error) { v.scale, err = vScale(s); return }},
+		{envVSummary, func(s string) (err error) { v.summary, err = vSummary(s); return }},
+	} {
+		if err := e.read(getenv(e.name)); err != nil {
+			return nil, fmt.Errorf("%s=%q: %v", e.name, getenv(e.name), err)
+		}
 	}
 	if v.file != "" {
 		if err := v.readMatrix(nranks); err != nil {
