@@ -64,9 +64,7 @@ func prepareAllToAllV(c *Collective, getenv func(string) string, nranks int, min
 		if err := v.readMatrix(nranks); err != nil {
 			return nil, err
 		}
-		if minBytes != maxBytes {
-			return nil, fmt.Errorf("alltoallv with %s: -b and -e must be equal (got %d and %d)", envVMatrix, minBytes, maxBytes)
-		}
+		// nccl-tests checks -e against the matrix before it checks that -b equals -e.
 		need := int64(0)
 		for i := range nranks {
 			var s, r int64
@@ -78,6 +76,9 @@ func prepareAllToAllV(c *Collective, getenv func(string) string, nranks int, min
 		}
 		if maxBytes < need {
 			return nil, fmt.Errorf("alltoallv: -e must be at least %d bytes for the matrix in %s (got %d)", need, v.file, maxBytes)
+		}
+		if minBytes != maxBytes {
+			return nil, fmt.Errorf("alltoallv with %s: -b and -e must be equal (got %d and %d)", envVMatrix, minBytes, maxBytes)
 		}
 	}
 	p := *c
@@ -146,7 +147,7 @@ func (v *vPattern) readMatrix(nranks int) error {
 		}
 		row := make([]int64, len(fields))
 		for j, f := range fields {
-			x, err := strconv.ParseFloat(f, 64)
+			x, err := matrixValue(f)
 			scaled := x * v.scale
 			switch {
 			case err != nil || math.IsNaN(x):
@@ -170,6 +171,18 @@ func (v *vPattern) readMatrix(nranks int) error {
 	}
 	v.matrix = rows
 	return nil
+}
+
+// matrixValue reads one matrix entry as C's strtod does (nccl-tests' reader): decimal or hexadecimal, the
+// latter with or without a binary exponent ("0x100" is 256).
+func matrixValue(f string) (float64, error) {
+	if strings.Contains(f, "_") {
+		return 0, strconv.ErrSyntax
+	}
+	if h := strings.TrimLeft(f, "+-"); len(h) > 2 && h[0] == '0' && h[1]|0x20 == 'x' && !strings.ContainsAny(h, "pP") {
+		f += "p0"
+	}
+	return strconv.ParseFloat(f, 64)
 }
 
 // peerBytes is what rank i sends to rank j when each rank sends total bytes (generated pattern): a blend of

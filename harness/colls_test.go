@@ -2,10 +2,13 @@ package harness
 
 import (
 	"fmt"
+	"math/rand/v2"
 	"os"
 	"path/filepath"
+	"strconv"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/rcclx-tests/rcclx-tests/collectives"
 	"github.com/rcclx-tests/rcclx-tests/engines"
@@ -137,6 +140,31 @@ func TestAllToAllVMatrixErrors(t *testing.T) {
 		if n := strings.Count(r.stdout, want); n != 2*len(rows) {
 			t.Errorf("%d lines %q, want %d\n%s", n, want, 2*len(rows), r.stdout)
 		}
+	}
+}
+
+// TestAllToAllVSummaryTimeWithCPUTime: under -C 1 the time column is the host's, but the summary lines, like
+// the bandwidth columns, come from the completion time (nccl-tests hands its getBw the device time).
+func TestAllToAllVSummaryTimeWithCPUTime(t *testing.T) {
+	seed := rand.Uint64()
+	e := newFake(seed)
+	e.waitDelay = 20 * time.Millisecond // one Wait per timed loop of -n 2: about 10 ms per operation
+	r := runWith(t, collectives.AllToAllV, seedArgs(seed, "--engine", "fake", "-g", "2", "-b", "1M", "-e", "1M", "-n", "2",
+		"-C", "1", "-O", "1"), engineSource{names: func() []string { return []string{"fake"} },
+		open: func(string) (collectives.Engine, error) { return e, nil }}, func(a *app) {
+		a.getenv = func(k string) string { return map[string]string{"NCCL_TESTS_ALLTOALLV_PRINT_SUMMARY": "1"}[k] }
+	})
+	if r.code != exitOK {
+		t.Fatalf("exit %d\n%s", r.code, r.stderr)
+	}
+	var us float64
+	for _, line := range strings.Split(r.stdout, "\n") {
+		if i := strings.Index(line, "time_usec="); i >= 0 {
+			us, _ = strconv.ParseFloat(line[i+len("time_usec="):], 64)
+		}
+	}
+	if us < 5000 {
+		t.Errorf("summary time_usec %v, want the completion time (~10000 us), not the host's\n%s", us, r.stdout)
 	}
 }
 

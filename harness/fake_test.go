@@ -37,6 +37,8 @@ type fakeEngine struct {
 	prepareErr  error
 	// splitAt > 0: rows at or below this size column use algorithm "small", above it "large".
 	splitAt int64
+	// waitDelay: every Wait takes this long, as a device still busy after the launches returned.
+	waitDelay time.Duration
 	// onLaunch, when set, sees every call before it runs.
 	onLaunch func(c *collectives.Call)
 
@@ -243,6 +245,7 @@ func (g *fakeGroup) Launch(c *collectives.Call) error {
 
 func (g *fakeGroup) Wait() error {
 	e := g.c.e
+	time.Sleep(e.waitDelay)
 	for _, r := range g.ranks {
 		if r == e.timeoutRank {
 			time.Sleep(e.cfg.Timeout)

@@ -139,6 +139,7 @@ func columnHeader(o *Options) []string {
 type halfResult struct {
 	ran          bool
 	sec          float64 // reported time per operation (completion time, or host time with -C)
+	bwSec        float64 // completion time per operation, which the bandwidths come from (with -C too)
 	algBW, busBW float64
 	checked      bool
 	wrong        int64              // of the last validation run

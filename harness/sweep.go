@@ -107,8 +107,9 @@ func (s *session) passes(dt collectives.DType, op collectives.Op, root int) (ski
 }
 
 // warmUp runs -w operations at the largest size, then -w at the smallest, before the passes over the sizes
-// of a type and operation, as nccl-tests does: libraries connect channels and protocols on first use, which
-// must not fall into the first timed loops. skipped reports that the engine does not support the type and
+// of a type and operation, as rccl-tests does (nccl-tests 2.19 warms every power-of-two size; each half's own
+// -w warm-up operations make that difference moot): libraries connect channels and protocols on first use,
+// which must not fall into the first timed loops. skipped reports that the engine does not support the type and
 // operation.
 func (s *session) warmUp(dt collectives.DType, op collectives.Op, root int) (skipped bool, err error) {
 	if s.o.Warmup == 0 {
@@ -146,7 +147,7 @@ func (s *session) cycle(dt collectives.DType, op collectives.Op, root, n int) (s
 		fmt.Fprintln(s.out, formatRow(r, s.o))
 		for _, h := range r.halves {
 			if h.ran {
-				for _, line := range s.a.coll.Summary(s.threads[0].counts(p, 0), dt, s.nranks, h.sec) {
+				for _, line := range s.a.coll.Summary(s.threads[0].counts(p, 0), dt, s.nranks, h.bwSec) {
 					fmt.Fprintln(s.out, line)
 				}
 			}
@@ -239,7 +240,7 @@ func (s *session) timeHalf(p point, k collectives.Counts, inPlace bool) (halfRes
 		return halfResult{}, err
 	}
 	sec := sum.Time.pick(s.o.Average)
-	h := halfResult{ran: true, sec: sec, algBW: s.a.coll.AlgBW(k, p.dt, sec),
+	h := halfResult{ran: true, sec: sec, bwSec: sec, algBW: s.a.coll.AlgBW(k, p.dt, sec),
 		busBW: s.a.coll.BusBW(k, p.dt, sec, s.nranks), iters: sum.Iters, algorithm: algos[0]}
 	if s.o.CPUTime == 1 {
 		h.sec = sum.CPU.pick(s.o.Average)
