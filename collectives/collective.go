@@ -162,8 +162,9 @@ func (c *Collective) RedOpName(op Op) string {
 }
 
 // Checked is how many leading elements of rank's receive view a call with root defines: k.Recv, except where
-// the result exists only at the root (reduce, gather: 0 elsewhere; see Untouched) or a rank receives less than
-// its buffer holds (alltoallv). Validation compares exactly these with the expected values.
+// the result exists only at the root (reduce, gather: 0 elsewhere) or a rank receives less than its buffer holds
+// (alltoallv). Validation compares exactly these with the expected values, and the rest of the view with what
+// it held before the call.
 func (c *Collective) Checked(rank, root, nranks int, k Counts) int64 {
 	switch {
 	case c.rootOnly && rank != root:
@@ -173,10 +174,6 @@ func (c *Collective) Checked(rank, root, nranks int, k Counts) int64 {
 	}
 	return c.checked(rank, root, nranks, k)
 }
-
-// Untouched reports whether a call with root must leave rank's receive view as it was: the ranks other than the
-// root of a collective whose result exists only there.
-func (c *Collective) Untouched(rank, root int) bool { return c.rootOnly && rank != root }
 
 // Summary is the `#` lines a collective adds after a half measured in sec seconds (alltoallv with
 // NCCL_TESTS_ALLTOALLV_PRINT_SUMMARY=1: per-rank bytes and bandwidth); nil for the others.

@@ -90,14 +90,12 @@ func (t *thread) check(tr *truth, c *collectives.Call) (summary, error) {
 		return summary{}, err
 	}
 	var v summary
-	for l, before := range kept {
-		if before != nil {
-			after := make([]byte, len(before))
-			if err := t.group.Read(after, c.Recv[l]); err != nil {
-				return summary{}, err
-			}
-			v.merge(summary{Errors: collectives.Unchanged(c.DType, before, after)})
+	for _, k := range kept {
+		after := make([]byte, len(k.before))
+		if err := t.group.Read(after, k.view); err != nil {
+			return summary{}, err
 		}
+		v.merge(summary{Errors: collectives.Unchanged(c.DType, k.before, after)})
 	}
 	lp := t.group.Algorithm(c) == collectives.LowPrecision
 	var (
@@ -129,18 +127,29 @@ func (t *thread) check(tr *truth, c *collectives.Call) (summary, error) {
 	return v, nil
 }
 
-// untouched reads, before the call, the receive views the call must leave as they are (reduce and gather away
-// from the root: nil for the other local ranks).
-func (t *thread) untouched(tr *truth, c *collectives.Call) ([][]byte, error) {
-	kept := make([][]byte, len(t.ranks))
+// keptPart is a part of a receive view that a call must leave as it was, and what it held before.
+type keptPart struct {
+	view   collectives.View
+	before []byte
+}
+
+// untouched reads, before the call, the parts of the receive views past what the call defines
+// (collectives.Checked), which it must leave as they are: all of the view on the ranks other than the root of
+// reduce and gather, the tail past a rank's own total in alltoallv's matrix mode (nccl-tests checks both).
+func (t *thread) untouched(tr *truth, c *collectives.Call) ([]keptPart, error) {
+	var kept []keptPart
+	es := int64(c.DType.Size())
 	for l, r := range t.ranks {
-		if !tr.coll.Untouched(r, tr.p.root) {
+		k := c.Counts[l]
+		from := tr.coll.Checked(r, tr.p.root, tr.nranks, k)
+		if from >= k.Recv {
 			continue
 		}
-		kept[l] = make([]byte, c.Counts[l].Recv*int64(c.DType.Size()))
-		if err := t.group.Read(kept[l], c.Recv[l]); err != nil {
+		p := keptPart{view: collectives.View{Buf: c.Recv[l].Buf, Off: c.Recv[l].Off + from*es}, before: make([]byte, (k.Recv-from)*es)}
+		if err := t.group.Read(p.before, p.view); err != nil {
 			return nil, err
 		}
+		kept = append(kept, p)
 	}
 	return kept, nil
 }

@@ -27,6 +27,16 @@ func hostRunEnv(t *testing.T, coll *collectives.Collective, env map[string]strin
 		})
 }
 
+// fakeRunEnv runs the fake engine e with a process environment.
+func fakeRunEnv(t *testing.T, coll *collectives.Collective, e *fakeEngine, env map[string]string, args ...string) run {
+	t.Helper()
+	return runWith(t, coll, append([]string{"--engine", e.Name()}, args...),
+		engineSource{names: func() []string { return []string{e.Name()} },
+			open: func(string) (collectives.Engine, error) { return e, nil }}, func(a *app) {
+			a.getenv = func(k string) string { return env[k] }
+		})
+}
+
 // usageFailure fails unless r is one line on stderr naming what, exit code 1 and nothing on stdout.
 func usageFailure(t *testing.T, r run, what string) {
 	t.Helper()
@@ -149,11 +159,8 @@ func TestAllToAllVSummaryTimeWithCPUTime(t *testing.T) {
 	seed := rand.Uint64()
 	e := newFake(seed)
 	e.waitDelay = 20 * time.Millisecond // one Wait per timed loop of -n 2: about 10 ms per operation
-	r := runWith(t, collectives.AllToAllV, seedArgs(seed, "--engine", "fake", "-g", "2", "-b", "1M", "-e", "1M", "-n", "2",
-		"-C", "1", "-O", "1"), engineSource{names: func() []string { return []string{"fake"} },
-		open: func(string) (collectives.Engine, error) { return e, nil }}, func(a *app) {
-		a.getenv = func(k string) string { return map[string]string{"NCCL_TESTS_ALLTOALLV_PRINT_SUMMARY": "1"}[k] }
-	})
+	r := fakeRunEnv(t, collectives.AllToAllV, e, map[string]string{"NCCL_TESTS_ALLTOALLV_PRINT_SUMMARY": "1"},
+		seedArgs(seed, "-g", "2", "-b", "1M", "-e", "1M", "-n", "2", "-C", "1", "-O", "1")...)
 	if r.code != exitOK {
 		t.Fatalf("exit %d\n%s", r.code, r.stderr)
 	}
@@ -165,6 +172,38 @@ func TestAllToAllVSummaryTimeWithCPUTime(t *testing.T) {
 	}
 	if us < 5000 {
 		t.Errorf("summary time_usec %v, want the completion time (~10000 us), not the host's\n%s", us, r.stdout)
+	}
+}
+
+// TestAllToAllVMatrixTailChecked: in matrix mode a rank's receive buffer past its own total must keep what it
+// held, as nccl-tests checks: an engine that writes the last byte of every receive view is caught on rank 0
+// (which receives 32 of 64 bytes) and nowhere else (rank 1's view ends in defined bytes, written afterwards).
+func TestAllToAllVMatrixTailChecked(t *testing.T) {
+	matrix := filepath.Join(t.TempDir(), "matrix")
+	if err := os.WriteFile(matrix, []byte("0 64\n32 0\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	for _, scribble := range []bool{false, true} {
+		seed := rand.Uint64()
+		e := newFake(seed)
+		if scribble {
+			e.onLaunch = func(call *collectives.Call) {
+				for l, v := range call.Recv {
+					if b, err := span(v, call.Counts[l].Recv); err == nil && len(b) > 0 {
+						b[len(b)-1] ^= 0x40
+					}
+				}
+			}
+		}
+		r := fakeRunEnv(t, collectives.AllToAllV, e, map[string]string{"NCCL_TESTS_ALLTOALLV_MATRIX_FILE": matrix},
+			seedArgs(seed, "-g", "2", "-b", "64", "-e", "64", "-n", "1", "-w", "0", "-d", "int8", "-O", "1")...)
+		want, wrong := exitOK, "0"
+		if scribble {
+			want, wrong = exitTestFailed, "1"
+		}
+		if rows := tableRows(r.stdout); r.code != want || len(rows) != 1 || rows[0][8] != wrong {
+			t.Errorf("scribbling %v: exit %d (want %d), rows %v\n%s%s", scribble, r.code, want, rows, r.stdout, r.stderr)
+		}
 	}
 }
 

@@ -139,12 +139,12 @@ func TestFlagLettersAndDefaults(t *testing.T) {
 func TestParseValues(t *testing.T) {
 	a := &app{coll: collectives.AllReduce, engines: engineSource{names: func() []string { return []string{"auto", "host"} }}}
 	o, run, err := a.parse([]string{"-b", "4K", "-e", "16M", "-f", "2", "-d", "fp8_e4m3", "-o", "all", "-O", "0",
-		"-E", "A=1", "-E", "B=x=y", "--dda", "--lp", "--lp-mode", "scaled", "--ab", "RCCL_X=0,1", "--seed", "0x2a"})
+		"-E", "A=1", "-E", "B=x=y", "--dda", "--lp", "--lp-mode", "scaled", "--ab", "RCCL_X=0,1", "--seed", "0x2a", "-r", "0x3"})
 	if err != nil || !run {
 		t.Fatalf("parse: %v", err)
 	}
 	if o.MinBytes != 4096 || o.MaxBytes != 16<<20 || o.dtypes[0] != collectives.F8E4M3 || len(o.ops) != 6 ||
-		o.runOutOfPlace() || !o.runInPlace() || o.Seed.value != 42 || o.abKey != "RCCL_X" || o.abVals[1] != "1" {
+		o.runOutOfPlace() || !o.runInPlace() || o.Seed.value != 42 || o.Root != 3 || o.abKey != "RCCL_X" || o.abVals[1] != "1" {
 		t.Errorf("parsed %+v", o)
 	}
 	want := map[string]string{"A": "1", "B": "x=y", "RCCL_DDA_ENABLE": "1", "RCCL_LOW_PRECISION_ENABLE": "1",

@@ -49,7 +49,8 @@ func formatSize(n int64) string {
 	return strconv.FormatInt(n, 10)
 }
 
-// rootValue is -r: a rank, or -1 for every root; rccl-tests' "all" is -1 too.
+// rootValue is -r: a rank, or -1 for every root; rccl-tests' "all" is -1 too. A number is read as the other
+// integer flags are (and as nccl-tests' strtol with base 0): 0x10 is 16.
 type rootValue struct{ p *int }
 
 func (v rootValue) String() string {
@@ -64,11 +65,11 @@ func (v rootValue) Set(s string) error {
 		*v.p = -1
 		return nil
 	}
-	n, err := strconv.Atoi(s)
+	n, err := strconv.ParseInt(s, 0, 32)
 	if err != nil {
 		return fmt.Errorf("want a rank, -1 or all (every root)")
 	}
-	*v.p = n
+	*v.p = int(n)
 	return nil
 }
 
