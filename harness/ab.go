@@ -103,7 +103,7 @@ func (a *app) runAB(out io.Writer, o *Options, world collectives.World, seed uin
 		return r.abort(err)
 	}
 	// The arms' bandwidths are not one run's: NCCL_TESTS_MIN_BW is not checked (minBW -1), as the README says.
-	t := trailer{binary: a.binary(), oob: r.oob[0] + r.oob[1], minBW: -1, memory: memory}
+	t := trailer{binary: a.programName(), oob: r.oob[0] + r.oob[1], minBW: -1, memory: memory}
 	if n := r.bwN[0] + r.bwN[1]; n > 0 {
 		t.avgBusBW = (r.bwSum[0] + r.bwSum[1]) / float64(n)
 	}
@@ -331,7 +331,7 @@ func (r *abRun) abort(err error) int { return r.a.failAt(err, r.at) }
 // header is arm A's header, with arm B's algorithms and the comparison noted; there is no nccl-tests table.
 func (r *abRun) header() header {
 	a, b := r.arms[0].ready, r.arms[1].ready
-	h := header{binary: r.a.binary(), library: a.Library, graph: a.Graph, notes: append([]string(nil), a.Notes...),
+	h := header{binary: r.a.programName(), library: a.Library, graph: a.Graph, notes: append([]string(nil), a.Notes...),
 		devices: a.Devices, reduced: a.Reduced, noTable: true}
 	if b.Reduced > 0 && (a.Reduced == 0 || b.Reduced < a.Reduced) {
 		h.reduced = b.Reduced

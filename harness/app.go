@@ -6,6 +6,7 @@ import (
 	"io"
 	"os"
 	"os/signal"
+	"path/filepath"
 	"strconv"
 	"strings"
 	"sync/atomic"
@@ -118,6 +119,15 @@ func signalExit(s os.Signal) int {
 }
 
 func (a *app) binary() string { return a.coll.Name + "_perf" }
+
+// programName is what the header and trailer call the program: the file name it was started as, as
+// nccl-tests prints it (a renamed or linked binary keeps its own name there).
+func (a *app) programName() string {
+	if len(a.argv) > 0 && a.argv[0] != "" {
+		return filepath.Base(a.argv[0])
+	}
+	return a.binary()
+}
 
 // main parses args and runs; bad input is one line on stderr and exit code 1, with nothing on stdout.
 func (a *app) main(args []string) int {

@@ -186,3 +186,17 @@ func TestMemoryString(t *testing.T) {
 		}
 	}
 }
+
+// TestProgramNameFromArgv0: the header and trailer name the program as it was started (nccl-tests prints the
+// base name of argv[0]), so a renamed binary keeps its name there.
+func TestProgramNameFromArgv0(t *testing.T) {
+	r := runWith(t, collectives.AllReduce, seedArgs(1, append([]string{"--engine", "fake"}, small...)...), engineSource{names: func() []string { return []string{"fake"} },
+		open: func(string) (collectives.Engine, error) { return newFake(1), nil }}, func(a *app) {
+		a.argv[0] = "/opt/tests/bin/ar_perf_mpi"
+	})
+	for _, want := range []string{"# Collective test starting: ar_perf_mpi\n", "# Collective test concluded: ar_perf_mpi\n"} {
+		if r.code != exitOK || !strings.Contains(r.stdout, want) {
+			t.Errorf("exit %d, output lacks %q:\n%s%s", r.code, want, r.stdout, r.stderr)
+		}
+	}
+}

@@ -259,13 +259,13 @@ func (s *session) bufferBytes() int64 {
 
 // header describes this session for the lines before the table.
 func (s *session) header() header {
-	return header{binary: s.a.binary(), library: s.comm.Library(), graph: s.graph, notes: s.notes,
+	return header{binary: s.a.programName(), library: s.comm.Library(), graph: s.graph, notes: s.notes,
 		devices: s.devices, reduced: s.reduced}
 }
 
 // trailer sums up the table.
 func (s *session) trailer() trailer {
-	t := trailer{binary: s.a.binary(), oob: s.oob, minBW: s.a.minBW(), memory: s.memoryLine()}
+	t := trailer{binary: s.a.programName(), oob: s.oob, minBW: s.a.minBW(), memory: s.memoryLine()}
 	if s.bwN > 0 {
 		t.avgBusBW = s.bwSum / float64(s.bwN)
 	}
