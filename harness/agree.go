@@ -21,8 +21,8 @@ type runArgs struct {
 	Flags  [][2]string // display name ("-d/--datatype"), value
 }
 
-func newRunArgs(coll *collectives.Collective, fs *pflag.FlagSet) runArgs {
-	r := runArgs{Binary: coll.Name + "_perf"}
+func newRunArgs(binary string, fs *pflag.FlagSet) runArgs {
+	r := runArgs{Binary: binary}
 	fs.VisitAll(func(f *pflag.Flag) {
 		if slices.Contains(perProcessFlags, f.Name) {
 			return

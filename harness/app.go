@@ -180,7 +180,7 @@ func (a *app) parse(args []string) (o *Options, run bool, err error) {
 			if err := a.checkAutoInList(cmd.Flags(), o); err != nil {
 				return err
 			}
-			o.args = newRunArgs(a.coll, cmd.Flags())
+			o.args = newRunArgs(a.binary(), cmd.Flags())
 			if err := o.checkVariables(cmd.Flags(), a.engines.readers); err != nil || o.abKey == "" {
 				return err
 			}
