@@ -3,6 +3,7 @@ package harness
 import (
 	"fmt"
 	"slices"
+	"strings"
 
 	"github.com/spf13/pflag"
 
@@ -19,17 +20,21 @@ var perProcessFlags = []string{"output_file", "rccl_output_file", "csv", "progre
 type runArgs struct {
 	Binary string
 	Flags  [][2]string // display name ("-d/--datatype"), value
+	free   []string    // the per-process flags a user sets, as named in a refusal ("-J", "--csv")
 }
 
 func newRunArgs(binary string, fs *pflag.FlagSet) runArgs {
 	r := runArgs{Binary: binary}
 	fs.VisitAll(func(f *pflag.Flag) {
-		if slices.Contains(perProcessFlags, f.Name) {
-			return
-		}
-		name := "--" + f.Name
+		name, short := "--"+f.Name, "--"+f.Name
 		if f.Shorthand != "" {
-			name = "-" + f.Shorthand + "/" + name
+			name, short = "-"+f.Shorthand+"/"+name, "-"+f.Shorthand
+		}
+		if slices.Contains(perProcessFlags, f.Name) {
+			if f.Name != "help" && f.Name != "version" {
+				r.free = append(r.free, short)
+			}
+			return
 		}
 		r.Flags = append(r.Flags, [2]string{name, f.Value.String()})
 	})
@@ -47,7 +52,8 @@ func agreeArgs(w collectives.World, local runArgs) error {
 	for p, other := range all {
 		if why := all[0].differs(other); why != "" {
 			return &usageError{fmt.Sprintf("process %d runs %s: every process of a run needs the same binary and "+
-				"arguments (-J, -X, --csv, -T, --lib, --seed and --progress may differ)", p, why)}
+				"arguments (%s and %s may differ)", p, why, strings.Join(local.free[:len(local.free)-1], ", "),
+				local.free[len(local.free)-1])}
 		}
 	}
 	return nil

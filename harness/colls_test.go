@@ -30,11 +30,9 @@ func hostRunEnv(t *testing.T, coll *collectives.Collective, env map[string]strin
 // fakeRunEnv runs the fake engine e with a process environment.
 func fakeRunEnv(t *testing.T, coll *collectives.Collective, e *fakeEngine, env map[string]string, args ...string) run {
 	t.Helper()
-	return runWith(t, coll, append([]string{"--engine", e.Name()}, args...),
-		engineSource{names: func() []string { return []string{e.Name()} },
-			open: func(string) (collectives.Engine, error) { return e, nil }}, func(a *app) {
-			a.getenv = func(k string) string { return env[k] }
-		})
+	return runWith(t, coll, append([]string{"--engine", e.Name()}, args...), fakeSource(e), func(a *app) {
+		a.getenv = func(k string) string { return env[k] }
+	})
 }
 
 // usageFailure fails unless r is one line on stderr naming what, exit code 1 and nothing on stdout.

@@ -300,7 +300,13 @@ type run struct {
 // testRun runs a perf binary's harness with the given engines (the first is also "auto").
 func testRun(t *testing.T, coll *collectives.Collective, args []string, engs ...collectives.Engine) run {
 	t.Helper()
-	src := engineSource{
+	// A/B workers are this test binary, running a fake engine of their own (see childMain).
+	return runWith(t, coll, args, fakeSource(engs...), func(a *app) { a.workerEnv = append(a.workerEnv, childFaultEnv+"=none") })
+}
+
+// fakeSource offers the engines engs by name, the first also as "auto".
+func fakeSource(engs ...collectives.Engine) engineSource {
+	return engineSource{
 		names: func() []string {
 			out := []string{engines.Auto}
 			for _, e := range engs {
@@ -317,8 +323,6 @@ func testRun(t *testing.T, coll *collectives.Collective, args []string, engs ...
 			return nil, fmt.Errorf("no engine %q", name)
 		},
 	}
-	// A/B workers are this test binary, running a fake engine of their own (see childMain).
-	return runWith(t, coll, args, src, func(a *app) { a.workerEnv = append(a.workerEnv, childFaultEnv+"=none") })
 }
 
 // runWith runs with the engines of src; tweak, when not nil, adjusts the app (environment, world, signals).

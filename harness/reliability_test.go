@@ -502,7 +502,8 @@ func TestReliabilityProcessesDisagree(t *testing.T) {
 		want  string
 	}{
 		{[2]string{"all_reduce", "all_reduce"}, [2][]string{nil, {"-d", "double"}},
-			`process 1 runs -d/--datatype "double", process 0 "float"`},
+			`process 1 runs -d/--datatype "double", process 0 "float": every process of a run needs the same ` +
+				`binary and arguments (--csv, --lib, -J, --progress, -X, --seed and -T may differ)`},
 		{[2]string{"all_reduce", "all_reduce"}, [2][]string{nil, {"-e", "512K"}},
 			`process 1 runs -e/--maxbytes "512K", process 0 "64K"`},
 		{[2]string{"all_reduce", "broadcast"}, [2][]string{}, "process 1 runs broadcast_perf, process 0 all_reduce_perf"},

@@ -190,8 +190,7 @@ func TestMemoryString(t *testing.T) {
 // TestProgramNameFromArgv0: the header and trailer name the program as it was started (nccl-tests prints the
 // base name of argv[0]), so a renamed binary keeps its name there.
 func TestProgramNameFromArgv0(t *testing.T) {
-	r := runWith(t, collectives.AllReduce, seedArgs(1, append([]string{"--engine", "fake"}, small...)...), engineSource{names: func() []string { return []string{"fake"} },
-		open: func(string) (collectives.Engine, error) { return newFake(1), nil }}, func(a *app) {
+	r := runWith(t, collectives.AllReduce, seedArgs(1, small...), fakeSource(newFake(1)), func(a *app) {
 		a.argv[0] = "/opt/tests/bin/ar_perf_mpi"
 	})
 	for _, want := range []string{"# Collective test starting: ar_perf_mpi\n", "# Collective test concluded: ar_perf_mpi\n"} {
