@@ -73,7 +73,7 @@ func (c *comm) launchAlgo(r *rank, call *collectives.Call, l int, algo string, s
 	}
 	a := kernelArgs{Send: send, Recv: recv, Count: k.Param, Rank: int64(r.global), NRanks: int64(c.nranks),
 		Peers: r.peers, Self: r.buf, Abort: c.flagsDev, Status: c.statusDev(r.local), Half: c.half,
-		X2: int64(c.policy.LPBlock), X3: p.lpMode}
+		X2: int64(c.policy.LPBlock)}
 	switch {
 	case call.Coll.Rooted:
 		a.X2 = int64(call.Root)
@@ -83,6 +83,9 @@ func (c *comm) launchAlgo(r *rank, call *collectives.Call, l int, algo string, s
 		}
 	}
 	grid, block := [3]uint32{uint32(p.blocks), 1, 1}, [3]uint32{blockThreads, 1, 1}
+	if p.threads > 0 {
+		block[0] = uint32(p.threads)
+	}
 	if p.rounds != nil {
 		rd, step := p.at(ph)
 		a.X0, a.X1 = rd.off, rd.len

@@ -18,9 +18,18 @@ const (
 	argsBytes       = 112 // RX_ARGS_BYTES
 	dataOffset      = ctrlBytes + llAreaBytes + maxBlocks*fifoSlots*slotBytes
 
-	blockThreads = 512 // every kernel's block size (__launch_bounds__ in the prelude)
+	blockThreads = 512 // every kernel's block size but LP's (__launch_bounds__ in the prelude)
 	minHalf      = 4 << 20
 )
+
+// lpThreads is the block size of an LP kernel of elements of size bytes (RX_LP_RCCLX_THREADS and
+// RX_LP_SCALED_THREADS in kernels/lowprec.cu, which says why).
+func lpThreads(size int, scaled bool) int {
+	if size == 4 && !scaled {
+		return 512
+	}
+	return 1024
+}
 
 // kernelArgs is struct Args of kernels/comm.cuh, every kernel's one by-value parameter.
 type kernelArgs struct {

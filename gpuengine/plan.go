@@ -68,11 +68,11 @@ type round struct{ off, len int64 }
 
 // plan is the launches of one call on one rank.
 type plan struct {
-	kernel string
-	blocks int
-	rounds []round // nil: one launch without rounds
-	steps  int     // launches per round, Args.x2 the step (hypercube); 0: one with x2 as the call sets it
-	lpMode int64   // Args.x3
+	kernel  string
+	blocks  int
+	rounds  []round // nil: one launch without rounds
+	steps   int     // launches per round, Args.x2 the step (hypercube); 0: one with x2 as the call sets it
+	threads int     // threads per block; 0: blockThreads
 }
 
 // launches is how many kernel launches the plan makes on each rank: one per round and step, 1 without rounds.
@@ -166,8 +166,9 @@ func (c *comm) makePlan(coll *collectives.Collective, algo string, k collectives
 			p.rounds = splitRounds(k.Param, per, unit)
 		}
 		if scaled {
-			p.lpMode = 1
+			p.kernel += "_scaled" // the entry point of mode scaled (Args.x3 = 1)
 		}
+		p.threads = lpThreads(size, scaled)
 		p.blocks = gridFor(min(total, c.half), min(c.tuning.LPBlocks, c.blockCap))
 	}
 	return p, nil

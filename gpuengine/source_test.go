@@ -20,6 +20,12 @@ func TestKernelNamesInSource(t *testing.T) {
 		}
 	}
 	for _, name := range names {
+		if strings.HasPrefix(name, "lp_") {
+			if !strings.Contains(src, "RX_LP_ENTRIES("+name+")") { // name and name_scaled
+				t.Errorf("LP kernel %s is not defined in kernels.Source()", name)
+			}
+			continue
+		}
 		if !strings.Contains(src, "RX_KERNEL "+name+"(Args a)") && !strings.Contains(src, "__global__ void "+name+"(") {
 			t.Errorf("kernel %s is not defined in kernels.Source()", name)
 		}
@@ -47,5 +53,19 @@ func TestLayoutMatchesSource(t *testing.T) {
 	}
 	if !strings.Contains(src, "__launch_bounds__(512)") || blockThreads != 512 {
 		t.Errorf("block size: the prelude's launch bounds and blockThreads (%d) disagree", blockThreads)
+	}
+	lp := regexp.MustCompile(`#if RX_DTYPE == RX_FLOAT\n#define RX_LP_RCCLX_THREADS (\d+)\n#else\n#define ` +
+		`RX_LP_RCCLX_THREADS (\d+)\n#endif\n#define RX_LP_SCALED_THREADS (\d+)\n`).FindStringSubmatch(src)
+	if lp == nil {
+		t.Fatal("the LP block sizes are not defined as numbers in the source")
+	}
+	for i, c := range []struct {
+		size   int
+		scaled bool
+	}{{4, false}, {2, false}, {4, true}} {
+		if got, _ := strconv.Atoi(lp[i+1]); got != lpThreads(c.size, c.scaled) {
+			t.Errorf("LP block size of %d-byte elements (scaled %v): %d in the source, %d in layout.go", c.size,
+				c.scaled, got, lpThreads(c.size, c.scaled))
+		}
 	}
 }
