@@ -1,7 +1,7 @@
 // lowprec.cu: RCCLX's low-precision (FP8 E4M3) collectives for float and bfloat16, sum only, DDA-style over
 // the data halves (see dda.cu), in rounds the host launches one after another (Args.x0: the round's first
-// element, x1: its length (a multiple of the unit below), x2: the LP block, x3: the mode, which the entry
-// point sets: 0 for mode rcclx (lp_*), 1 for mode scaled (lp_*_scaled)).
+// element, x1: its length (a multiple of the unit below), x2: the LP block, x3: the mode, 0 for mode rcclx
+// (lp_*, where the engine passes 0) and 1 for mode scaled (lp_*_scaled, which sets it)).
 //
 // As hostengine's lowprec.go: mode rcclx quantizes with a plain saturating cast to E4M3; mode scaled keeps one
 // fp32 scale per LP block (scale = block amax / 448, or 1 where that is 0; code = E4M3(x / scale); value =
@@ -400,9 +400,9 @@ RX_DEV void lp_alltoall_body(Args a) {
 
 // Each kernel has an entry point per mode, so that each mode's code has its own block size: one block per SM
 // either way (RCCLX_TESTS_GPU_LP_BLOCKS), but at 1024 threads ptxas holds a thread to 64 registers, and the
-// extra warps keep more loads in flight. On one H200 at one rank (1 GiB, algbw) that made mode scaled 22%
-// (float) and 37% (bfloat16) faster and mode rcclx bfloat16 12%, while mode rcclx float, whose loops are the
-// lightest, ran 7% slower than at 512 threads with up to 102 registers. gpuengine's lpThreads says the same.
+// extra warps keep more loads in flight. That made every mode faster but rcclx on float, whose loops are the
+// lightest and which is fastest at 512 threads with up to 102 registers (docs/PERFORMANCE.md has the
+// figures). gpuengine's lpThreads says the same.
 #if RX_DTYPE == RX_FLOAT
 #define RX_LP_RCCLX_THREADS 512
 #else
