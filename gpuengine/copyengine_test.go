@@ -37,33 +37,3 @@ func TestRingSegment(t *testing.T) {
 		}
 	}
 }
-
-// In-place alltoall has a scratch slot of one piece per peer and goes through the transport only when every
-// rank's send and receive views coincide; out of place it needs none.
-func TestCEAlltoallInPlaceScratch(t *testing.T) {
-	const n, p = 3, 1001
-	bufs := []*buffer{{ptr: 1 << 20, n: 4 * n * p}, {ptr: 2 << 20, n: 4 * n * p}, {ptr: 3 << 20, n: 4 * n * p}}
-	k := collectives.AllToAll.Counts(4*n*p, n, 0, collectives.Float)
-	call := func(inPlace bool, recvOff int64) *collectives.Call {
-		c := &collectives.Call{Coll: collectives.AllToAll, DType: collectives.Float}
-		for l, b := range bufs {
-			c.Counts = append(c.Counts, k)
-			c.Send = append(c.Send, collectives.View{Buf: b})
-			recv := collectives.View{Buf: bufs[(l+1)%n], Off: recvOff}
-			if inPlace {
-				recv.Buf = b
-			}
-			c.Recv = append(c.Recv, recv)
-		}
-		return c
-	}
-	if slot, ok := ceScratchElems(call(true, 0), n); !ok || slot != k.Param || !sameViews(call(true, 0)) {
-		t.Errorf("in place: slot %d, %v, same views %v; want %d elements per peer", slot, ok, sameViews(call(true, 0)), k.Param)
-	}
-	if slot, ok := ceScratchElems(call(false, 0), n); !ok || slot != 0 {
-		t.Errorf("out of place: slot %d, %v; want none", slot, ok)
-	}
-	if sameViews(call(true, 64)) || sameViews(call(false, 0)) {
-		t.Error("views at different addresses reported the same")
-	}
-}

@@ -104,12 +104,12 @@ func (g *group) Launch(call *collectives.Call) error {
 			g.c.arrivals.Arrive(r.global)
 		}
 	}
-	ce, err := g.useCopyEngines(call, algo)
+	pl, err := g.useCopyEngines(call, algo)
 	if err != nil {
 		return err
 	}
-	if ce {
-		if err := g.ceLaunch(call); err != nil {
+	if pl != nil {
+		if err := g.ceLaunch(call, pl); err != nil {
 			return err
 		}
 		return g.each(func(r *rank, l int) error { return g.c.corrupt(r, call, l) })

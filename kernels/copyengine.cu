@@ -3,7 +3,7 @@
 // rank's own piece in the ring's order (hostengine/ring.go), so the results equal the ring kernels' bit for bit.
 //
 // Args: send = this rank's own piece, recv = the output, count = elements, x0 = the scratch, x1 = elements
-// between scratch slots (peer q's piece is in slot (q - r - 1) mod n), x2 = where the order starts, relative to
+// between scratch slots (peer q's piece is in slot (r - q - 1) mod n), x2 = where the order starts, relative to
 // this rank: 0 for all_reduce (a segment starts at its owner), 1 for reduce_scatter (at the next rank).
 
 RX_KERNEL ce_reduce(Args a) {
@@ -13,7 +13,7 @@ RX_KERNEL ce_reduce(Args a) {
   T* out = (T*)a.recv;
   auto src = [&](int k) {  // the k-th source of the order, and its rank
     int q = (r + first + k) % n;
-    return q == r ? own : scratch + (i64)((q - r - 1 + n) % n) * a.x1;
+    return q == r ? own : scratch + (i64)((r - q - 1 + n) % n) * a.x1;
   };
   auto rank_of = [&](int k) { return (r + first + k) % n; };
   const i64 stride = (i64)gridDim.x * blockDim.x, t0 = (i64)blockIdx.x * blockDim.x + threadIdx.x;

@@ -1,0 +1,235 @@
+package gpuengine
+
+import (
+	"github.com/rcclx-tests/rcclx-tests/collectives"
+	"github.com/rcclx-tests/rcclx-tests/cuda"
+)
+
+// ceMove is one piece of a call on the copy-engine transport: cnt elements from rank from's send view at src
+// to rank to's receive view at dst (elements). A staged piece lands in the receiver's scratch instead, in the
+// slot of its sender, and is reduced or unpacked from there.
+type ceMove struct {
+	from, to      int
+	src, dst, cnt int64
+}
+
+// ceReduction is the part of its output a rank completes from its own input and its scratch: cnt elements of
+// its send view at own into its receive view at out, the order starting at rank r+first (kernels/copyengine.cu).
+type ceReduction struct {
+	own, out, cnt, first int64
+}
+
+// cePlan is how a call goes through the transport.
+type cePlan struct {
+	moves  []ceMove // by sender, then receiver
+	staged bool     // every piece between two ranks goes through the receiver's scratch
+	slot   int64    // elements between scratch slots: the longest staged piece
+	// reduce[l], when cnt > 0, is what rank l reduces once its pieces arrived; spread: it then copies the
+	// reduced part into every peer's output at the same offset (all_reduce's gather).
+	reduce  []ceReduction
+	reduces bool // staged pieces are reduced (else unpacked into the receiver's output)
+	spread  bool
+	chunk   int64 // a staged piece moves in chunks of this many elements, chunks of them at most
+	chunks  int
+}
+
+// slotIndex is the scratch slot of rank r where sender q's piece lands, on n ranks: one sender to rank r+1
+// (sendrecv) needs one slot.
+func slotIndex(q, r, n int) int64 { return int64((r - q - 1 + n) % n) }
+
+// makeCEPlan describes call on n ranks (g covers the whole communicator), or returns nil where the transport
+// does not apply: a collective it has no plan for, or an in-place layout whose pieces it cannot stage (a
+// rank's own piece that moves within its buffer, or pieces that land where the receiver's own pieces are not
+// read in the same order).
+func makeCEPlan(call *collectives.Call, n int, chunkBytes int64) *cePlan {
+	pl := &cePlan{reduce: make([]ceReduction, n)}
+	k := func(l int) collectives.Counts { return call.Counts[l] }
+	p, root := k(0).Param, call.Root
+	move := func(from, to int, src, dst, cnt int64) {
+		pl.moves = append(pl.moves, ceMove{from, to, src, dst, cnt})
+	}
+	switch call.Coll.Base() {
+	case collectives.AllReduce:
+		size := call.DType.Size()
+		seg := ringSegment(p, n, size)
+		segLen := func(j int) int64 { return min(max(p-int64(j)*seg, 0), seg) }
+		for l := range n {
+			for q := range n {
+				if q != l {
+					move(l, q, int64(q)*seg, 0, segLen(q))
+				}
+			}
+			pl.reduce[l] = ceReduction{int64(l) * seg, int64(l) * seg, segLen(l), 0}
+		}
+		pl.staged, pl.reduces, pl.spread = true, true, true
+	case collectives.ReduceScatter:
+		for l := range n {
+			for q := range n {
+				if q != l {
+					move(l, q, int64(q)*p, 0, p)
+				}
+			}
+			pl.reduce[l] = ceReduction{int64(l) * p, 0, p, 1}
+		}
+		pl.staged, pl.reduces = true, true
+	case collectives.Reduce:
+		for l := range n {
+			if l != root {
+				move(l, root, 0, 0, p)
+			}
+		}
+		pl.reduce[root] = ceReduction{0, 0, p, 0}
+		pl.staged, pl.reduces = true, true
+	case collectives.AllGather:
+		for l := range n {
+			for q := range n {
+				move(l, q, 0, int64(l)*p, p)
+			}
+		}
+	case collectives.AllToAll:
+		for l := range n {
+			for q := range n {
+				move(l, q, int64(q)*p, int64(l)*p, p)
+			}
+		}
+	case collectives.AllToAllV:
+		for l := range n {
+			for q := range n {
+				move(l, q, k(l).SendDispls[q], k(q).RecvDispls[l], k(l).SendCounts[q])
+			}
+		}
+	case collectives.Broadcast:
+		for q := range n {
+			move(root, q, 0, 0, p)
+		}
+	case collectives.Gather:
+		for l := range n {
+			move(l, root, 0, int64(l)*p, p)
+		}
+	case collectives.Scatter:
+		for q := range n {
+			move(root, q, int64(q)*p, 0, p)
+		}
+	case collectives.SendRecv:
+		for l := range n {
+			move(l, (l+1)%n, 0, 0, p)
+		}
+	default:
+		return nil
+	}
+	size := int64(call.DType.Size())
+	if !pl.staged {
+		pl.staged = overwritesUnread(call, pl.moves, size)
+		if pl.staged && !stageable(call, pl.moves, size) {
+			return nil
+		}
+	}
+	longest := int64(0)
+	for _, m := range pl.moves {
+		longest = max(longest, m.cnt)
+		if pl.staged && m.from != m.to {
+			pl.slot = max(pl.slot, m.cnt)
+		}
+	}
+	// Unstaged pieces go whole, and so does all_reduce: on 2 H200s chunking made it 3-7% slower at 128 MiB-1 GiB
+	// (docs/DESIGN.md).
+	pl.chunk, pl.chunks = ceChunks(longest, size, chunkBytes, pl.staged && !pl.spread)
+	return pl
+}
+
+// span is the byte range cnt elements at off of view v cover.
+func span(v collectives.View, off, cnt, size int64) (lo, hi cuda.DevicePtr) {
+	lo = ptrAt(v, off, size)
+	return lo, lo + cuda.DevicePtr(cnt*size)
+}
+
+func ptrAt(v collectives.View, off, size int64) cuda.DevicePtr {
+	return ptr(v) + cuda.DevicePtr(off*size)
+}
+
+func overlap(alo, ahi, blo, bhi cuda.DevicePtr) bool { return alo < bhi && blo < ahi }
+
+// overwritesUnread reports whether a piece between two ranks would land where its receiver still reads a piece
+// it sends (in place): such a call must be staged.
+func overwritesUnread(call *collectives.Call, moves []ceMove, size int64) bool {
+	for _, m := range moves {
+		if m.from == m.to || m.cnt == 0 {
+			continue
+		}
+		wlo, whi := span(call.Recv[m.to], m.dst, m.cnt, size)
+		for _, o := range moves {
+			if o.from == m.to && o.cnt > 0 {
+				if rlo, rhi := span(call.Send[o.from], o.src, o.cnt, size); overlap(wlo, whi, rlo, rhi) {
+					return true
+				}
+			}
+		}
+	}
+	return false
+}
+
+// stageable reports whether a staged call can unpack chunk i of every piece as soon as its receiver's own
+// pushes of chunk i are done: every piece lands at the start of a piece its receiver sends, no longer than
+// that one (the pieces a rank sends do not overlap), and a rank's own piece stays where it is.
+func stageable(call *collectives.Call, moves []ceMove, size int64) bool {
+	for _, m := range moves {
+		if m.cnt == 0 {
+			continue
+		}
+		if m.from == m.to {
+			if ptrAt(call.Send[m.from], m.src, size) != ptrAt(call.Recv[m.to], m.dst, size) {
+				return false
+			}
+			continue
+		}
+		at, ok := ptrAt(call.Recv[m.to], m.dst, size), false
+		for _, o := range moves {
+			if o.from == m.to && o.from != o.to && ptrAt(call.Send[o.from], o.src, size) == at && o.cnt >= m.cnt {
+				ok = true
+			}
+		}
+		if !ok {
+			return false
+		}
+	}
+	return true
+}
+
+// scratchElems is the scratch rank l needs: its highest slot a staged piece lands in, and those below it.
+func (pl *cePlan) scratchElems(l, n int) int64 {
+	if !pl.staged {
+		return 0
+	}
+	slots := int64(0)
+	for _, m := range pl.moves {
+		if m.to == l && m.from != l {
+			slots = max(slots, slotIndex(m.from, l, n)+1)
+		}
+	}
+	return slots * pl.slot
+}
+
+// writes reports whether rank q writes rank l's output, so that l must wait for q before it goes on.
+func (pl *cePlan) writes(q, l int) bool {
+	if pl.spread {
+		return true
+	}
+	for _, m := range pl.moves {
+		if m.from == q && m.to == l && !pl.staged {
+			return true
+		}
+	}
+	return false
+}
+
+// ringSegment is all_reduce's segment length: ceil(count/n) rounded up to 16 bytes (hostengine's ring).
+func ringSegment(count int64, n, size int) int64 {
+	ve := vecElems(size)
+	return ((count+int64(n)-1)/int64(n) + ve - 1) / ve * ve
+}
+
+// piece is chunk i of a piece (or reduction) of cnt elements: its offset and length.
+func (pl *cePlan) piece(cnt int64, i int) (off, n int64) {
+	off = min(int64(i)*pl.chunk, cnt)
+	return off, min(pl.chunk, cnt-off)
+}
