@@ -175,6 +175,13 @@ type MemoryReporter interface {
 	FreeMemory(local int) (int64, error)
 }
 
+// OpenMemoryReporter is a Comm that measured the device memory opening it took (nccl-tests' -M
+// "Initialization": free memory before the communicators were created less free memory after, the most
+// over this process's devices). Without it the -M line prints N/A there.
+type OpenMemoryReporter interface {
+	OpenMemory() int64
+}
+
 // InPlaceLimiter is a Group whose library defines no in-place form of some collective (NCCL's alltoall): the
 // harness times that in-place half but leaves it unchecked (#wrong N/A), as nccl-tests does.
 type InPlaceLimiter interface {

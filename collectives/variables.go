@@ -117,6 +117,12 @@ func buildVariables() []Variable {
 		Variable{Name: "RCCLX_TESTS_LIBNVRTC", Engines: gpuOnly},
 		Variable{Name: "RCCLX_TESTS_KERNEL_CACHE", Engines: gpuOnly},
 	)
+	// nccl-tests' and rccl-tests' variables this suite does not implement: the process reads them only to refuse
+	// a run they would change or to say in a "#" line that they are not supported (harness/envcompat.go).
+	for _, name := range []string{"NCCL_TESTS_SPLIT", "NCCL_TESTS_SPLIT_MASK", "NCCL_TESTS_DEVICE",
+		"RCCL_TESTS_NET_COUNTER_ENABLE", "RCCL_TESTS_NET_COUNTER_NIC_PREFIX", "RCCL_TESTS_NIC_COUNTER_LIST"} {
+		vs = append(vs, Variable{Name: name})
+	}
 	return append(vs, gpuTuningVariables()...)
 }
 

@@ -379,34 +379,33 @@ func (r *abRun) sweep() error {
 		return nil
 	}
 	sizes := sweepSizes(max(a.MinBytes, b.MinBytes), min(a.MaxBytes, b.MaxBytes), r.o.StepBytes, r.o.StepFactor)
-	for _, dt := range r.o.dtypes {
-		for _, op := range sweepOps(r.a.coll, r.o) {
-			for _, root := range sweepRoots(r.a.coll, r.o, len(a.Devices)) {
-				first := len(r.report.Rows)
-				var err error
-				for _, size := range sizes {
-					if err = r.point(point{dt: dt, op: op, root: root, size: size}); err != nil || r.stopped {
-						break
-					}
-				}
-				if errors.Is(err, collectives.ErrUnsupported) { // as a plain run: a "#" line, then the next type or op
-					fmt.Fprintf(r.out, "# %s %s skipped: %v\n", dt, r.a.coll.RedOpName(op), err)
+	for _, pair := range sweepPairs(r.a.coll, r.o) {
+		dt, op := pair.dt, pair.op
+		for _, root := range sweepRoots(r.a.coll, r.o, len(a.Devices)) {
+			first := len(r.report.Rows)
+			var err error
+			for _, size := range sizes {
+				if err = r.point(point{dt: dt, op: op, root: root, size: size}); err != nil || r.stopped {
 					break
 				}
-				// One table per type, op and root, every size a row: what the sizes completed, even when
-				// interrupted.
-				if len(r.report.Rows) > first {
-					timeName := "time"
-					if r.o.CPUTime == 1 {
-						timeName = "cputime"
-					}
-					if rerr := results.RenderAB(r.out, r.arms[0].label, r.arms[1].label, timeName, r.report.Rows[first:]); rerr != nil && err == nil {
-						err = rerr
-					}
+			}
+			if errors.Is(err, collectives.ErrUnsupported) { // as a plain run: a "#" line, then the next type or op
+				fmt.Fprintf(r.out, "# %s %s skipped: %v\n", dt, r.a.coll.RedOpName(op), err)
+				break
+			}
+			// One table per type, op and root, every size a row: what the sizes completed, even when
+			// interrupted.
+			if len(r.report.Rows) > first {
+				timeName := "time"
+				if r.o.CPUTime == 1 {
+					timeName = "cputime"
 				}
-				if err != nil || r.stopped {
-					return err
+				if rerr := results.RenderAB(r.out, r.arms[0].label, r.arms[1].label, timeName, r.report.Rows[first:]); rerr != nil && err == nil {
+					err = rerr
 				}
+			}
+			if err != nil || r.stopped {
+				return err
 			}
 		}
 	}

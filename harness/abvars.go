@@ -99,6 +99,10 @@ func (a *app) checkABVariable(o *Options) (abVariable, error) {
 		return refuse(o.abKey + " is the same in both arms' workers (the launching process sets or reads it), " +
 			"so there is nothing to compare")
 	}
+	if slices.Contains(unsupportedVars, o.abKey) {
+		return refuse(o.abKey + " is not supported here (a run refuses it or notes it ignored), so there is " +
+			"nothing to compare")
+	}
 	name := o.engines[0]
 	_, ours := a.readers(name)
 	v, known := collectives.LookupVariable(o.abKey)

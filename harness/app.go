@@ -248,7 +248,11 @@ func (a *app) run(o *Options) int {
 		return exitUsage
 	}
 	j.rccl = rccl
-	rccl.announce(out)
+	if err := rccl.announce(out); err != nil {
+		j.discard()
+		rccl.discard()
+		return a.fail(err)
+	}
 	j.announce(out)
 	var code int
 	if o.abKey != "" {

@@ -59,6 +59,9 @@ func (a *app) checkConsistency(fs *pflag.FlagSet, o *Options) error {
 			return &usageError{fmt.Sprintf("invalid test hook (-E, --ab or the process environment): %v", err)}
 		}
 	}
+	if err := checkSplit(getenv, l.Size); err != nil {
+		return &usageError{err.Error()}
+	}
 	if v := getenv("NCCL_TESTS_MIN_BW"); v != "" {
 		if bw, err := strconv.ParseFloat(v, 64); err != nil || bw < 0 || math.IsInf(bw, 0) || math.IsNaN(bw) {
 			return &usageError{fmt.Sprintf("invalid NCCL_TESTS_MIN_BW=%q: want a bandwidth in GB/s, at least 0", v)}

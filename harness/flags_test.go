@@ -54,7 +54,7 @@ func TestBadInput(t *testing.T) {
 		{[]string{"-M", "3"}, "memory", "3"},
 		{[]string{"-p", "5"}, "parallel_init", "5"},
 		{[]string{"-R", "3"}, "local_register", "3"},
-		{[]string{"-O", "2"}, "out_of_place", "2"},
+		{[]string{"-O", "x"}, "out_of_place", "x"},
 		{[]string{"--engine", "cuda9"}, "engine", "cuda9"},
 		{[]string{"--engine", "fake,fake"}, "engine", "fake,fake"},
 		{[]string{"--seed", "-1"}, "seed", "-1"},
@@ -66,6 +66,7 @@ func TestBadInput(t *testing.T) {
 		{[]string{"--lp-mode", "fp4"}, "lp-mode", "fp4"},
 		{[]string{"--bogus"}, "bogus", ""},
 		{[]string{"-q", "-1"}, "delay_inout_place", "-1"},
+		{[]string{"-q", "0x10"}, "delay_inout_place", "0x10"},
 		{[]string{"stray"}, "stray", ""},
 	} {
 		dir := t.TempDir()

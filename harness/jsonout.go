@@ -62,6 +62,16 @@ func (j *jsonOut) announce(out io.Writer) {
 	}
 }
 
+// discard removes the -J file unwritten (the run ended before it began); the run created it (exclusively).
+func (j *jsonOut) discard() {
+	if j.file == nil {
+		return
+	}
+	_ = j.file.Close()
+	_ = os.Remove(j.file.Name())
+	j.file, j.rec = nil, nil
+}
+
 // envList is the JSON env key: the collective libraries' and device selection variables of the process, the
 // communicator overrides, and the seed.
 func (a *app) envList(o *Options, seed uint64) []string {
@@ -221,11 +231,13 @@ func jsonResult(r row, o *Options) results.Result {
 	return res
 }
 
+// jsonHalf is one half of a JSON row; a half that did not run (-O) is written as null (results.Half), as
+// nccl-tests writes a half it did not measure, never with made-up zeros.
 func jsonHalf(h halfResult, o *Options) (results.Half, *results.PerIter) {
-	out := results.Half{AlgBW: h.algBW, BusBW: h.busBW}
 	if !h.ran {
-		return out, nil
+		return results.Half{}, nil
 	}
+	out := results.Half{AlgBW: h.algBW, BusBW: h.busBW}
 	us := h.sec * 1e6
 	if o.CPUTime == 1 {
 		out.CPUTime = &us

@@ -241,8 +241,10 @@ func (s *session) snapshotMemory() error {
 	return err
 }
 
-// memoryLine is the -M report: memory the harness allocated and memory the collectives took during the sweep
-// (largest over ranks). The communicator's own memory is not known: it was taken before the first snapshot.
+// memoryLine is the -M report in nccl-tests' (and rccl-tests') words: the memory opening the communicator
+// took (when the engine measured it, OpenMemoryReporter; else N/A), the memory the harness allocated, and
+// the memory the collectives took during the sweep, each the largest over this process's ranks, and their
+// total (N/A with an unknown part: no number that was not measured).
 func (s *session) memoryLine() string {
 	if len(s.freeMem) < 3 {
 		return ""
@@ -252,8 +254,13 @@ func (s *session) memoryLine() string {
 		user = max(user, s.freeMem[0][r]-s.freeMem[1][r])
 		coll = max(coll, s.freeMem[1][r]-s.freeMem[2][r])
 	}
-	return fmt.Sprintf("User-Allocated %s | Collective %s | Total  %s", memoryString(float64(user)),
-		memoryString(float64(coll)), memoryString(float64(user+coll)))
+	initText, total := "N/A", "N/A"
+	if r, ok := s.comm.(collectives.OpenMemoryReporter); ok {
+		opened := r.OpenMemory()
+		initText, total = memoryString(float64(opened)), memoryString(float64(opened+user+coll))
+	}
+	return fmt.Sprintf("Initialization %s | User-Allocated %s | Collective %s | Total  %s", initText,
+		memoryString(float64(user)), memoryString(float64(coll)), total)
 }
 
 // worldMin is the smallest v over the processes.

@@ -92,9 +92,13 @@ func (s *session) makeNotes() error {
 		s.note("-r %d ignored: %s has no root", o.Root, s.a.coll.Name)
 	}
 	if o.PerIter == 1 {
-		s.notes = append(s.notes, perIterNote(group, o.IterSkip))
+		s.perIter = perIterNote(group, o.IterSkip)
+	}
+	if n := skipNote(s.a.coll, o); n != "" {
+		s.note("%s", n)
 	}
 	s.rcclNotes()
+	s.envNotes()
 	return nil
 }
 
@@ -102,11 +106,12 @@ func (s *session) note(format string, args ...any) {
 	s.notes = append(s.notes, fmt.Sprintf(format, args...))
 }
 
-// perIterNote is nccl-tests' per-iteration header line, naming how this engine times iterations.
+// perIterNote is nccl-tests' per-iteration header line, naming how this engine times iterations: CUDA
+// events (nccl-tests' words) where the engine has them, else the host clock.
 func perIterNote(g collectives.Group, skip int) string {
 	clock := "host clock timing with a wait after each iteration"
 	if _, ok := g.(collectives.EventTimer); ok {
-		clock = "device event timing"
+		clock = "CUDA event timing"
 	}
 	line := "Per-Iteration Report: " + clock + "; i_* uses max over process rows"
 	if skip > 0 {
@@ -129,30 +134,29 @@ func (s *session) algorithms() ([]string, error) {
 			return nil
 		}
 		th := s.threads[0]
-		for _, dt := range s.o.dtypes {
-			for _, op := range s.ops() {
-				b := block{label: dt.String() + " " + s.a.coll.RedOpName(op)}
-				var last string
-				var from, to int64
-				flush := func() {
-					if last != "" {
-						b.spans = append(b.spans, fmt.Sprintf("%d-%d %s", from, to, last))
-					}
+		for _, pair := range sweepPairs(s.a.coll, s.o) {
+			dt, op := pair.dt, pair.op
+			b := block{label: dt.String() + " " + s.a.coll.RedOpName(op)}
+			var last string
+			var from, to int64
+			flush := func() {
+				if last != "" {
+					b.spans = append(b.spans, fmt.Sprintf("%d-%d %s", from, to, last))
 				}
-				for _, size := range s.sizes() {
-					p := point{dt: dt, op: op, root: s.roots()[0], size: size}
-					algo := th.group.Algorithm(th.call(p, !s.o.runOutOfPlace(), 0))
-					col := s.a.coll.Bytes(th.counts(p, 0), dt)
-					if algo != last {
-						flush()
-						last, from = algo, col
-					}
-					to = col
-					all[algo] = true
-				}
-				flush()
-				blocks = append(blocks, b)
 			}
+			for _, size := range s.sizes() {
+				p := point{dt: dt, op: op, root: s.roots()[0], size: size}
+				algo := th.group.Algorithm(th.call(p, !s.o.runOutOfPlace(), 0))
+				col := s.a.coll.Bytes(th.counts(p, 0), dt)
+				if algo != last {
+					flush()
+					last, from = algo, col
+				}
+				to = col
+				all[algo] = true
+			}
+			flush()
+			blocks = append(blocks, b)
 		}
 		return nil
 	})

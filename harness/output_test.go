@@ -51,11 +51,12 @@ func TestOutputFilesBeforeTheRun(t *testing.T) {
 	}
 }
 
-// TestOutputFilesNeverOverwrite: runs sharing one -J and --csv name each write their own file (path, path.0,
-// path.1 ...), created 0644 less the umask, and each prints the name it really wrote.
+// TestOutputFilesNeverOverwrite: runs sharing one -J name each write their own file (path, path.0, path.1 ...),
+// as nccl-tests does, created 0644 less the umask, and each prints the name it really wrote. (rccl-tests'
+// -X file is opened as given, truncated: TestRCCLFileOpenedAsGiven.)
 func TestOutputFilesNeverOverwrite(t *testing.T) {
 	dir := t.TempDir()
-	jsonPath, csvPath := filepath.Join(dir, "r.json"), filepath.Join(dir, "r.csv")
+	jsonPath := filepath.Join(dir, "r.json")
 	if err := os.WriteFile(jsonPath, []byte("keep"), 0o600); err != nil {
 		t.Fatal(err)
 	}
@@ -66,7 +67,7 @@ func TestOutputFilesNeverOverwrite(t *testing.T) {
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
-			outs[i] = hostRun(t, collectives.AllReduce, "-J", jsonPath, "--csv", csvPath, "-b", "8", "-e", "64", "-f", "2", "-n", "1")
+			outs[i] = hostRun(t, collectives.AllReduce, "-J", jsonPath, "-b", "8", "-e", "64", "-f", "2", "-n", "1")
 		}()
 	}
 	wg.Wait()
@@ -77,7 +78,7 @@ func TestOutputFilesNeverOverwrite(t *testing.T) {
 		if r.code != exitOK {
 			t.Fatalf("exit %d: %s", r.code, r.stderr)
 		}
-		for _, prefix := range []string{"# Writing JSON output to ", "# Writing rccl-tests csv output to "} {
+		for _, prefix := range []string{"# Writing JSON output to "} {
 			i := strings.Index(r.stdout, prefix)
 			if i < 0 {
 				t.Fatalf("no %q line:\n%s", prefix, r.stdout)
@@ -91,9 +92,6 @@ func TestOutputFilesNeverOverwrite(t *testing.T) {
 			if err != nil || st.Mode().Perm() != 0o644&^os.FileMode(umask) {
 				t.Errorf("%s: %v, mode %v", name, err, st.Mode())
 			}
-			if strings.HasSuffix(name, ".csv") || strings.Contains(name, ".csv.") {
-				continue
-			}
 			if rec, err := results.Load(name); err != nil || len(rec.Results) != 4 {
 				t.Errorf("%s: %v", name, err)
 			}
@@ -102,7 +100,7 @@ func TestOutputFilesNeverOverwrite(t *testing.T) {
 	if data, _ := os.ReadFile(jsonPath); string(data) != "keep" {
 		t.Errorf("the existing %s was replaced", jsonPath)
 	}
-	if !seen[jsonPath+".0"] || !seen[csvPath] || !seen[csvPath+".2"] {
+	if !seen[jsonPath+".0"] || !seen[jsonPath+".3"] || len(seen) != n {
 		t.Errorf("names %v", seen)
 	}
 }

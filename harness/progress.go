@@ -30,7 +30,7 @@ func (s *session) newProgress() *progress {
 		return nil
 	}
 	return &progress{w: s.a.stderr, coll: s.a.coll.Name,
-		total: len(s.o.dtypes) * len(s.ops()) * len(s.roots()) * s.o.Cycles * len(s.sizes())}
+		total: len(sweepPairs(s.a.coll, s.o)) * len(s.roots()) * s.o.Cycles * len(s.sizes())}
 }
 
 // row shows the row about to run.

@@ -52,15 +52,17 @@ func registerRCCLFlags(fs *pflag.FlagSet, o *Options) {
 	fs.VarP(wordValue{&r.MemoryType, slices.Sorted(maps.Keys(memoryTypes)), "want coarse, fine, host or managed", "type"},
 		"memory_type", "Y", "rccl-tests' buffer memory: coarse, fine, host or managed")
 	fs.Var(cumaskValue{&r.Cumask}, "cumask", "rccl-tests' AMD compute-unit masks d0,d1,d2,d3 (hex; also -u with a list)")
-	fs.IntVarP(&r.DelayUs, "delay_inout_place", "q", 0, "microseconds to wait between the out-of-place and in-place halves")
-	fs.IntVarP(&r.CacheFlush, "cache_flush", "F", 0, "flush the instruction cache every N timed iterations (rccl-tests; 0 = never)")
-	fs.IntVar(&r.RotatingTensor, "rotating_tensor", 0,
-		"1: alternate timed iterations between buffers 192 MiB apart (rccl-tests; also -E 0|1)")
+	fs.VarP(decimalValue{&r.DelayUs}, "delay_inout_place", "q",
+		"microseconds to wait after the out-of-place half (decimal, as rccl-tests reads it)")
+	fs.IntVarP(&r.CacheFlush, "cache_flush", "F", 0, "flush the instruction cache every N timed iterations (rccl-tests; 0 or less = never)")
+	fs.Var(switchValue{&r.RotatingTensor}, "rotating_tensor",
+		"1: alternate timed iterations between buffers 192 MiB apart (rccl-tests; any nonzero is 1; also -E 0|1)")
 	fs.VarP(wordValue{&r.Format, []string{results.RCCLCSV, results.RCCLJSON}, "want csv or json", "csv|json"},
 		"rccl_output_format", "Z", "rccl-tests' result file format: csv or json (with -X)")
 	fs.StringVarP(&r.File, "rccl_output_file", "X", "", "write rccl-tests' csv or json result file (-Z; json without it; never overwrites)")
 	fs.Var(csvAliasValue{r}, "csv", "write rccl-tests' CSV to this file: the same as -Z csv -X FILE")
-	fs.IntVarP(&r.AlgoColumns, "output_algo_proto_channels", "A", 0, "append algorithm, protocol and channel columns (0/1)")
+	fs.VarP(switchValue{&r.AlgoColumns}, "output_algo_proto_channels", "A",
+		"append algorithm, protocol and channel columns (0/1; any nonzero is 1, as rccl-tests)")
 	fs.IntVarP(&r.CTAPolicy, "cta_policy", "x", -1, "ncclConfig CTA policy: 0 default, 1 efficiency, 2 zero (-1 = not set)")
 	fs.IntVarP(&r.DeviceImpl, "device_implementation", "D", 0, "NCCL device-API implementation (needs -R 2 above 0)")
 	fs.IntVarP(&r.DeviceCTAs, "device_cta_count", "V", 16, "CTAs of the device-API implementation (1-128)")
@@ -71,9 +73,7 @@ func registerRCCLFlags(fs *pflag.FlagSet, o *Options) {
 func (o *Options) validateRCCL(fs *pflag.FlagSet) error {
 	r := &o.RCCL
 	for _, c := range []intRule{
-		{"delay_inout_place", r.DelayUs, 0, 1 << 30}, {"cache_flush", r.CacheFlush, 0, 1 << 30},
-		{"rotating_tensor", r.RotatingTensor, 0, 1}, {"output_algo_proto_channels", r.AlgoColumns, 0, 1},
-		{"cta_policy", r.CTAPolicy, -1, 2}, {"device_implementation", r.DeviceImpl, 0, 1 << 20},
+		{"delay_inout_place", r.DelayUs, 0, 1 << 30}, {"cta_policy", r.CTAPolicy, -1, 2}, {"device_implementation", r.DeviceImpl, 0, 1 << 20},
 		{"device_cta_count", r.DeviceCTAs, 1, 128},
 	} {
 		if c.v < c.min || c.v > c.max {
@@ -209,8 +209,8 @@ func (v cumaskValue) Set(s string) error {
 
 func (cumaskValue) Type() string { return "masks" }
 
-// envValue is -E: KEY=VALUE is this suite's environment override (repeatable); anything else is rccl-tests'
-// rotating tensor switch.
+// envValue is -E: KEY=VALUE is this suite's environment override (repeatable); an integer is rccl-tests'
+// rotating tensor switch (nonzero is on, as there).
 type envValue struct {
 	env      *[]string
 	rotating *int
@@ -228,11 +228,9 @@ func (v envValue) Set(s string) error {
 		*v.env = append(*v.env, s)
 		return nil
 	}
-	n, err := strconv.ParseInt(s, 0, 32)
-	if err != nil {
-		return fmt.Errorf("want KEY=VALUE (environment override), or 0/1 (rccl-tests' rotating tensor)")
+	if err := (switchValue{v.rotating}).Set(s); err != nil {
+		return fmt.Errorf("want KEY=VALUE (environment override), or 0/1 (rccl-tests' rotating tensor; any nonzero is 1)")
 	}
-	*v.rotating = int(n)
 	return nil
 }
 
@@ -282,9 +280,10 @@ func (v csvAliasValue) Set(s string) error {
 
 func (csvAliasValue) Type() string { return "string" }
 
-// delayHalves waits -q microseconds after an out-of-place half, as rccl-tests does before the in-place one.
+// delayHalves waits -q microseconds after an out-of-place half. rccl-tests sleeps there whenever the
+// out-of-place half ran, with -O 1 (no in-place half follows) too; with -O 0 nothing sleeps.
 func (s *session) delayHalves() {
-	if d := s.o.RCCL.DelayUs; d > 0 && s.o.runInPlace() { // only between an out-of-place and an in-place half
+	if d := s.o.RCCL.DelayUs; d > 0 {
 		time.Sleep(time.Duration(d) * time.Microsecond)
 	}
 }

@@ -1,8 +1,10 @@
 package harness
 
 import (
+	"errors"
 	"fmt"
 	"io"
+	"io/fs"
 	"os"
 
 	"github.com/rcclx-tests/rcclx-tests/collectives"
@@ -10,15 +12,18 @@ import (
 )
 
 // rcclOut is the -X file: the rows in rccl-tests' reporter layout (-Z csv or json), written by world rank 0.
-// The file is created before the first measurement, never over an existing one (name, name.0, name.1 ...
-// like -J), and filled when the run ends, as rccl-tests writes its reporter file.
+// The file is opened at the path given, created or emptied as rccl-tests' reporter opens it (an std::ofstream
+// that truncates), so /dev/stdout or a named pipe work too, and filled when the run ends. It is opened with the
+// other output files, before anything runs, and emptied (truncate) only once every output file is claimed: a
+// run refused on the way leaves an existing file as it was.
 type rcclOut struct {
-	f      *os.File
-	format string
-	name   string // rccl-tests' name of the collective
-	layout results.RCCLLayout
-	laid   bool
-	rows   []results.RCCLRow
+	f       *os.File
+	created bool // the run created the file (it did not exist): discard may remove it
+	format  string
+	name    string // rccl-tests' name of the collective
+	layout  results.RCCLLayout
+	laid    bool
+	rows    []results.RCCLRow
 }
 
 // startRCCL creates the -X file on world rank 0 and announces it; without -X (or on other ranks) it returns
@@ -36,7 +41,7 @@ func startRCCL(out io.Writer, o *Options, coll *collectives.Collective, world co
 		}
 		return nil, nil
 	}
-	f, err := results.Create(r.File)
+	f, created, err := openRCCLFile(r.File)
 	if err != nil {
 		flag := "-X/--rccl_output_file"
 		if r.csvAlias {
@@ -46,23 +51,61 @@ func startRCCL(out io.Writer, o *Options, coll *collectives.Collective, world co
 	}
 	n := world.Size()
 	layout := results.RCCLLayout{MPI: n > 1, Nodes: 1, Processes: n, ProcsPerNode: n, GPUsPerProcess: o.NThreads * o.NGpus}
-	return &rcclOut{f: f, format: r.Format, name: results.RCCLName(coll.Name), layout: layout}, nil
+	return &rcclOut{f: f, created: created, format: r.Format, name: results.RCCLName(coll.Name), layout: layout}, nil
 }
 
-// announce says where the rows go, once every output file of the run is claimed.
-func (w *rcclOut) announce(out io.Writer) {
-	if w != nil && w.f != nil {
-		fmt.Fprintf(out, "# Writing rccl-tests %s output to %s\n", w.format, w.f.Name())
+// openRCCLFile opens path for writing (created with mode 0644 less the umask where it does not exist) and
+// reports whether it created it. Writes append: a path that is this process's own standard output
+// (/dev/stdout redirected to a file) gets the rows after the table instead of over it.
+func openRCCLFile(path string) (f *os.File, created bool, err error) {
+	_, statErr := os.Stat(path)
+	f, err = os.OpenFile(path, os.O_WRONLY|os.O_CREATE|os.O_APPEND, 0o644)
+	if err != nil {
+		var pe *fs.PathError
+		if errors.As(err, &pe) {
+			err = pe.Err
+		}
+		return nil, false, err
 	}
+	return f, errors.Is(statErr, fs.ErrNotExist), nil
 }
 
-// discard removes the file unwritten (the run ended before it began).
+// announce empties the file, as rccl-tests' reporter does when it opens it, once every output file of the
+// run is claimed, and says where the rows go. A file that is not a regular one (a pipe, a terminal) has
+// nothing to empty, and neither has this process's own standard output or error.
+func (w *rcclOut) announce(out io.Writer) error {
+	if w == nil || w.f == nil {
+		return nil
+	}
+	if st, err := w.f.Stat(); err == nil && st.Mode().IsRegular() && !w.created && !isStdio(st) {
+		if err := w.f.Truncate(0); err != nil {
+			return fmt.Errorf("emptying %s: %w", w.f.Name(), err)
+		}
+	}
+	fmt.Fprintf(out, "# Writing rccl-tests %s output to %s\n", w.format, w.f.Name())
+	return nil
+}
+
+// isStdio reports whether st is the file of this process's standard output or error.
+func isStdio(st os.FileInfo) bool {
+	for _, f := range []*os.File{os.Stdout, os.Stderr} {
+		if s, err := f.Stat(); err == nil && os.SameFile(s, st) {
+			return true
+		}
+	}
+	return false
+}
+
+// discard closes the file unwritten (the run ended before it began) and removes it when the run created it;
+// a file that was there (a previous result, /dev/stdout, a pipe) is left as it is.
 func (w *rcclOut) discard() {
 	if w == nil || w.f == nil {
 		return
 	}
 	_ = w.f.Close()
-	_ = os.Remove(w.f.Name())
+	if w.created {
+		_ = os.Remove(w.f.Name())
+	}
 	w.f = nil
 }
 

@@ -40,6 +40,7 @@ type header struct {
 	binary  string // "all_reduce_perf"
 	library string // Comm.Library()
 	graph   int    // -G as it applies to this engine (0 when ignored)
+	perIter string // -I: the "Per-Iteration Report" line, which nccl-tests prints before "Parallel Init"
 	notes   []string
 	devices []collectives.Device
 	reduced int64 // maxBytes after the memory limit, 0 when unchanged
@@ -65,6 +66,9 @@ func writeHeader(w io.Writer, o *Options, h header) {
 		lines = append(lines, "# Blocking Enabled: wait after each inner iteration (-m), no barrier ")
 	case 3:
 		lines = append(lines, "# Blocking Enabled: wait and barrier after each outer iteration (-n); time excludes barrier ")
+	}
+	if h.perIter != "" {
+		lines = append(lines, "# "+h.perIter)
 	}
 	if o.ParallelInit == 1 {
 		lines = append(lines, "# Parallel Init Enabled: threads call into NcclInitRank concurrently ")
@@ -208,7 +212,7 @@ func formatRow(r row, o *Options) string {
 	if o.RCCL.AlgoColumns == 1 {
 		// Our engines know their algorithm; protocol and channels, and a library's choices, are not told
 		// through the NCCL API: N/A, as rccl-tests prints where it cannot ask.
-		algo := r.algorithm()
+		algo := rcclAlgoName(r.algorithm())
 		if r.engine == "vendor" || algo == "" {
 			algo = "N/A"
 		}
@@ -218,6 +222,27 @@ func formatRow(r row, o *Options) string {
 		b.WriteString("  " + r.algorithm())
 	}
 	return b.String()
+}
+
+// rcclAlgoNames spell our algorithms as RCCL's rcclGetAlgoName spells its own in rccl-tests' -A column
+// (Tree, Ring, Direct, MSCCL: capitalized, acronyms in capitals).
+var rcclAlgoNames = map[string]string{
+	collectives.Ring: "Ring", collectives.Direct: "Direct", collectives.HyperCubeSteps: "HyperCube",
+	collectives.DDAFlat: "DDAFlat", collectives.DDATree: "DDATree", collectives.DDA: "DDA",
+	collectives.LowPrecision: "LP",
+}
+
+// rcclAlgoName is the -A column's name of a row's algorithm (both halves' "a/b" when they differ).
+func rcclAlgoName(algo string) string {
+	parts := strings.Split(algo, "/")
+	for i, p := range parts {
+		if n, ok := rcclAlgoNames[p]; ok {
+			parts[i] = n
+		} else if p != "" {
+			parts[i] = strings.ToUpper(p[:1]) + p[1:]
+		}
+	}
+	return strings.Join(parts, "/")
 }
 
 // trailer is what the lines after the table say.

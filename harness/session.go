@@ -30,6 +30,7 @@ type session struct {
 	poison   []byte
 	graph    int // -G as it applies to this engine
 	notes    []string
+	perIter  string    // -I: nccl-tests' "Per-Iteration Report" line
 	freeMem  [][]int64 // -M: free memory per local rank after Open, after allocation, after the sweep
 
 	rows    []row
@@ -259,8 +260,8 @@ func (s *session) bufferBytes() int64 {
 
 // header describes this session for the lines before the table.
 func (s *session) header() header {
-	return header{binary: s.a.programName(), library: s.comm.Library(), graph: s.graph, notes: s.notes,
-		devices: s.devices, reduced: s.reduced}
+	return header{binary: s.a.programName(), library: s.comm.Library(), graph: s.graph, perIter: s.perIter,
+		notes: s.notes, devices: s.devices, reduced: s.reduced}
 }
 
 // trailer sums up the table.

@@ -3,6 +3,7 @@ package harness
 import (
 	"errors"
 	"fmt"
+	"strings"
 
 	"github.com/rcclx-tests/rcclx-tests/collectives"
 )
@@ -16,6 +17,50 @@ func sweepOps(c *collectives.Collective, o *Options) []collectives.Op {
 		return []collectives.Op{collectives.Sum}
 	}
 	return o.ops
+}
+
+// typeOp is one type and operation of the sweep.
+type typeOp struct {
+	dt collectives.DType
+	op collectives.Op
+}
+
+// rcclSkips reports whether rccl-tests leaves dt with op out of its sweep: its reducing collectives run FP8
+// with sum, max and min only (prod, avg and mulsum are skipped, under -o all and -d all too). This suite
+// skips the same rows on every engine, and its header names them (skipNote).
+func rcclSkips(c *collectives.Collective, dt collectives.DType, op collectives.Op) bool {
+	fp8 := dt == collectives.F8E4M3 || dt == collectives.F8E5M2
+	return c.Reduces && fp8 && (op == collectives.Prod || op == collectives.Avg || op == collectives.MulSum)
+}
+
+// sweepPairs are the types and operations to run, in nccl-tests' nesting (type, then operation), less those
+// rccl-tests skips.
+func sweepPairs(c *collectives.Collective, o *Options) []typeOp {
+	var out []typeOp
+	for _, dt := range o.dtypes {
+		for _, op := range sweepOps(c, o) {
+			if !rcclSkips(c, dt, op) {
+				out = append(out, typeOp{dt, op})
+			}
+		}
+	}
+	return out
+}
+
+// skipNote is the header line naming the types and operations rccl-tests skips ("" when none is asked for).
+func skipNote(c *collectives.Collective, o *Options) string {
+	var names []string
+	for _, dt := range o.dtypes {
+		for _, op := range sweepOps(c, o) {
+			if rcclSkips(c, dt, op) {
+				names = append(names, dt.String()+" "+op.String())
+			}
+		}
+	}
+	if len(names) == 0 {
+		return ""
+	}
+	return strings.Join(names, ", ") + " skipped: rccl-tests runs FP8 with sum, max and min only"
 }
 
 // roots are the roots to run: -r for rooted collectives (-1: every rank in turn), none (-1) otherwise.
@@ -74,18 +119,16 @@ func (s *session) sweep() error {
 	}
 	s.prog = s.newProgress()
 	defer s.prog.clear()
-	for _, dt := range s.o.dtypes {
-		for _, op := range s.ops() {
-			for _, root := range s.roots() {
-				skipped, err := s.passes(dt, op, root)
-				if err != nil || s.stopped {
-					return err
-				}
-				if skipped {
-					fmt.Fprintf(s.out, "# %s %s skipped: not supported by engine %s\n", dt, s.a.coll.RedOpName(op),
-						s.eng.Name())
-					break
-				}
+	for _, p := range sweepPairs(s.a.coll, s.o) {
+		for _, root := range s.roots() {
+			skipped, err := s.passes(p.dt, p.op, root)
+			if err != nil || s.stopped {
+				return err
+			}
+			if skipped {
+				fmt.Fprintf(s.out, "# %s %s skipped: not supported by engine %s\n", p.dt, s.a.coll.RedOpName(p.op),
+					s.eng.Name())
+				break
 			}
 		}
 	}
@@ -99,6 +142,9 @@ func (s *session) passes(dt collectives.DType, op collectives.Op, root int) (ski
 		return skipped, err
 	}
 	for cycle := 0; s.o.Cycles == 0 || cycle < s.o.Cycles; cycle++ {
+		if s.o.Cycles > 1 { // rccl-tests' line before each pass (not with -N 0, which runs until stopped)
+			fmt.Fprintf(s.out, "# Testing %d cycle.\n", cycle+1)
+		}
 		if skipped, err := s.cycle(dt, op, root, cycle); skipped || err != nil || s.stopped {
 			return skipped, err
 		}

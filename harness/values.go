@@ -75,7 +75,8 @@ func (v rootValue) Set(s string) error {
 
 func (rootValue) Type() string { return "int" }
 
-// halves is -O: which of the out-of-place and in-place halves run.
+// halves is -O: which of the out-of-place and in-place halves run. rccl-tests reads the value as strtol
+// does (base 0) and any value other than 0 selects out-of-place only: -O 2 is -O 1 there, and here.
 type halves int
 
 const (
@@ -92,20 +93,69 @@ func (h *halves) String() string {
 }
 
 func (h *halves) Set(s string) error {
-	switch s {
-	case "both":
+	if s == "both" {
 		*h = bothHalves
-	case "0":
-		*h = inPlaceOnly
-	case "1":
+		return nil
+	}
+	n, err := strconv.ParseInt(s, 0, 64)
+	if err != nil {
+		return fmt.Errorf("want 0 (in-place only), 1 or any other integer (out-of-place only), or both")
+	}
+	*h = inPlaceOnly
+	if n != 0 {
 		*h = outOfPlaceOnly
-	default:
-		return fmt.Errorf("want 0 (in-place only), 1 (out-of-place only) or both")
 	}
 	return nil
 }
 
 func (*halves) Type() string { return "0|1|both" }
+
+// switchValue is an on/off flag given as an integer, read as rccl-tests reads its switches (strtol, base 0,
+// then a test for nonzero): 0 is off, any other integer on (stored as 1).
+type switchValue struct{ p *int }
+
+func (v switchValue) String() string {
+	if v.p == nil {
+		return "0"
+	}
+	return strconv.Itoa(*v.p)
+}
+
+func (v switchValue) Set(s string) error {
+	n, err := strconv.ParseInt(s, 0, 64)
+	if err != nil {
+		return fmt.Errorf("want 0 (off) or 1 (on)")
+	}
+	*v.p = 0
+	if n != 0 {
+		*v.p = 1
+	}
+	return nil
+}
+
+func (switchValue) Type() string { return "int" }
+
+// decimalValue is an integer flag read in base 10 only, as rccl-tests reads -q (strtol with base 10):
+// 010 is ten there, not eight.
+type decimalValue struct{ p *int }
+
+func (v decimalValue) String() string {
+	if v.p == nil {
+		return "0"
+	}
+	return strconv.Itoa(*v.p)
+}
+
+func (v decimalValue) Set(s string) error {
+	n, err := strconv.ParseInt(s, 10, 32)
+	if err != nil {
+		return fmt.Errorf("want a decimal integer")
+	}
+	*v.p = int(n)
+	return nil
+}
+
+func (decimalValue) Type() string { return "int" }
 
 // onceString is a string flag that may be given once (--ab): a second one would replace the first unseen.
 type onceString struct {

@@ -6,7 +6,10 @@
 // read theirs.
 package results
 
-import "fmt"
+import (
+	"encoding/json"
+	"fmt"
+)
 
 // SchemaVersion is the nccl-tests JSON schema version this package writes.
 const SchemaVersion = 3
@@ -107,6 +110,16 @@ type Half struct {
 	// Rounds holds the time (us) of each repeated round (-N cycles or A/B
 	// rounds); the gate uses their spread as the noise of this measurement.
 	Rounds []float64 `json:"rounds,omitempty"`
+}
+
+// MarshalJSON writes a half that did not run (no time: rccl-tests' -O ran only the other one) as null, as
+// nccl-tests' writer marks a half it has no measurement of (writeBenchMarkLineNullBody), never as zeros.
+func (h Half) MarshalJSON() ([]byte, error) {
+	if h.Time == nil && h.CPUTime == nil {
+		return []byte("null"), nil
+	}
+	type plain Half // without this method
+	return json.Marshal(plain(h))
 }
 
 // PerIter is nccl-tests' per-iteration report of one half (-I), in
