@@ -1,6 +1,9 @@
 package collectives
 
-import "testing"
+import (
+	"strings"
+	"testing"
+)
 
 // The anchors (real nccl-tests on 2 ranks, float) fix how sizes map to counts.
 func TestCountsMatchNcclTests(t *testing.T) {
@@ -86,5 +89,23 @@ func TestParse(t *testing.T) {
 	}
 	if _, err := ParseOps("xor"); err == nil {
 		t.Error("ParseOps(xor) should fail")
+	}
+}
+
+// Devices follow the ranks (wrapping when ranks share GPUs), or start at NCCL_TESTS_DEVICE's and must exist.
+func TestConfigDevice(t *testing.T) {
+	byRank := Config{}
+	if d, err := byRank.Device(1, 2, 1, 8); d != 3 || err != nil {
+		t.Errorf("process 1 of 2 ranks, rank 1: device %d, %v; want 3", d, err)
+	}
+	if d, err := byRank.Device(0, 8, 5, 2); d != 1 || err != nil {
+		t.Errorf("8 ranks on 2 devices, rank 5: device %d, %v; want 1", d, err)
+	}
+	pinned := Config{PinDevices: true, FirstDevice: 2}
+	if d, err := pinned.Device(3, 2, 1, 4); d != 3 || err != nil {
+		t.Errorf("pinned at 2, rank 1: device %d, %v; want 3 whatever the process", d, err)
+	}
+	if _, err := pinned.Device(0, 2, 1, 3); err == nil || !strings.Contains(err.Error(), "NCCL_TESTS_DEVICE=2") {
+		t.Errorf("device 3 of 3: %v", err)
 	}
 }

@@ -40,6 +40,23 @@ type Config struct {
 	// Memory is where rank buffers live (rccl-tests' -Y); CTAPolicy is ncclConfig's CTA policy (-x), -1 unset.
 	Memory    MemoryKind
 	CTAPolicy int
+	// PinDevices puts this process's first rank on device FirstDevice and the others on the devices after it
+	// (nccl-tests' NCCL_TESTS_DEVICE); otherwise the devices follow the ranks.
+	PinDevices  bool
+	FirstDevice int
+}
+
+// Device is the device of local rank l among ndev, in a process of nlocal ranks with hostIndex processes of
+// lower rank on its host: by rank (ranks beyond the devices wrap around onto them), or pinned.
+func (c Config) Device(hostIndex, nlocal, l, ndev int) (int, error) {
+	if !c.PinDevices {
+		return (hostIndex*nlocal + l) % ndev, nil
+	}
+	if d := c.FirstDevice + l; d < ndev {
+		return d, nil
+	}
+	return 0, fmt.Errorf("NCCL_TESTS_DEVICE=%d puts local rank %d on device %d; this process sees %d (CUDA_VISIBLE_DEVICES)",
+		c.FirstDevice, l, c.FirstDevice+l, ndev)
 }
 
 // Getenv reads a variable with the config's overrides first.

@@ -25,6 +25,7 @@ type comm struct {
 	ranks    []*rank
 	groups   []*group
 	devices  []collectives.Device
+	opened   int64 // device memory opening took, the most on any device (OpenMemory)
 	modules  modules
 	memory   collectives.MemoryKind // -Y: where rank buffers live (memory.go)
 
@@ -59,6 +60,7 @@ func (r *rank) lastCall() string { return r.lastColl + " " + r.lastAlgo }
 
 func (c *comm) NRanks() int                   { return c.nranks }
 func (c *comm) Devices() []collectives.Device { return c.devices }
+func (c *comm) OpenMemory() int64             { return c.opened }
 func (c *comm) Library() string               { return fmt.Sprintf("rcclx-gpu=%d", version) }
 func (c *comm) Version() int                  { return 0 }
 func (c *comm) Groups() []collectives.Group   { return collectives.AsGroups(c.groups) }

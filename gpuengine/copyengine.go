@@ -274,14 +274,6 @@ func ceChunks(slot, size, bytes int64, chunked bool) (chunk int64, chunks int) {
 	return chunk, int((slot + chunk - 1) / chunk)
 }
 
-// sideIf is r's side stream when side holds, else its main stream.
-func sideIf(side bool, r *rank) cuda.Stream {
-	if side {
-		return r.ce.side
-	}
-	return r.stream
-}
-
 // each runs f on every rank with its context current; errors name the rank.
 func (g *group) each(f func(r *rank, l int) error) error {
 	for l, r := range g.ranks {

@@ -75,3 +75,16 @@ func mapString(m map[string]string) string {
 	}
 	return s
 }
+
+// Opening reports the device memory it took (-M's "Initialization"): at least the data halves of the ranks on
+// the busiest device, and less than the device holds.
+func TestGPUOpenMemory(t *testing.T) {
+	onGPU(t)
+	c := open(t, New(), 2, nil, 0)
+	got := c.(collectives.OpenMemoryReporter).OpenMemory()
+	total, err := cuda.Device(0).TotalMem()
+	must(t, err)
+	if want := 2 * halfBytes(32<<20); got < want || got >= total {
+		t.Errorf("OpenMemory %d, want at least %d (two data halves) and below %d", got, want, total)
+	}
+}

@@ -72,11 +72,16 @@ func (c *comm) open(cfg collectives.Config, world collectives.World, nlocal int)
 		return err
 	}
 	shared := map[cuda.Device]int{} // local ranks per device
+	watch := cuda.MemWatch{}
 	for l := range nlocal {
-		r := &rank{global: world.Rank()*nlocal + l, local: l, dev: cuda.Device((hostIndex*nlocal + l) % ndev)}
+		dev, err := cfg.Device(hostIndex, nlocal, l, ndev)
+		if err != nil {
+			return runtimeError(nil, fmt.Errorf("gpu: %w", err))
+		}
+		r := &rank{global: world.Rank()*nlocal + l, local: l, dev: cuda.Device(dev)}
 		c.ranks = append(c.ranks, r)
 		shared[r.dev]++
-		if err := c.openRank(r, cfg.StreamNull); err != nil {
+		if err := c.openRank(r, cfg.StreamNull, watch); err != nil {
 			return runtimeError(r, err)
 		}
 		name, _ := r.dev.Name()
@@ -109,12 +114,13 @@ func (c *comm) open(cfg collectives.Config, world collectives.World, nlocal int)
 			return runtimeError(r, err)
 		}
 	}
-	return nil
+	c.opened, err = watch.Used()
+	return runtimeError(nil, err)
 }
 
 // openRank retains the rank's context, creates its stream, its peer-visible buffer (control words and LL
-// flags zeroed) and its alltoallv table.
-func (c *comm) openRank(r *rank, streamNull bool) error {
+// flags zeroed) and its alltoallv table; watch records the device's free memory before the first of these.
+func (c *comm) openRank(r *rank, streamNull bool, watch cuda.MemWatch) error {
 	var err error
 	if r.ctx, err = r.dev.RetainPrimaryContext(); err != nil {
 		return err
@@ -122,7 +128,7 @@ func (c *comm) openRank(r *rank, streamNull bool) error {
 	if r.args, err = cuda.NewArgBlock(); err != nil {
 		return err
 	}
-	if err := r.ctx.SetCurrent(); err != nil {
+	if err := watch.Start(r.dev, r.ctx); err != nil {
 		return err
 	}
 	major, minor, err := r.dev.ComputeCapability()

@@ -99,6 +99,9 @@ func (a *app) checkABVariable(o *Options) (abVariable, error) {
 		return refuse(o.abKey + " is the same in both arms' workers (the launching process sets or reads it), " +
 			"so there is nothing to compare")
 	}
+	if o.abKey == envDevice {
+		return refuse(envDevice + " moves the run to other devices; an A/B compares two settings on the same ones")
+	}
 	if slices.Contains(unsupportedVars, o.abKey) {
 		return refuse(o.abKey + " is not supported here (a run refuses it or notes it ignored), so there is " +
 			"nothing to compare")

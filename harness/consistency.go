@@ -62,6 +62,9 @@ func (a *app) checkConsistency(fs *pflag.FlagSet, o *Options) error {
 	if err := checkSplit(getenv, l.Size); err != nil {
 		return &usageError{err.Error()}
 	}
+	if _, _, err := firstDevice(getenv); err != nil {
+		return &usageError{err.Error()}
+	}
 	if v := getenv("NCCL_TESTS_MIN_BW"); v != "" {
 		if bw, err := strconv.ParseFloat(v, 64); err != nil || bw < 0 || math.IsInf(bw, 0) || math.IsNaN(bw) {
 			return &usageError{fmt.Sprintf("invalid NCCL_TESTS_MIN_BW=%q: want a bandwidth in GB/s, at least 0", v)}

@@ -8,8 +8,9 @@ import (
 	"github.com/rcclx-tests/rcclx-tests/collectives"
 )
 
-// nccl-tests' and rccl-tests' environment variables that this suite does not implement. None is ignored
-// silently: one that changes what a run measures is refused before anything runs, the others get a "#" line.
+// nccl-tests' and rccl-tests' environment variables outside the engines: NCCL_TESTS_DEVICE, which pins the
+// devices, and those this suite does not implement. None is ignored silently: one that changes what a run
+// measures is refused before anything runs, the others get a "#" line.
 
 // Split variables of nccl-tests' (and rccl-tests') MPI build: processes whose colors differ form separate
 // communicators.
@@ -24,7 +25,8 @@ const (
 var netCounterVars = []string{"RCCL_TESTS_NET_COUNTER_ENABLE", "RCCL_TESTS_NET_COUNTER_NIC_PREFIX",
 	"RCCL_TESTS_NIC_COUNTER_LIST"}
 
-// unsupportedVars are all of the above: an --ab arm cannot vary them (the run would be the same, or refused).
+// unsupportedVars are all of the above: an --ab arm cannot vary them (the run would be the same, refused, or on
+// other devices).
 var unsupportedVars = append([]string{envSplitMask, envSplit, envDevice}, netCounterVars...)
 
 // split is a parsed NCCL_TESTS_SPLIT_MASK or NCCL_TESTS_SPLIT.
@@ -115,8 +117,8 @@ func checkSplit(getenv func(string) string, nprocs int) error {
 	return nil
 }
 
-// envNotes are the header's lines about these variables: a split that changes nothing, NCCL_TESTS_DEVICE
-// where the engine's devices are not the ones it names, and rccl-tests' NIC counters.
+// envNotes are the header's lines about these variables: a split that changes nothing, NCCL_TESTS_DEVICE on
+// the host engine, and rccl-tests' NIC counters.
 func (s *session) envNotes() {
 	getenv := s.a.parseEnv()
 	if sp, err := parseSplit(getenv); err == nil && sp != nil {
@@ -126,10 +128,8 @@ func (s *session) envNotes() {
 		}
 		s.note("%s=%s ignored: %s", sp.name, sp.value, why)
 	}
-	if v := getenv(envDevice); v != "" {
-		if why := s.deviceIgnored(v); why != "" {
-			s.note("%s=%s ignored: %s", envDevice, v, why)
-		}
+	if v := getenv(envDevice); v != "" && s.eng.Name() == collectives.EngineHost {
+		s.note("%s=%s ignored: engine host has no devices", envDevice, v)
 	}
 	var counters []string
 	for _, name := range netCounterVars {
@@ -142,22 +142,14 @@ func (s *session) envNotes() {
 	}
 }
 
-// deviceIgnored says why NCCL_TESTS_DEVICE=v does not hold ("" where the local ranks already use devices v,
-// v+1, ... as nccl-tests would give them). The engines choose the devices; this suite cannot move them.
-func (s *session) deviceIgnored(v string) string {
-	name := s.eng.Name()
-	if name == collectives.EngineHost {
-		return "engine host has no devices"
+// firstDevice reads NCCL_TESTS_DEVICE: the device of this process's first rank (ok false when unset).
+func firstDevice(getenv func(string) string) (dev int, ok bool, err error) {
+	v := strings.TrimSpace(getenv(envDevice))
+	if v == "" {
+		return 0, false, nil
 	}
-	first, err := strconv.Atoi(strings.TrimSpace(v))
-	if err == nil {
-		same := true
-		for i, d := range s.comm.Devices() {
-			same = same && d.Index == first+i
-		}
-		if same {
-			return ""
-		}
+	if dev, err = strconv.Atoi(v); err != nil || dev < 0 {
+		return 0, false, fmt.Errorf("invalid %s=%q: want a device index, at least 0", envDevice, getenv(envDevice))
 	}
-	return fmt.Sprintf("engine %s chooses the devices by rank (CUDA_VISIBLE_DEVICES selects which ones it sees)", name)
+	return dev, true, nil
 }

@@ -263,31 +263,38 @@ func TestSplitVariables(t *testing.T) {
 	}
 }
 
-// TestUnsupportedVariablesNoted: NCCL_TESTS_DEVICE and rccl-tests' NIC counter variables are never ignored
-// silently: a "#" line each says so (none for NCCL_TESTS_DEVICE where the devices already are the ones it
-// names).
+// TestUnsupportedVariablesNoted: rccl-tests' NIC counter variables, and NCCL_TESTS_DEVICE on the host engine,
+// are never ignored silently: a "#" line says so. Elsewhere NCCL_TESTS_DEVICE reaches the engine (pinned
+// devices), and a bad value is refused before anything runs.
 func TestUnsupportedVariablesNoted(t *testing.T) {
-	env := map[string]string{envDevice: "2", "RCCL_TESTS_NET_COUNTER_ENABLE": "1", "RCCL_TESTS_NIC_COUNTER_LIST": "a,b"}
+	env := map[string]string{"RCCL_TESTS_NET_COUNTER_ENABLE": "1", "RCCL_TESTS_NIC_COUNTER_LIST": "a,b"}
 	tweak := func(a *app) { a.getenv = func(k string) string { return env[k] } }
 	r := runWith(t, collectives.AllReduce, seedArgs(1, append(small, "-g", "2")...), fakeSource(newFake(1)), tweak)
-	for _, want := range []string{
-		"# NCCL_TESTS_DEVICE=2 ignored: engine fake chooses the devices by rank (CUDA_VISIBLE_DEVICES selects which ones it sees)\n",
-		"# RCCL_TESTS_NET_COUNTER_ENABLE=1 RCCL_TESTS_NIC_COUNTER_LIST=a,b ignored: rccl-tests' NIC counter collection is not supported here\n",
-	} {
-		if r.code != exitOK || !strings.Contains(r.stdout, want) {
-			t.Errorf("exit %d, no %q in\n%s", r.code, want, r.stdout)
-		}
+	want := "# RCCL_TESTS_NET_COUNTER_ENABLE=1 RCCL_TESTS_NIC_COUNTER_LIST=a,b ignored: rccl-tests' NIC counter collection is not supported here\n"
+	if r.code != exitOK || !strings.Contains(r.stdout, want) {
+		t.Errorf("exit %d, no %q in\n%s", r.code, want, r.stdout)
 	}
-	env = map[string]string{envDevice: "0"} // the fake engine's rank r is on device r
-	r = runWith(t, collectives.AllReduce, seedArgs(1, append(small, "-g", "2")...), fakeSource(newFake(1)), tweak)
-	if r.code != exitOK || strings.Contains(r.stdout, envDevice) {
-		t.Errorf("devices as named: exit %d\n%s", r.code, r.stdout)
+	env = map[string]string{envDevice: "3"}
+	fake := newFake(1)
+	r = runWith(t, collectives.AllReduce, seedArgs(1, append(small, "-g", "2")...), fakeSource(fake), tweak)
+	if r.code != exitOK || strings.Contains(r.stdout, envDevice) || !fake.cfg.PinDevices || fake.cfg.FirstDevice != 3 {
+		t.Errorf("NCCL_TESTS_DEVICE=3: exit %d, config %+v\n%s", r.code, fake.cfg, r.stdout)
 	}
-	// An A/B arm cannot vary them: both arms would run the same.
+	r = runWith(t, collectives.AllReduce, append(small, "--engine", "host"), fakeSource(hostengine.New()), tweak)
+	if want := "# NCCL_TESTS_DEVICE=3 ignored: engine host has no devices\n"; r.code != exitOK || !strings.Contains(r.stdout, want) {
+		t.Errorf("host engine: exit %d, no %q in\n%s%s", r.code, want, r.stdout, r.stderr)
+	}
+	for _, bad := range []string{"-1", "x", "1.5"} {
+		env = map[string]string{envDevice: bad}
+		dir := t.TempDir()
+		r = runWith(t, collectives.AllReduce, seedArgs(1, append(small, "-J", filepath.Join(dir, "r.json"))...), fakeSource(newFake(1)), tweak)
+		wantRefused(t, r, nil, "invalid NCCL_TESTS_DEVICE", bad, dir)
+	}
+	// An A/B arm cannot vary them: both arms would run the same, or on other devices.
 	for _, name := range unsupportedVars {
 		dir := t.TempDir()
 		r = testRun(t, collectives.AllReduce, []string{"--ab", name + "=1,2", "-J", filepath.Join(dir, "r.json")}, newFake(1))
-		wantRefused(t, r, []string{"--ab", name + "=1,2"}, "not supported here", name, dir)
+		wantRefused(t, r, []string{"--ab", name + "=1,2"}, name, "--ab", dir)
 	}
 }
 

@@ -141,6 +141,7 @@ func (s *session) open() error {
 		Timeout: o.Timeout(), StreamNull: o.StreamNull == 1, Register: o.Register > 0,
 		ParallelInit: o.ParallelInit == 1, Oversubscribe: o.Oversubscribe, Library: o.Library,
 		Memory: o.RCCL.memoryKind(), CTAPolicy: o.RCCL.CTAPolicy}
+	cfg.FirstDevice, cfg.PinDevices, _ = firstDevice(s.a.parseEnv()) // checked before the run
 	s.team = newTeam(o.NThreads, s.world)
 	comm, err := s.openComm(cfg)
 	if err != nil {

@@ -16,6 +16,7 @@ import (
 type comm struct {
 	lib            *nccl.Library
 	nranks         int
+	opened         int64 // device memory creating the communicators took, the most on any device (OpenMemory)
 	timeout        time.Duration
 	register       bool
 	nativeAlltoAll bool
@@ -67,6 +68,7 @@ func (r *rank) open(streamNull bool) error {
 
 func (c *comm) NRanks() int                   { return c.nranks }
 func (c *comm) Devices() []collectives.Device { return c.devices }
+func (c *comm) OpenMemory() int64             { return c.opened }
 func (c *comm) Library() string               { return fmt.Sprintf("nccl-library=%d", c.lib.Version()) }
 func (c *comm) Version() int                  { return c.lib.Version() }
 func (c *comm) LibraryPath() string           { return c.lib.File }

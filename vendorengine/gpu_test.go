@@ -213,6 +213,9 @@ func TestGPUEventsGraphsAndMemory(t *testing.T) {
 	if err != nil || free <= 0 {
 		t.Fatalf("FreeMemory = %d, %v", free, err)
 	}
+	if opened := c.OpenMemory(); opened <= 0 { // NCCL's buffers and FIFOs
+		t.Errorf("OpenMemory = %d: creating the communicator took no device memory", opened)
+	}
 	for series := range 2 { // the second series reuses the first one's events
 		m0, err := g.Mark()
 		if err != nil {

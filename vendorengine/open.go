@@ -64,9 +64,16 @@ func (engine) Open(cfg collectives.Config) (collectives.Comm, error) {
 	if err != nil {
 		return nil, err
 	}
-	if err := c.openRanks(world.Rank()*nlocal, hostIndex*nlocal, nlocal, ngpus, cfg.StreamNull); err != nil {
+	if err := c.openRanks(cfg, world.Rank()*nlocal, hostIndex, nlocal, ngpus); err != nil {
 		c.Close()
 		return nil, err
+	}
+	watch := cuda.MemWatch{}
+	for _, r := range c.ranks {
+		if err := watch.Start(r.dev, r.ctx); err != nil {
+			c.Close()
+			return nil, runtimeError(err)
+		}
 	}
 	restore := overrideEnv(cfg.Env)
 	err = c.initComms(initAll, cfg.ParallelInit, id, ngpus)
@@ -74,6 +81,10 @@ func (engine) Open(cfg collectives.Config) (collectives.Comm, error) {
 	if err != nil {
 		c.Close()
 		return nil, libraryError(err)
+	}
+	if c.opened, err = watch.Used(); err != nil {
+		c.Close()
+		return nil, runtimeError(err)
 	}
 	for t := range nthreads {
 		c.groups = append(c.groups, newGroup(c, c.ranks[t*ngpus:(t+1)*ngpus]))
@@ -107,7 +118,7 @@ func exchange(world collectives.World, id *nccl.UniqueID) (hostIndex int, err er
 }
 
 // openRanks retains each local rank's device context and creates its stream.
-func (c *comm) openRanks(firstRank, firstDevice, nlocal, ngpus int, streamNull bool) error {
+func (c *comm) openRanks(cfg collectives.Config, firstRank, hostIndex, nlocal, ngpus int) error {
 	ndev, err := cuda.DeviceCount()
 	if err != nil {
 		return runtimeError(err)
@@ -117,9 +128,13 @@ func (c *comm) openRanks(firstRank, firstDevice, nlocal, ngpus int, streamNull b
 	}
 	host, _ := os.Hostname()
 	for l := range nlocal {
-		r := &rank{global: firstRank + l, dev: cuda.Device((firstDevice + l) % ndev)}
+		dev, err := cfg.Device(hostIndex, nlocal, l, ndev)
+		if err != nil {
+			return runtimeError(fmt.Errorf("vendor: %w", err))
+		}
+		r := &rank{global: firstRank + l, dev: cuda.Device(dev)}
 		c.ranks = append(c.ranks, r)
-		if err := r.open(streamNull); err != nil {
+		if err := r.open(cfg.StreamNull); err != nil {
 			return runtimeError(fmt.Errorf("vendor: rank %d on device %d: %w", r.global, r.dev, err))
 		}
 		name, _ := r.dev.Name()
