@@ -17,10 +17,6 @@ import (
 	"github.com/rcclx-tests/rcclx-tests/hostengine"
 )
 
-// fp8Skipped is how many (type, op) pairs of -d all -o all rccl-tests leaves out of a reducing collective:
-// both FP8 types with prod, avg and mulsum.
-const fp8Skipped = 2 * 3
-
 // TestRCCLFileOpenedAsGiven: -X writes the path it is given, as rccl-tests' reporter does: an existing file is
 // replaced (no path.0), a named pipe receives the rows, and a run refused after the file was opened leaves an
 // existing file as it was.
@@ -83,10 +79,9 @@ func TestRCCLFileOpenedAsGiven(t *testing.T) {
 	}
 }
 
-// TestFP8SkippedAsRCCLTests: reducing collectives run FP8 with sum, max and min only, as rccl-tests does (its
-// runTest skips prod, avg and mulsum), on every engine, with one header line naming the rows left out; the
-// text table spells the types as nccl-tests, the -X file as rccl-tests. A collective that only copies runs
-// every operation nccl-tests runs.
+// TestFP8SkippedAsRCCLTests: with rccl-tests' result file asked for, the FP8 rows rccl-tests never runs
+// (prod, avg, mulsum of a reducing collective) are skipped on every engine, a header line naming them, the
+// table keeping nccl-tests' type names and the file rccl-tests'; without it they run, as in nccl-tests.
 func TestFP8SkippedAsRCCLTests(t *testing.T) {
 	file := filepath.Join(t.TempDir(), "r.csv")
 	seed := rand.Uint64()
@@ -109,16 +104,22 @@ func TestFP8SkippedAsRCCLTests(t *testing.T) {
 		t.Errorf("-X rows %v", csvOps)
 	}
 	for _, eng := range []collectives.Engine{newFake(seed), hostengine.New()} {
+		dir := t.TempDir()
 		args := seedArgs(seed, "-b", "64", "-e", "64", "-n", "1", "-d", "f8e5m2", "-o", "prod", "-g", "2")
 		if eng.Name() == "host" {
 			args = append(args, "--engine", "host")
 		}
-		r = testRun(t, collectives.ReduceScatter, args, eng)
+		r = testRun(t, collectives.ReduceScatter, append(args, "-Z", "json", "-X", filepath.Join(dir, "r.json")), eng)
 		if r.code != exitOK || len(tableRows(r.stdout)) != 0 || !strings.Contains(r.stdout, "# f8e5m2 prod skipped: rccl-tests") {
-			t.Errorf("%s: exit %d\n%s%s", eng.Name(), r.code, r.stdout, r.stderr)
+			t.Errorf("%s, -Z json: exit %d\n%s%s", eng.Name(), r.code, r.stdout, r.stderr)
+		}
+		r = testRun(t, collectives.ReduceScatter, args, eng)
+		if r.code != exitOK || len(tableRows(r.stdout)) != 1 || strings.Contains(r.stdout, "skipped") {
+			t.Errorf("%s, nccl-tests' output only: exit %d\n%s%s", eng.Name(), r.code, r.stdout, r.stderr)
 		}
 	}
-	r = testRun(t, collectives.SendRecv, seedArgs(seed, "-b", "64", "-e", "64", "-n", "1", "-d", "f8e4m3", "-o", "all", "-g", "2"), newFake(seed))
+	r = testRun(t, collectives.SendRecv, seedArgs(seed, "-b", "64", "-e", "64", "-n", "1", "-d", "f8e4m3", "-o", "all",
+		"-g", "2", "--csv", file), newFake(seed))
 	if r.code != exitOK || len(tableRows(r.stdout)) != len(collectives.AllOps()) || strings.Contains(r.stdout, "skipped") {
 		t.Errorf("sendrecv: exit %d\n%s", r.code, r.stdout)
 	}

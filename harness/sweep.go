@@ -26,20 +26,21 @@ type typeOp struct {
 }
 
 // rcclSkips reports whether rccl-tests leaves dt with op out of its sweep: its reducing collectives run FP8
-// with sum, max and min only (prod, avg and mulsum are skipped, under -o all and -d all too). This suite
-// skips the same rows on every engine, and its header names them (skipNote).
-func rcclSkips(c *collectives.Collective, dt collectives.DType, op collectives.Op) bool {
+// with sum, max and min only (prod, avg and mulsum are skipped, under -o all and -d all too). nccl-tests runs
+// them all, so this suite skips those rows only when rccl-tests' result file is asked for (-Z, -X, --csv),
+// on every engine, and its header names them (skipNote).
+func rcclSkips(c *collectives.Collective, o *Options, dt collectives.DType, op collectives.Op) bool {
 	fp8 := dt == collectives.F8E4M3 || dt == collectives.F8E5M2
-	return c.Reduces && fp8 && (op == collectives.Prod || op == collectives.Avg || op == collectives.MulSum)
+	return o.RCCL.Format != "" && c.Reduces && fp8 && (op == collectives.Prod || op == collectives.Avg || op == collectives.MulSum)
 }
 
 // sweepPairs are the types and operations to run, in nccl-tests' nesting (type, then operation), less those
-// rccl-tests skips.
+// rccl-tests skips when its output is asked for.
 func sweepPairs(c *collectives.Collective, o *Options) []typeOp {
 	var out []typeOp
 	for _, dt := range o.dtypes {
 		for _, op := range sweepOps(c, o) {
-			if !rcclSkips(c, dt, op) {
+			if !rcclSkips(c, o, dt, op) {
 				out = append(out, typeOp{dt, op})
 			}
 		}
@@ -52,7 +53,7 @@ func skipNote(c *collectives.Collective, o *Options) string {
 	var names []string
 	for _, dt := range o.dtypes {
 		for _, op := range sweepOps(c, o) {
-			if rcclSkips(c, dt, op) {
+			if rcclSkips(c, o, dt, op) {
 				names = append(names, dt.String()+" "+op.String())
 			}
 		}
