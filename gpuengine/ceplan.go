@@ -41,7 +41,7 @@ func slotIndex(q, r, n int) int64 { return int64((r - q - 1 + n) % n) }
 // does not apply: a collective it has no plan for, or an in-place layout whose pieces it cannot stage (a
 // rank's own piece that moves within its buffer, or pieces that land where the receiver's own pieces are not
 // read in the same order).
-func makeCEPlan(call *collectives.Call, n int, chunkBytes int64) *cePlan {
+func makeCEPlan(call *collectives.Call, n int, tuning collectives.GPUTuning) *cePlan {
 	pl := &cePlan{reduce: make([]ceReduction, n)}
 	k := func(l int) collectives.Counts { return call.Counts[l] }
 	p, root := k(0).Param, call.Root
@@ -131,9 +131,13 @@ func makeCEPlan(call *collectives.Call, n int, chunkBytes int64) *cePlan {
 			pl.slot = max(pl.slot, m.cnt)
 		}
 	}
-	// Unstaged pieces go whole, and so does all_reduce: on 2 H200s chunking made it 3-7% slower at 128 MiB-1 GiB
-	// (docs/DESIGN.md).
-	pl.chunk, pl.chunks = ceChunks(longest, size, chunkBytes, pl.staged && !pl.spread)
+	// Unstaged pieces go whole, and so does all_reduce unless RCCLX_TESTS_GPU_CE_AR_CHUNK says otherwise: on 2
+	// H200s 16 MiB chunks made it 3-7% slower at 128 MiB-1 GiB (docs/DESIGN.md).
+	chunkBytes, chunked := tuning.CEChunk, pl.staged
+	if pl.spread {
+		chunkBytes, chunked = tuning.CEAllReduceChunk, tuning.CEAllReduceChunk > 0
+	}
+	pl.chunk, pl.chunks = ceChunks(longest, size, chunkBytes, chunked)
 	return pl
 }
 

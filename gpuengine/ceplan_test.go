@@ -178,21 +178,28 @@ func TestCEPlans(t *testing.T) {
 					name := fmt.Sprintf("%s/%d/root%d/inplace=%v", coll.Name, n, root, inPlace)
 					bytes := int64(n) * (16*37 + 16*int64(rng.IntN(100)))
 					call := ceCall(coll, n, root, bytes, inPlace)
-					pl := makeCEPlan(call, n, 64)
-					if pl == nil && coll == collectives.AllToAllV && inPlace && n > 2 {
-						continue // the generated pattern sends peer q more than it receives from q: not stageable
+					// Small chunks everywhere; then all_reduce whole, its default.
+					tunings := []collectives.GPUTuning{chunkTuning(64)}
+					if coll == collectives.AllReduce {
+						tunings = append(tunings, collectives.DefaultGPUTuning)
 					}
-					if pl == nil {
-						t.Errorf("%s: no plan", name)
-						continue
+					for k, tu := range tunings {
+						pl := makeCEPlan(call, n, tu)
+						if pl == nil && coll == collectives.AllToAllV && inPlace && n > 2 {
+							continue // the generated pattern sends peer q more than it receives from q: not stageable
+						}
+						if pl == nil {
+							t.Errorf("%s: no plan", name)
+							continue
+						}
+						if pl.staged && (pl.chunks < 2) != (k == 1) {
+							t.Errorf("%s, tuning %d: %d chunks", name, k, pl.chunks)
+						}
+						t.Run(fmt.Sprintf("%s/tuning%d", name, k), func(t *testing.T) {
+							simulate(t, call, pl, true, rng)
+							simulate(t, call, pl, false, rng)
+						})
 					}
-					if pl.staged && !pl.spread && pl.chunks < 2 {
-						t.Errorf("%s: %d chunk", name, pl.chunks)
-					}
-					t.Run(name, func(t *testing.T) {
-						simulate(t, call, pl, true, rng)
-						simulate(t, call, pl, false, rng)
-					})
 				}
 			}
 		}
@@ -223,7 +230,7 @@ func TestCEPlanStaging(t *testing.T) {
 		{collectives.ReduceScatter, true, true, []int64{3, 3, 3, 3}},
 	} {
 		call := ceCall(c.coll, n, 1, bytes, c.inPlace)
-		pl := makeCEPlan(call, n, 1<<20)
+		pl := makeCEPlan(call, n, collectives.DefaultGPUTuning)
 		if pl.staged != c.staged {
 			t.Errorf("%s in place %v: staged %v", c.coll.Name, c.inPlace, pl.staged)
 		}
@@ -243,10 +250,17 @@ func TestCEPlanRefusesShiftedInPlace(t *testing.T) {
 	for l := range call.Recv {
 		call.Recv[l].Off += 64
 	}
-	if pl := makeCEPlan(call, n, 1<<20); pl != nil {
+	if pl := makeCEPlan(call, n, collectives.DefaultGPUTuning); pl != nil {
 		t.Errorf("shifted in-place alltoall planned: staged %v", pl.staged)
 	}
-	if makeCEPlan(ceCall(collectives.HyperCube, 2, 0, 4096, false), 2, 1<<20) != nil {
+	if makeCEPlan(ceCall(collectives.HyperCube, 2, 0, 4096, false), 2, collectives.DefaultGPUTuning) != nil {
 		t.Error("hypercube has a plan")
 	}
+}
+
+// chunkTuning is the default tuning with every copy-engine chunk at bytes.
+func chunkTuning(bytes int64) collectives.GPUTuning {
+	tu := collectives.DefaultGPUTuning
+	tu.CEChunk, tu.CEAllReduceChunk = bytes, bytes
+	return tu
 }

@@ -83,7 +83,7 @@ func (g *group) useCopyEngines(call *collectives.Call, algo string) (*cePlan, er
 	case algo != collectives.Ring && algo != collectives.Direct:
 		return nil, nil
 	}
-	pl := makeCEPlan(call, c.nranks, c.tuning.CEChunk)
+	pl := makeCEPlan(call, c.nranks, c.tuning)
 	if pl == nil {
 		return nil, nil
 	}
