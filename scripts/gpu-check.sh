@@ -32,6 +32,9 @@
 #                  both wall times, and the "compiling N kernels" line (cold run only)
 #        a2a       alltoall 64 MiB..1 GiB in place and out of place next to NCCL; and, 8 MiB..1 GiB, the gpu
 #                  engine's in-place copy-engine transport against its kernels (-O 0 --ab ..._GPU_CE_BYTES=off,8M)
+#        cetune    the copy-engine chunks A/B'd on the gpu engine, 256 MiB..1 GiB: all_reduce whole against
+#                  64 MiB and 32 MiB chunks (RCCLX_TESTS_GPU_CE_AR_CHUNK), reduce_scatter's 16 MiB against 64 MiB
+#                  (RCCLX_TESTS_GPU_CE_CHUNK)
 #        lp        FP8 LP rows at 64 MiB, 256 MiB and 1 GiB, float and bfloat16, with their max and RMS relative
 #                  error (JSON): all four collectives next to NCCL (--engine vendor,gpu), and the scaled mode
 #        colls     broadcast, reduce, gather, scatter, sendrecv, alltoallv, hypercube on the vendor engine: every
@@ -356,6 +359,16 @@ step_a2a() {
 		-O 0 --ab RCCLX_TESTS_GPU_CE_BYTES=off,8M
 }
 
+step_cetune() {
+	: >"$OUT/cetune.log"
+	for c in 64M 32M; do
+		expect "ar-chunk-$c" 0 cetune.log "$BIN/all_reduce_perf" --engine gpu "${GG[@]}" -b 256M -e 1G -f 2 -w 5 \
+			-n 20 --ab "RCCLX_TESTS_GPU_CE_AR_CHUNK=off,$c"
+	done
+	expect rs-chunk-64M 0 cetune.log "$BIN/reduce_scatter_perf" --engine gpu "${GG[@]}" -b 256M -e 1G -f 2 -w 5 \
+		-n 20 --ab RCCLX_TESTS_GPU_CE_CHUNK=16M,64M
+}
+
 # lp_rows JSON...: one line per checked half of every row: engine, algorithm, type, size, half, algbw, errors.
 lp_rows() {
 	tr -d '",' <"$1" | awk -F': *' '
@@ -453,6 +466,7 @@ for f in ab-ch1-32 ab-ch32-1 ab-delay-gpu ab-delay-vendor ab ab-2p-ch ab-2p-dda;
 	[[ -f $OUT/$f.log ]] && echo "$f:" && grep -E '^([|+]|# A/B)' "$OUT/$f.log" | head -20
 done
 [[ -f $OUT/a2a.log ]] && grep -E '^(# (Engine|Time ratio|  +size)| +[0-9]+ +[0-9]+ +[a-z0-9]+ +[a-z]+ +[0-9-]+ |[|+])' "$OUT/a2a.log" | head -60
+[[ -f $OUT/cetune.log ]] && grep -E '^([|+]|# A/B)' "$OUT/cetune.log" | head -60
 [[ -f $OUT/lp.log ]] && grep -E '^# (Engine|Time ratio|  +size| +[0-9]+ +[a-z0-9]+ +[a-z]+ +[0-9.N/A]+ )' "$OUT/lp.log" | head -80
 [[ -f $OUT/peerperf.log ]] && grep -E '^# (Time ratio|Collective test starting)|^ +[0-9]+ +[0-9]+ ' "$OUT/peerperf.log" | head -60
 printf '%s\n' "${SUMMARY[@]}"
