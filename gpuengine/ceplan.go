@@ -5,12 +5,23 @@ import (
 	"github.com/rcclx-tests/rcclx-tests/cuda"
 )
 
-// ceMove is one piece of a call on the copy-engine transport: cnt elements from rank from's send view at src
-// to rank to's receive view at dst (elements). A staged piece lands in the receiver's scratch instead, in the
-// slot of its sender, and is reduced or unpacked from there.
+// ceMove is one piece of a call on the copy-engine transport: cnt elements from rank from's send view (or,
+// fromRecv, its receive view) at src to rank to's receive view at dst (elements). A staged piece lands in the
+// receiver's scratch instead, in the slot of its sender, and is reduced or unpacked from there. A piece of step
+// s > 0 leaves only once every piece of step s-1 reached its sender (hypercube forwards what it received).
 type ceMove struct {
 	from, to      int
 	src, dst, cnt int64
+	step          int
+	fromRecv      bool
+}
+
+// source is the address m reads from.
+func (m ceMove) source(call *collectives.Call, size int64) cuda.DevicePtr {
+	if m.fromRecv {
+		return ptrAt(call.Recv[m.from], m.src, size)
+	}
+	return ptrAt(call.Send[m.from], m.src, size)
 }
 
 // ceReduction is the part of its output a rank completes from its own input and its scratch: cnt elements of
@@ -21,9 +32,10 @@ type ceReduction struct {
 
 // cePlan is how a call goes through the transport.
 type cePlan struct {
-	moves  []ceMove // by sender, then receiver
-	staged bool     // every piece between two ranks goes through the receiver's scratch
-	slot   int64    // elements between scratch slots: the longest staged piece
+	moves  []ceMove // by step, sender, then receiver
+	steps  int
+	staged bool  // every piece between two ranks goes through the receiver's scratch
+	slot   int64 // elements between scratch slots: the longest staged piece
 	// reduce[l], when cnt > 0, is what rank l reduces once its pieces arrived; spread: it then copies the
 	// reduced part into every peer's output at the same offset (all_reduce's gather).
 	reduce  []ceReduction
@@ -42,11 +54,11 @@ func slotIndex(q, r, n int) int64 { return int64((r - q - 1 + n) % n) }
 // rank's own piece that moves within its buffer, or pieces that land where the receiver's own pieces are not
 // read in the same order).
 func makeCEPlan(call *collectives.Call, n int, tuning collectives.GPUTuning) *cePlan {
-	pl := &cePlan{reduce: make([]ceReduction, n)}
+	pl := &cePlan{reduce: make([]ceReduction, n), steps: 1}
 	k := func(l int) collectives.Counts { return call.Counts[l] }
 	p, root := k(0).Param, call.Root
 	move := func(from, to int, src, dst, cnt int64) {
-		pl.moves = append(pl.moves, ceMove{from, to, src, dst, cnt})
+		pl.moves = append(pl.moves, ceMove{from: from, to: to, src: src, dst: dst, cnt: cnt})
 	}
 	switch call.Coll.Base() {
 	case collectives.AllReduce:
@@ -114,6 +126,29 @@ func makeCEPlan(call *collectives.Call, n int, tuning collectives.GPUTuning) *ce
 		for l := range n {
 			move(l, (l+1)%n, 0, 0, p)
 		}
+	case collectives.HyperCube:
+		// At step s a rank sends the 2^s pieces of its group (the ranks that equal it above bit s) to rank
+		// r XOR 2^s: its own from its input, the others from its output, where earlier steps put them.
+		for l := range n {
+			move(l, l, 0, int64(l)*p, p)
+		}
+		for s := 0; 1<<s < n; s++ {
+			pl.steps = s + 1
+			for l := range n {
+				m, group := 1<<s, l&^(1<<s-1)
+				for j := group; j < group+m; j++ {
+					src := int64(j) * p
+					if j == l {
+						src = 0
+					}
+					pl.moves = append(pl.moves, ceMove{from: l, to: l ^ m, src: src, dst: int64(j) * p, cnt: p,
+						step: s, fromRecv: j != l})
+				}
+			}
+		}
+		if pl.steps > ceMaxChunks { // an event per step
+			return nil
+		}
 	default:
 		return nil
 	}
@@ -154,7 +189,8 @@ func ptrAt(v collectives.View, off, size int64) cuda.DevicePtr {
 func overlap(alo, ahi, blo, bhi cuda.DevicePtr) bool { return alo < bhi && blo < ahi }
 
 // overwritesUnread reports whether a piece between two ranks would land where its receiver still reads a piece
-// it sends (in place): such a call must be staged.
+// it sends (in place) at the same step or before: such a call must be staged. What a piece brings is read at
+// later steps by design (hypercube forwards it).
 func overwritesUnread(call *collectives.Call, moves []ceMove, size int64) bool {
 	for _, m := range moves {
 		if m.from == m.to || m.cnt == 0 {
@@ -162,8 +198,8 @@ func overwritesUnread(call *collectives.Call, moves []ceMove, size int64) bool {
 		}
 		wlo, whi := span(call.Recv[m.to], m.dst, m.cnt, size)
 		for _, o := range moves {
-			if o.from == m.to && o.cnt > 0 {
-				if rlo, rhi := span(call.Send[o.from], o.src, o.cnt, size); overlap(wlo, whi, rlo, rhi) {
+			if o.from == m.to && o.cnt > 0 && o.step <= m.step {
+				if rlo := o.source(call, size); overlap(wlo, whi, rlo, rlo+cuda.DevicePtr(o.cnt*size)) {
 					return true
 				}
 			}
@@ -181,14 +217,14 @@ func stageable(call *collectives.Call, moves []ceMove, size int64) bool {
 			continue
 		}
 		if m.from == m.to {
-			if ptrAt(call.Send[m.from], m.src, size) != ptrAt(call.Recv[m.to], m.dst, size) {
+			if m.source(call, size) != ptrAt(call.Recv[m.to], m.dst, size) {
 				return false
 			}
 			continue
 		}
 		at, ok := ptrAt(call.Recv[m.to], m.dst, size), false
 		for _, o := range moves {
-			if o.from == m.to && o.from != o.to && ptrAt(call.Send[o.from], o.src, size) == at && o.cnt >= m.cnt {
+			if o.from == m.to && o.from != o.to && o.source(call, size) == at && o.cnt >= m.cnt {
 				ok = true
 			}
 		}
@@ -211,6 +247,16 @@ func (pl *cePlan) scratchElems(l, n int) int64 {
 		}
 	}
 	return slots * pl.slot
+}
+
+// sends reports whether rank q sends rank l a piece at step.
+func (pl *cePlan) sends(q, l, step int) bool {
+	for _, m := range pl.moves {
+		if m.from == q && m.to == l && m.step == step && q != l {
+			return true
+		}
+	}
+	return false
 }
 
 // writes reports whether rank q writes rank l's output, so that l must wait for q before it goes on.

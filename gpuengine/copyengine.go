@@ -8,9 +8,9 @@ import (
 )
 
 // The copy-engine transport. When one thread drives every rank of the communicator (one process, -t 1) and the
-// call is not being captured into a graph, large calls of every collective but hypercube and the DDA and FP8
-// algorithms move their data with the GPUs' copy engines (cuMemcpyAsync between peer-accessible pointers)
-// instead of SM peer stores: a copy engine drives an NVLink at its full rate without spending SMs, and the
+// call is not being captured into a graph, large calls of every collective but the DDA and FP8 algorithms
+// move their data with the GPUs' copy engines (cuMemcpyAsync between peer-accessible pointers) instead of SM
+// peer stores: a copy engine drives an NVLink at its full rate without spending SMs, and the
 // ranks' streams are ordered with events rather than device flags, so nothing waits on a GPU. Copies give the
 // same bytes by any route; the reductions run in ce_reduce (kernels/copyengine.cu) in the order of the
 // kernels, so results equal theirs bit for bit.
@@ -27,7 +27,9 @@ import (
 //
 //	entry   main: record entry; side: wait for it
 //	push    main: wait for every peer's entry, then per chunk copy each piece this rank sends to a peer into
-//	        the peer's output or scratch, and record pushed[i]; side: the rank's own piece
+//	        the peer's output or scratch, and record pushed[i]; side: the rank's own piece. A plan in steps
+//	        (hypercube, unchunked) records pushed[s] after step s, and step s waits for the pushed[s-1] of
+//	        the ranks that sent this one pieces at step s-1
 //	reduce  side, per chunk: wait for every peer's pushed[i], ce_reduce into the output; then (all_reduce)
 //	        copy the completed segment into every peer's output
 //	unpack  side, per chunk: wait for every peer's and its own pushed[i], then copy the pieces of chunk i from
@@ -80,7 +82,7 @@ func (g *group) useCopyEngines(call *collectives.Call, algo string) (*cePlan, er
 		return nil, nil
 	case g.capturing || c.hooks.SkipRank >= 0: // a skipped rank must leave its peers waiting, as on the kernels
 		return nil, nil
-	case algo != collectives.Ring && algo != collectives.Direct:
+	case algo != collectives.Ring && algo != collectives.Direct && algo != collectives.HyperCubeSteps:
 		return nil, nil
 	}
 	pl := makeCEPlan(call, c.nranks, c.tuning)
@@ -157,7 +159,6 @@ func (g *group) ceLaunch(call *collectives.Call, pl *cePlan) error {
 	n := len(g.ranks)
 	size := int64(call.DType.Size())
 	at := func(p cuda.DevicePtr, elems int64) cuda.DevicePtr { return p + cuda.DevicePtr(elems*size) }
-	from := func(m ceMove) cuda.DevicePtr { return ptrAt(call.Send[m.from], m.src, size) }
 	to := func(m ceMove) cuda.DevicePtr { return ptrAt(call.Recv[m.to], m.dst, size) }
 	slot := func(m ceMove) cuda.DevicePtr { // where a staged piece lands in its receiver's scratch
 		return at(g.ranks[m.to].ce.scratch, slotIndex(m.from, m.to, n)*pl.slot)
@@ -169,29 +170,39 @@ func (g *group) ceLaunch(call *collectives.Call, pl *cePlan) error {
 		}
 		return cuda.StreamWaitEvent(r.ce.side, r.ce.entry)
 	})
-	if err == nil {
+	// Step by step on every rank, so that the events a step waits for are recorded first.
+	for step := 0; step < pl.steps && err == nil; step++ {
 		err = g.each(func(r *rank, l int) error {
-			if err := g.waitPeers(r.stream, l, func(o *rank) cuda.Event { return o.ce.entry }); err != nil {
-				return err
+			if step == 0 {
+				if err := g.waitPeers(r.stream, l, func(o *rank) cuda.Event { return o.ce.entry }); err != nil {
+					return err
+				}
+			}
+			for q, o := range g.ranks {
+				if step > 0 && pl.sends(q, l, step-1) {
+					if err := cuda.StreamWaitEvent(r.stream, o.ce.pushed[step-1]); err != nil {
+						return err
+					}
+				}
 			}
 			for i := range pl.chunks {
 				for _, m := range pl.moves {
-					if m.from != l {
+					if m.from != l || m.step != step {
 						continue
 					}
 					off, cnt := pl.piece(m.cnt, i)
 					dst, s := to(m), r.stream
 					switch {
-					case m.to == l: // in a staged call, a piece that stays where it is (stageable)
+					case m.to == l: // the rank's own piece, beside the link's copies
 						s = r.ce.side
 					case pl.staged:
 						dst = slot(m)
 					}
-					if err := copyAsync(at(dst, off), at(from(m), off), cnt*size, s); err != nil {
+					if err := copyAsync(at(dst, off), at(m.source(call, size), off), cnt*size, s); err != nil {
 						return err
 					}
 				}
-				if err := r.ce.pushed[i].Record(r.stream); err != nil {
+				if err := r.ce.pushed[step*pl.chunks+i].Record(r.stream); err != nil {
 					return err
 				}
 			}
