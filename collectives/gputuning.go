@@ -13,9 +13,7 @@ import (
 //	RCCLX_TESTS_GPU_LP_BLOCKS    most blocks of an LP or direct alltoall kernel (default 128)
 //	RCCLX_TESTS_GPU_CE_BYTES     smallest per-rank buffer that goes through the copy-engine transport
 //	                             (default 8M; "off" never)
-//	RCCLX_TESTS_GPU_CE_CHUNK     the chunk of the pieces a copy-engine receiver reduces or unpacks (default 16M)
-//	RCCLX_TESTS_GPU_CE_AR_CHUNK  the chunk of a copy-engine all_reduce's pushes and reduction (default off:
-//	                             whole; its gather goes whole either way)
+//	RCCLX_TESTS_GPU_CE_CHUNK     the chunk of the pieces a copy-engine receiver reduces or unpacks (default 64M)
 //	RCCLX_TESTS_GPU_LL_BYTES     largest DDA all_reduce that uses the LL kernels (default 1M, within what the
 //	                             LL area holds; 0 never)
 //	RCCLX_TESTS_GPU_LAUNCHERS    on (default): a thread of its own launches each local rank after the first;
@@ -26,7 +24,6 @@ type GPUTuning struct {
 	RingBlocks, LPBlocks int
 	CEBytes              int64 // -1: never
 	CEChunk, LLMax       int64
-	CEAllReduceChunk     int64 // -1: whole
 	Launchers            bool
 }
 
@@ -34,8 +31,8 @@ type GPUTuning struct {
 const MaxGPUBlocks = 128
 
 // DefaultGPUTuning is the tuning with none of its variables set.
-var DefaultGPUTuning = GPUTuning{RingBlocks: 64, LPBlocks: MaxGPUBlocks, CEBytes: 8 << 20, CEChunk: 16 << 20,
-	CEAllReduceChunk: -1, LLMax: 1 << 20, Launchers: true}
+var DefaultGPUTuning = GPUTuning{RingBlocks: 64, LPBlocks: MaxGPUBlocks, CEBytes: 8 << 20, CEChunk: 64 << 20,
+	LLMax: 1 << 20, Launchers: true}
 
 // gpuTuningVars are the tuning's variables: the collectives each can change (none: every one) and how a
 // value sets its field.
@@ -60,13 +57,6 @@ var gpuTuningVars = []struct {
 		return setSize(&t.CEBytes, s, "want a size or off")
 	}},
 	{"RCCLX_TESTS_GPU_CE_CHUNK", nil, func(t *GPUTuning, s string) error { return setSize(&t.CEChunk, s, "want a size") }},
-	{"RCCLX_TESTS_GPU_CE_AR_CHUNK", []*Collective{AllReduce}, func(t *GPUTuning, s string) error {
-		if s == "off" {
-			t.CEAllReduceChunk = -1
-			return nil
-		}
-		return setSize(&t.CEAllReduceChunk, s, "want a size or off")
-	}},
 	{"RCCLX_TESTS_GPU_LL_BYTES", []*Collective{AllReduce}, func(t *GPUTuning, s string) error {
 		return setSize(&t.LLMax, s, "want a size")
 	}},

@@ -166,13 +166,9 @@ func makeCEPlan(call *collectives.Call, n int, tuning collectives.GPUTuning) *ce
 			pl.slot = max(pl.slot, m.cnt)
 		}
 	}
-	// Unstaged pieces go whole, and so does all_reduce unless RCCLX_TESTS_GPU_CE_AR_CHUNK says otherwise: on 2
-	// H200s 16 MiB chunks made it 3-7% slower at 128 MiB-1 GiB (docs/DESIGN.md).
-	chunkBytes, chunked := tuning.CEChunk, pl.staged
-	if pl.spread {
-		chunkBytes, chunked = tuning.CEAllReduceChunk, tuning.CEAllReduceChunk > 0
-	}
-	pl.chunk, pl.chunks = ceChunks(longest, size, chunkBytes, chunked)
+	// Unstaged pieces go whole, and so does all_reduce: on 2 H200s 16, 32 and 64 MiB chunks made it 2-7% slower
+	// at 128 MiB-1 GiB (docs/DESIGN.md).
+	pl.chunk, pl.chunks = ceChunks(longest, size, tuning.CEChunk, pl.staged && !pl.spread)
 	return pl
 }
 

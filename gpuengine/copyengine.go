@@ -21,8 +21,8 @@ import (
 // reduce_scatter: rank r completes segment r; reduce: the root) or, in place, unpacks them (alltoall,
 // alltoallv, sendrecv: a piece would overwrite one its receiver has yet to send). Staged pieces move in chunks,
 // so that reducing or unpacking chunk i overlaps the link's transfer of chunk i+1, but all_reduce's, which go
-// whole with pushes, reduction and gather one after the other: on 2 H200s chunking made it 3-7% slower at 128
-// MiB-1 GiB (16 MiB chunks, gather whole), and gathering chunk by chunk beside the pushes 17% slower
+// whole with pushes, reduction and gather one after the other: on 2 H200s chunking made it 2-7% slower at 128
+// MiB-1 GiB (16, 32 and 64 MiB chunks, gather whole), and gathering chunk by chunk beside the pushes 17% slower
 // (docs/DESIGN.md). Per call:
 //
 //	entry   main: record entry; side: wait for it
@@ -50,9 +50,10 @@ type ceRank struct {
 	scratchLen            int64
 }
 
-// A reduction's chunk (RCCLX_TESTS_GPU_CE_CHUNK, default 16 MiB) should be small enough that the first
-// reduction starts soon, large enough that per-chunk costs (an event, a copy per peer, a kernel) stay far
-// below its transfer time; a segment has at most ceMaxChunks.
+// A staged chunk (RCCLX_TESTS_GPU_CE_CHUNK, default 64 MiB) should be small enough that the first reduction or
+// unpack starts soon, large enough that per-chunk costs (an event, a copy per peer, a kernel) stay far below its
+// transfer time; a segment has at most ceMaxChunks. On 2 H200s at 1 GiB, 64 MiB chunks were 6% (reduce_scatter)
+// and 10% (in-place alltoall) faster than 16 MiB ones, and the same at 256 MiB.
 const ceMaxChunks = 32
 
 func (s *ceRank) close() []error {

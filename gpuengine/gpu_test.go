@@ -28,8 +28,7 @@ var (
 	ceEnv    = map[string]string{"RCCLX_TESTS_GPU_CE_BYTES": "0"}
 	ceOffEnv = map[string]string{"RCCLX_TESTS_GPU_CE_BYTES": "off"}
 	// Chunks of 4 KiB: the largest sizes' reduce_scatter and in-place alltoall go in ceMaxChunks chunks.
-	ceChunkEnv = map[string]string{"RCCLX_TESTS_GPU_CE_BYTES": "0", "RCCLX_TESTS_GPU_CE_CHUNK": "4K",
-		"RCCLX_TESTS_GPU_CE_AR_CHUNK": "4K"}
+	ceChunkEnv = map[string]string{"RCCLX_TESTS_GPU_CE_BYTES": "0", "RCCLX_TESTS_GPU_CE_CHUNK": "4K"}
 )
 
 // algoCase is one forced algorithm family: the environment that selects it and what it supports.

@@ -32,9 +32,9 @@
 #                  both wall times, and the "compiling N kernels" line (cold run only)
 #        a2a       alltoall 64 MiB..1 GiB in place and out of place next to NCCL; and, 8 MiB..1 GiB, the gpu
 #                  engine's in-place copy-engine transport against its kernels (-O 0 --ab ..._GPU_CE_BYTES=off,8M)
-#        cetune    the copy-engine chunks A/B'd on the gpu engine, 256 MiB..1 GiB: all_reduce whole against
-#                  64 MiB and 32 MiB chunks (RCCLX_TESTS_GPU_CE_AR_CHUNK), reduce_scatter's 16 MiB against 64 MiB
-#                  (RCCLX_TESTS_GPU_CE_CHUNK)
+#        cetune    the copy-engine chunk of staged pieces A/B'd on the gpu engine, 256 MiB..1 GiB, 16 MiB
+#                  against the default 64 MiB (RCCLX_TESTS_GPU_CE_CHUNK): reduce_scatter, reduce, and in place
+#                  alltoall, alltoallv and sendrecv
 #        lp        FP8 LP rows at 64 MiB, 256 MiB and 1 GiB, float and bfloat16, with their max and RMS relative
 #                  error (JSON): all four collectives next to NCCL (--engine vendor,gpu), and the scaled mode
 #        colls     broadcast, reduce, gather, scatter, sendrecv, alltoallv, hypercube on the vendor engine: every
@@ -361,12 +361,13 @@ step_a2a() {
 
 step_cetune() {
 	: >"$OUT/cetune.log"
-	for c in 64M 32M; do
-		expect "ar-chunk-$c" 0 cetune.log "$BIN/all_reduce_perf" --engine gpu "${GG[@]}" -b 256M -e 1G -f 2 -w 5 \
-			-n 20 --ab "RCCLX_TESTS_GPU_CE_AR_CHUNK=off,$c"
+	local b place
+	for b in reduce_scatter_perf reduce_perf alltoall_perf alltoallv_perf sendrecv_perf; do
+		place=()
+		[[ $b == all* || $b == sendrecv* ]] && place=(-O 0) # staged in place only
+		expect "chunk-${b%_perf}" 0 cetune.log "$BIN/$b" --engine gpu "${GG[@]}" -b 256M -e 1G -f 4 -w 5 -n 20 \
+			"${place[@]}" --ab RCCLX_TESTS_GPU_CE_CHUNK=16M,64M
 	done
-	expect rs-chunk-64M 0 cetune.log "$BIN/reduce_scatter_perf" --engine gpu "${GG[@]}" -b 256M -e 1G -f 2 -w 5 \
-		-n 20 --ab RCCLX_TESTS_GPU_CE_CHUNK=16M,64M
 }
 
 # lp_rows JSON...: one line per checked half of every row: engine, algorithm, type, size, half, algbw, errors.
@@ -451,7 +452,7 @@ step_peers() {
 
 step_peerperf() {
 	for b in "${COLL_BINS[@]:0:7}"; do
-		expect "${b%_perf}-8B-G" 0 peerperf.log "$BIN/$b" --engine vendor,gpu "${VG[@]}" -b 8 -e 8 -G 20 -w 20 -n 50
+		expect "${b%_perf}-8B-G" 0 peerperf.log "$BIN/$b" --engine vendor,gpu "${VG[@]}" -b 8 -e 32 -f 4 -G 20 -w 20 -n 50
 		expect "${b%_perf}-1G" 0 peerperf.log "$BIN/$b" --engine vendor,gpu "${VG[@]}" -b 1G -e 1G -w 5 -n 20
 	done
 }
