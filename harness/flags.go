@@ -40,7 +40,7 @@ func RegisterFlags(fs *pflag.FlagSet, o *Options) {
 	fs.IntVarP(&o.PerIter, "per_iter_timing", "I", 0, "time each iteration: adds i_min i_max i_p99 i_cv% (0/1)")
 	fs.IntVarP(&o.IterSkip, "per_iter_skip", "K", 0, "leave this many first iterations out of the per-iteration summary")
 	fs.IntVarP(&o.Memory, "memory", "M", 0, "print a device memory usage line (0/1)")
-	fs.StringVarP(&o.OutputFile, "output_file", "J", "", "write JSON results to this file if it ends in .json (never overwrites)")
+	fs.StringVarP(&o.OutputFile, "output_file", "J", "", "write JSON results to this file if it ends in .json (never overwrites: FILE.0, FILE.1 ... instead)")
 	fs.IntVarP(&o.ParallelInit, "parallel_init", "p", 0, "each thread creates its own communicators (0/1)")
 	fs.IntVarP(&o.Register, "local_register", "R", 0, "register buffers with the library: 0 no, 1 local, 2 symmetric")
 	fs.VarP(&o.Halves, "out_of_place", "O", "1 = out-of-place only, 0 = in-place only")

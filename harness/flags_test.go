@@ -109,6 +109,12 @@ func TestHelp(t *testing.T) {
 			t.Errorf("help lacks %q", want)
 		}
 	}
+	// -X opens the path given and empties it (rccl-tests' fopen "w"); only -J never overwrites.
+	for _, line := range strings.Split(r.stdout, "\n") {
+		if strings.Contains(line, "--rccl_output_file") && strings.Contains(line, "never overwrites") {
+			t.Errorf("-X help says it never overwrites: %q", line)
+		}
+	}
 }
 
 // TestFlagLettersAndDefaults pins nccl-tests' letters, long names and defaults.

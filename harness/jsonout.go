@@ -6,6 +6,7 @@ import (
 	"io"
 	"math"
 	"os"
+	"path/filepath"
 	"slices"
 	"strconv"
 	"strings"
@@ -37,7 +38,7 @@ func (a *app) startJSON(out io.Writer, o *Options, seed uint64, root bool) (*jso
 	if !root {
 		return j, nil
 	}
-	if name := o.OutputFile; name != "" && !strings.HasSuffix(name, ".json") {
+	if name := o.OutputFile; name != "" && !jsonName(name) {
 		fmt.Fprintf(out, "# -J %s ignored: only .json output is written\n", name)
 	} else if name != "" {
 		f, err := results.Create(name)
@@ -53,6 +54,12 @@ func (a *app) startJSON(out io.Writer, o *Options, seed uint64, root bool) (*jso
 		Env: a.envList(o, seed), Config: jsonConfig(o), Errors: []string{""}, Suite: results.SuiteName,
 		Results: []results.Result{}}
 	return j, nil
+}
+
+// jsonName reports whether nccl-tests writes JSON to -J name: the extension after the last dot of the last
+// path element is json, in any case (out.JSON too).
+func jsonName(name string) bool {
+	return strings.EqualFold(filepath.Ext(name), ".json")
 }
 
 // announce says where the record goes, once every output file of the run is claimed.

@@ -104,3 +104,22 @@ func TestOutputFilesNeverOverwrite(t *testing.T) {
 		t.Errorf("names %v", seen)
 	}
 }
+
+// TestJSONNameExtension: -J writes JSON where nccl-tests does, a name whose extension is json in any case;
+// another name writes nothing and gets one # line before the header (nccl-tests says nothing there).
+func TestJSONNameExtension(t *testing.T) {
+	dir := t.TempDir()
+	for _, c := range []struct {
+		name  string
+		write bool
+	}{{"r.json", true}, {"R.JSON", true}, {"r.Json", true}, {"r.txt", false}, {"r", false}, {"r.json.bak", false}} {
+		path := filepath.Join(dir, c.name)
+		r := hostRun(t, collectives.AllReduce, "-J", path, "-b", "8", "-e", "8", "-n", "1")
+		_, err := os.Stat(path)
+		ignored := "# -J " + path + " ignored: only .json output is written\n"
+		if r.code != exitOK || (err == nil) != c.write || strings.HasPrefix(r.stdout, ignored) == c.write ||
+			strings.Contains(r.stdout, "# Writing JSON output to "+path+"\n") != c.write {
+			t.Errorf("-J %s: exit %d, file %v, stdout %q", c.name, r.code, err, r.stdout)
+		}
+	}
+}

@@ -195,6 +195,16 @@ func TestMemoryLineAsNcclTests(t *testing.T) {
 	}
 }
 
+// TestHostEngineMemoryIgnored: the host engine has no device memory, so -M 1 prints no memory line; a # line
+// in the header says the flag was ignored (nothing of nccl-tests' line, not even N/A, that was not measured).
+func TestHostEngineMemoryIgnored(t *testing.T) {
+	r := hostRun(t, collectives.AllReduce, "-b", "8", "-e", "8", "-n", "1", "-M", "1")
+	if r.code != exitOK || !strings.Contains(r.stdout, "\n# -M 1 ignored: engine host cannot report device memory\n") ||
+		strings.Contains(r.stdout, "GPU memory usage") {
+		t.Errorf("exit %d:\n%s", r.code, r.stdout)
+	}
+}
+
 // TestTestingCycleLines: with -N above 1, each pass over the sizes starts with rccl-tests' "# Testing N
 // cycle." line, for every type and operation; -N 1 prints none.
 func TestTestingCycleLines(t *testing.T) {

@@ -59,7 +59,7 @@ func registerRCCLFlags(fs *pflag.FlagSet, o *Options) {
 		"1: alternate timed iterations between buffers 192 MiB apart (rccl-tests; any nonzero is 1; also -E 0|1)")
 	fs.VarP(wordValue{&r.Format, []string{results.RCCLCSV, results.RCCLJSON}, "want csv or json", "csv|json"},
 		"rccl_output_format", "Z", "rccl-tests' result file format: csv or json (with -X)")
-	fs.StringVarP(&r.File, "rccl_output_file", "X", "", "write rccl-tests' csv or json result file (-Z; json without it; never overwrites)")
+	fs.StringVarP(&r.File, "rccl_output_file", "X", "", "write rccl-tests' csv or json result file at this path, created or emptied (-Z; json without it)")
 	fs.Var(csvAliasValue{r}, "csv", "write rccl-tests' CSV to this file: the same as -Z csv -X FILE")
 	fs.VarP(switchValue{&r.AlgoColumns}, "output_algo_proto_channels", "A",
 		"append algorithm, protocol and channel columns (0/1; any nonzero is 1, as rccl-tests)")

@@ -53,10 +53,13 @@
 set -uo pipefail
 usage() { sed -n '2,/^set /{/^#/s/^# \{0,1\}//p}' "$0"; }
 case ${1:-} in
-'' | -h | --help)
+-h | --help)
 	usage
-	[[ -n ${1:-} ]]
-	exit
+	exit 0
+	;;
+'')
+	usage >&2
+	exit 2
 	;;
 esac
 cd "$(dirname "$0")/.."
@@ -77,6 +80,15 @@ if [[ ${1:-} == --build ]]; then
 	exit 0
 fi
 
+STEPS=("$@")
+for s in "${STEPS[@]}"; do
+	if ! grep -q "^step_$s() {" "$0"; then
+		echo "gpu-check.sh: unknown step $s" >&2
+		usage >&2
+		exit 2
+	fi
+done
+
 export NCCL_NVLS_ENABLE=0 TORCH_SYMM_MEM_DISABLE_MULTICAST=1 NVSHMEM_DISABLE_NVLS=1
 # Two ranks on two GPUs. On one GPU the gpu engine's two ranks share it (--oversubscribe) and NCCL, which
 # refuses two ranks on one GPU, runs one rank; checks whose verdict needs two GPUs then say "skip".
@@ -92,14 +104,6 @@ OUT=${OUT:-/tmp/gpu-check}
 mkdir -p "$OUT" "$BIN/kcache"
 export RCCLX_TESTS_KERNEL_CACHE=$PWD/$BIN/kcache
 [[ -f $BIN/kcache.tgz ]] && tar -xzf "$BIN/kcache.tgz" -C "$BIN/kcache"
-STEPS=("$@")
-for s in "${STEPS[@]}"; do
-	if ! grep -q "^step_$s() {" "$0"; then
-		echo "gpu-check.sh: unknown step $s" >&2
-		usage >&2
-		exit 2
-	fi
-done
 SUMMARY=()
 note() { SUMMARY+=("$(printf '%-9s %-6s %s' "$1" "$2" "$3")"); }
 

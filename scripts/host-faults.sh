@@ -9,13 +9,16 @@
 # Every command is bounded by `timeout -k 5`. Runs take about half a minute on 2 cores. Faults that would take
 # a shared machine's memory (-e beyond it) or need a GPU are rows of the document the script keeps as they are.
 set -u
-usage() {
-	echo "usage: $0 table|write|check" >&2
+usage() { sed -n '2,/^set /{/^#/s/^# \{0,1\}//p}' "$0"; }
+if [[ ${1:-} == -h || ${1:-} == --help ]]; then
+	usage
+	exit 0
+fi
+mode=${1:-}
+if [[ $# -ne 1 || ! $mode =~ ^(table|write|check)$ ]]; then
+	usage >&2
 	exit 2
-}
-[ $# -eq 1 ] || usage
-mode=$1
-case $mode in table | write | check) ;; *) usage ;; esac
+fi
 cd "$(dirname "$0")/.."
 DOC=docs/RELIABILITY.md
 W=$(mktemp -d)

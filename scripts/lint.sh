@@ -3,6 +3,15 @@
 # A tool that is not installed is installed with `go install` at a pinned version; where that fails (no
 # network) the tool is skipped with one line. Exits non-zero when a tool reports findings.
 set -u
+usage() { sed -n '2,/^set /{/^#/s/^# \{0,1\}//p}' "$0"; }
+if [[ ${1:-} == -h || ${1:-} == --help ]]; then
+	usage
+	exit 0
+fi
+if [[ $# -ne 0 ]]; then
+	usage >&2
+	exit 2
+fi
 cd "$(dirname "$0")/.."
 GO=${GO:-go}
 bin=$("$GO" env GOBIN)

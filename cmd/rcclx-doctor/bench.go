@@ -19,6 +19,7 @@ const batch = 200 // calls per timed batch; the queue is drained between batches
 // draining the GPU queue (untimed) after each batch.
 func perCall(iters int, call func() error, drain func() error) (time.Duration, error) {
 	var samples []time.Duration
+	iters = max(iters, 1) // at least one batch: --iters below 64 still times the batched calls once
 	for done := 0; done < iters; done += batch {
 		t0 := time.Now()
 		for range batch {

@@ -6,6 +6,7 @@ package main
 
 import (
 	"fmt"
+	"io"
 	"os"
 	"runtime"
 	"strings"
@@ -52,53 +53,74 @@ type result struct {
 	err          error
 }
 
-func main() {
-	lib := pflag.String("lib", "", "NCCL-ABI library to look for: a name or a path (default: what --engine vendor tries)")
-	bench := pflag.Bool("bench", false, "also measure the host cost of each kind of call (purego, launches, events)")
-	iters := pflag.Int("iters", 20000, "calls per call-cost measurement with --bench")
-	showVersion := pflag.Bool("version", false, "print the suite, commit and Go versions, and exit")
-	ipcChild := pflag.String("ipc-child", "", "internal: open this hex IPC handle and print the SHA-256 of its bytes")
-	ipcDevice := pflag.Int("ipc-device", 0, "internal: device for --ipc-child")
-	ipcBytes := pflag.Int64("ipc-bytes", 0, "internal: bytes for --ipc-child")
+// options are rcclx-doctor's flags.
+type options struct {
+	lib, ipcChild      string
+	bench, showVersion bool
+	iters, ipcDevice   int
+	ipcBytes           int64
+}
+
+// parseFlags reads the command line. It returns the options and -1 to go on, or the exit status after it has
+// printed the usage (--help: on stdout, nothing on stderr) or one line on stderr for a bad argument.
+func parseFlags(args []string, stdout, stderr io.Writer) (options, int) {
+	var o options
+	fs := pflag.NewFlagSet("rcclx-doctor", pflag.ContinueOnError)
+	fs.StringVar(&o.lib, "lib", "", "NCCL-ABI library to look for: a name or a path (default: what --engine vendor tries)")
+	fs.BoolVar(&o.bench, "bench", false, "also measure the host cost of each kind of call (purego, launches, events)")
+	fs.IntVar(&o.iters, "iters", 20000, "calls per call-cost measurement with --bench")
+	fs.BoolVar(&o.showVersion, "version", false, "print the suite, commit and Go versions, and exit")
+	fs.StringVar(&o.ipcChild, "ipc-child", "", "internal: open this hex IPC handle and print the SHA-256 of its bytes")
+	fs.IntVar(&o.ipcDevice, "ipc-device", 0, "internal: device for --ipc-child")
+	fs.Int64Var(&o.ipcBytes, "ipc-bytes", 0, "internal: bytes for --ipc-child")
 	for _, f := range []string{"ipc-child", "ipc-device", "ipc-bytes"} {
-		_ = pflag.CommandLine.MarkHidden(f)
+		_ = fs.MarkHidden(f)
 	}
-	usage := func() {
-		fmt.Fprintf(os.Stdout, "Usage: rcclx-doctor [flags]\n\nChecks the CUDA driver, GPUs, NVRTC, IPC, peer access and "+
-			"the NCCL-ABI library that the perf binaries' engines need, with a fix for each failure.\n"+
-			"Exit status: 0 all checks passed, 1 a check failed, 2 bad arguments.\n\nFlags:\n%s", pflag.CommandLine.FlagUsages())
-	}
-	pflag.CommandLine.Init("rcclx-doctor", pflag.ContinueOnError)
-	pflag.CommandLine.Usage = func() {} // a bad flag is one line on stderr
-	if err := pflag.CommandLine.Parse(os.Args[1:]); err != nil {
+	fs.SetOutput(io.Discard)
+	fs.Usage = func() {} // a bad flag is one line on stderr; --help prints the usage below on stdout
+	if err := fs.Parse(args); err != nil {
 		if err == pflag.ErrHelp {
-			usage()
-			os.Exit(0)
+			fmt.Fprintf(stdout, "Usage: rcclx-doctor [flags]\n\nChecks the CUDA driver, GPUs, NVRTC, IPC, peer access and "+
+				"the NCCL-ABI library that the perf binaries' engines need, with a fix for each failure.\n"+
+				"Exit status: 0 all checks passed, 1 a check failed, 2 bad arguments.\n\nFlags:\n%s", fs.FlagUsages())
+			return o, 0
 		}
-		fmt.Fprintf(os.Stderr, "rcclx-doctor: %v\n", err)
-		os.Exit(2)
+		fmt.Fprintf(stderr, "rcclx-doctor: %v\n", err)
+		return o, 2
 	}
-	if pflag.NArg() > 0 {
-		fmt.Fprintf(os.Stderr, "rcclx-doctor: unexpected argument %q\n", pflag.Arg(0))
-		os.Exit(2)
+	if fs.NArg() > 0 {
+		fmt.Fprintf(stderr, "rcclx-doctor: unexpected argument %q\n", fs.Arg(0))
+		return o, 2
 	}
-	if *showVersion {
+	if o.iters < 1 {
+		fmt.Fprintf(stderr, "rcclx-doctor: --iters %d: want at least 1\n", o.iters)
+		return o, 2
+	}
+	return o, -1
+}
+
+func main() {
+	o, code := parseFlags(os.Args[1:], os.Stdout, os.Stderr)
+	if code >= 0 {
+		os.Exit(code)
+	}
+	if o.showVersion {
 		fmt.Print(version.Text("rcclx-doctor", "loads the CUDA driver, NVRTC and an NCCL-ABI library only when checking"))
 		return
 	}
-	if *ipcChild != "" {
-		if err := runIPCChild(*ipcChild, *ipcDevice, *ipcBytes); err != nil {
+	if o.ipcChild != "" {
+		if err := runIPCChild(o.ipcChild, o.ipcDevice, o.ipcBytes); err != nil {
 			fmt.Fprintln(os.Stderr, "rcclx-doctor ipc child:", err)
 			os.Exit(1)
 		}
 		return
 	}
 	results, gpus := runChecks()
-	results = append(results, checkLibrary(*lib))
+	results = append(results, checkLibrary(o.lib))
 	if gpus == nil {
 		results = append(results, result{"engine host", "works on every machine: --engine host (what auto picks without a GPU)", nil})
-	} else if *bench {
-		results = append(results, measureCallCosts(gpus[0], *iters)...)
+	} else if o.bench {
+		results = append(results, measureCallCosts(gpus[0], o.iters)...)
 	}
 	if failed := printTable(results); failed > 0 {
 		fmt.Printf("%d check(s) failed\n", failed)
