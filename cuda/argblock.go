@@ -15,7 +15,28 @@ type ArgBlock struct{ mem []byte }
 const (
 	argBlockBytes  = 4096
 	argBlockStruct = 16 // offset of the struct, aligned for any kernel parameter
+	// The block's tail holds LaunchStructEarly's launch configuration and its one attribute.
+	argBlockConfig = argBlockBytes - int(unsafe.Sizeof(launchConfig{})) - int(unsafe.Sizeof(launchAttribute{}))
 )
+
+// launchConfig is CUlaunchConfig, launchAttribute CUlaunchAttribute (cuda.h, CUDA 12 and 13).
+type launchConfig struct {
+	grid, block [3]uint32
+	sharedMem   uint32
+	_           uint32
+	stream      uintptr
+	attrs       uintptr
+	numAttrs    uint32
+	_           uint32
+}
+
+type launchAttribute struct {
+	id    uint32
+	_     uint32
+	value [64]byte
+}
+
+const cuLaunchAttributeProgrammaticStreamSerialization = 6
 
 // NewArgBlock maps a block whose first word points at its struct; Free unmaps it.
 func NewArgBlock() (*ArgBlock, error) {
@@ -39,8 +60,8 @@ func (b *ArgBlock) Free() error {
 // put copies *a into the block and returns the parameter array for cuLaunchKernel. T holds no Go pointers.
 func put[T any](b *ArgBlock, a *T) (uintptr, error) {
 	size := int(unsafe.Sizeof(*a))
-	if size > argBlockBytes-argBlockStruct {
-		return 0, fmt.Errorf("cuda: a %d-byte kernel argument exceeds the %d-byte block", size, argBlockBytes-argBlockStruct)
+	if size > argBlockConfig-argBlockStruct {
+		return 0, fmt.Errorf("cuda: a %d-byte kernel argument exceeds the %d-byte block", size, argBlockConfig-argBlockStruct)
 	}
 	copy(b.mem[argBlockStruct:argBlockStruct+size], unsafe.Slice((*byte)(unsafe.Pointer(a)), size))
 	return uintptr(unsafe.Pointer(&b.mem[0])), nil
@@ -56,4 +77,24 @@ func LaunchStruct[T any](f Function, grid, block [3]uint32, sharedMem uint32, s 
 		return err
 	}
 	return launchKernel(f, grid, block, sharedMem, s, params)
+}
+
+// LaunchStructEarly is LaunchStruct with programmatic dependent launch: the GPU may start f while the kernel
+// ahead of it on s still runs, which hides a launch's latency in a chain of small kernels. f must wait for
+// that kernel (griddepcontrol.wait: kernels/prelude.cuh's grid_dep_sync) before it touches memory.
+func LaunchStructEarly[T any](f Function, grid, block [3]uint32, sharedMem uint32, s Stream, b *ArgBlock, a *T) error {
+	if cuLaunchKernelEx.addr == 0 {
+		return errNotLoaded
+	}
+	params, err := put(b, a)
+	if err != nil {
+		return err
+	}
+	cfg := (*launchConfig)(unsafe.Pointer(&b.mem[argBlockConfig]))
+	attr := (*launchAttribute)(unsafe.Pointer(&b.mem[argBlockConfig+int(unsafe.Sizeof(launchConfig{}))]))
+	*attr = launchAttribute{id: cuLaunchAttributeProgrammaticStreamSerialization}
+	attr.value[0] = 1 // programmaticStreamSerializationAllowed, an int
+	*cfg = launchConfig{grid: grid, block: block, sharedMem: sharedMem, stream: uintptr(s),
+		attrs: uintptr(unsafe.Pointer(attr)), numAttrs: 1}
+	return cuLaunchKernelEx.call(uintptr(unsafe.Pointer(cfg)), uintptr(f), params, 0)
 }

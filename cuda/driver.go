@@ -70,6 +70,7 @@ var (
 	cuModuleUnload              = driverLib.fn("cuModuleUnload")
 	cuFuncSetAttribute          = driverLib.fn("cuFuncSetAttribute")
 	cuLaunchKernel              = driverLib.fn("cuLaunchKernel")
+	cuLaunchKernelEx            = driverLib.fn("cuLaunchKernelEx")
 	cuGraphInstantiateWithFlags = driverLib.fn("cuGraphInstantiateWithFlags")
 	cuGraphLaunch               = driverLib.fn("cuGraphLaunch")
 	cuGraphExecDestroy          = driverLib.fn("cuGraphExecDestroy")

@@ -169,3 +169,16 @@ func TestArgBlockPut(t *testing.T) {
 		t.Error("a struct larger than the block was accepted")
 	}
 }
+
+// LaunchStructEarly hands the driver CUlaunchConfig and CUlaunchAttribute as cuda.h lays them out.
+func TestLaunchConfigLayout(t *testing.T) {
+	if got := unsafe.Sizeof(launchConfig{}); got != 56 {
+		t.Errorf("launchConfig is %d bytes, CUlaunchConfig 56", got)
+	}
+	if got := unsafe.Offsetof(launchConfig{}.stream); got != 32 {
+		t.Errorf("launchConfig.stream at %d, CUlaunchConfig.hStream at 32", got)
+	}
+	if got := unsafe.Sizeof(launchAttribute{}); got != 72 {
+		t.Errorf("launchAttribute is %d bytes, CUlaunchAttribute 72", got)
+	}
+}

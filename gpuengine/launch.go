@@ -93,6 +93,9 @@ func (c *comm) launchAlgo(r *rank, call *collectives.Call, l int, algo string, s
 			a.X2 = int64(step)
 		}
 	}
+	if p.early {
+		return cuda.LaunchStructEarly(f, grid, block, 0, r.stream, r.args, &a)
+	}
 	return cuda.LaunchStruct(f, grid, block, 0, r.stream, r.args, &a)
 }
 

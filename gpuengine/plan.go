@@ -73,6 +73,7 @@ type plan struct {
 	rounds  []round // nil: one launch without rounds
 	steps   int     // launches per round, Args.x2 the step (hypercube); 0: one with x2 as the call sets it
 	threads int     // threads per block; 0: blockThreads
+	early   bool    // programmatic dependent launch: may start while the kernel ahead on the stream ends
 }
 
 // launches is how many kernel launches the plan makes on each rank: one per round and step, 1 without rounds.
@@ -128,6 +129,9 @@ func (c *comm) makePlan(coll *collectives.Collective, algo string, k collectives
 			limit = maxBlocks
 		}
 		p.blocks = gridForUnit(total, ddaBytesPerBlock, min(limit, c.blockCap, maxBlocks))
+		// DDA's calls are a launch and a round trip over the link; started early, the launch overlaps the call
+		// ahead (every kernel waits for that call's end first: RX_COMM).
+		p.early = true
 		// LL (kernels/ll.cu) up to the tuning's size: one 4-byte word of the piece per thread, so that every
 		// wait overlaps the others; its grid is bounded by the GPU rather than by RCCL_DDA_MAX_BLOCKS, which
 		// sizes RCCLX's copy-in kernels.

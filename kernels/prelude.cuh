@@ -24,6 +24,7 @@ struct alignas(16) V16 {
 };
 
 #if defined(__HIPCC__)
+RX_DEV void grid_dep_sync() {}  // HIP has no programmatic dependent launch: every launch waits for the one ahead
 RX_DEV u64 ld_acquire_sys(const u64* p) { return __hip_atomic_load(p, __ATOMIC_ACQUIRE, __HIP_MEMORY_SCOPE_SYSTEM); }
 RX_DEV void st_release_sys(u64* p, u64 v) { __hip_atomic_store(p, v, __ATOMIC_RELEASE, __HIP_MEMORY_SCOPE_SYSTEM); }
 RX_DEV u64 ld_relaxed_sys(const u64* p) { return __hip_atomic_load(p, __ATOMIC_RELAXED, __HIP_MEMORY_SCOPE_SYSTEM); }
@@ -61,6 +62,15 @@ RX_DEV V16 ld_cg(const V16* p) {
                : "l"(p)
                : "memory");
   return v;
+}
+// Programmatic dependent launch (sm_90 and up): a kernel launched with it may start while the one ahead of it
+// on the stream runs; this waits until that one has ended and its writes are visible, then lets the next kernel
+// launch early in turn. Without it (an ordinary launch) the wait returns at once.
+RX_DEV void grid_dep_sync() {
+#if __CUDA_ARCH__ >= 900
+  asm volatile("griddepcontrol.wait;" ::: "memory");
+  asm volatile("griddepcontrol.launch_dependents;" ::: "memory");
+#endif
 }
 #else
 #error "prelude.cuh is device code: compile it with NVRTC (or clang --cuda-device-only), hipcc or hiprtc"
