@@ -93,7 +93,7 @@ func (c *comm) launchAlgo(r *rank, call *collectives.Call, l int, algo string, s
 			a.X2 = int64(step)
 		}
 	}
-	if p.early {
+	if p.early && r.arch >= 90 { // programmatic dependent launch needs sm_90
 		return cuda.LaunchStructEarly(f, grid, block, 0, r.stream, r.args, &a)
 	}
 	return cuda.LaunchStruct(f, grid, block, 0, r.stream, r.args, &a)

@@ -7,6 +7,7 @@ import (
 	"testing"
 	"unsafe"
 
+	"github.com/rcclx-tests/rcclx-tests/collectives"
 	"github.com/rcclx-tests/rcclx-tests/kernels"
 )
 
@@ -29,6 +30,27 @@ func TestKernelNamesInSource(t *testing.T) {
 		if !strings.Contains(src, "RX_KERNEL "+name+"(Args a)") && !strings.Contains(src, "__global__ void "+name+"(") {
 			t.Errorf("kernel %s is not defined in kernels.Source()", name)
 		}
+	}
+}
+
+// A kernel that makePlan launches early (DDA's) waits for the kernel ahead before anything else.
+func TestEarlyKernelsWaitFirst(t *testing.T) {
+	src := kernels.Source()
+	names := []string{llFlatKernel, llTreeKernel}
+	for _, byAlgo := range kernelNames {
+		for algo, name := range byAlgo {
+			if algo == collectives.DDA || algo == collectives.DDAFlat || algo == collectives.DDATree {
+				names = append(names, name)
+			}
+		}
+	}
+	for _, name := range names {
+		if !strings.Contains(src, "RX_KERNEL "+name+"(Args a) {\n  grid_dep_sync();") {
+			t.Errorf("kernel %s is launched early but does not begin with grid_dep_sync()", name)
+		}
+	}
+	if len(names) < 7 {
+		t.Errorf("%d DDA kernels, want 7", len(names))
 	}
 }
 

@@ -112,10 +112,9 @@ struct Comm {
   }
 };
 
-// Every kernel's first statement: the peer table goes to shared memory, the counters to registers. The
+// Every kernel's first statement (after grid_dep_sync in one launched early): the peer table goes to shared memory, the counters to registers. The
 // counters' loads do not wait for the table's (Args.self), so a small kernel pays one memory latency, not two.
 #define RX_COMM(c, args)                                                    \
-  grid_dep_sync();                                                          \
   __shared__ u8* rx_peers[RX_MAXR];                                         \
   Comm c;                                                                   \
   c.a = args;                                                               \

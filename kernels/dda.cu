@@ -12,6 +12,7 @@
 
 // One-shot all_reduce: every rank reads the whole vector from every peer.
 RX_KERNEL dda_all_reduce_flat(Args a) {
+  grid_dep_sync();  // launched early (gpuengine plan.early)
   RX_COMM(c, a);
   const int h = c.next_half();
   i64 lo, hi;
@@ -28,6 +29,7 @@ RX_KERNEL dda_all_reduce_flat(Args a) {
 // peer's all-gather slots (slot r), passes the barrier, and copies the peers' reduced slices out of its own
 // all-gather slots. Slices sit RX_VE-aligned: the half holds 2n of them (gpuengine's halfBytes).
 RX_KERNEL dda_all_reduce_tree(Args a) {
+  grid_dep_sync();  // launched early (gpuengine plan.early)
   RX_COMM(c, a);
   const int h = c.next_half();
   const i64 S = a.count / c.n, Sp = roundup(S, RX_VE);
@@ -50,6 +52,7 @@ RX_KERNEL dda_all_reduce_tree(Args a) {
 
 // all_gather: the piece of rank q lands at q*count.
 RX_KERNEL dda_all_gather(Args a) {
+  grid_dep_sync();  // launched early (gpuengine plan.early)
   RX_COMM(c, a);
   const int h = c.next_half();
   const i64 p = a.count;
@@ -71,6 +74,7 @@ RX_DEV bool stage_pieces(Comm& c, const Args& a, int h, i64 p, i64 lo, i64 hi) {
 #if RX_OP == RX_SUM
 // reduce_scatter: rank r sums piece r of every rank.
 RX_KERNEL dda_reduce_scatter(Args a) {
+  grid_dep_sync();  // launched early (gpuengine plan.early)
   RX_COMM(c, a);
   const int h = c.next_half();
   const i64 p = a.count;
@@ -85,6 +89,7 @@ RX_KERNEL dda_reduce_scatter(Args a) {
 
 // alltoall: piece r of rank q lands at q*count.
 RX_KERNEL dda_alltoall(Args a) {
+  grid_dep_sync();  // launched early (gpuengine plan.early)
   RX_COMM(c, a);
   const int h = c.next_half();
   const i64 p = a.count;

@@ -80,6 +80,7 @@ RX_DEV void ll_store(T* p, LLWord x, i64 ne) {
 
 // One-shot: every rank sends its whole vector (at most RX_LL_BYTES) to every peer and sums what it receives.
 RX_KERNEL dda_all_reduce_flat_ll(Args a) {
+  grid_dep_sync();  // launched early (gpuengine plan.early)
   RX_COMM(c, a);
   LL ll(c);
   const i64 W = cdiv(a.count, RX_LL_PER);
@@ -95,6 +96,7 @@ RX_KERNEL dda_all_reduce_flat_ll(Args a) {
 // Two-shot (count % n == 0, slices of at most RX_LL_BYTES): slice q of every rank goes to rank q, which sums
 // it and sends the result to every peer.
 RX_KERNEL dda_all_reduce_tree_ll(Args a) {
+  grid_dep_sync();  // launched early (gpuengine plan.early)
   RX_COMM(c, a);
   LL ll(c);
   const i64 S = a.count / c.n, W = cdiv(S, RX_LL_PER);

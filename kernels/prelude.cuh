@@ -65,7 +65,8 @@ RX_DEV V16 ld_cg(const V16* p) {
 }
 // Programmatic dependent launch (sm_90 and up): a kernel launched with it may start while the one ahead of it
 // on the stream runs; this waits until that one has ended and its writes are visible, then lets the next kernel
-// launch early in turn. Without it (an ordinary launch) the wait returns at once.
+// launch early in turn. A kernel launched early calls it before anything else; in an ordinary launch the wait
+// returns at once.
 RX_DEV void grid_dep_sync() {
 #if __CUDA_ARCH__ >= 900
   asm volatile("griddepcontrol.wait;" ::: "memory");
