@@ -205,11 +205,14 @@ func (s *session) attach() error {
 	})
 }
 
-// close frees the buffers and the communicator; a broken team (a thread stuck in the engine) is left alone.
+// close frees the buffers and the communicator; a broken team (a thread stuck in the engine) is left alone, and
+// so is everything once the run is lost (another process died): the process exits next, and its exit releases
+// every buffer and mapping at once, faster than freeing them one by one first (0.5-0.8 s of 2 s at 1 GiB with 3
+// processes on 2 cores).
 func (s *session) close() {
 	s.team.stopNow = nil // freeing waits for its threads
 	s.a.lost.untrack(s.comm)
-	if !s.team.broken {
+	if !s.team.broken && s.a.lost.error() == nil {
 		_ = s.team.each(func(t int) error { return s.threads[t].free() })
 		if err := s.comm.Close(); err != nil && s.err == nil {
 			fmt.Fprintf(s.a.stderr, "%s: closing engine %s: %v\n", s.a.binary(), s.eng.Name(), err)
