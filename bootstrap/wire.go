@@ -18,11 +18,12 @@ const (
 	kindFail                    // the run is broken; the payload says why (rank 0 -> peer, or a peer that aborts -> rank 0)
 	kindTimeout                 // as kindFail, for a timeout: rank, duration and phase
 	kindAck                     // rank 0 -> peer, at once after a valid hello: magic
+	kindBye                     // a process that ended its run, before it closes its connection (World.Leave)
 )
 
 // magic opens every hello and ack, so that a process that reached some other program at the rendezvous port
-// says so at once instead of waiting for a welcome. Its last byte is the protocol version.
-var magic = []byte("RCCLXTB\x01")
+// says so at once instead of waiting for a welcome. Its last byte is the protocol version (2: kindBye).
+var magic = []byte("RCCLXTB\x02")
 
 // ackTimeout bounds the wait for rank 0's ack after connecting: rank 0 acks every valid hello at once.
 const ackTimeout = 5 * time.Second
@@ -63,8 +64,8 @@ func readFrame(r io.Reader) (frame, error) {
 }
 
 // reader delivers a connection's frames on a channel until the connection fails or done is closed, so that a
-// wait can also watch a timer. It reads for the whole run: a failed read (the peer died or left) or a failure
-// frame calls lost at once, whether or not anyone waits on the channel.
+// wait can also watch a timer. It reads for the whole run: a failed read (the peer died or left), a failure
+// frame or a goodbye calls lost at once, whether or not anyone waits on the channel; a goodbye is not delivered.
 func reader(c net.Conn, done <-chan struct{}, lost func(f frame)) <-chan frame {
 	ch := make(chan frame, 8)
 	go func() {
@@ -78,8 +79,11 @@ func reader(c net.Conn, done <-chan struct{}, lost func(f frame)) <-chan frame {
 				return
 			default:
 			}
-			if err != nil || f.kind == kindFail || f.kind == kindTimeout {
+			if err != nil || f.kind == kindFail || f.kind == kindTimeout || f.kind == kindBye {
 				lost(f)
+			}
+			if err == nil && f.kind == kindBye {
+				continue
 			}
 			select {
 			case ch <- f:

@@ -2,7 +2,8 @@
 // PMI launcher, srun, torchrun) from the environment, meets the other processes over TCP at a rendezvous
 // address, and offers AllGather and Barrier through rank 0 (a star: small messages, few processes). The
 // connections stay open for the whole run: a process that dies is noticed at once, by rank 0 through its
-// connection and by every other process through rank 0 (Err, Failed).
+// connection and by every other process through rank 0 (Err, Failed, Lost). A process that ended its run says
+// so before it goes (Leave), so that its going is not taken for a death.
 package bootstrap
 
 import (
@@ -38,9 +39,11 @@ type World struct {
 	closed sync.Once
 	broken error // once a call failed, every later call fails the same way
 
-	fail     atomic.Pointer[error] // the first process failure, seen outside any call
-	failed   chan struct{}         // closed when fail is set
-	failOnce sync.Once
+	fmu    sync.Mutex            // fail, failed, lost
+	fail   atomic.Pointer[error] // why calls fail, seen outside any call: the loss, else the first departure
+	failed chan struct{}         // closed when fail is first set
+	lost   chan struct{}         // closed when the run is lost: a process died, or one ended the run (Abort)
+	isLost bool
 	// rank 0: the rank whose connection failed, and the notice of it to the others
 	failedRank int
 	notifyOnce sync.Once
@@ -50,7 +53,8 @@ type peer struct {
 	rank int
 	conn net.Conn
 	in   <-chan frame
-	wmu  sync.Mutex // the caller's frames and failure notices may be written at once
+	wmu  sync.Mutex  // the caller's frames and failure notices may be written at once
+	bye  atomic.Bool // it said it ended its run (Leave): its connection closing is a departure, not a death
 }
 
 func (p *peer) write(kind byte, payload []byte, timeout time.Duration) error {
@@ -98,7 +102,7 @@ func FromEnv(timeout time.Duration) (*World, error) {
 }
 
 func newWorld(l Launch) *World {
-	return &World{launch: l, done: make(chan struct{}), failed: make(chan struct{})}
+	return &World{launch: l, done: make(chan struct{}), failed: make(chan struct{}), lost: make(chan struct{})}
 }
 
 // Single is the world of a run in one process.
@@ -125,42 +129,60 @@ func (w *World) Err() error {
 	return nil
 }
 
-// Failed is closed once Err is set.
+// Failed is closed once Err is set: a process died or left, or the run was ended.
 func (w *World) Failed() <-chan struct{} { return w.failed }
 
-// setFailed records the first failure; rank 0 passes it on to every other process. The notice waits for a
-// call in progress, so that it never overtakes that call's result: a process that left after its last call
-// fails only the calls that need it.
-func (w *World) setFailed(err error, except int) {
-	w.failOnce.Do(func() {
+// Lost is closed once the run is lost: another process died (its connection closed without the goodbye of
+// Leave: kill -9, a crash, the OOM killer) or ended the run on an error (Abort, here or anywhere), and Err
+// says why. Every process should then stop what it does, whether or not it needs the others right now. A
+// process that ended its run and left (Leave) makes Err fail the calls that still need it, but is no loss.
+func (w *World) Lost() <-chan struct{} { return w.lost }
+
+// setFailed records a failure: the first one fails every later call (Err, Failed); lost says it is a loss
+// (Lost), which takes the place of a departure recorded before. Rank 0 passes a loss on to every other
+// process. The notice waits for a call in progress, so that it never overtakes that call's result.
+func (w *World) setFailed(err error, except int, lost bool) {
+	w.fmu.Lock()
+	first := w.fail.Load() == nil
+	newLoss := lost && !w.isLost
+	if first || newLoss {
 		w.failedRank = except
 		w.fail.Store(&err)
+	}
+	if first {
 		close(w.failed)
-		if w.Rank() != 0 {
-			return
-		}
-		if w.mu.TryLock() {
-			w.notify()
-			w.mu.Unlock()
-			return
-		}
-		go func() { // the call in progress sees the failure, notifies and returns
-			w.mu.Lock()
-			defer w.mu.Unlock()
-			w.notify()
-		}()
-	})
+	}
+	if newLoss {
+		w.isLost = true
+		close(w.lost)
+	}
+	w.fmu.Unlock()
+	if !newLoss || w.Rank() != 0 {
+		return
+	}
+	if w.mu.TryLock() {
+		w.notify()
+		w.mu.Unlock()
+		return
+	}
+	go func() { // the call in progress sees the failure, notifies and returns
+		w.mu.Lock()
+		defer w.mu.Unlock()
+		w.notify()
+	}()
 }
 
 // notify tells every other process, once, why the run broke (rank 0, after setFailed).
 func (w *World) notify() {
 	w.notifyOnce.Do(func() {
-		err := w.Err()
+		w.fmu.Lock()
+		err, except := *w.fail.Load(), w.failedRank
+		w.fmu.Unlock()
 		w.pmu.Lock()
 		defer w.pmu.Unlock()
 		kind, payload := errorFrame(err)
 		for _, p := range w.peers {
-			if p != nil && p.rank != w.failedRank && p.in != nil {
+			if p != nil && p.rank != except && p.in != nil {
 				_ = p.write(kind, payload, time.Second) // best effort: that process may be gone too
 			}
 		}
@@ -170,10 +192,13 @@ func (w *World) notify() {
 // Abort ends the run with err for every process, as a process that died does: an engine that stops on an
 // error (a -T timeout) tells the processes that wait elsewhere, so that every process reports the same error.
 func (w *World) Abort(err error) {
-	if w.Size() == 1 || w.Err() != nil {
+	w.fmu.Lock()
+	lost := w.isLost
+	w.fmu.Unlock()
+	if w.Size() == 1 || lost {
 		return
 	}
-	w.setFailed(err, -1)
+	w.setFailed(err, -1, true)
 	if w.Rank() != 0 {
 		kind, payload := errorFrame(err)
 		_ = w.peers[0].write(kind, payload, time.Second) // best effort: rank 0 may be gone
@@ -209,10 +234,14 @@ func frameError(kind byte, payload []byte) error {
 	return errors.New(string(payload))
 }
 
-// lostPeer is a connection that failed or a failure notice from rank 0, seen by the connection's reader.
+// lostPeer is a connection that failed, a failure notice or a goodbye, seen by the connection's reader.
 func (w *World) lostPeer(p *peer, f frame) {
+	if f.err == nil && f.kind == kindBye {
+		p.bye.Store(true)
+		return
+	}
 	if f.err == nil { // a failure notice: rank 0 says why, or another rank aborts
-		w.setFailed(frameError(f.kind, f.payload), p.rank)
+		w.setFailed(frameError(f.kind, f.payload), p.rank, true)
 		return
 	}
 	w.pmu.Lock()
@@ -221,13 +250,18 @@ func (w *World) lostPeer(p *peer, f frame) {
 		pid = w.pids[p.rank]
 	}
 	w.pmu.Unlock()
+	if p.bye.Load() { // it ended its run: only a call that still needs it fails
+		w.setFailed(fmt.Errorf("bootstrap: rank %d ended its run and left (pid %d) while rank %d still needed it",
+			p.rank, pid, w.Rank()), p.rank, false)
+		return
+	}
 	if w.Rank() != 0 { // p is rank 0
 		w.setFailed(fmt.Errorf("bootstrap: rank %d lost rank 0 (%s, pid %d): it died or left the run (%v)",
-			w.Rank(), w.addr, pid, f.err), 0)
+			w.Rank(), w.addr, pid, f.err), 0, true)
 		return
 	}
 	w.setFailed(fmt.Errorf("bootstrap: rank %d died or left the run (pid %d; its connection to rank 0 closed: %v)",
-		p.rank, pid, f.err), p.rank)
+		p.rank, pid, f.err), p.rank, true)
 }
 
 // Pid is the process id of rank's process.
@@ -262,7 +296,23 @@ func (w *World) Barrier() error {
 	return err
 }
 
-// Close ends this process's part; a process still waiting on this one fails.
+// Leave says that this process has ended its run, then closes its connections (Close): the other processes
+// take its going for a departure, which fails only a call that still needs it, not for a loss (Lost).
+func (w *World) Leave() {
+	if w.Size() > 1 {
+		w.pmu.Lock()
+		for _, p := range w.peers {
+			if p != nil && p.in != nil {
+				_ = p.write(kindBye, nil, time.Second) // best effort: that process may be gone
+			}
+		}
+		w.pmu.Unlock()
+	}
+	w.Close()
+}
+
+// Close ends this process's part without a goodbye; a process still waiting on this one fails, and the others
+// take it for a death (Lost).
 func (w *World) Close() error {
 	w.closed.Do(func() {
 		if w.Rank() == 0 && w.Err() != nil {
@@ -369,7 +419,10 @@ func (w *World) gatherAtPeer(data []byte) ([][]byte, error) {
 	case err != nil:
 		w.broken = fmt.Errorf("bootstrap: rank %d lost rank 0 (%s): %v", w.Rank(), w.addr, err)
 	case f.kind == kindFail || f.kind == kindTimeout:
-		w.broken = frameError(f.kind, f.payload)
+		w.broken = w.Err() // the reader recorded this notice before it delivered it: the same error value
+		if w.broken == nil {
+			w.broken = frameError(f.kind, f.payload)
+		}
 	case f.kind != kindResult:
 		w.broken = fmt.Errorf("bootstrap: rank %d got frame kind %d from rank 0, want a result", w.Rank(), f.kind)
 	}

@@ -76,7 +76,7 @@ func runChild(scenario string) error {
 		}
 		start := time.Now()
 		select {
-		case <-w.Failed():
+		case <-w.Lost(): // a death is a loss, not a mere departure
 			fmt.Printf("noticed after %v: %v\n", time.Since(start).Round(time.Millisecond), w.Err())
 		case <-time.After(8 * time.Second):
 			return fmt.Errorf("rank %d: rank %d's death went unnoticed for 8 s", w.Rank(), victim)
@@ -106,6 +106,39 @@ func runChild(scenario string) error {
 			fmt.Printf("sub %d: %s", i, outs[i].String())
 		}
 		return w.Barrier()
+	case "leave":
+		if _, err := w.AllGather([]byte(nonce)); err != nil {
+			return err
+		}
+		leaver, _ := strconv.Atoi(os.Getenv(childVictim))
+		if w.Rank() == leaver {
+			w.Leave()
+			return nil
+		}
+		// Rank 0 calls last: its failed call tells the others that the run is lost (the call needed the leaver).
+		wait := 300 * time.Millisecond
+		if w.Rank() == 0 {
+			wait = 600 * time.Millisecond
+		}
+		select {
+		case <-w.Lost():
+			return fmt.Errorf("rank %d took rank %d's departure for a loss: %v", w.Rank(), leaver, w.Err())
+		case <-time.After(wait):
+		}
+		if w.Rank() == 0 || leaver == 0 { // those that heard it go
+			select {
+			case <-w.Failed():
+			default:
+				return fmt.Errorf("rank %d: rank %d's departure went unnoticed", w.Rank(), leaver)
+			}
+		}
+		start := time.Now()
+		err := w.Barrier()
+		fmt.Printf("failed after %v: %v\n", time.Since(start).Round(time.Millisecond), err)
+		if err == nil {
+			return fmt.Errorf("rank %d: Barrier succeeded with rank %d gone", w.Rank(), leaver)
+		}
+		return nil
 	case "die":
 		if _, err := w.AllGather([]byte(nonce)); err != nil {
 			return err
@@ -350,6 +383,29 @@ func TestDeathNoticedOutsideCalls(t *testing.T) {
 			took, _, _ := strings.Cut(strings.TrimPrefix(out, "noticed after "), ":")
 			if d, err := time.ParseDuration(took); err != nil || d > 2*time.Second {
 				t.Errorf("victim %d, rank %d noticed it after %q, want within 2 s", victim, r, took)
+			}
+		}
+	}
+}
+
+// A process that ended its run and said so (Leave) is a departure, not a loss: the others' Lost stays open,
+// and only a call that still needs it fails, naming it.
+func TestLeaveIsNoLoss(t *testing.T) {
+	for _, leaver := range []int{2, 0} {
+		kids := launch(t, 3, "leave", childVictim+"="+itoa(leaver))
+		for r, c := range kids {
+			err := c.cmd.Wait()
+			out := c.out.String()
+			if r == leaver {
+				if err != nil {
+					t.Errorf("leaver %d: %v, stderr %q", r, err, c.stderr.String())
+				}
+				continue
+			}
+			if err != nil || !strings.Contains(out, fmt.Sprintf("rank %d ended its run and left (pid %d)", leaver,
+				kids[leaver].cmd.Process.Pid)) {
+				t.Errorf("leaver %d, rank %d: %v, stdout %q, stderr %q: want a failed call naming the departure",
+					leaver, r, err, out, c.stderr.String())
 			}
 		}
 	}

@@ -227,6 +227,15 @@ type Preparer interface {
 	Prepare(coll *Collective, dtypes []DType, ops []Op, note func(line string)) error
 }
 
+// Canceler is a Comm that can be ended from outside its calls, from any goroutine: the harness cancels it
+// once another process of the run is lost, so that a rank in the middle of a long call stops at its next
+// chunk (host engine), its kernels give up their waits (gpu engine) or its communicators are aborted (vendor
+// engine). Every call in progress and every later one then fails with err. Cancel returns without waiting for
+// the calls; the Comm must still be closed.
+type Canceler interface {
+	Cancel(err error)
+}
+
 // Errors engines return, mapped by the harness to nccl-tests' exit codes.
 var (
 	// ErrUnsupported: the engine cannot run this call (dtype, op, collective); the harness reports it clearly.

@@ -86,6 +86,19 @@ func (c *comm) abort(cause error) error {
 	return c.abortErr
 }
 
+// Cancel ends every call from outside (collectives.Canceler: another process of the run was lost): the kernels
+// give up their waits on peers, which a dead process would never satisfy, and Wait returns err.
+func (c *comm) Cancel(err error) {
+	c.abortMu.Lock()
+	defer c.abortMu.Unlock()
+	if c.abortErr == nil {
+		c.abortErr = err
+		if c.flagsHost != nil {
+			atomic.StoreUint32(c.abortFlag(), 1)
+		}
+	}
+}
+
 func (c *comm) usable() error {
 	c.abortMu.Lock()
 	defer c.abortMu.Unlock()

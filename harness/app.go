@@ -61,6 +61,9 @@ type app struct {
 	world     func(timeout time.Duration) (collectives.World, error)
 	stderrTTY bool     // stderr is a terminal: show the progress line
 	workerEnv []string // variables added to A/B workers' environments (tests re-execute their own binary)
+	runWorld  collectives.World
+	lost      *lossWatch // nil in a run of one process (lost.go)
+	exit      func(int)  // ends the process where the run cannot end itself (nil: never; tests)
 }
 
 // stopGrace is how long the first SIGINT or SIGTERM lets a measurement end by itself before the run stops
@@ -72,7 +75,8 @@ var stopGrace = time.Second
 func Main(coll *collectives.Collective, args []string) int {
 	a := &app{coll: coll, stdout: os.Stdout, stderr: os.Stderr, getenv: os.Getenv, environ: os.Environ,
 		engines: engineSource{names: engines.Names, open: engines.New, readers: engines.Readers},
-		argv:    append([]string{os.Args[0]}, args...), now: time.Now, world: openWorld, stderrTTY: isTerminal(os.Stderr)}
+		argv:    append([]string{os.Args[0]}, args...), now: time.Now, world: openWorld, stderrTTY: isTerminal(os.Stderr),
+		exit: os.Exit}
 	if os.Getenv(abWorkerEnv) != "" {
 		// An A/B worker ends when its launching process says so (a Ctrl-C at a terminal reaches both).
 		signal.Ignore(syscall.SIGINT, syscall.SIGTERM)
@@ -212,6 +216,13 @@ func (a *app) run(o *Options) int {
 	if err != nil {
 		return a.fail(err)
 	}
+	// A process that ends its run says so, so that the others do not take its going for a loss; until then a
+	// loss anywhere ends this process's run promptly (lost.go).
+	if l, ok := world.(interface{ Leave() }); ok {
+		defer l.Leave()
+	}
+	a.runWorld, a.lost = world, a.watchLoss(world)
+	defer a.lost.stop()
 	if err := agreeArgs(world, o.args); err != nil {
 		var ue *usageError
 		if errors.As(err, &ue) {
@@ -358,13 +369,21 @@ func (a *app) minBW() float64 {
 // fail reports an error that ends the run and returns its exit code.
 func (a *app) fail(err error) int { return a.failAt(err, -1) }
 
-// failAt is fail for an error at the row of size (the size column; -1 when unknown), which a timeout names.
+// failAt is fail for an error at the row of size (the size column; -1 when unknown), which a timeout and a
+// lost process name. In a run of several processes the others are told (World.Abort), so that they stop now
+// with the same error instead of at their next wait for this one.
 func (a *app) failAt(err error, size int64) int {
 	var te *collectives.TimeoutError
-	if errors.As(err, &te) {
+	switch {
+	case errors.As(err, &te):
 		fmt.Fprintln(a.stderr, timeoutLine(a.coll, te, size))
-	} else {
+	case size >= 0 && a.lostProcess(err):
+		fmt.Fprintf(a.stderr, "%s: %v at %s size %d\n", a.binary(), err, a.coll.Name, size)
+	default:
 		fmt.Fprintf(a.stderr, "%s: %v\n", a.binary(), err)
+	}
+	if ab, ok := a.runWorld.(interface{ Abort(error) }); ok {
+		ab.Abort(err)
 	}
 	return exitCode(err)
 }

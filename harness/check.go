@@ -1,7 +1,7 @@
 package harness
 
 import (
-	"bytes"
+	"runtime"
 	"sync"
 
 	"github.com/rcclx-tests/rcclx-tests/collectives"
@@ -172,7 +172,24 @@ func (t *thread) writeInputs(tr *truth, inPlace bool, poison []byte) (*collectiv
 	return c, nil
 }
 
-// poisonBuffer returns n bytes of the poison pattern.
-func poisonBuffer(n int64) []byte {
-	return bytes.Repeat([]byte{poisonByte}, int(n))
+// poisonBuffer returns n bytes of the poison pattern, or stops with the loss once the run is lost (lost.go).
+// It writes a MiB at a time and yields after each: one copy of 1 GiB into fresh memory faults its pages in for
+// seconds without a point where the scheduler can stop it, and a garbage collection that starts meanwhile then
+// holds up every goroutine of the process, the one that notices a lost process too.
+func poisonBuffer(n int64, lost *lossWatch) ([]byte, error) {
+	b := make([]byte, n)
+	first := b[:min(n, poisonPiece)]
+	for i := range first {
+		first[i] = poisonByte
+	}
+	for lo := int64(len(first)); lo < n; lo += poisonPiece {
+		if err := lost.error(); err != nil {
+			return nil, err
+		}
+		copy(b[lo:min(lo+poisonPiece, n)], first)
+		runtime.Gosched()
+	}
+	return b, nil
 }
+
+const poisonPiece = 1 << 20

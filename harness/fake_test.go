@@ -41,6 +41,12 @@ type fakeEngine struct {
 	waitDelay time.Duration
 	// onLaunch, when set, sees every call before it runs.
 	onLaunch func(c *collectives.Call)
+	// stuck: Wait blocks until the communicator is cancelled (collectives.Canceler) and returns the cause, or
+	// with ignoreCancel until release is closed. prepareBlock: Prepare (with prepare) blocks until it is closed.
+	stuck, ignoreCancel   bool
+	release, prepareBlock chan struct{}
+	cancel                chan struct{} // closed by Cancel, after cancelErr is set
+	cancelErr             error
 
 	mu       sync.Mutex
 	launches int
@@ -50,7 +56,7 @@ type fakeEngine struct {
 }
 
 func newFake(seed uint64) *fakeEngine {
-	return &fakeEngine{name: "fake", seed: seed, corruptRank: -1, timeoutRank: -1}
+	return &fakeEngine{name: "fake", seed: seed, corruptRank: -1, timeoutRank: -1, cancel: make(chan struct{})}
 }
 
 func (e *fakeEngine) Name() string { return e.name }
@@ -90,6 +96,9 @@ func (c preparingComm) Prepare(coll *collectives.Collective, dtypes []collective
 	e.mu.Unlock()
 	if e.prepareNote != "" {
 		note(e.prepareNote)
+	}
+	if e.prepareBlock != nil {
+		<-e.prepareBlock
 	}
 	return e.prepareErr
 }
@@ -131,6 +140,19 @@ func (c *fakeComm) Groups() []collectives.Group { return c.groups }
 func (c *fakeComm) Library() string             { return "fake-library=1" }
 func (c *fakeComm) Version() int                { return 7 }
 func (c *fakeComm) Close() error                { return nil }
+
+// Cancel is collectives.Canceler: a stuck Wait returns err.
+func (c *fakeComm) Cancel(err error) {
+	e := c.e
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	select {
+	case <-e.cancel:
+	default:
+		e.cancelErr = err
+		close(e.cancel)
+	}
+}
 
 func (c *fakeComm) Devices() []collectives.Device {
 	var out []collectives.Device
@@ -245,6 +267,18 @@ func (g *fakeGroup) Launch(c *collectives.Call) error {
 
 func (g *fakeGroup) Wait() error {
 	e := g.c.e
+	if e.stuck {
+		cancel := e.cancel
+		if e.ignoreCancel {
+			cancel = nil
+		}
+		select {
+		case <-cancel:
+			return e.cancelErr
+		case <-e.release:
+			return nil
+		}
+	}
 	time.Sleep(e.waitDelay)
 	for _, r := range g.ranks {
 		if r == e.timeoutRank {

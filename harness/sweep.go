@@ -165,7 +165,7 @@ func (s *session) warmUp(dt collectives.DType, op collectives.Op, root int) (ski
 	sizes := s.sizes()
 	for _, size := range []int64{sizes[len(sizes)-1], sizes[0]} {
 		p := point{dt: dt, op: op, root: root, size: size}
-		s.at = s.a.coll.Bytes(s.threads[0].counts(p, 0), dt)
+		s.setAt(s.a.coll.Bytes(s.threads[0].counts(p, 0), dt))
 		err := s.team.each(func(t int) error { return s.threads[t].warmUp(p) })
 		if errors.Is(err, collectives.ErrUnsupported) {
 			return true, nil
@@ -213,10 +213,14 @@ func (s *session) runPoint(p point) (row, error) {
 	k := th.counts(p, 0)
 	r := row{size: s.a.coll.Bytes(k, p.dt), count: k.Param, dtype: p.dt.String(),
 		redop: s.a.coll.RedOpName(p.op), root: p.root, engine: s.eng.Name()}
-	s.at = r.size
+	s.setAt(r.size)
 	var tr *truth
 	if s.o.Check > 0 {
-		tr = newTruth(s.a.coll, p, s.nranks, s.localRanks(), s.seed)
+		var err error // seconds at 1 GiB: a lost run does not wait for it
+		tr, err = orLost(s.a.lost, func() *truth { return newTruth(s.a.coll, p, s.nranks, s.localRanks(), s.seed) })
+		if err != nil {
+			return r, err
+		}
 	}
 	for i, inPlace := range []bool{false, true} {
 		if (inPlace && !s.o.runInPlace()) || (!inPlace && !s.o.runOutOfPlace()) {

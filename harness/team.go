@@ -25,6 +25,9 @@ type team struct {
 	// stopNow, once closed, makes each return errInterrupted without waiting for its threads (a run stopped
 	// by a signal while a thread is stuck in the engine); nil while buffers are set up and freed.
 	stopNow <-chan struct{}
+	// lost, once the run is lost (another process died), makes each return the loss after lostGrace without
+	// waiting for threads that are still busy (nil: one process).
+	lost *lossWatch
 }
 
 func newTeam(threads int, world collectives.World) *team {
@@ -64,10 +67,12 @@ func (t *team) each(fn func(thread int) error) error {
 		}
 	}
 	errs := make([]error, len(t.jobs))
-	var timer <-chan time.Time
-	for range t.jobs {
+	var timer, grace <-chan time.Time
+	lost := t.lost.lost()
+	for got := 0; got < len(t.jobs); {
 		select {
 		case r := <-done:
+			got++
 			errs[r.thread] = r.err
 			if r.err != nil && timer == nil {
 				timer = time.After(abandonAfter)
@@ -78,6 +83,11 @@ func (t *team) each(fn func(thread int) error) error {
 		case <-t.stopNow:
 			t.broken = true
 			return errInterrupted
+		case <-lost:
+			lost, grace = nil, time.After(lostGrace)
+		case <-grace:
+			t.broken = true
+			return t.lost.error()
 		}
 	}
 	return worst(errs)

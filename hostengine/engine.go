@@ -10,6 +10,7 @@ import (
 	"errors"
 	"fmt"
 	"os"
+	"runtime"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -133,6 +134,7 @@ type comm struct {
 	devices    []collectives.Device
 
 	aborted   atomic.Bool
+	cancelled atomic.Bool // aborted by Cancel: Write and Read fail too
 	abortOnce sync.Once
 	abortErr  error // set once, before aborted becomes true
 	closeOnce sync.Once
@@ -157,16 +159,78 @@ func (c *comm) CanRun(coll *collectives.Collective) error {
 }
 
 // abort stops every rank's current and future calls with err (the first error wins): waiting ranks wake, see
-// the flag and return it.
-func (c *comm) abort(err error) {
+// the flag and return it. An error of this process's own is posted for the other processes too.
+func (c *comm) abort(err error) { c.stop(err, err != errClosed) }
+
+// stop is abort; post says whether the other processes must learn of err from this one. A failure that came
+// from outside (the World, another process's post) is not posted again: every process learns of a lost
+// process from its own World, which names it alike everywhere (the error value the harness recognizes).
+func (c *comm) stop(err error, post bool) {
 	c.abortOnce.Do(func() {
 		c.abortErr = err
 		c.aborted.Store(true)
-		if c.sh != nil && err != errClosed {
+		if c.sh != nil && post {
 			c.sh.post(err) // the other processes' ranks stop too
 		}
 		c.wakeAll(nil)
 	})
+}
+
+// Cancel ends every call from outside (collectives.Canceler: another process of the run was lost): each rank
+// stops at its next chunk of work or wait, and every call fails with err.
+func (c *comm) Cancel(err error) {
+	c.stop(err, false)
+	c.cancelled.Store(true) // after the abort: copyStoppable, seeing it, finds the error set
+}
+
+// cancelPiece is how much of a buffer a rank reduces or copies between two looks at the abort flag: a 1 GiB
+// reduction on a loaded 2-core machine takes seconds, a piece of it a few milliseconds, and one atomic load
+// per piece costs nothing next to the piece.
+const cancelPiece = 1 << 20
+
+// stoppable is r working through its buffers cancelPiece bytes at a time (element-wise, so the bits are the
+// same), stopping early once the communicator is aborted: the call then fails at its next wait (execute).
+func (c *comm) stoppable(r reducer) reducer {
+	combine, finish := r.combine, r.finish
+	r.combine = func(dst, a, b []byte, preA, preB int) {
+		for lo := 0; lo < len(dst); lo += cancelPiece {
+			if c.aborted.Load() {
+				return
+			}
+			hi := min(lo+cancelPiece, len(dst))
+			combine(dst[lo:hi], a[lo:hi], b[lo:hi], preA, preB)
+		}
+	}
+	if finish != nil {
+		r.finish = func(buf []byte, nranks int) {
+			for lo := 0; lo < len(buf); lo += cancelPiece {
+				if c.aborted.Load() {
+					return
+				}
+				finish(buf[lo:min(lo+cancelPiece, len(buf))], nranks)
+			}
+		}
+	}
+	return r
+}
+
+// copyStoppable copies src into dst (of equal length) cancelPiece bytes at a time and fails once the
+// communicator is cancelled (Cancel; buffers stay readable and writable after other aborts): the harness's
+// writes and reads of large buffers, which fault their pages in the first time, take seconds at 1 GiB. It
+// yields after every piece: one long copy gives the scheduler no point to stop it at, and a garbage collection
+// that starts meanwhile holds up every goroutine of the process, the harness's watch for a lost process too.
+func (c *comm) copyStoppable(dst, src []byte) error {
+	for lo := 0; lo < len(src); lo += cancelPiece {
+		if c.cancelled.Load() {
+			return c.err()
+		}
+		hi := min(lo+cancelPiece, len(src))
+		copy(dst[lo:hi], src[lo:hi])
+		if hi < len(src) {
+			runtime.Gosched()
+		}
+	}
+	return nil
 }
 
 // err is the error that aborted the communicator, nil if it runs.

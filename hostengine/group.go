@@ -52,8 +52,7 @@ func (g *group) Write(dst collectives.View, src []byte) error {
 	if err != nil {
 		return err
 	}
-	copy(d, src)
-	return nil
+	return g.c.copyStoppable(d, src)
 }
 
 func (g *group) Read(dst []byte, src collectives.View) error {
@@ -61,8 +60,7 @@ func (g *group) Read(dst []byte, src collectives.View) error {
 	if err != nil {
 		return err
 	}
-	copy(dst, s)
-	return nil
+	return g.c.copyStoppable(dst, s)
 }
 
 // Algorithm applies the communicator's policy. Every group must pass equally aligned views, so that all ranks
@@ -83,7 +81,7 @@ func (g *group) Launch(c *collectives.Call) error {
 	algo := g.Algorithm(c)
 	red := reducer{}
 	if c.Coll.Reduces {
-		red = newReducer(c.DType, c.Op)
+		red = g.c.stoppable(newReducer(c.DType, c.Op))
 	}
 	size := int64(c.DType.Size())
 	tasks := make([]*task, n)

@@ -2,6 +2,7 @@ package hostengine
 
 import (
 	"math"
+	"sync/atomic"
 
 	"github.com/rcclx-tests/rcclx-tests/collectives"
 	"github.com/rcclx-tests/rcclx-tests/numeric"
@@ -36,21 +37,23 @@ type lpLayout struct {
 	parts  int
 	window int64
 	scaled bool
+	stop   *atomic.Bool // the communicator's abort flag: windows stops calling fn once it is set
 }
 
 func (x *run) lpLayout(total int64, parts int) lpLayout {
 	p := x.c.policy
 	if p.LPMode == collectives.LPModeScaled {
-		return lpLayout{total: total, parts: parts, window: int64(p.LPBlock), scaled: true}
+		return lpLayout{total: total, parts: parts, window: int64(p.LPBlock), scaled: true, stop: &x.c.aborted}
 	}
-	return lpLayout{total: total, parts: parts, window: lpWindow}
+	return lpLayout{total: total, parts: parts, window: lpWindow, stop: &x.c.aborted}
 }
 
 func (l lpLayout) part(j int) (lo, hi int64) {
 	return int64(j) * l.total / int64(l.parts), int64(j+1) * l.total / int64(l.parts)
 }
 
-// windows calls fn for each window of part j with its element range and its scale's index.
+// windows calls fn for each window of part j with its element range and its scale's index, and no more once
+// the communicator is aborted (the call then fails at its next barrier).
 func (l lpLayout) windows(j int, fn func(lo, hi int64, scale int)) {
 	scale := 0
 	for i := range j {
@@ -59,6 +62,9 @@ func (l lpLayout) windows(j int, fn func(lo, hi int64, scale int)) {
 	}
 	lo, hi := l.part(j)
 	for w := lo; w < hi; w += l.window {
+		if l.stop != nil && l.stop.Load() {
+			return
+		}
 		fn(w, min(w+l.window, hi), scale)
 		scale++
 	}

@@ -123,6 +123,9 @@ func (r *rank) execute(t *task) error {
 		c.abort(err)
 		return c.err()
 	}
+	if err := c.err(); err != nil { // aborted meanwhile: a reduction may have stopped half-way (stoppable)
+		return err
+	}
 	if c.hooks.CorruptRank == r.id {
 		corrupt(t.recv[:t.coll.Checked(r.id, t.root, c.nranks, t.k)*int64(t.dt.Size())], t.dt.Size())
 	}

@@ -130,6 +130,9 @@ func (p phase) String() string {
 // waitAtLeast returns once flag >= target (an atomic load: acquire), or with the communicator's error once it
 // is aborted, or with a *collectives.TimeoutError, aborting the communicator, once the deadline has passed.
 func (w *waiter) waitAtLeast(flag *atomic.Uint64, target uint64, p phase) error {
+	if err := w.c.err(); err != nil { // once per chunk of work: a cancelled call stops here
+		return err
+	}
 	for i := range spinLoads + yieldsBeforePark {
 		if flag.Load() >= target {
 			return nil
@@ -162,7 +165,7 @@ func (w *waiter) poll(flag *atomic.Uint64, target uint64, p phase) error {
 			return err
 		}
 		if err := w.c.sh.failure(); err != nil {
-			w.c.abort(err)
+			w.c.stop(err, false)
 			return w.c.err()
 		}
 		if !w.deadline.IsZero() && !time.Now().Before(w.deadline) {

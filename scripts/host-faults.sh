@@ -68,6 +68,24 @@ signal() {
 	rc=$?
 	took=$(printf '%.2f' "$(echo "$(date +%s.%N) - $t1" | bc)")
 }
+# killed CMD...: starts CMD as the 2 processes of one run (RANK 0 and 1 by hand), kill -9s rank 1 one second
+# after rank 0's header, and sets rc (rank 0's) and took (from the kill to rank 0's exit); $W/err is rank 0's.
+killed() {
+	local port=$((20000 + RANDOM % 20000)) p0 p1 t1
+	(cd "$W" && exec timeout -k 5 120 env RANK=0 WORLD_SIZE=2 MASTER_ADDR=127.0.0.1 MASTER_PORT=$port "$@") \
+		>"$W/out" 2>"$W/err" &
+	p0=$!
+	(cd "$W" && exec env RANK=1 WORLD_SIZE=2 MASTER_ADDR=127.0.0.1 MASTER_PORT=$port "$@") >/dev/null 2>&1 &
+	p1=$!
+	disown $p1 # no "Killed" line from the shell
+	for _ in $(seq 300); do grep -q '^# Using devices' "$W/out" && break; sleep 0.1; done
+	sleep 1
+	t1=$(date +%s.%N)
+	kill -9 $p1
+	wait $p0
+	rc=$?
+	took=$(printf '%.2f' "$(echo "$(date +%s.%N) - $t1" | bc)")
+}
 H=(--engine host)
 EXTRA=
 
@@ -124,6 +142,9 @@ row "Ctrl-C twice" "RCCLX_TESTS_SKIP_RANK=1 all_reduce_perf -g 2; SIGINT, SIGINT
 port=$((20000 + RANDOM % 20000))
 run env RANK=1 WORLD_SIZE=2 MASTER_ADDR=127.0.0.1 MASTER_PORT=$port "$B/all_reduce_perf" "${H[@]}" -b 8 -e 8 -T 3
 row "a lone process of a 2-process run" "RANK=1 WORLD_SIZE=2 MASTER_ADDR=127.0.0.1 MASTER_PORT=p all_reduce_perf -T 3" "TestReliabilityLoneProcess, bootstrap tests"
+killed "$B/all_reduce_perf" "${H[@]}" -g 1 -b 1G -e 1G -w 5 -n 1 -J lost.json
+EXTRA="rank 0's JSON incomplete: $(grep -c '"incomplete": true' "$W"/lost.json*)"
+row "a process killed in the middle of a 1 GiB size" "RANK=0,1 WORLD_SIZE=2 all_reduce_perf -g 1 -b 1G -e 1G -w 5 -n 1 -J lost.json; kill -9 of rank 1 1 s after the header" "cmd/all_reduce_perf TestHostEngineKilledProcessEndsLongComputation, harness TestLostProcessEndsRun, TestLostProcessLastResort, hostengine TestCancelStopsLongCall"
 A=$PWD/results/testdata/nccl-tests-all_reduce.json
 head -c 1000 "$A" >"$W/cut.json"
 run "$B/rcclx-results" gate --baseline "$A" cut.json

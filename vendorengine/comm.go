@@ -91,6 +91,11 @@ func (c *comm) abort(cause error) error {
 	return cause
 }
 
+// Cancel ends every call from outside (collectives.Canceler: another process of the run was lost): every
+// communicator is aborted, which stops the library's kernels and threads that wait for the lost process, and
+// Wait returns err.
+func (c *comm) Cancel(err error) { _ = c.abort(err) }
+
 // usable fails once the communicators are aborted (another thread may have timed out).
 func (c *comm) usable() error {
 	c.abortMu.Lock()

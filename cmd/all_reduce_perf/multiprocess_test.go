@@ -8,9 +8,11 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"regexp"
 	"strconv"
 	"strings"
 	"sync"
+	"syscall"
 	"testing"
 	"time"
 
@@ -243,8 +245,8 @@ func TestHostEngineAcrossProcessesMatchesOneProcess(t *testing.T) {
 	})
 }
 
-// kill -9 of one process in a 4-process run mid-sweep ends the others within 2 s, naming its rank and pid;
-// rank 0 writes the rows done so far to its JSON, marked incomplete.
+// kill -9 of one process in a 4-process run mid-sweep ends the others within 2 s, naming its rank and pid and
+// the size in progress, exit 2; rank 0 writes the rows done so far to its JSON, marked incomplete.
 func TestHostEngineKilledProcessEndsRun(t *testing.T) {
 	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
 	defer cancel()
@@ -262,6 +264,7 @@ func TestHostEngineKilledProcessEndsRun(t *testing.T) {
 	victim.cmd.Process.Kill()
 	waitAll(procs)
 	want := fmt.Sprintf("rank 2 died or left the run (pid %d;", pid)
+	withSize := regexp.MustCompile(regexp.QuoteMeta(want) + `.*\) at all_reduce size (\d+)$`)
 	for r, p := range procs {
 		if r == 2 {
 			continue
@@ -270,8 +273,11 @@ func TestHostEngineKilledProcessEndsRun(t *testing.T) {
 		if took := p.exited.Sub(killed); took > 2*time.Second {
 			t.Errorf("rank %d ended %v after the kill, want within 2 s", r, took)
 		}
-		if exitCode(p) == 0 || !strings.Contains(line, want) || strings.Count(line, "\n") != 0 {
-			t.Errorf("rank %d: exit %d, stderr %q: want one line containing %q", r, exitCode(p), line, want)
+		m := withSize.FindStringSubmatch(line)
+		if exitCode(p) != 2 || m == nil || strings.Count(line, "\n") != 0 {
+			t.Errorf("rank %d: exit %d, stderr %q: want exit 2 and one line matching %q", r, exitCode(p), line, withSize)
+		} else if n, _ := strconv.Atoi(m[1]); n < 64 || n > 16<<20 || n&(n-1) != 0 {
+			t.Errorf("rank %d: size %d in %q: want the size of a row after the third (64 B ... 16 MiB)", r, n, line)
 		}
 	}
 	rec := readJSON(t, filepath.Join(dir, "part.json"))
@@ -285,6 +291,77 @@ func TestHostEngineKilledProcessEndsRun(t *testing.T) {
 			t.Errorf("shared memory left behind: %s", e)
 		}
 	}
+}
+
+// kill -9 of one process while the others are deep in a large size (1 GiB: filling and writing the buffers'
+// first pattern, then the warm-up: seconds of work without a wait for another process on a 2-core machine,
+// 6-17 s before the others noticed) ends the others within 3 s, each with one line naming the lost rank and
+// its pid (and the size, once a row of it has started), exit 2 (a lost process), never 130 (an interrupt);
+// rank 0's JSON says why, marked incomplete. Rank 0 sees the dead process's connection close, rank 2 hears
+// it from rank 0: both paths are timed. Where memory or /dev/shm cannot hold 3 processes' 1 GiB buffers
+// (reserved in /dev/shm up front), it runs 512 or 256 MiB.
+func TestHostEngineKilledProcessEndsLongComputation(t *testing.T) {
+	size := int64(1 << 30)
+	for room := shmAndMemoryRoom(); 3*2*size+(512<<20) > room; size /= 2 {
+		if size == 256<<20 {
+			t.Skipf("memory and /dev/shm hold %d bytes, too few for 3 processes' 256 MiB buffers", room)
+		}
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 90*time.Second)
+	defer cancel()
+	dir := t.TempDir()
+	e := strconv.FormatInt(size>>20, 10) + "M"
+	procs := launch(t, ctx, dir, 3, freePort(t), nil,
+		"--engine", "host", "-g", "1", "-b", e, "-e", e, "-w", "5", "-n", "1", "-J", "lost.json")
+	for start := time.Now(); !strings.Contains(procs[0].out.String(), "# Using devices"); time.Sleep(10 * time.Millisecond) {
+		if time.Since(start) > 30*time.Second {
+			t.Fatalf("no header after 30 s; stderr %s", procs[0].stderr.String())
+		}
+	}
+	time.Sleep(time.Second) // every process is now setting up its buffers
+	victim := procs[1]
+	pid := victim.cmd.Process.Pid
+	killed := time.Now()
+	victim.cmd.Process.Kill()
+	waitAll(procs)
+	want := fmt.Sprintf(`rank 1 died or left the run \(pid %d;[^)]*\)( at all_reduce size (\d+))?$`, pid)
+	reduced := regexp.MustCompile(`# Reducing maxBytes to (\d+) `).FindStringSubmatch(procs[0].out.String())
+	for _, r := range []int{0, 2} {
+		p := procs[r]
+		line := strings.TrimSpace(p.stderr.String())
+		took := p.exited.Sub(killed)
+		t.Logf("rank %d: exit %d %v after the kill: %s", r, exitCode(p), took.Round(time.Millisecond), line)
+		if took > 3*time.Second {
+			t.Errorf("rank %d ended %v after the kill, want within 3 s", r, took)
+		}
+		m := regexp.MustCompile(want).FindStringSubmatch(line)
+		if exitCode(p) != 2 || m == nil || strings.Contains(line, "\n") {
+			t.Errorf("rank %d: exit %d, stderr %q: want exit 2 and one line matching %q", r, exitCode(p), line, want)
+		} else if reduced == nil && m[2] != "" && m[2] != strconv.FormatInt(size, 10) {
+			t.Errorf("rank %d: size %s in %q, want %d", r, m[2], line, size)
+		}
+	}
+	rec := readJSON(t, filepath.Join(dir, "lost.json"))
+	if !rec.Incomplete || len(rec.Errors) == 0 || !strings.Contains(rec.Errors[0], fmt.Sprintf("rank 1 died or left the run (pid %d;", pid)) {
+		t.Errorf("rank 0's JSON: incomplete %v, errors %q: want the error naming the dead rank", rec.Incomplete, rec.Errors)
+	}
+}
+
+// shmAndMemoryRoom is the least of /dev/shm's free bytes and half of MemAvailable (0 when unknown).
+func shmAndMemoryRoom() int64 {
+	var st syscall.Statfs_t
+	if syscall.Statfs("/dev/shm", &st) != nil {
+		return 0
+	}
+	room := int64(st.Bavail) * st.Bsize
+	b, _ := os.ReadFile("/proc/meminfo")
+	for _, line := range strings.Split(string(b), "\n") {
+		if f := strings.Fields(line); len(f) >= 2 && f[0] == "MemAvailable:" {
+			kb, _ := strconv.ParseInt(f[1], 10, 64)
+			return min(room, kb<<10/2)
+		}
+	}
+	return 0
 }
 
 // A rank that never calls (RCCLX_TESTS_SKIP_RANK) makes every process end with exit code 4 at -T, the process
