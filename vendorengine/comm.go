@@ -91,10 +91,15 @@ func (c *comm) abort(cause error) error {
 	return cause
 }
 
-// Cancel ends every call from outside (collectives.Canceler: another process of the run was lost): every
-// communicator is aborted, which stops the library's kernels and threads that wait for the lost process, and
-// Wait returns err.
-func (c *comm) Cancel(err error) { _ = c.abort(err) }
+// Cancel ends every call from outside (collectives.Canceler: another process of the run was lost): on
+// non-blocking communicators (-T) every one is aborted, which stops the library's kernels and threads that wait
+// for the lost process, and Wait returns err. A blocking communicator may be inside a call on another thread,
+// where aborting it is not safe: it is left to the harness's last resort (the process exits).
+func (c *comm) Cancel(err error) {
+	if c.nonBlocking {
+		_ = c.abort(err)
+	}
+}
 
 // usable fails once the communicators are aborted (another thread may have timed out).
 func (c *comm) usable() error {
