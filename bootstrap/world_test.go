@@ -132,13 +132,7 @@ func runChild(scenario string) error {
 				return fmt.Errorf("rank %d: rank %d's departure went unnoticed", w.Rank(), leaver)
 			}
 		}
-		start := time.Now()
-		err := w.Barrier()
-		fmt.Printf("failed after %v: %v\n", time.Since(start).Round(time.Millisecond), err)
-		if err == nil {
-			return fmt.Errorf("rank %d: Barrier succeeded with rank %d gone", w.Rank(), leaver)
-		}
-		return nil
+		return barrierFails(w, leaver, "gone")
 	case "die":
 		if _, err := w.AllGather([]byte(nonce)); err != nil {
 			return err
@@ -147,13 +141,7 @@ func runChild(scenario string) error {
 		if w.Rank() == victim {
 			syscall.Kill(os.Getpid(), syscall.SIGKILL)
 		}
-		start := time.Now()
-		err := w.Barrier()
-		fmt.Printf("failed after %v: %v\n", time.Since(start).Round(time.Millisecond), err)
-		if err == nil {
-			return fmt.Errorf("rank %d: Barrier succeeded with rank %d dead", w.Rank(), victim)
-		}
-		return nil
+		return barrierFails(w, victim, "dead")
 	}
 	return fmt.Errorf("unknown scenario %q", scenario)
 }
@@ -531,4 +519,15 @@ func TestTimeoutFrameRoundTrip(t *testing.T) {
 			t.Errorf("%+v came back as %+v", te, got)
 		}
 	}
+}
+
+// barrierFails checks that a Barrier fails with rank gone (what says how), and prints how long it took.
+func barrierFails(w *World, gone int, what string) error {
+	start := time.Now()
+	err := w.Barrier()
+	fmt.Printf("failed after %v: %v\n", time.Since(start).Round(time.Millisecond), err)
+	if err == nil {
+		return fmt.Errorf("rank %d: Barrier succeeded with rank %d %s", w.Rank(), gone, what)
+	}
+	return nil
 }
