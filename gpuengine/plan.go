@@ -154,8 +154,13 @@ func (c *comm) makePlan(coll *collectives.Collective, algo string, k collectives
 			p.steps = bits.Len(uint(n)) - 1
 		}
 	case collectives.LowPrecision:
+		// The codes a half holds (kernels/lowprec.cu): all_reduce a slot per source rank for each of its two
+		// phases, all_gather its own piece, the others a piece per rank.
 		pieces := n
-		if coll == collectives.AllGather {
+		switch coll {
+		case collectives.AllReduce:
+			pieces = 2 * n
+		case collectives.AllGather:
 			pieces = 1
 		}
 		scaled := c.policy.LPMode == collectives.LPModeScaled

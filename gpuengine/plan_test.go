@@ -179,3 +179,37 @@ func TestCallPhases(t *testing.T) {
 		t.Errorf("%d launches, want 9", next)
 	}
 }
+
+// LP rounds fit the kernels' layout of a half (kernels/lowprec.cu): all_reduce two slots of codes per rank,
+// all_gather one piece, the others a piece per rank, each at a multiple of the unit, then a scale per LP block
+// of them in mode scaled.
+func TestLPRoundsFitTheHalf(t *testing.T) {
+	for _, mode := range []string{collectives.LPModeRCCLX, collectives.LPModeScaled} {
+		p, _ := collectives.PolicyFromEnv(func(k string) string {
+			return map[string]string{"RCCLX_TESTS_LP_MODE": mode, "RCCLX_TESTS_LP_BLOCK": "100"}[k]
+		})
+		scaled := mode == collectives.LPModeScaled
+		unit := lpUnit(int64(p.LPBlock), scaled)
+		for _, n := range []int{2, 3, 8} {
+			c := &comm{nranks: n, policy: p, tuning: collectives.DefaultGPUTuning, half: halfBytes(1 << 20), blockCap: 16}
+			for coll, slots := range map[*collectives.Collective]int64{collectives.AllReduce: 2 * int64(n),
+				collectives.AllGather: 1, collectives.ReduceScatter: int64(n), collectives.AllToAll: int64(n)} {
+				k := coll.Counts(256<<20+4*1000, n, 0, collectives.Float)
+				pl, err := c.makePlan(coll, collectives.LowPrecision, k, 4)
+				if err != nil {
+					t.Fatalf("%s %s n %d: %v", mode, coll.Name, n, err)
+				}
+				for _, r := range pl.rounds {
+					codes := slots * ((r.len + unit - 1) / unit * unit)
+					need := codes
+					if scaled {
+						need += 4 * ((codes + int64(p.LPBlock) - 1) / int64(p.LPBlock))
+					}
+					if need > c.half {
+						t.Errorf("%s %s n %d: a round of %d needs %d bytes of a %d-byte half", mode, coll.Name, n, r.len, need, c.half)
+					}
+				}
+			}
+		}
+	}
+}

@@ -11,7 +11,12 @@
 // gather phase and every rank dequantizes every slice, its own included, so all ranks hold the same bits.
 // reduce_scatter rounds the fp32 sum to T directly; all_gather and alltoall dequantize what they receive.
 //
-// Layout of a data half: the codes, then (16-byte aligned) the fp32 scales, one per LP block of codes.
+// all_reduce pushes: codes go straight from registers into the half of the rank that sums or decodes them
+// (16-byte stores over the link), a slot per source rank, and its loads of codes are from its own half. The
+// other collectives pull: each rank quantizes into its own half and reads its peers' (pushing measured 5-10%
+// slower for all_gather on 2 H100s, no faster for reduce_scatter). A half holds the codes, then (16-byte
+// aligned) the fp32 scales, scale k for the codes at [k*B, (k+1)*B) of the half (pieces and slots start at
+// multiples of the unit, so no LP block straddles two).
 
 #if RX_OP == RX_SUM && (RX_DTYPE == RX_FLOAT || RX_DTYPE == RX_BFLOAT16)
 
@@ -96,12 +101,14 @@ RX_DEV void decode16(V16 v, float* f) {
 // together, measured slower on H100: 128 registers with spills.)
 #define RX_LP_GROUPS(full, g) for (i64 g = threadIdx.x; g - (threadIdx.x & 31) < (full); g += blockDim.x)
 
+#define RX_LP_PEERS (-1)  // LP::each: every peer's half
+
 struct LP {
   Comm& c;
   int h;
   i64 B;        // elements per scale
   bool scaled;
-  i64 unit;     // pieces and block sub-ranges start at multiples of this (16, and of B when scaled)
+  i64 unit;     // slots, pieces and block sub-ranges start at multiples of this (16, and of B when scaled)
   i64 scaleOff; // bytes from a half's start to its scales
   // Mode scaled in groups: a group lies in one LP block when B is a multiple of 16 (grouped), and the w = B/16
   // lanes of a block combine their maxima when w is a power of two up to 32 (w > 0); otherwise, or for the
@@ -118,13 +125,27 @@ struct LP {
   }
   RX_DEV u8* codes(int owner) const { return c.data(owner, h); }
   RX_DEV float* scales(int owner) const { return (float*)(c.data(owner, h) + scaleOff); }
+  // f(o) for every rank o whose half takes a piece: rank to, or every peer (RX_LP_PEERS).
+  template <class F>
+  RX_DEV void each(int to, F f) const {
+    if (to >= 0) {
+      f(to);
+      return;
+    }
+    RX_FOR_PEERS(c, o) if (o != c.r) f(o);
+  }
+  // Where source rank q's codes of a piece start: pulled (stride 0), at offset 0 of rank q's half; pushed,
+  // in slot q of this rank's half, at q * stride.
+  RX_DEV int src_owner(int q, i64 stride) const { return stride ? c.r : q; }
+  // The value of owner's code at i.
   RX_DEV float value(int owner, i64 i) const {
     float v = e4m3_to_f32(ld_volatile(codes(owner) + i));
     return scaled ? v * ld_volatile(scales(owner) + i / B) : v;
   }
-  RX_DEV float sum(i64 i) const {
-    float acc = value(0, i);
-    for (int q = 1; q < c.n; q++) acc += value(q, i);
+  // The fp32 sum in rank order of the values at i of every source (src_owner).
+  RX_DEV float sum(i64 stride, i64 i) const {
+    float acc = value(src_owner(0, stride), i);
+    for (int q = 1; q < c.n; q++) acc += value(src_owner(q, stride), q * stride + i);
     return acc;
   }
   // The group loops take the mode as a template argument S (scaled), so that mode rcclx's loops hold no trace
@@ -144,54 +165,69 @@ struct LP {
       for (int j = 0; j < 16; j++) f[j] *= s;
     }
   }
-  // Owner's 16 elements from i, decoded. Both loads are issued before the decode, so their latencies overlap.
-  template <bool S>
-  RX_DEV void decode_group(int owner, i64 i, float* f) const {
-    V16 v;
-    float s;
-    load_codes<S>(owner, i, v, s);
-    decode_scaled<S>(v, s, f);
-  }
-  // Owner's code group g from element at, decoded into f; zeros past full.
+  // Owner's code group g from offset at, decoded into f; zeros past full. Both loads are issued before the
+  // decode, so their latencies overlap.
   template <bool S>
   RX_DEV void load_group(int owner, i64 at, i64 full, i64 g, float* f) const {
     if (g < full) {
-      decode_group<S>(owner, at + 16 * g, f);
+      V16 v;
+      float s;
+      load_codes<S>(owner, at + 16 * g, v, s);
+      decode_scaled<S>(v, s, f);
     } else {
 #pragma unroll
       for (int j = 0; j < 16; j++) f[j] = 0;
     }
   }
-  // Codes of f (16 values) in group g, with its block's scale in mode scaled: the block's lanes combine their
-  // maxima (lanes of groups past the end take part with 0), divide, and one lane stores the scale at block
-  // index sb + g / w.
+  // acc = the rank-order sum of group g of every source (src_owner; the groups from at).
   template <bool S>
-  RX_DEV V16 encode_group(float* f, bool on, i64 g, float* sc, i64 sb) const {
+  RX_DEV void sum_group(i64 stride, i64 at, i64 full, i64 g, float* acc) const {
+    float f[16];
+    load_group<S>(src_owner(0, stride), at, full, g, acc);
+    for (int q = 1; q < c.n; q++) {
+      load_group<S>(src_owner(q, stride), q * stride + at, full, g, f);
+#pragma unroll
+      for (int j = 0; j < 16; j++) acc[j] += f[j];
+    }
+  }
+  // The codes of f (16 values) and, in mode scaled, their block's scale: the block's lanes combine their
+  // maxima (lanes of groups past the end take part with 0) and divide.
+  template <bool S>
+  RX_DEV V16 encode_group(float* f, float& scale) const {
+    scale = 1.0f;
     if (S) {
       float amax = 0;
 #pragma unroll
       for (int j = 0; j < 16; j++) amax = go_max(amax, abs32(f[j]));
       for (int m = w / 2; m > 0; m >>= 1) amax = go_max(amax, shfl_xor32(amax, m));
-      const float scale = scale_of(amax);
+      scale = scale_of(amax);
 #pragma unroll
       for (int j = 0; j < 16; j++) f[j] = f[j] / scale;
-      if (on && g % w == 0) sc[sb + g / w] = scale;
     }
     return encode16(f);
   }
+  // Stores group g's codes at offset at + 16 g of the halves of the ranks to, and in mode scaled (one lane per
+  // LP block) its scale.
+  template <bool S>
+  RX_DEV void store_group(int to, i64 at, i64 g, V16 v, float scale) const {
+    each(to, [&](int o) {
+      *(V16*)(codes(o) + at + 16 * g) = v;
+      if (S && g % w == 0) scales(o)[at / B + g / w] = scale;
+    });
+  }
   // quantize's first full groups from lo.
   template <bool S>
-  RX_DEV void quantize_groups(u8* q, i64 at, const T* src, i64 lo, i64 full) const {
+  RX_DEV void quantize_groups(int to, i64 at, const T* src, i64 lo, i64 full) const {
     RX_LP_GROUPS(full, g) {
-      float f[16];
+      float f[16], scale;
       if (g < full) {
         load16(src + lo + 16 * g, f);
       } else {
 #pragma unroll
         for (int j = 0; j < 16; j++) f[j] = 0;
       }
-      const V16 v = encode_group<S>(f, g < full, g, scales(c.r), (at + lo) / B);
-      if (g < full) *(V16*)(q + lo + 16 * g) = v;
+      const V16 v = encode_group<S>(f, scale);
+      if (g < full) store_group<S>(to, at + lo, g, v, scale);
     }
   }
   // dequantize's first full groups from lo, U groups per thread per step: their loads are issued before any
@@ -222,20 +258,24 @@ struct LP {
   }
   // reduce's first full groups from lo.
   template <bool S>
-  RX_DEV void reduce_groups(T* dst, u8* mine, i64 at, i64 lo, i64 full) const {
+  RX_DEV void reduce_groups(T* dst, i64 stride, i64 at, i64 lo, i64 full) const {
     RX_LP_GROUPS(full, g) {
-      float acc[16], f[16];
-      load_group<S>(0, at + lo, full, g, acc);
-      for (int q = 1; q < c.n; q++) {
-        load_group<S>(q, at + lo, full, g, f);
-#pragma unroll
-        for (int j = 0; j < 16; j++) acc[j] += f[j];
-      }
-      if (dst) {
-        if (g < full) store16(dst + lo + 16 * g, acc);
-      } else {
-        const V16 v = encode_group<S>(acc, g < full, g, scales(c.r), (at + lo) / B);
-        if (g < full) *(V16*)(mine + lo + 16 * g) = v;
+      float acc[16];
+      sum_group<S>(stride, at + lo, full, g, acc);
+      if (g < full) store16(dst + lo + 16 * g, acc);
+    }
+  }
+  // requantize's first full groups from lo.
+  template <bool S>
+  RX_DEV void requantize_groups(T* own, i64 stride, i64 at, i64 ag, i64 lo, i64 full) const {
+    RX_LP_GROUPS(full, g) {
+      float acc[16], scale;
+      sum_group<S>(stride, at + lo, full, g, acc);
+      const V16 v = encode_group<S>(acc, scale);
+      if (g < full) {
+        store_group<S>(RX_LP_PEERS, ag + lo, g, v, scale);
+        decode_scaled<S>(v, scale, acc);
+        store16(own + lo + 16 * g, acc);
       }
     }
   }
@@ -258,32 +298,45 @@ struct LP {
     for (int m = 16; m > 0; m >>= 1) amax = go_max(amax, shfl_xor32(amax, m));
     return scale_of(amax);
   }
-  // The groups of [lo, hi) that encode_scaled can take: all whole ones in mode rcclx, whole LP blocks when
+  // The groups of [lo, hi) that encode_group can take: all whole ones in mode rcclx, whole LP blocks when
   // scaled (0 where w is 0 or ok is false).
   RX_DEV i64 encodable(i64 lo, i64 hi, bool ok) const {
     if (!ok || w == 0) return 0;
     return scaled ? (hi - lo) / B * B / 16 : (hi - lo) / 16;
   }
-
-  // codes[at + i] = E4M3(src[i]) for i in [lo, hi) (lo a multiple of unit, at of B).
-  RX_DEV void quantize(i64 at, const T* src, i64 lo, i64 hi) const {
-    u8* q = codes(c.r) + at;
-    const i64 full = encodable(lo, hi, al16(src + lo));
-    if (scaled) {
-      quantize_groups<true>(q, at, src, lo, full);
-    } else {
-      quantize_groups<false>(q, at, src, lo, full);
-    }
-    lo += 16 * full;
+  // The codes of values x(i), i in [lo, hi), into the halves of the ranks to at offset at + i (with their
+  // scales), each code also passed to own(i, code, scale).
+  template <class X, class O>
+  RX_DEV void encode_rest(int to, i64 at, i64 lo, i64 hi, X x, O own) const {
     if (scaled) {
       per_block(lo, hi, [&](i64 s0, i64 s1) {
-        const float scale = block_scale(s0, s1, [&](i64 i) { return to_acc(src[i]); });
-        for (i64 i = s0 + lane(); i < s1; i += 32) q[i] = f32_to_e4m3(to_acc(src[i]) / scale);
-        if (lane() == 0) scales(c.r)[(at + s0) / B] = scale;
+        const float scale = block_scale(s0, s1, x);
+        for (i64 i = s0 + lane(); i < s1; i += 32) {
+          const u8 code = f32_to_e4m3(x(i) / scale);
+          each(to, [&](int o) { codes(o)[at + i] = code; });
+          own(i, code, scale);
+        }
+        if (lane() == 0) each(to, [&](int o) { scales(o)[(at + s0) / B] = scale; });
       });
       return;
     }
-    for (i64 i = lo + threadIdx.x; i < hi; i += blockDim.x) q[i] = f32_to_e4m3(to_acc(src[i]));
+    for (i64 i = lo + threadIdx.x; i < hi; i += blockDim.x) {
+      const u8 code = f32_to_e4m3(x(i));
+      each(to, [&](int o) { codes(o)[at + i] = code; });
+      own(i, code, 1.0f);
+    }
+  }
+
+  // The codes of src[i], i in [lo, hi) (lo a multiple of unit, at of B), at offset at + i of the halves of the
+  // ranks to.
+  RX_DEV void quantize(int to, i64 at, const T* src, i64 lo, i64 hi) const {
+    const i64 full = encodable(lo, hi, al16(src + lo));
+    if (scaled) {
+      quantize_groups<true>(to, at, src, lo, full);
+    } else {
+      quantize_groups<false>(to, at, src, lo, full);
+    }
+    encode_rest(to, at, lo + 16 * full, hi, [&](i64 i) { return to_acc(src[i]); }, [](i64, u8, float) {});
   }
 
   // dst[i] = T(value of owner's code at + i) for i in [lo, hi).
@@ -297,68 +350,64 @@ struct LP {
     for (i64 i = lo + 16 * full + threadIdx.x; i < hi; i += blockDim.x) dst[i] = from_acc(value(owner, at + i));
   }
 
-  // The fp32 sum over ranks of the codes at + i, i in [lo, hi): rounded into dst[i], or (dst null)
-  // re-quantized in place into this rank's codes and scales (each element's sources are read before its code
-  // is overwritten, and a block's old scale, by every lane of the block, before the shuffles that precede the
-  // new one's store).
-  RX_DEV void reduce(T* dst, i64 at, i64 lo, i64 hi) const {
-    u8* mine = codes(c.r) + at;
-    const i64 full = dst ? (grouped && al16(dst + lo) ? (hi - lo) / 16 : 0) : encodable(lo, hi, true);
+  // dst[i] = T(the fp32 sum over the sources of the values at at + i), i in [lo, hi).
+  RX_DEV void reduce(T* dst, i64 stride, i64 at, i64 lo, i64 hi) const {
+    const i64 full = grouped && al16(dst + lo) ? (hi - lo) / 16 : 0;
     if (scaled) {
-      reduce_groups<true>(dst, mine, at, lo, full);
+      reduce_groups<true>(dst, stride, at, lo, full);
     } else {
-      reduce_groups<false>(dst, mine, at, lo, full);
+      reduce_groups<false>(dst, stride, at, lo, full);
     }
-    lo += 16 * full;
-    if (scaled && !dst) {
-      per_block(lo, hi, [&](i64 s0, i64 s1) {
-        const float scale = block_scale(s0, s1, [&](i64 i) { return sum(at + i); });
-        for (i64 i = s0 + lane(); i < s1; i += 32) mine[i] = f32_to_e4m3(sum(at + i) / scale);
-        warp_sync();  // every lane has read the block's old scale
-        if (lane() == 0) scales(c.r)[(at + s0) / B] = scale;
-      });
-      return;
+    for (i64 i = lo + 16 * full + threadIdx.x; i < hi; i += blockDim.x) dst[i] = from_acc(sum(stride, at + i));
+  }
+
+  // The same sums re-quantized (new scales): the codes go to offset ag + i of every peer's half, and own[i]
+  // takes their value, the bits a peer's dequantize gives.
+  RX_DEV void requantize(T* own, i64 stride, i64 at, i64 ag, i64 lo, i64 hi) const {
+    const i64 full = encodable(lo, hi, al16(own + lo));
+    if (scaled) {
+      requantize_groups<true>(own, stride, at, ag, lo, full);
+    } else {
+      requantize_groups<false>(own, stride, at, ag, lo, full);
     }
-    for (i64 i = lo + threadIdx.x; i < hi; i += blockDim.x) {
-      float v = sum(at + i);
-      if (dst) {
-        dst[i] = from_acc(v);
-      } else {
-        mine[i] = f32_to_e4m3(v);
-      }
-    }
+    encode_rest(RX_LP_PEERS, ag, lo + 16 * full, hi, [&](i64 i) { return sum(stride, at + i); },
+                [&](i64 i, u8 code, float scale) {
+                  const float v = e4m3_to_f32(code);
+                  own[i] = from_acc(scaled ? v * scale : v);
+                });
   }
 };
 
 RX_DEV i64 clip(i64 hi, i64 len) { return hi < len ? hi : len; }
 
 // all_reduce round: rank q's slice is [q*count/n, (q+1)*count/n) (as hostengine), and a round covers
-// elements [x0, x0+x1) of every slice; slice q's codes sit at q*x1.
+// elements [x0, x0+x1) of every slice. A half holds 2n slots of x1 codes: slot q, rank q's codes of this
+// rank's slice (reduce-scatter), and slot n + q, rank q's reduced slice (all-gather).
 RX_DEV void lp_all_reduce_body(Args a) {
   RX_COMM(c, a);
   LP lp(c, a);
   const i64 R = a.x1;
-  lp.scaleOff = c.n * R;
+  lp.scaleOff = 2 * c.n * R;
   i64 lo, hi;
   c.part(R, lp.unit, lo, hi);
   auto first = [&](int q) { return q * a.count / c.n + a.x0; };  // the round's first element of slice q
   auto end = [&](int q) { return clip(hi, (q + 1) * a.count / c.n - first(q)); };
-  for (int q = 0; q < c.n; q++) lp.quantize(q * R, (const T*)a.send + first(q), lo, end(q));
+  RX_FOR_PEERS(c, q) lp.quantize(q, c.r * R, (const T*)a.send + first(q), lo, end(q));
   if (!barrier(c, 1)) return;
-  lp.reduce((T*)0, c.r * R, lo, end(c.r));
+  lp.requantize((T*)a.recv + first(c.r), R, 0, (c.n + c.r) * R, lo, end(c.r));
   if (!barrier(c, 2)) return;
-  RX_FOR_PEERS(c, q) lp.dequantize((T*)a.recv + first(q), q, q * R, lo, end(q));
+  RX_FOR_PEERS(c, q) if (q != c.r) lp.dequantize((T*)a.recv + first(q), c.r, (c.n + q) * R, lo, end(q));
   c.save();
 }
 
 // The first phase of reduce_scatter and alltoall rounds: the codes of every piece q of this rank's input at
-// q * cp (this block's [lo, hi) of the round), then the barrier (false: it gave up).
+// q * cp of its own half (this block's [lo, hi) of the round), then the barrier (false: it gave up).
 RX_DEV bool stage_codes(LP& lp, const Args& a, i64 cp, i64 lo, i64 hi) {
-  for (int q = 0; q < lp.c.n; q++) lp.quantize(q * cp, (const T*)a.send + q * a.count + a.x0, lo, hi);
+  for (int q = 0; q < lp.c.n; q++) lp.quantize(lp.c.r, q * cp, (const T*)a.send + q * a.count + a.x0, lo, hi);
   return barrier(lp.c, 1);
 }
 
-// reduce_scatter round: the codes of piece q sit at q * roundup(len, unit).
+// reduce_scatter round: the codes of piece q sit at q * roundup(len, unit); rank r sums piece r of every rank.
 RX_DEV void lp_reduce_scatter_body(Args a) {
   RX_COMM(c, a);
   LP lp(c, a);
@@ -367,7 +416,7 @@ RX_DEV void lp_reduce_scatter_body(Args a) {
   i64 lo, hi;
   c.part(len, lp.unit, lo, hi);
   if (!stage_codes(lp, a, cp, lo, hi)) return;
-  lp.reduce((T*)a.recv + a.x0, c.r * cp, lo, hi);
+  lp.reduce((T*)a.recv + a.x0, 0, c.r * cp, lo, hi);
   c.save();
 }
 
@@ -379,7 +428,7 @@ RX_DEV void lp_all_gather_body(Args a) {
   lp.scaleOff = roundup(len, 16);
   i64 lo, hi;
   c.part(len, lp.unit, lo, hi);
-  lp.quantize(0, (const T*)a.send + a.x0, lo, hi);
+  lp.quantize(c.r, 0, (const T*)a.send + a.x0, lo, hi);
   if (!barrier(c, 1)) return;
   RX_FOR_PEERS(c, q) lp.dequantize((T*)a.recv + q * a.count + a.x0, q, 0, lo, hi);
   c.save();
