@@ -22,6 +22,7 @@ type comm struct {
 	timeout  time.Duration
 	half     int64 // bytes of one data half of every rank's buffer
 	blockCap int   // most blocks per kernel: kernels of ranks that share a GPU must all fit at once
+	earlyCap int   // most blocks per kernel launched early (setCaps); 0: none is
 	ranks    []*rank
 	groups   []*group
 	devices  []collectives.Device

@@ -179,16 +179,34 @@ func (c *comm) peerLocal(shared map[cuda.Device]int) ([][]cuda.DevicePtr, error)
 		}
 	}
 	row := make([]cuda.DevicePtr, len(c.ranks))
-	c.blockCap = maxBlocks
+	sms, sharing := make([]int, len(c.ranks)), make([]int, len(c.ranks))
 	for i, r := range c.ranks {
 		row[i] = r.buf
-		c.blockCap = min(c.blockCap, r.sms/shared[r.dev])
+		sms[i], sharing[i] = r.sms, shared[r.dev]
 	}
+	c.setCaps(sms, sharing)
 	table := make([][]cuda.DevicePtr, len(c.ranks))
 	for i := range table {
 		table[i] = row
 	}
 	return table, c.checkCap()
+}
+
+// setCaps sets the block caps from each rank's multiprocessors and how many ranks share its GPU. The kernels of
+// ranks that share a GPU must all be resident at once (each waits for the others), so each gets its share of
+// the multiprocessors. A kernel launched early sits beside the one ahead of it on its stream, which waits for
+// the other ranks; where ranks share a GPU both must fit beside the other ranks' two, so early launches get
+// half a share, and none where half is not a block.
+func (c *comm) setCaps(sms, sharing []int) {
+	c.blockCap, c.earlyCap = maxBlocks, maxBlocks
+	for i := range sms {
+		share := sms[i] / sharing[i]
+		c.blockCap = min(c.blockCap, share)
+		if sharing[i] > 1 {
+			share /= 2
+		}
+		c.earlyCap = min(c.earlyCap, share)
+	}
 }
 
 func (c *comm) checkCap() error {
@@ -243,10 +261,11 @@ func (c *comm) peerRemote(world collectives.World, host string) ([][]cuda.Device
 	for _, in := range infos {
 		perGPU[in.BusID]++
 	}
-	c.blockCap = maxBlocks
-	for _, in := range infos {
-		c.blockCap = min(c.blockCap, int(in.SMs)/perGPU[in.BusID])
+	sms, sharing := make([]int, len(infos)), make([]int, len(infos))
+	for i, in := range infos {
+		sms[i], sharing[i] = int(in.SMs), perGPU[in.BusID]
 	}
+	c.setCaps(sms, sharing)
 	table := make([][]cuda.DevicePtr, len(c.ranks))
 	opened := map[[2]int]cuda.DevicePtr{} // (device, global rank) -> mapping
 	first := c.ranks[0].global

@@ -128,15 +128,18 @@ func (c *comm) makePlan(coll *collectives.Collective, algo string, k collectives
 		if algo == collectives.DDATree {
 			limit = maxBlocks
 		}
-		p.blocks = gridForUnit(total, ddaBytesPerBlock, min(limit, c.blockCap, maxBlocks))
 		// DDA's calls are a launch and a round trip over the link; started early, the launch overlaps the call
-		// ahead (every kernel waits for that call's end first: RX_COMM).
-		p.early = true
+		// ahead (every kernel waits for that call's end first: RX_COMM), on fewer blocks where ranks share a GPU.
+		most := c.blockCap
+		if p.early = c.earlyCap > 0; p.early {
+			most = c.earlyCap
+		}
+		p.blocks = gridForUnit(total, ddaBytesPerBlock, min(limit, most, maxBlocks))
 		// LL (kernels/ll.cu) up to the tuning's size: one 4-byte word of the piece per thread, so that every
 		// wait overlaps the others; its grid is bounded by the GPU rather than by RCCL_DDA_MAX_BLOCKS, which
 		// sizes RCCLX's copy-in kernels.
 		ll := func(kernel string, piece int64) {
-			p.kernel, p.blocks = kernel, gridForUnit(piece, llBytesPerBlock, min(c.blockCap, maxBlocks))
+			p.kernel, p.blocks = kernel, gridForUnit(piece, llBytesPerBlock, min(most, maxBlocks))
 		}
 		slice := k.Param / n * int64(size)
 		switch {

@@ -213,3 +213,32 @@ func TestLPRoundsFitTheHalf(t *testing.T) {
 		}
 	}
 }
+
+// DDA's kernels launch early with the GPU's share of blocks, half of it where ranks share a GPU (a kernel
+// launched early and the one ahead of it, of every rank there, must all be resident), and not at all where half
+// a share is no block; the other kernels keep the whole share.
+func TestEarlyLaunchCaps(t *testing.T) {
+	p, _ := collectives.PolicyFromEnv(func(string) string { return "" })
+	k := collectives.AllReduce.Counts(512<<10, 2, 0, collectives.Float)
+	for _, x := range []struct {
+		sms, sharing     []int
+		blockCap, blocks int
+		early            bool
+	}{
+		{[]int{132, 132}, []int{1, 1}, 128, 128, true},
+		{[]int{132, 132}, []int{2, 2}, 66, 33, true},
+		{[]int{132, 78}, []int{2, 2}, 39, 19, true},
+		{[]int{8, 8}, []int{8, 8}, 1, 1, false},
+	} {
+		c := &comm{nranks: 2, policy: p, tuning: collectives.DefaultGPUTuning, half: halfBytes(p.SendBuf)}
+		c.setCaps(x.sms, x.sharing)
+		pl, err := c.makePlan(collectives.AllReduce, collectives.DDAFlat, k, 4)
+		if err != nil || c.blockCap != x.blockCap || pl.blocks != x.blocks || pl.early != x.early {
+			t.Errorf("%d SMs shared by %d: cap %d, LL %d blocks, early %v (%v); want %d, %d, %v",
+				x.sms, x.sharing, c.blockCap, pl.blocks, pl.early, err, x.blockCap, x.blocks, x.early)
+		}
+		if ring, _ := c.makePlan(collectives.AllReduce, collectives.Ring, collectives.AllReduce.Counts(1<<30, 2, 0, collectives.Float), 4); ring.early || ring.blocks > c.blockCap {
+			t.Errorf("%d SMs shared by %d: ring early %v on %d blocks", x.sms, x.sharing, ring.early, ring.blocks)
+		}
+	}
+}
