@@ -18,7 +18,8 @@
 #                  never reads) warns, and fails with --ab-strict
 #        gate      the README's CI recipe on the vendor engine: two runs of -N 3 back to back pass the gate,
 #                  a third with a planted per-call delay (RCCLX_TESTS_DELAY_US) fails it
-#        multiproc 2 processes x 1 GPU (RANK/WORLD_SIZE/MASTER_ADDR): gpu engine (IPC) and vendor
+#        multiproc 2 processes x 1 GPU (RANK/WORLD_SIZE/MASTER_ADDR): gpu engine (IPC) and vendor; then rank 1
+#                  killed during a 1 GiB size: rank 0 exits 2 within 3 s, naming it
 #        oversub   the users' command at 8 ranks on the GPUs there are (--oversubscribe), DDA on and off
 #        faults    skipped rank -> exit 4 within -T; corrupted element -> exit 7 (gpu and vendor engines)
 #        ncclt     nccl-tests itself next to the vendor engine (scripts/ncclt-compare.sh), when a nccl-tests source
@@ -275,7 +276,33 @@ step_multiproc() {
 		local rc=0
 		for p in "${pids[@]}"; do wait "$p" || rc=$?; done
 		note "mp-$eng" "$([[ $rc == 0 ]] && echo ok || echo FAIL)" "rc=$rc mp-$eng-0.log"
+		mp_lost "$eng"
 	done
+}
+
+# mp_lost ENGINE: rank 1 of a 2-process run killed (kill -9) during its 1 GiB size: rank 0 must exit 2 within 3 s
+# of the kill, naming rank 1.
+mp_lost() {
+	local eng=$1 pids=() r
+	for r in 0 1; do
+		RANK=$r WORLD_SIZE=2 LOCAL_RANK=$r LOCAL_WORLD_SIZE=2 MASTER_ADDR=127.0.0.1 MASTER_PORT=$((29600 + ${#eng})) \
+			timeout -k 10 120 "$P" --engine "$eng" -g 1 -b 1G -e 1G -w 5 -n 5000 -T 60 >"$OUT/mp-$eng-lost-$r.log" 2>&1 &
+		pids+=($!)
+	done
+	for ((r = 0; r < 90; r++)); do
+		grep -q 'size *count' "$OUT/mp-$eng-lost-0.log" 2>/dev/null && break
+		sleep 1
+	done
+	sleep 1
+	local t0=$EPOCHREALTIME rc=0
+	pkill -9 -P "${pids[1]}" # the perf binary under timeout
+	wait "${pids[0]}" || rc=$?
+	local dt
+	dt=$(awk -v a="$t0" -v b="$EPOCHREALTIME" 'BEGIN { printf "%.2f", b - a }')
+	wait "${pids[1]}" 2>/dev/null
+	local ok=FAIL
+	[[ $rc == 2 ]] && awk -v d="$dt" 'BEGIN { exit !(d < 3) }' && grep -q 'rank 1' "$OUT/mp-$eng-lost-0.log" && ok=ok
+	note "mp-$eng-lost" "$ok" "rc=$rc want=2 in ${dt}s mp-$eng-lost-0.log"
 }
 
 step_oversub() {
