@@ -220,7 +220,11 @@ func (g *group) ceLaunch(call *collectives.Call, pl *cePlan) error {
 				if pl.reduces {
 					off, cnt := pl.piece(red.cnt, i)
 					own, out := ptrAt(call.Send[l], red.own+off, size), ptrAt(call.Recv[l], red.out+off, size)
-					if err := g.c.ceReduce(r, call, own, out, cnt, off, red.first, pl.slot); err != nil {
+					var far cuda.DevicePtr
+					if pl.storesFar {
+						far = ptrAt(call.Recv[1-l], red.out+off, size)
+					}
+					if err := g.c.ceReduce(r, call, own, out, far, cnt, off, red.first, pl.slot); err != nil {
 						return err
 					}
 					continue
@@ -239,7 +243,7 @@ func (g *group) ceLaunch(call *collectives.Call, pl *cePlan) error {
 				}
 			}
 			for q := range n {
-				if q != l && pl.spread {
+				if q != l && pl.spread && !pl.storesFar {
 					out := ptrAt(call.Recv[l], red.out, size)
 					if err := copyAsync(ptrAt(call.Recv[q], red.out, size), out, red.cnt*size, r.ce.side); err != nil {
 						return err
@@ -319,7 +323,7 @@ func copyAsync(dst, src cuda.DevicePtr, bytes int64, s cuda.Stream) error {
 }
 
 // ceReduce launches ce_reduce on r's side stream for count elements at offset off of r's segment.
-func (c *comm) ceReduce(r *rank, call *collectives.Call, own, out cuda.DevicePtr, count, off, first, slot int64) error {
+func (c *comm) ceReduce(r *rank, call *collectives.Call, own, out, far cuda.DevicePtr, count, off, first, slot int64) error {
 	if count == 0 {
 		return nil
 	}
@@ -328,7 +332,7 @@ func (c *comm) ceReduce(r *rank, call *collectives.Call, own, out cuda.DevicePtr
 		return err
 	}
 	a := kernelArgs{Send: own, Recv: out, Count: count, Rank: int64(r.global), NRanks: int64(c.nranks),
-		X0: int64(r.ce.scratch) + off*int64(call.DType.Size()), X1: slot, X2: first}
+		X0: int64(r.ce.scratch) + off*int64(call.DType.Size()), X1: slot, X2: first, X3: int64(far)}
 	blocks := min(r.sms*ceBlocksPerSM, gridFor(count*int64(call.DType.Size()), maxCEBlocks))
 	return cuda.LaunchStruct(f, [3]uint32{uint32(blocks), 1, 1}, [3]uint32{blockThreads, 1, 1}, 0, r.ce.side, r.args, &a)
 }

@@ -59,12 +59,14 @@ func algoCases() []algoCase {
 	}
 }
 
-// sizes are the report sizes a collective is tested at: empty, one element, odd counts, one beyond a ring
-// message, and (DDA tree, count % n == 0) odd slices below and above the LL kernels' limit.
+// sizes are the report sizes a collective is tested at: empty, one element, odd counts (DDA flat: LL, and at
+// 2 ranks LL128 past 128 KiB), one beyond a ring message, and (DDA tree, count % n == 0) odd slices below and
+// above the LL kernels' limit.
 func sizes(coll *collectives.Collective, dt collectives.DType, n int) []int64 {
 	e := int64(dt.Size())
 	if coll == collectives.AllReduce {
-		return []int64{0, e, 1001 * e, 96<<10 + 3*e, 1<<20 + 5*e, int64(n) * 1001 * e, int64(n) * (64<<10 + 3) * e}
+		return []int64{0, e, 1001 * e, 96<<10 + 3*e, 160<<10 + 3*e, 1<<20 + 5*e, int64(n) * 1001 * e,
+			int64(n) * (64<<10 + 3) * e}
 	}
 	return []int64{0, int64(n) * 16, int64(n) * 16 * 37, int64(n) * (300<<10 + 48)}
 }

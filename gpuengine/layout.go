@@ -15,8 +15,12 @@ const (
 	llMaxRanks      = 16                       // RX_LL_MAXR
 	llBytes         = 524288                   // RX_LL_BYTES
 	llAreaBytes     = 2 * llMaxRanks * 2 * llBytes
+	ll128MaxRanks   = 2                     // RX_LL128_MAXR
+	ll128Slot       = 2 << 20               // RX_LL128_SLOT
+	ll128Bytes      = ll128Slot / 128 * 120 // the most data of one LL128 source slot
+	ll128AreaBytes  = 2 * ll128MaxRanks * ll128Slot
 	argsBytes       = 112 // RX_ARGS_BYTES
-	dataOffset      = ctrlBytes + llAreaBytes + maxBlocks*fifoSlots*slotBytes
+	dataOffset      = ctrlBytes + llAreaBytes + ll128AreaBytes + maxBlocks*fifoSlots*slotBytes
 
 	blockThreads = 512 // every kernel's block size but LP's (__launch_bounds__ in the prelude)
 	minHalf      = 4 << 20

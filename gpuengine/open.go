@@ -151,7 +151,7 @@ func (c *comm) openRank(r *rank, streamNull bool, watch cuda.MemWatch) error {
 	if r.vtable.dev, err = cuda.MemAlloc(vTableBytes(c.nranks)); err != nil {
 		return err
 	}
-	return cuda.MemsetD8(r.buf, 0, ctrlBytes+llAreaBytes)
+	return cuda.MemsetD8(r.buf, 0, ctrlBytes+llAreaBytes+ll128AreaBytes)
 }
 
 // peerLocal enables peer access between the GPUs of this process and returns each rank's view of every

@@ -91,10 +91,16 @@ func (p plan) at(ph int) (round, int) {
 }
 
 const (
-	llFlatKernel     = "dda_all_reduce_flat_ll"
-	llTreeKernel     = "dda_all_reduce_tree_ll"
-	llBytesPerBlock  = 4 * blockThreads
-	ddaBytesPerBlock = 16 * blockThreads
+	llFlatKernel       = "dda_all_reduce_flat_ll"
+	llTreeKernel       = "dda_all_reduce_tree_ll"
+	ll128Kernel        = "dda_all_reduce_flat_ll128"
+	pushKernel         = "dda_all_reduce_push"
+	llBytesPerBlock    = 4 * blockThreads
+	ll128BytesPerBlock = 120 * blockThreads / 8 // a 128-byte line of 120 data bytes per 8 threads
+	ddaBytesPerBlock   = 16 * blockThreads
+	// ll128From is the largest 2-rank all_reduce that takes LL rather than LL128: at 128 KiB both took 3.15 us
+	// on 2 H100s, below it LL was up to 0.4 us faster, above it LL128 (twoRankAllReduce).
+	ll128From = 128 << 10
 )
 
 // bytesPerBlock is the data each block of a kernel should have at least before another block pays off.
@@ -121,6 +127,17 @@ func (c *comm) makePlan(coll *collectives.Collective, algo string, k collectives
 	case collectives.Ring:
 		p.blocks = gridFor(total, min(c.tuning.RingBlocks, c.blockCap))
 	case collectives.DDAFlat, collectives.DDATree, collectives.DDA:
+		// DDA's calls are a launch and a round trip over the link; started early, the launch overlaps the call
+		// ahead (every kernel waits for that call's end first: RX_COMM), on fewer blocks where ranks share a GPU.
+		most := c.blockCap
+		if p.early = c.earlyCap > 0; p.early {
+			most = c.earlyCap
+		}
+		most = min(most, maxBlocks)
+		if algo != collectives.DDA && n == 2 {
+			p.kernel, p.blocks = twoRankAllReduce(total, c.tuning.LLMax, most)
+			break
+		}
 		// A 16-byte vector per thread: DDA's peer loads are latency-bound, so the more in flight the better.
 		// The push tree's grid is bounded by the GPU (2-8 MiB on 2 H200s: 24 blocks 17.6-48.8 us, 128 blocks
 		// 14.1-33.7 us); the other DDA kernels keep RCCL_DDA_MAX_BLOCKS, which sizes RCCLX's.
@@ -128,26 +145,17 @@ func (c *comm) makePlan(coll *collectives.Collective, algo string, k collectives
 		if algo == collectives.DDATree {
 			limit = maxBlocks
 		}
-		// DDA's calls are a launch and a round trip over the link; started early, the launch overlaps the call
-		// ahead (every kernel waits for that call's end first: RX_COMM), on fewer blocks where ranks share a GPU.
-		most := c.blockCap
-		if p.early = c.earlyCap > 0; p.early {
-			most = c.earlyCap
-		}
-		p.blocks = gridForUnit(total, ddaBytesPerBlock, min(limit, most, maxBlocks))
+		p.blocks = gridForUnit(total, ddaBytesPerBlock, min(limit, most))
 		// LL (kernels/ll.cu) up to the tuning's size: one 4-byte word of the piece per thread, so that every
 		// wait overlaps the others; its grid is bounded by the GPU rather than by RCCL_DDA_MAX_BLOCKS, which
 		// sizes RCCLX's copy-in kernels.
-		ll := func(kernel string, piece int64) {
-			p.kernel, p.blocks = kernel, gridForUnit(piece, llBytesPerBlock, min(most, maxBlocks))
-		}
 		slice := k.Param / n * int64(size)
 		switch {
 		case total > c.tuning.LLMax:
 		case algo == collectives.DDAFlat && total <= llBytes && n <= llMaxRanks:
-			ll(llFlatKernel, total)
+			p.kernel, p.blocks = llFlatKernel, gridForUnit(total, llBytesPerBlock, most)
 		case algo == collectives.DDATree && slice <= llBytes && n <= llMaxRanks/2:
-			ll(llTreeKernel, slice)
+			p.kernel, p.blocks = llTreeKernel, gridForUnit(slice, llBytesPerBlock, most)
 		}
 	case collectives.Direct, collectives.HyperCubeSteps:
 		per := c.half / (directSlots(coll, n) * int64(size)) / vecElems(size) * vecElems(size)
@@ -184,6 +192,22 @@ func (c *comm) makePlan(coll *collectives.Collective, algo string, k collectives
 		p.blocks = gridFor(min(total, c.half), min(c.tuning.LPBlocks, c.blockCap))
 	}
 	return p, nil
+}
+
+// twoRankAllReduce is the kernel and grid of DDA all_reduce at 2 ranks, flat or tree alike: there the two-shot's
+// reduce-scatter and all-gather send what the one-shot sends and cost one more round trip, and both sum the
+// two inputs in rank order, so the one-shot runs in three protocols by size (2x H100, -G 20): LL up to
+// ll128From, LL128 up to the tuning's LL size (256 KiB-1 MiB: 3.6-6.4 us against the LL two-shot's 4.8-9.3),
+// then the push one-shot (2-4 MiB: 12.3-19.4 us against the push two-shot's 14.5-22.1). Grids are bounded by
+// the GPU: each LL word or LL128 line has its own wait, and the push kernel's stores are what is in flight.
+func twoRankAllReduce(total, llMax int64, most int) (string, int) {
+	switch {
+	case total <= min(llMax, ll128From):
+		return llFlatKernel, gridForUnit(total, llBytesPerBlock, most)
+	case total <= min(llMax, ll128Bytes):
+		return ll128Kernel, gridForUnit(total, ll128BytesPerBlock, most)
+	}
+	return pushKernel, gridForUnit(total, ddaBytesPerBlock, most)
 }
 
 // vecElems is the number of elements in 16 bytes (RX_VE).

@@ -66,7 +66,7 @@ func TestPlanBlocksAndUnsupported(t *testing.T) {
 	p, _ := collectives.PolicyFromEnv(func(string) string { return "" })
 	c := &comm{nranks: 2, policy: p, tuning: collectives.GPUTuning{RingBlocks: 32, LPBlocks: 64}, half: halfBytes(p.SendBuf), blockCap: 40}
 	k := collectives.AllReduce.Counts(1<<30, 2, 0, collectives.Float)
-	for algo, want := range map[string]int{collectives.Ring: 32, collectives.DDAFlat: 24, collectives.LowPrecision: 40} {
+	for algo, want := range map[string]int{collectives.Ring: 32, collectives.LowPrecision: 40} {
 		pl, err := c.makePlan(collectives.AllReduce, algo, k, 4)
 		if err != nil || pl.blocks != want {
 			t.Errorf("%s: %d blocks, %v; want %d", algo, pl.blocks, err, want)
@@ -76,31 +76,44 @@ func TestPlanBlocksAndUnsupported(t *testing.T) {
 	if pl, _ := c.makePlan(collectives.AllReduce, collectives.Ring, small, 4); pl.blocks != 1 {
 		t.Errorf("8 bytes: %d ring blocks", pl.blocks)
 	}
-	// DDA all_reduce: LL up to RCCLX_TESTS_GPU_LL_BYTES (1 MiB), a word of the piece (flat: the vector; tree:
-	// a slice) per thread, bounded by the GPU (blockCap 40); the other kernels a vector per thread, the push
-	// tree bounded by the GPU, flat by RCCL_DDA_MAX_BLOCKS (24).
-	c.tuning.LLMax = collectives.DefaultGPUTuning.LLMax
-	for _, x := range []struct {
+	type ddaCase struct {
 		algo   string
 		bytes  int64
 		kernel string
 		blocks int
-	}{
+	}
+	dda := func(n int, cases []ddaCase) {
+		t.Helper()
+		c.nranks = n
+		for _, x := range cases {
+			kk := collectives.AllReduce.Counts(x.bytes, n, 0, collectives.Float)
+			if pl, _ := c.makePlan(collectives.AllReduce, x.algo, kk, 4); pl.kernel != x.kernel || pl.blocks != x.blocks {
+				t.Errorf("%d ranks, %s %d bytes: %s x %d blocks, want %s x %d", n, x.algo, x.bytes, pl.kernel, pl.blocks, x.kernel, x.blocks)
+			}
+		}
+	}
+	// DDA all_reduce: LL up to RCCLX_TESTS_GPU_LL_BYTES (1 MiB), a word of the piece (flat: the vector; tree:
+	// a slice) per thread, bounded by the GPU (blockCap 40); the other kernels a vector per thread, the push
+	// tree bounded by the GPU, flat by RCCL_DDA_MAX_BLOCKS (24).
+	c.tuning.LLMax = collectives.DefaultGPUTuning.LLMax
+	dda(4, []ddaCase{
 		{collectives.DDAFlat, 8, llFlatKernel, 1}, {collectives.DDAFlat, 16 << 10, llFlatKernel, 8},
 		{collectives.DDAFlat, 64 << 10, llFlatKernel, 32}, {collectives.DDAFlat, 512 << 10, llFlatKernel, 40},
 		{collectives.DDAFlat, 512<<10 + 16, "dda_all_reduce_flat", 24},
-		{collectives.DDATree, 8 << 10, llTreeKernel, 2}, {collectives.DDATree, 1 << 20, llTreeKernel, 40},
+		{collectives.DDATree, 8 << 10, llTreeKernel, 1}, {collectives.DDATree, 1 << 20, llTreeKernel, 40},
 		{collectives.DDATree, 1<<20 + 16, "dda_all_reduce_tree", 40},
-	} {
-		kk := collectives.AllReduce.Counts(x.bytes, 2, 0, collectives.Float)
-		if pl, _ := c.makePlan(collectives.AllReduce, x.algo, kk, 4); pl.kernel != x.kernel || pl.blocks != x.blocks {
-			t.Errorf("%s %d bytes: %s x %d blocks, want %s x %d", x.algo, x.bytes, pl.kernel, pl.blocks, x.kernel, x.blocks)
-		}
-	}
+	})
+	// At 2 ranks flat and tree alike take the one-shot: LL to 128 KiB, LL128 (a line of 120 bytes per 8
+	// threads) to the LL size, then the push kernel; every grid bounded by the GPU.
+	dda(2, []ddaCase{
+		{collectives.DDAFlat, 8, llFlatKernel, 1}, {collectives.DDATree, 128 << 10, llFlatKernel, 40},
+		{collectives.DDATree, 128<<10 + 16, ll128Kernel, 18}, {collectives.DDAFlat, 1 << 20, ll128Kernel, 40},
+		{collectives.DDATree, 1<<20 + 16, pushKernel, 40},
+	})
 	c.tuning.LLMax = 0
-	if pl, _ := c.makePlan(collectives.AllReduce, collectives.DDAFlat, collectives.AllReduce.Counts(8, 2, 0, collectives.Float), 4); pl.kernel != "dda_all_reduce_flat" {
-		t.Errorf("RCCLX_TESTS_GPU_LL_BYTES=0: %s", pl.kernel)
-	}
+	dda(2, []ddaCase{{collectives.DDAFlat, 8, pushKernel, 1}})
+	dda(4, []ddaCase{{collectives.DDAFlat, 8, "dda_all_reduce_flat", 1}})
+	c.nranks = 2
 	if _, err := c.makePlan(collectives.AllToAll, collectives.Ring, k, 4); !errors.Is(err, collectives.ErrUnsupported) {
 		t.Errorf("ring alltoall: %v", err)
 	}
@@ -219,7 +232,7 @@ func TestLPRoundsFitTheHalf(t *testing.T) {
 // a share is no block; the other kernels keep the whole share.
 func TestEarlyLaunchCaps(t *testing.T) {
 	p, _ := collectives.PolicyFromEnv(func(string) string { return "" })
-	k := collectives.AllReduce.Counts(512<<10, 2, 0, collectives.Float)
+	k := collectives.AllReduce.Counts(1<<20, 2, 0, collectives.Float) // LL128: 137 blocks before the caps
 	for _, x := range []struct {
 		sms, sharing     []int
 		blockCap, blocks int

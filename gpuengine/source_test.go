@@ -14,7 +14,7 @@ import (
 // Every kernel the engine looks up is defined in the embedded source.
 func TestKernelNamesInSource(t *testing.T) {
 	src := kernels.Source()
-	names := []string{flipKernel, barrierKernel, ceReduceKernel, llFlatKernel, llTreeKernel}
+	names := []string{flipKernel, barrierKernel, ceReduceKernel, llFlatKernel, llTreeKernel, ll128Kernel, pushKernel}
 	for _, byAlgo := range kernelNames {
 		for _, name := range byAlgo {
 			names = append(names, name)
@@ -36,7 +36,7 @@ func TestKernelNamesInSource(t *testing.T) {
 // A kernel that makePlan launches early (DDA's) waits for the kernel ahead before anything else.
 func TestEarlyKernelsWaitFirst(t *testing.T) {
 	src := kernels.Source()
-	names := []string{llFlatKernel, llTreeKernel}
+	names := []string{llFlatKernel, llTreeKernel, ll128Kernel, pushKernel}
 	for _, byAlgo := range kernelNames {
 		for algo, name := range byAlgo {
 			if algo == collectives.DDA || algo == collectives.DDAFlat || algo == collectives.DDATree {
@@ -49,8 +49,8 @@ func TestEarlyKernelsWaitFirst(t *testing.T) {
 			t.Errorf("kernel %s is launched early but does not begin with grid_dep_sync()", name)
 		}
 	}
-	if len(names) < 7 {
-		t.Errorf("%d DDA kernels, want 7", len(names))
+	if len(names) < 9 {
+		t.Errorf("%d DDA kernels, want 9", len(names))
 	}
 }
 
@@ -59,7 +59,7 @@ func TestLayoutMatchesSource(t *testing.T) {
 	src := kernels.Source()
 	for name, want := range map[string]int{
 		"RX_MAXB": maxBlocks, "RX_MAXR": maxBarrierRanks, "RX_NSLOTS": fifoSlots, "RX_SLOT_BYTES": slotBytes,
-		"RX_CTRL_BYTES": ctrlBytes, "RX_ARGS_BYTES": argsBytes, "RX_LL_MAXR": llMaxRanks, "RX_LL_BYTES": llBytes,
+		"RX_CTRL_BYTES": ctrlBytes, "RX_ARGS_BYTES": argsBytes, "RX_LL_MAXR": llMaxRanks, "RX_LL_BYTES": llBytes, "RX_LL128_MAXR": ll128MaxRanks, "RX_LL128_SLOT": ll128Slot,
 	} {
 		m := regexp.MustCompile(`#define ` + name + ` (\d+)`).FindStringSubmatch(src)
 		if m == nil {

@@ -23,13 +23,16 @@ static_assert(sizeof(Args) == RX_ARGS_BYTES, "Args layout");
 #define RX_CTRL_BYTES 131072  // control words at the start of the buffer
 #define RX_LL_MAXR 16         // LL source slots of a half (ll.cu)
 #define RX_LL_BYTES 524288    // the most data of one LL source slot (4 data bytes per 8-byte LL word)
+#define RX_LL128_MAXR 2          // LL128 source slots of a half (ll128.cu: 2 ranks)
+#define RX_LL128_SLOT 2097152    // bytes of one LL128 source slot: 128-byte lines of 120 data bytes
 
 #define RX_OFF_MAILBOX 0                                      // u64[MAXB][MAXR] barrier flags, by source rank
 #define RX_OFF_HEAD (RX_OFF_MAILBOX + RX_MAXB * RX_MAXR * 8)  // u64[MAXB][NSLOTS] ring: message seq, from prev
 #define RX_OFF_TAIL (RX_OFF_HEAD + RX_MAXB * RX_NSLOTS * 8)   // u64[MAXB], 128 B apart: ring: consumed, from next
 #define RX_OFF_PRIV (RX_OFF_TAIL + RX_MAXB * 128)             // u64[4][MAXB]: this rank's own counters
 #define RX_OFF_LL RX_CTRL_BYTES                               // LL words [2 halves][LL_MAXR sources][LL_BYTES/4]
-#define RX_OFF_FIFO (RX_OFF_LL + 2 * RX_LL_MAXR * 2 * RX_LL_BYTES)  // [MAXB][NSLOTS] ring slots
+#define RX_OFF_LL128 (RX_OFF_LL + 2 * RX_LL_MAXR * 2 * RX_LL_BYTES)     // LL128 lines [2 halves][LL128_MAXR][]
+#define RX_OFF_FIFO (RX_OFF_LL128 + 2 * RX_LL128_MAXR * RX_LL128_SLOT)  // [MAXB][NSLOTS] ring slots
 #define RX_OFF_DATA (RX_OFF_FIFO + RX_MAXB * RX_NSLOTS * RX_SLOT_BYTES)  // two halves of Args.half bytes
 static_assert(RX_OFF_PRIV + 4 * RX_MAXB * 8 <= RX_CTRL_BYTES, "control area");
 

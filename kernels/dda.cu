@@ -23,6 +23,24 @@ RX_KERNEL dda_all_reduce_flat(Args a) {
   c.save();
 }
 
+// One-shot all_reduce, push style: every rank stores its input into slot r of every rank's half (its own
+// too, so that every source of the sum shares one alignment), passes the barrier and sums its own slots in rank
+// order. A rank sends (n - 1) times the vector, so only 2 ranks use it (gpuengine plan.go), where the two-shot
+// sends as much and passes one more barrier. The half holds n slots of the vector, RX_VE-aligned.
+RX_KERNEL dda_all_reduce_push(Args a) {
+  grid_dep_sync();  // launched early (gpuengine plan.early)
+  RX_COMM(c, a);
+  const int h = c.next_half();
+  const i64 Cp = roundup(a.count, RX_VE);
+  i64 lo, hi;
+  c.part(a.count, RX_VE, lo, hi);
+  auto slot = [&](int owner, int src) { return (T*)c.data(owner, h) + src * Cp + lo; };
+  RX_FOR_PEERS(c, q) copy_elems(slot(q, c.r), (const T*)a.send + lo, hi - lo);
+  if (!barrier(c, 1)) return;
+  reduce_sources((T*)a.recv + lo, [&](int q) { return (const T*)slot(c.r, q); }, c.n, hi - lo);
+  c.save();
+}
+
 // Two-shot all_reduce (count % n == 0), push style: every cross-GPU access is a store and every load is local.
 // Each rank stores slice q of its input into rank q's reduce-scatter slots (slot r), passes the barrier,
 // reduces its own slice from its own slots in rank order into its output and stores the result into every

@@ -14,7 +14,7 @@ var files embed.FS
 // Files lists the sources in the order they are concatenated.
 var Files = []string{
 	"prelude.cuh", "convert.cuh", "types.cuh", "comm.cuh", "vec.cuh",
-	"barrier.cu", "ring.cu", "dda.cu", "ll.cu", "direct.cu", "hypercube.cu", "lowprec.cu", "copyengine.cu", "util.cu",
+	"barrier.cu", "ring.cu", "dda.cu", "ll.cu", "ll128.cu", "direct.cu", "hypercube.cu", "lowprec.cu", "copyengine.cu", "util.cu",
 }
 
 // Source returns every file of Files, in order, as one translation unit.

@@ -84,9 +84,32 @@ RX_DEV void atomic_add(u64* p, u64 v) { atomicAdd(p, v); }
 #if defined(__HIPCC__)
 RX_DEV float shfl_xor32(float v, int m) { return __shfl_xor(v, m, 32); }
 RX_DEV void warp_sync() { __builtin_amdgcn_wave_barrier(); }
+RX_DEV bool warp_all(bool p) { return __all(p); }  // the whole wavefront: stricter than the group
+typedef u64 rx_u64x2 __attribute__((ext_vector_type(2)));
+RX_DEV void ld_line16(const u64* p, u64& a, u64& b) {
+  rx_u64x2 x = *(const volatile rx_u64x2*)p;
+  a = x[0];
+  b = x[1];
+}
+RX_DEV void st_line16(u64* p, u64 a, u64 b) { *(volatile rx_u64x2*)p = rx_u64x2{a, b}; }
 #else
 RX_DEV float shfl_xor32(float v, int m) { return __shfl_xor_sync(0xffffffffu, v, m); }
 RX_DEV void warp_sync() { __syncwarp(); }
+RX_DEV bool warp_all(bool p) {
+  u32 r;
+  asm volatile("{.reg .pred a, b; setp.ne.u32 a, %1, 0; vote.sync.all.pred b, a, 0xffffffff; selp.u32 %0, 1, 0, b;}"
+               : "=r"(r)
+               : "r"((u32)p));
+  return r != 0;
+}
+// 16-byte volatile accesses for the LL128 protocol (ll128.cu): the 16-byte pieces of one 128-byte line that a
+// warp stores (or loads) in one instruction arrive (are read) together.
+RX_DEV void ld_line16(const u64* p, u64& a, u64& b) {
+  asm volatile("ld.volatile.global.v2.u64 {%0,%1}, [%2];" : "=l"(a), "=l"(b) : "l"(p) : "memory");
+}
+RX_DEV void st_line16(u64* p, u64 a, u64 b) {
+  asm volatile("st.volatile.global.v2.u64 [%0], {%1,%2};" ::"l"(p), "l"(a), "l"(b) : "memory");
+}
 #endif
 
 // A scalar load that bypasses the non-coherent L1 (the scalar twin of ld_cg).

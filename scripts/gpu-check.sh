@@ -181,7 +181,7 @@ step_bins() {
 	local J=$OUT/perf-json
 	rm -rf "$J" && mkdir -p "$J"
 	expect ring 0 bins.log "$P" --engine vendor,gpu "${VG[@]}" -b 8 -e 1G -f 4 -w 5 -n 20 -J "$J/all_reduce.json"
-	expect dda-G 0 bins.log "$P" --engine vendor,gpu --dda -G 20 "${VG[@]}" -b 8 -e 4M -f 4 -w 5 -n 20 -J "$J/all_reduce_dda_G20.json"
+	expect dda-G 0 bins.log "$P" --engine vendor,gpu --dda -G 20 "${VG[@]}" -b 8 -e 4M -f 2 -w 5 -n 20 -J "$J/all_reduce_dda_G20.json"
 	expect lp 0 bins.log "$P" --engine vendor,gpu --lp "${VG[@]}" -b 64M -e 1G -f 2 -w 5 -n 20 -J "$J/all_reduce_lp.json"
 	for b in all_gather_perf reduce_scatter_perf alltoall_perf; do
 		expect "${b%_perf}" 0 bins.log "$BIN/$b" --engine vendor,gpu "${VG[@]}" -b 1M -e 1G -f 32 -w 5 -n 20 -J "$J/${b%_perf}.json"
