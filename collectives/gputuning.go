@@ -14,8 +14,8 @@ import (
 //	RCCLX_TESTS_GPU_CE_BYTES     smallest per-rank buffer that goes through the copy-engine transport
 //	                             (default 8M; "off" never)
 //	RCCLX_TESTS_GPU_CE_CHUNK     the chunk of the pieces a copy-engine receiver reduces or unpacks (default 64M)
-//	RCCLX_TESTS_GPU_LL_BYTES     largest DDA all_reduce that uses the LL kernels (default 1M, within what the
-//	                             LL area holds; 0 never)
+//	RCCLX_TESTS_GPU_LL_BYTES     largest DDA all_reduce that uses the LL or LL128 kernels (default 1M, within
+//	                             what their areas hold; 0 never)
 //	RCCLX_TESTS_GPU_LAUNCHERS    on (default): a thread of its own launches each local rank after the first;
 //	                             off: the harness thread launches every rank
 //

@@ -19,7 +19,8 @@
 #        gate      the README's CI recipe on the vendor engine: two runs of -N 3 back to back pass the gate,
 #                  a third with a planted per-call delay (RCCLX_TESTS_DELAY_US) fails it
 #        multiproc 2 processes x 1 GPU (RANK/WORLD_SIZE/MASTER_ADDR): gpu engine (IPC) and vendor; then rank 1
-#                  killed during a 1 GiB size: rank 0 exits 2 within 3 s, naming it
+#                  killed during a 1 GiB size: rank 0 exits 2 within 3 s, naming it; DDA on the gpu engine
+#                  (-d all, and with -G)
 #        oversub   the users' command at 8 ranks on the GPUs there are (--oversubscribe), DDA on and off
 #        faults    skipped rank -> exit 4 within -T; corrupted element -> exit 7 (gpu and vendor engines)
 #        ncclt     nccl-tests itself next to the vendor engine (scripts/ncclt-compare.sh), when a nccl-tests source
@@ -180,7 +181,7 @@ P="$BIN/all_reduce_perf"
 step_bins() {
 	local J=$OUT/perf-json
 	rm -rf "$J" && mkdir -p "$J"
-	expect ring 0 bins.log "$P" --engine vendor,gpu "${VG[@]}" -b 8 -e 1G -f 4 -w 5 -n 20 -J "$J/all_reduce.json"
+	expect ring 0 bins.log "$P" --engine vendor,gpu "${VG[@]}" -b 8 -e 1G -f 8 -w 5 -n 20 -J "$J/all_reduce.json"
 	expect dda-G 0 bins.log "$P" --engine vendor,gpu --dda -G 20 "${VG[@]}" -b 8 -e 4M -f 2 -w 5 -n 20 -J "$J/all_reduce_dda_G20.json"
 	expect lp 0 bins.log "$P" --engine vendor,gpu --lp "${VG[@]}" -b 64M -e 1G -f 2 -w 5 -n 20 -J "$J/all_reduce_lp.json"
 	for b in all_gather_perf reduce_scatter_perf alltoall_perf; do
@@ -205,9 +206,9 @@ ab_speedup() {
 	note "$name" "$([[ $rows -gt 0 && -z $bad ]] && echo ok || echo FAIL)" "$rows rows, speedup in [$lo, $hi] $log"
 }
 
-# ab_2proc NAME LOG ARGS...: the A/B as 2 processes x 1 GPU (the launcher's variables set by hand); rank 0's
-# output goes to LOG, rank 1's to LOG.1.
-ab_2proc() {
+# two_procs NAME LOG ARGS...: the perf binary as 2 processes x 1 GPU (the launcher's variables set by hand);
+# rank 0's output goes to LOG, rank 1's to LOG.1.
+two_procs() {
 	local name=$1 log=$2 pids=() rc=0
 	shift 2
 	for r in 0 1; do
@@ -228,7 +229,7 @@ step_ab() {
 		ab_speedup ab-ch1-32 ab-ch1-32.log 5 1000
 		expect ab-ch32-1 0 ab-ch32-1.log "$P" "${ch[@]}" "${VG[@]}" --ab NCCL_MAX_NCHANNELS=32,1 -J "$OUT/ab-ch32-1.json"
 		ab_speedup ab-ch32-1 ab-ch32-1.log 0 0.2
-		ab_2proc ab-2p-ch ab-2p-ch.log "${ch[@]}" --ab NCCL_MAX_NCHANNELS=1,32 -J "$OUT/ab-2p-ch.json"
+		two_procs ab-2p-ch ab-2p-ch.log "${ch[@]}" --ab NCCL_MAX_NCHANNELS=1,32 -J "$OUT/ab-2p-ch.json"
 		ab_speedup ab-2p-ch ab-2p-ch.log 5 1000
 	else
 		note ab-ch skip "one GPU: NCCL runs one rank, where channels make no difference"
@@ -240,7 +241,7 @@ step_ab() {
 		ab_speedup "ab-delay-$eng" "ab-delay-$eng.log" 0 0.2
 	done
 	expect ab 0 ab.log "$P" --engine gpu "${GG[@]}" -b 8 -e 32M -f 8 -w 5 -n 20 --ab RCCL_DDA_ENABLE=0,1 -J "$OUT/ab.json"
-	ab_2proc ab-2p-dda ab-2p-dda.log --engine gpu -b 8 -e 32M -f 8 -w 5 -n 20 --ab RCCL_DDA_ENABLE=0,1
+	two_procs ab-2p-dda ab-2p-dda.log --engine gpu -b 8 -e 32M -f 8 -w 5 -n 20 --ab RCCL_DDA_ENABLE=0,1
 	expect ab-unread 0 ab-vendor.log "$P" --engine vendor "${VG[@]}" -b 1M -e 1M -n 5 --ab RCCL_DDA_ENABLE=0,1
 	note ab-warn "$(grep -q '^# WARNING: .* does not contain the name RCCL_DDA_ENABLE' "$OUT/ab-vendor.log" && echo ok ||
 		echo FAIL)" "the library never reads RCCL_DDA_ENABLE: ab-vendor.log"
@@ -267,17 +268,12 @@ step_multiproc() {
 			note mp-vendor skip "one GPU: NCCL refuses two ranks on one GPU"
 			continue
 		fi
-		local pids=()
-		for r in 0 1; do
-			RANK=$r WORLD_SIZE=2 LOCAL_RANK=$r LOCAL_WORLD_SIZE=2 MASTER_ADDR=127.0.0.1 MASTER_PORT=$((29500 + ${#eng})) \
-				timeout -k 10 120 "$P" --engine "$eng" -g 1 -b 8 -e 64M -f 8 -d all -T 60 >"$OUT/mp-$eng-$r.log" 2>&1 &
-			pids+=($!)
-		done
-		local rc=0
-		for p in "${pids[@]}"; do wait "$p" || rc=$?; done
-		note "mp-$eng" "$([[ $rc == 0 ]] && echo ok || echo FAIL)" "rc=$rc mp-$eng-0.log"
+		two_procs "mp-$eng" "mp-$eng.log" --engine "$eng" -b 8 -e 64M -f 8 -d all
 		mp_lost "$eng"
 	done
+	# DDA's kernels over IPC: LL, LL128 and the push one-shot at 2 ranks, graphs included.
+	two_procs mp-gpu-dda mp-gpu-dda.log --engine gpu --dda -d all -b 8 -e 4M -f 2 -w 1 -n 2
+	two_procs mp-gpu-dda-G mp-gpu-dda-G.log --engine gpu --dda -b 8 -e 4M -f 2 -G 5 -w 1 -n 5
 }
 
 # mp_lost ENGINE: rank 1 of a 2-process run killed (kill -9) during its 1 GiB size: rank 0 must exit 2 within 3 s
