@@ -172,7 +172,8 @@ func makeCEPlan(call *collectives.Call, n int, tuning collectives.GPUTuning) *ce
 		}
 	}
 	// Unstaged pieces go whole, and so does all_reduce: on 2 H200s 16, 32 and 64 MiB chunks made it 2-7% slower
-	// at 128 MiB-1 GiB (docs/DESIGN.md).
+	// at 128 MiB-1 GiB, and with the reduction storing into the peer 32-128 MiB chunks 1-4% slower at 1 GiB on
+	// 2 H100s (docs/DESIGN.md).
 	pl.chunk, pl.chunks = ceChunks(longest, size, tuning.CEChunk, pl.staged && !pl.spread)
 	return pl
 }

@@ -105,6 +105,9 @@ func simulate(t *testing.T, call *collectives.Call, pl *cePlan, interleaved bool
 						}
 					}
 					s.mem[ptrAt(call.Recv[l], red.out+e, size)] = acc
+					if pl.storesFar {
+						s.mem[ptrAt(call.Recv[1-l], red.out+e, size)] = acc
+					}
 				}
 				continue
 			}
@@ -134,7 +137,7 @@ func simulate(t *testing.T, call *collectives.Call, pl *cePlan, interleaved bool
 	for l := range n {
 		red := pl.reduce[l]
 		for q := range n {
-			if pl.spread && q != l {
+			if pl.spread && !pl.storesFar && q != l {
 				s.copy(ptrAt(call.Recv[q], red.out, size), ptrAt(call.Recv[l], red.out, size), red.cnt)
 			}
 		}
