@@ -98,9 +98,9 @@ const (
 	llBytesPerBlock    = 4 * blockThreads
 	ll128BytesPerBlock = 120 * blockThreads / 8 // a 128-byte line of 120 data bytes per 8 threads
 	ddaBytesPerBlock   = 16 * blockThreads
-	// ll128From is the largest 2-rank all_reduce that takes LL rather than LL128: at 128 KiB both took 3.15 us
+	// twoRankLLMax is the largest 2-rank all_reduce that takes LL rather than LL128: at 128 KiB both took 3.15 us
 	// on 2 H100s, below it LL was up to 0.4 us faster, above it LL128 (twoRankAllReduce).
-	ll128From = 128 << 10
+	twoRankLLMax = 128 << 10
 )
 
 // bytesPerBlock is the data each block of a kernel should have at least before another block pays off.
@@ -197,12 +197,12 @@ func (c *comm) makePlan(coll *collectives.Collective, algo string, k collectives
 // twoRankAllReduce is the kernel and grid of DDA all_reduce at 2 ranks, flat or tree alike: there the two-shot's
 // reduce-scatter and all-gather send what the one-shot sends and cost one more round trip, and both sum the
 // two inputs in rank order, so the one-shot runs in three protocols by size (2x H100, -G 20): LL up to
-// ll128From, LL128 up to the tuning's LL size (256 KiB-1 MiB: 3.6-6.4 us against the LL two-shot's 4.8-9.3),
+// twoRankLLMax, LL128 up to the tuning's LL size (256 KiB-1 MiB: 3.6-6.4 us against the LL two-shot's 4.8-9.3),
 // then the push one-shot (2-4 MiB: 12.3-19.4 us against the push two-shot's 14.5-22.1). Grids are bounded by
 // the GPU: each LL word or LL128 line has its own wait, and the push kernel's stores are what is in flight.
 func twoRankAllReduce(total, llMax int64, most int) (string, int) {
 	switch {
-	case total <= min(llMax, ll128From):
+	case total <= min(llMax, twoRankLLMax):
 		return llFlatKernel, gridForUnit(total, llBytesPerBlock, most)
 	case total <= min(llMax, ll128Bytes):
 		return ll128Kernel, gridForUnit(total, ll128BytesPerBlock, most)
