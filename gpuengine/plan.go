@@ -197,8 +197,8 @@ func (c *comm) makePlan(coll *collectives.Collective, algo string, k collectives
 // twoRankAllReduce is the kernel and grid of DDA all_reduce at 2 ranks, flat or tree alike: there the two-shot's
 // reduce-scatter and all-gather send what the one-shot sends and cost one more round trip, and both sum the
 // two inputs in rank order, so the one-shot runs in three protocols by size (2x H100, -G 20): LL up to
-// twoRankLLMax, LL128 up to the tuning's LL size (256 KiB-1 MiB: 3.6-6.4 us against the LL two-shot's 4.8-9.3),
-// then the push one-shot (2-4 MiB: 12.3-19.4 us against the push two-shot's 14.5-22.1). Grids are bounded by
+// twoRankLLMax, LL128 up to the tuning's LL size (256 KiB-1 MiB: 3.5-6.5 us against the LL two-shot's 4.8-9.5),
+// then the push one-shot (2-4 MiB: 12.2-19.5 us against the push two-shot's 14.5-22.3). Grids are bounded by
 // the GPU: each LL word or LL128 line has its own wait, and the push kernel's stores are what is in flight.
 func twoRankAllReduce(total, llMax int64, most int) (string, int) {
 	switch {
