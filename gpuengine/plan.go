@@ -165,25 +165,23 @@ func (c *comm) makePlan(coll *collectives.Collective, algo string, k collectives
 			p.steps = bits.Len(uint(n)) - 1
 		}
 	case collectives.LowPrecision:
-		// The codes a half holds (kernels/lowprec.cu): all_reduce a slot per source rank for each of its two
-		// phases, all_gather its own piece, the others a piece per rank.
-		pieces := n
+		// The codes a buffer of the half holds (kernels/lowprec.cu): all_reduce a slot per source rank for each
+		// of its two exchanges, all_gather its own piece, the others a piece per rank. One launch runs every
+		// chunk of the call (Args.x1 the chunk length; all_reduce's chunks cut each rank's slice).
+		pieces, longest := n, k.Param
 		switch coll {
 		case collectives.AllReduce:
-			pieces = 2 * n
+			pieces, longest = 2*n, (k.Param+n-1)/n
 		case collectives.AllGather:
 			pieces = 1
 		}
 		scaled := c.policy.LPMode == collectives.LPModeScaled
-		per := lpRoundLen(c.half, pieces, int64(c.policy.LPBlock), scaled)
+		per := lpRoundLen(lpBuffer(c.half), pieces, int64(c.policy.LPBlock), scaled)
 		if per < 1 {
 			return p, fmt.Errorf("LP block %d does not fit a %d-byte buffer half", c.policy.LPBlock, c.half)
 		}
-		unit := lpUnit(int64(c.policy.LPBlock), scaled)
-		if coll == collectives.AllReduce {
-			p.rounds = sliceRounds(k.Param, n, per, unit)
-		} else {
-			p.rounds = splitRounds(k.Param, per, unit)
+		if longest > 0 {
+			p.rounds = []round{{0, evenRound(longest, per, lpUnit(int64(c.policy.LPBlock), scaled))}}
 		}
 		if scaled {
 			p.kernel += "_scaled" // the entry point of mode scaled (Args.x3 = 1)
@@ -236,22 +234,9 @@ func splitRounds(count, per, unit int64) []round {
 	return out
 }
 
-// sliceRounds covers LP all_reduce's slices [q*count/n, (q+1)*count/n): round i covers elements
-// [i*per, (i+1)*per) of every slice; Args.x1 is that per for every round (the kernel clips each slice), the
-// fewest even rounds covering the longest slice: the kernel spreads x1 elements over its blocks, so a round
-// longer than the slices would leave blocks idle.
-func sliceRounds(count, n, per, unit int64) []round {
-	longest := (count + n - 1) / n
-	if longest == 0 {
-		return nil
-	}
-	per = evenRound(longest, per, unit)
-	var out []round
-	for off := int64(0); off < longest; off += per {
-		out = append(out, round{off, per})
-	}
-	return out
-}
+// lpBuffer is the bytes of each of the two buffers an LP launch splits its half into (LP::sub in
+// kernels/lowprec.cu), 16-byte aligned: chunk k in buffer k % 2, so that a chunk's exchange overlaps the next.
+func lpBuffer(half int64) int64 { return half / 2 / 16 * 16 }
 
 // lpUnit is the granule of LP rounds and block sub-ranges: 16 elements, and whole LP blocks when scaled.
 func lpUnit(block int64, scaled bool) int64 {
@@ -262,16 +247,16 @@ func lpUnit(block int64, scaled bool) int64 {
 	return block * 16 / min(g, 16)
 }
 
-// lpRoundLen is the most elements per piece in one LP round such that pieces codes of that length, and when
-// scaled their fp32 scales (one per block), fit a half: pieces*R (+ 4*pieces*R/block) <= half (R a multiple of
-// the unit); 0 if not even one unit fits.
-func lpRoundLen(half, pieces, block int64, scaled bool) int64 {
+// lpRoundLen is the most elements per piece in one LP chunk such that pieces codes of that length, and when
+// scaled their fp32 scales (one per block), fit a buffer of buf bytes: pieces*R (+ 4*pieces*R/block) <= buf
+// (R a multiple of the unit); 0 if not even one unit fits.
+func lpRoundLen(buf, pieces, block int64, scaled bool) int64 {
 	unit := lpUnit(block, scaled)
 	if !scaled {
-		return half / pieces / unit * unit
+		return buf / pieces / unit * unit
 	}
-	r := half / pieces * block / (block + 4) / unit * unit
-	for r > 0 && pieces*r+4*pieces*((r+block-1)/block) > half {
+	r := buf / pieces * block / (block + 4) / unit * unit
+	for r > 0 && pieces*r+4*pieces*((r+block-1)/block) > buf {
 		r -= unit
 	}
 	return r

@@ -22,18 +22,14 @@ func TestRoundsCoverEveryElementOnce(t *testing.T) {
 			if next != count || int64(len(rounds)) != (count+per-1)/per {
 				t.Errorf("count %d per %d: %d rounds cover %d", count, per, len(rounds), next)
 			}
-			for _, n := range []int64{1, 2, 3, 8} {
-				rounds := sliceRounds(count, n, per, 16)
-				longest := (count + n - 1) / n
-				for i, r := range rounds {
-					// Equal rounds, a multiple of the unit, no longer than per or than the slice needs.
-					if r.len != rounds[0].len || r.len%16 != 0 || r.len > per || r.len >= longest+16 || r.off != int64(i)*r.len {
-						t.Fatalf("count %d n %d per %d: round %d %+v", count, n, per, i, r)
-					}
-				}
-				if int64(len(rounds)) != (longest+per-1)/per || len(rounds) > 0 && int64(len(rounds))*rounds[0].len < longest {
-					t.Errorf("count %d n %d per %d: %d rounds for slices of up to %d", count, n, per, len(rounds), longest)
-				}
+			if count == 0 {
+				continue
+			}
+			// LP's chunks: the fewest that fit per, as even as the unit allows.
+			chunk := evenRound(count, per, 16)
+			chunks := (count + chunk - 1) / chunk
+			if chunk%16 != 0 || chunk > per || chunks != (count+per-1)/per || chunk >= (count+chunks-1)/chunks+16 {
+				t.Errorf("count %d per %d: chunks of %d", count, per, chunk)
 			}
 		}
 	}
@@ -193,9 +189,9 @@ func TestCallPhases(t *testing.T) {
 	}
 }
 
-// LP rounds fit the kernels' layout of a half (kernels/lowprec.cu): all_reduce two slots of codes per rank,
-// all_gather one piece, the others a piece per rank, each at a multiple of the unit, then a scale per LP block
-// of them in mode scaled.
+// LP chunks fit the kernels' layout of a buffer, half a half (kernels/lowprec.cu): all_reduce two slots of
+// codes per rank, all_gather one piece, the others a piece per rank, each at a multiple of the unit, then a
+// scale per LP block of them in mode scaled; the 256 MiB call takes several chunks in its one launch.
 func TestLPRoundsFitTheHalf(t *testing.T) {
 	for _, mode := range []string{collectives.LPModeRCCLX, collectives.LPModeScaled} {
 		p, _ := collectives.PolicyFromEnv(func(k string) string {
@@ -212,15 +208,22 @@ func TestLPRoundsFitTheHalf(t *testing.T) {
 				if err != nil {
 					t.Fatalf("%s %s n %d: %v", mode, coll.Name, n, err)
 				}
-				for _, r := range pl.rounds {
-					codes := slots * ((r.len + unit - 1) / unit * unit)
-					need := codes
-					if scaled {
-						need += 4 * ((codes + int64(p.LPBlock) - 1) / int64(p.LPBlock))
-					}
-					if need > c.half {
-						t.Errorf("%s %s n %d: a round of %d needs %d bytes of a %d-byte half", mode, coll.Name, n, r.len, need, c.half)
-					}
+				longest := k.Param
+				if coll == collectives.AllReduce {
+					longest = (k.Param + int64(n) - 1) / int64(n)
+				}
+				// One launch; its chunks cover the longest piece, and a chunk's codes and scales fit a buffer.
+				if len(pl.rounds) != 1 || pl.rounds[0].off != 0 || pl.launches() != 1 {
+					t.Fatalf("%s %s n %d: rounds %+v", mode, coll.Name, n, pl.rounds)
+				}
+				r := pl.rounds[0]
+				codes := slots * ((r.len + unit - 1) / unit * unit)
+				need := codes
+				if scaled {
+					need += 4 * ((codes + int64(p.LPBlock) - 1) / int64(p.LPBlock))
+				}
+				if need > lpBuffer(c.half) || 2*lpBuffer(c.half) > c.half || r.len%unit != 0 || (longest+r.len-1)/r.len < 2 {
+					t.Errorf("%s %s n %d: chunks of %d need %d bytes of a %d-byte buffer (half %d)", mode, coll.Name, n, r.len, need, lpBuffer(c.half), c.half)
 				}
 			}
 		}

@@ -1,12 +1,12 @@
 // lowprec.cu: RCCLX's low-precision (FP8 E4M3) collectives for float and bfloat16, sum only, DDA-style over
-// the data halves (see dda.cu), in rounds the host launches one after another (Args.x0: the round's first
-// element, x1: its length (a multiple of the unit below), x2: the LP block, x3: the mode, 0 for mode rcclx
-// (lp_*, where the engine passes 0) and 1 for mode scaled (lp_*_scaled, which sets it)).
+// the data halves (see dda.cu). One launch per call runs its chunks as a pipeline (lp_pipeline): Args.x1 is
+// the chunk length (a multiple of the unit below), x2 the LP block, x3 the mode, 0 for mode rcclx (lp_*, where
+// the engine passes 0) and 1 for mode scaled (lp_*_scaled, which sets it).
 //
 // As hostengine's lowprec.go: mode rcclx quantizes with a plain saturating cast to E4M3; mode scaled keeps one
 // fp32 scale per LP block (scale = block amax / 448, or 1 where that is 0; code = E4M3(x / scale); value =
 // decode(code) * scale). Blocks count from the start of each piece (all_reduce: each rank's slice; the others:
-// each per-rank piece), so rounds start at multiples of the block. Ranks exchange codes and scales, dequantize
+// each per-rank piece), so chunks start at multiples of the block. Ranks exchange codes and scales, dequantize
 // and accumulate in fp32 in rank order 0..n-1. all_reduce re-quantizes the reduced slice (new scales) for its
 // gather phase and every rank dequantizes every slice, its own included, so all ranks hold the same bits.
 // reduce_scatter rounds the fp32 sum to T directly; all_gather and alltoall dequantize what they receive.
@@ -14,9 +14,10 @@
 // all_reduce pushes: codes go straight from registers into the half of the rank that sums or decodes them
 // (16-byte stores over the link), a slot per source rank, and its loads of codes are from its own half. The
 // other collectives pull: each rank quantizes into its own half and reads its peers' (pushing measured 5-10%
-// slower for all_gather on 2 H100s, no faster for reduce_scatter). A half holds the codes, then (16-byte
-// aligned) the fp32 scales, scale k for the codes at [k*B, (k+1)*B) of the half (pieces and slots start at
-// multiples of the unit, so no LP block straddles two).
+// slower for all_gather on 2 H100s, no faster for reduce_scatter). The launch's half is split in two buffers
+// (LP::sub, gpuengine's lpBuffer), chunk k in buffer k % 2; a buffer holds the codes, then (16-byte aligned) the fp32 scales, scale j
+// for the codes at [j*B, (j+1)*B) of the buffer (pieces and slots start at multiples of the unit, so no LP
+// block straddles two).
 
 #if RX_OP == RX_SUM && (RX_DTYPE == RX_FLOAT || RX_DTYPE == RX_BFLOAT16)
 
@@ -109,7 +110,9 @@ struct LP {
   i64 B;        // elements per scale
   bool scaled;
   i64 unit;     // slots, pieces and block sub-ranges start at multiples of this (16, and of B when scaled)
-  i64 scaleOff; // bytes from a half's start to its scales
+  i64 scaleOff; // bytes from a buffer's start to its scales
+  i64 sub;      // bytes of each of the half's two buffers, 16-byte aligned
+  i64 sb = 0;   // the present chunk's buffer: its offset in the half
   // Mode scaled in groups: a group lies in one LP block when B is a multiple of 16 (grouped), and the w = B/16
   // lanes of a block combine their maxima when w is a power of two up to 32 (w > 0); otherwise, or for the
   // last partial LP block, a 32-lane group walks each block (per_block).
@@ -118,13 +121,15 @@ struct LP {
 
   RX_DEV LP(Comm& cc, const Args& a) : c(cc), B(a.x2), scaled(a.x3 != 0) {
     h = c.next_half();
+    sub = a.half / 2 / 16 * 16;
     i64 g = B & -B;
     unit = scaled ? B * 16 / (g < 16 ? g : 16) : 16;
     grouped = !scaled || B % 16 == 0;
     w = !scaled ? 1 : (grouped && B <= 512 && g == B ? (int)(B / 16) : 0);
   }
-  RX_DEV u8* codes(int owner) const { return c.data(owner, h); }
-  RX_DEV float* scales(int owner) const { return (float*)(c.data(owner, h) + scaleOff); }
+  RX_DEV void at(i64 chunk) { sb = (chunk & 1) * sub; }
+  RX_DEV u8* codes(int owner) const { return c.data(owner, h) + sb; }
+  RX_DEV float* scales(int owner) const { return (float*)(c.data(owner, h) + sb + scaleOff); }
   // f(o) for every rank o whose half takes a piece: rank to, or every peer (RX_LP_PEERS).
   template <class F>
   RX_DEV void each(int to, F f) const {
@@ -380,70 +385,119 @@ struct LP {
 
 RX_DEV i64 clip(i64 hi, i64 len) { return hi < len ? hi : len; }
 
-// all_reduce round: rank q's slice is [q*count/n, (q+1)*count/n) (as hostengine), and a round covers
-// elements [x0, x0+x1) of every slice. A half holds 2n slots of x1 codes: slot q, rank q's codes of this
-// rank's slice (reduce-scatter), and slot n + q, rank q's reduced slice (all-gather).
+// A call's chunks run as a pipeline of stages: step s runs stage j on chunk s - j (lp_chunk), the oldest
+// chunk's stage first, then a barrier (lp_step_end; none after the last step). What stage j of chunk k writes
+// (step k + j) stage j + 1 reads one barrier later, and stage j of chunk k + 2, the next to write that buffer's
+// area, comes after the barrier that ends that step. One barrier a step rather than one a stage, no launch
+// between chunks, and the stages' different traffic (the input from HBM, codes over the link, stores to HBM)
+// overlaps across a block's warps. The loops are written out in each kernel: the same pipeline as a template
+// calling one lambda for every stage ran float all_reduce and all_gather 2.5-3.4x slower on 2 H100s.
+RX_DEV i64 lp_chunk(i64 s, int stage, i64 chunks) {
+  const i64 k = s - stage;
+  return k >= 0 && k < chunks ? k : -1;
+}
+RX_DEV bool lp_step_end(Comm& c, i64 s, i64 steps) {
+  return s + 1 == steps || barrier(c, (int)(s < 0xfffe ? s + 1 : 0xffff));
+}
+
+// all_reduce: rank q's slice is [q*count/n, (q+1)*count/n) (as hostengine), and chunk k covers elements
+// [k*x1, (k+1)*x1) of every slice. A buffer holds 2n slots of x1 codes: slot q, rank q's codes of this rank's
+// slice (reduce-scatter), and slot n + q, rank q's reduced slice (all-gather). Stages: 0 quantizes every slice
+// into its owner's slot, 1 sums and re-quantizes the own slice into every rank's slot, 2 dequantizes the
+// peers' slices.
 RX_DEV void lp_all_reduce_body(Args a) {
   RX_COMM(c, a);
   LP lp(c, a);
-  const i64 R = a.x1;
+  const i64 R = a.x1, chunks = cdiv(cdiv(a.count, c.n), R), steps = chunks + 2;
   lp.scaleOff = 2 * c.n * R;
   i64 lo, hi;
   c.part(R, lp.unit, lo, hi);
-  auto first = [&](int q) { return q * a.count / c.n + a.x0; };  // the round's first element of slice q
-  auto end = [&](int q) { return clip(hi, (q + 1) * a.count / c.n - first(q)); };
-  RX_FOR_PEERS(c, q) lp.quantize(q, c.r * R, (const T*)a.send + first(q), lo, end(q));
-  if (!barrier(c, 1)) return;
-  lp.requantize((T*)a.recv + first(c.r), R, 0, (c.n + c.r) * R, lo, end(c.r));
-  if (!barrier(c, 2)) return;
-  RX_FOR_PEERS(c, q) if (q != c.r) lp.dequantize((T*)a.recv + first(q), c.r, (c.n + q) * R, lo, end(q));
+  auto first = [&](int q, i64 k) { return q * a.count / c.n + k * R; };  // chunk k's first element of slice q
+  auto end = [&](int q, i64 k) { return clip(hi, (q + 1) * a.count / c.n - first(q, k)); };
+  for (i64 s = 0; s < steps; s++) {
+    i64 k = lp_chunk(s, 2, chunks);
+    if (k >= 0) {
+      lp.at(k);
+      RX_FOR_PEERS(c, q) if (q != c.r) lp.dequantize((T*)a.recv + first(q, k), c.r, (c.n + q) * R, lo, end(q, k));
+    }
+    if ((k = lp_chunk(s, 1, chunks)) >= 0) {
+      lp.at(k);
+      lp.requantize((T*)a.recv + first(c.r, k), R, 0, (c.n + c.r) * R, lo, end(c.r, k));
+    }
+    if ((k = lp_chunk(s, 0, chunks)) >= 0) {
+      lp.at(k);
+      RX_FOR_PEERS(c, q) lp.quantize(q, c.r * R, (const T*)a.send + first(q, k), lo, end(q, k));
+    }
+    if (!lp_step_end(c, s, steps)) return;
+  }
   c.save();
 }
 
-// The first phase of reduce_scatter and alltoall rounds: the codes of every piece q of this rank's input at
-// q * cp of its own half (this block's [lo, hi) of the round), then the barrier (false: it gave up).
-RX_DEV bool stage_codes(LP& lp, const Args& a, i64 cp, i64 lo, i64 hi) {
-  for (int q = 0; q < lp.c.n; q++) lp.quantize(lp.c.r, q * cp, (const T*)a.send + q * a.count + a.x0, lo, hi);
-  return barrier(lp.c, 1);
+// The other collectives cut each per-rank piece into chunks of x1 elements, chunk k at k*x1 (the last one
+// shorter), in two stages: 0 writes this rank's codes into its own buffer, 1 reads its peers'. lp_piece moves
+// lp to chunk k of stage j at step s, if any: its first element x0 and this block's sub-range [lo, hi) of it.
+RX_DEV bool lp_piece(LP& lp, const Args& a, i64 s, int stage, i64& x0, i64& lo, i64& hi) {
+  const i64 k = lp_chunk(s, stage, cdiv(a.count, a.x1));
+  if (k < 0) return false;
+  lp.at(k);
+  x0 = k * a.x1;
+  lp.c.part(clip(a.x1, a.count - x0), lp.unit, lo, hi);
+  return true;
+}
+RX_DEV i64 lp_piece_steps(const Args& a) { return cdiv(a.count, a.x1) + 1; }
+
+// The codes of every piece q of this rank's input at q * cp of its own buffer (cp: the chunk length rounded up
+// to the unit), for this block's [lo, hi) of the chunk at x0.
+RX_DEV void stage_codes(LP& lp, const Args& a, i64 cp, i64 x0, i64 lo, i64 hi) {
+  for (int q = 0; q < lp.c.n; q++) lp.quantize(lp.c.r, q * cp, (const T*)a.send + q * a.count + x0, lo, hi);
 }
 
-// reduce_scatter round: the codes of piece q sit at q * roundup(len, unit); rank r sums piece r of every rank.
+// reduce_scatter: the codes of piece q sit at q * cp; rank r sums piece r of every rank.
 RX_DEV void lp_reduce_scatter_body(Args a) {
   RX_COMM(c, a);
   LP lp(c, a);
-  const i64 len = a.x1, cp = roundup(len, lp.unit);
+  const i64 cp = roundup(a.x1, lp.unit), steps = lp_piece_steps(a);
   lp.scaleOff = c.n * cp;
-  i64 lo, hi;
-  c.part(len, lp.unit, lo, hi);
-  if (!stage_codes(lp, a, cp, lo, hi)) return;
-  lp.reduce((T*)a.recv + a.x0, 0, c.r * cp, lo, hi);
+  for (i64 s = 0; s < steps; s++) {
+    i64 x0, lo, hi;
+    if (lp_piece(lp, a, s, 1, x0, lo, hi)) lp.reduce((T*)a.recv + x0, 0, c.r * cp, lo, hi);
+    if (lp_piece(lp, a, s, 0, x0, lo, hi)) stage_codes(lp, a, cp, x0, lo, hi);
+    if (!lp_step_end(c, s, steps)) return;
+  }
   c.save();
 }
 
-// all_gather round: each rank's codes of its own piece.
+// all_gather: each rank's codes of its own piece.
 RX_DEV void lp_all_gather_body(Args a) {
   RX_COMM(c, a);
   LP lp(c, a);
-  const i64 len = a.x1;
-  lp.scaleOff = roundup(len, 16);
-  i64 lo, hi;
-  c.part(len, lp.unit, lo, hi);
-  lp.quantize(c.r, 0, (const T*)a.send + a.x0, lo, hi);
-  if (!barrier(c, 1)) return;
-  RX_FOR_PEERS(c, q) lp.dequantize((T*)a.recv + q * a.count + a.x0, q, 0, lo, hi);
+  const i64 steps = lp_piece_steps(a);
+  lp.scaleOff = roundup(a.x1, 16);
+  for (i64 s = 0; s < steps; s++) {
+    i64 x0, lo, hi;
+    if (lp_piece(lp, a, s, 1, x0, lo, hi)) {
+      RX_FOR_PEERS(c, q) lp.dequantize((T*)a.recv + q * a.count + x0, q, 0, lo, hi);
+    }
+    if (lp_piece(lp, a, s, 0, x0, lo, hi)) lp.quantize(c.r, 0, (const T*)a.send + x0, lo, hi);
+    if (!lp_step_end(c, s, steps)) return;
+  }
   c.save();
 }
 
-// alltoall round: as reduce_scatter's layout; rank r dequantizes piece r of every rank.
+// alltoall: as reduce_scatter's layout; rank r dequantizes piece r of every rank.
 RX_DEV void lp_alltoall_body(Args a) {
   RX_COMM(c, a);
   LP lp(c, a);
-  const i64 len = a.x1, cp = roundup(len, lp.unit);
+  const i64 cp = roundup(a.x1, lp.unit), steps = lp_piece_steps(a);
   lp.scaleOff = c.n * cp;
-  i64 lo, hi;
-  c.part(len, lp.unit, lo, hi);
-  if (!stage_codes(lp, a, cp, lo, hi)) return;
-  RX_FOR_PEERS(c, q) lp.dequantize((T*)a.recv + q * a.count + a.x0, q, c.r * cp, lo, hi);
+  for (i64 s = 0; s < steps; s++) {
+    i64 x0, lo, hi;
+    if (lp_piece(lp, a, s, 1, x0, lo, hi)) {
+      RX_FOR_PEERS(c, q) lp.dequantize((T*)a.recv + q * a.count + x0, q, c.r * cp, lo, hi);
+    }
+    if (lp_piece(lp, a, s, 0, x0, lo, hi)) stage_codes(lp, a, cp, x0, lo, hi);
+    if (!lp_step_end(c, s, steps)) return;
+  }
   c.save();
 }
 
