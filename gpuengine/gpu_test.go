@@ -384,7 +384,7 @@ func buildCallCounts(s callSpec, n int) *collectives.Call {
 	return call
 }
 
-// Back-to-back calls of every kernel family (LL, DDA, LP in several rounds, ring), launched with no wait in
+// Back-to-back calls of every kernel family (LL, DDA, LP in several chunks, ring), launched with no wait in
 // between and then replayed in a graph: each launch takes its data half and counters from the one before,
 // whatever kernel that was, so every output must validate as when each call waits for the last.
 func TestGPUBackToBack(t *testing.T) {

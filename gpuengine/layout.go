@@ -48,7 +48,7 @@ type kernelArgs struct {
 
 // halfBytes is the size of one data half: twice the DDA send buffer (RCCL_DDA_SENDBUF_BYTES), since the tree
 // keeps a reduce-scatter and an all-gather copy of the vector (n slices each, every one padded to 16 bytes:
-// the extra page), at least minHalf so that LP and direct alltoall rounds stay large; in whole pages.
+// the extra page), at least minHalf so that LP chunks and direct alltoall rounds stay large; in whole pages.
 func halfBytes(sendBuf int64) int64 {
 	return (2*max(sendBuf, minHalf) + 4096 + 4095) / 4096 * 4096
 }

@@ -176,9 +176,9 @@ func (c *comm) makePlan(coll *collectives.Collective, algo string, k collectives
 			pieces = 1
 		}
 		scaled := c.policy.LPMode == collectives.LPModeScaled
-		per := lpRoundLen(lpBuffer(c.half), pieces, int64(c.policy.LPBlock), scaled)
+		per := lpChunkLen(lpBuffer(c.half), pieces, int64(c.policy.LPBlock), scaled)
 		if per < 1 {
-			return p, fmt.Errorf("LP block %d does not fit a %d-byte buffer half", c.policy.LPBlock, c.half)
+			return p, fmt.Errorf("LP block %d does not fit a %d-byte LP buffer", c.policy.LPBlock, lpBuffer(c.half))
 		}
 		if longest > 0 {
 			p.rounds = []round{{0, evenRound(longest, per, lpUnit(int64(c.policy.LPBlock), scaled))}}
@@ -211,9 +211,10 @@ func twoRankAllReduce(total, llMax int64, most int) (string, int) {
 // vecElems is the number of elements in 16 bytes (RX_VE).
 func vecElems(size int) int64 { return int64(max(16/size, 1)) }
 
-// evenRound is the length of each of the fewest rounds of at most per elements (a multiple of unit) that cover
-// count: as even as unit allows, since every round costs a launch and barriers whatever its length (a last
-// round of a few elements cost LP all_reduce a third of its bandwidth at 256 MiB).
+// evenRound is the length of each of the fewest rounds (or LP chunks) of at most per elements (a multiple of
+// unit) that cover count: as even as unit allows, since every round costs a launch and barriers, and every
+// chunk a barrier, whatever its length (a last round of a few elements once cost LP all_reduce a third of its
+// bandwidth at 256 MiB).
 func evenRound(count, per, unit int64) int64 {
 	rounds := (count + per - 1) / per
 	each := (count + rounds - 1) / rounds
@@ -238,7 +239,7 @@ func splitRounds(count, per, unit int64) []round {
 // kernels/lowprec.cu), 16-byte aligned: chunk k in buffer k % 2, so that a chunk's exchange overlaps the next.
 func lpBuffer(half int64) int64 { return half / 2 / 16 * 16 }
 
-// lpUnit is the granule of LP rounds and block sub-ranges: 16 elements, and whole LP blocks when scaled.
+// lpUnit is the granule of LP chunks and block sub-ranges: 16 elements, and whole LP blocks when scaled.
 func lpUnit(block int64, scaled bool) int64 {
 	if !scaled {
 		return 16
@@ -247,10 +248,10 @@ func lpUnit(block int64, scaled bool) int64 {
 	return block * 16 / min(g, 16)
 }
 
-// lpRoundLen is the most elements per piece in one LP chunk such that pieces codes of that length, and when
+// lpChunkLen is the most elements per piece in one LP chunk such that pieces codes of that length, and when
 // scaled their fp32 scales (one per block), fit a buffer of buf bytes: pieces*R (+ 4*pieces*R/block) <= buf
 // (R a multiple of the unit); 0 if not even one unit fits.
-func lpRoundLen(buf, pieces, block int64, scaled bool) int64 {
+func lpChunkLen(buf, pieces, block int64, scaled bool) int64 {
 	unit := lpUnit(block, scaled)
 	if !scaled {
 		return buf / pieces / unit * unit

@@ -40,7 +40,7 @@ func TestLPRoundFitsHalf(t *testing.T) {
 		for _, pieces := range []int64{1, 2, 3, 8, 64} {
 			for _, block := range []int64{1, 16, 96, 128, 1000} {
 				for _, scaled := range []bool{false, true} {
-					r := lpRoundLen(half, pieces, block, scaled)
+					r := lpChunkLen(half, pieces, block, scaled)
 					unit := lpUnit(block, scaled)
 					if r < unit || r%unit != 0 || r%16 != 0 || (scaled && r%block != 0) {
 						t.Errorf("half %d pieces %d block %d scaled %v: round %d (unit %d)", half, pieces, block, scaled, r, unit)
