@@ -1,5 +1,5 @@
 // lowprec.cu: RCCLX's low-precision (FP8 E4M3) collectives for float and bfloat16, sum only, DDA-style over
-// the data halves (see dda.cu). One launch per call runs its chunks as a pipeline (lp_pipeline): Args.x1 is
+// the data halves (see dda.cu). One launch per call runs its chunks as a pipeline (lp_chunk): Args.x1 is
 // the chunk length (a multiple of the unit below), x2 the LP block, x3 the mode, 0 for mode rcclx (lp_*, where
 // the engine passes 0) and 1 for mode scaled (lp_*_scaled, which sets it).
 //
@@ -15,9 +15,9 @@
 // (16-byte stores over the link), a slot per source rank, and its loads of codes are from its own half. The
 // other collectives pull: each rank quantizes into its own half and reads its peers' (pushing measured 5-10%
 // slower for all_gather on 2 H100s, no faster for reduce_scatter). The launch's half is split in two buffers
-// (LP::sub, gpuengine's lpBuffer), chunk k in buffer k % 2; a buffer holds the codes, then (16-byte aligned) the fp32 scales, scale j
-// for the codes at [j*B, (j+1)*B) of the buffer (pieces and slots start at multiples of the unit, so no LP
-// block straddles two).
+// (LP::sub, gpuengine's lpBuffer), chunk k in buffer k % 2; a buffer holds the codes, then (16-byte aligned)
+// the fp32 scales, scale j for the codes at [j*B, (j+1)*B) of the buffer (pieces and slots start at multiples
+// of the unit, so no LP block straddles two).
 
 #if RX_OP == RX_SUM && (RX_DTYPE == RX_FLOAT || RX_DTYPE == RX_BFLOAT16)
 
