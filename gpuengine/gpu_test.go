@@ -133,7 +133,9 @@ func opsFor(coll *collectives.Collective, ops []collectives.Op, n int, dt collec
 	return ops
 }
 
-// 64 MiB float sums through every algorithm (ring with and without the copy engines), several rounds where the algorithm has rounds (4 MiB halves).
+// 64 MiB float sums through every algorithm (ring with and without the copy engines), several rounds where the
+// algorithm has rounds (4 MiB halves); LP also in bfloat16, at 2 ranks in enough chunks for every LP kernel to
+// split its warps by stage.
 func TestGPULarge(t *testing.T) {
 	onGPU(t)
 	compileAll(t)
@@ -145,12 +147,18 @@ func TestGPULarge(t *testing.T) {
 	for _, n := range []int{2, 8} {
 		for _, env := range []map[string]string{small, merge(ceOffEnv, small), tree, merge(lpEnv, small), merge(scaledEnv, small)} {
 			gpu, host := open(t, New(), n, env, 0), newHost(t, n, env)
+			types := []collectives.DType{collectives.Float}
+			if env["RCCL_LOW_PRECISION_ENABLE"] != "" { // bfloat16's LP loops differ from float's
+				types = lpTypes
+			}
 			for _, coll := range allColls {
-				s := callSpec{coll, collectives.Float, collectives.Sum, 64 << 20, n == 8, 0, 0}
-				in := exactInputs(s, n, seed)
-				out, algo := run(t, gpu, s, in)
-				check(t, s, n, seed, algo, out)
-				sameAsHost(t, host, s, in, out, algo)
+				for _, dt := range types {
+					s := callSpec{coll, dt, collectives.Sum, 64 << 20, n == 8, 0, 0}
+					in := exactInputs(s, n, seed)
+					out, algo := run(t, gpu, s, in)
+					check(t, s, n, seed, algo, out)
+					sameAsHost(t, host, s, in, out, algo)
+				}
 			}
 		}
 	}

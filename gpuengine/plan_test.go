@@ -222,8 +222,42 @@ func TestLPRoundsFitTheHalf(t *testing.T) {
 				if scaled {
 					need += 4 * ((codes + int64(p.LPBlock) - 1) / int64(p.LPBlock))
 				}
-				if need > lpBuffer(c.half) || 2*lpBuffer(c.half) > c.half || r.len%unit != 0 || (longest+r.len-1)/r.len < 2 {
+				chunks := (longest + r.len - 1) / r.len
+				if need > lpBuffer(c.half) || 2*lpBuffer(c.half) > c.half || r.len%unit != 0 || chunks < 2 {
 					t.Errorf("%s %s n %d: chunks of %d need %d bytes of a %d-byte buffer (half %d)", mode, coll.Name, n, r.len, need, lpBuffer(c.half), c.half)
+				}
+				// all_gather and alltoall are cut into enough chunks for the kernel to split its warps; the
+				// others take the fewest chunks a buffer allows.
+				cut := coll == collectives.AllGather || coll == collectives.AllToAll
+				if cut && longest >= lpSplitChunks*lpMinChunk && chunks < lpSplitChunks {
+					t.Errorf("%s %s n %d: %d elements in %d chunks: too few for the kernel to split its warps", mode, coll.Name, n, longest, chunks)
+				}
+				if fewest := evenRound(longest, lpChunkLen(lpBuffer(c.half), slots, int64(p.LPBlock), scaled), unit); !cut && r.len != fewest {
+					t.Errorf("%s %s n %d: chunks of %d, not the buffer's %d", mode, coll.Name, n, r.len, fewest)
+				}
+			}
+		}
+	}
+}
+
+// A call of at least lpSplitChunks chunks of lpMinChunk elements is cut into at least that many, each a
+// multiple of the unit within what a buffer holds; a smaller call, or one a buffer already cuts finer, keeps
+// the buffer's length.
+func TestLPSplitLen(t *testing.T) {
+	for _, longest := range []int64{1, lpMinChunk, lpSplitChunks*lpMinChunk - 1, lpSplitChunks * lpMinChunk,
+		lpSplitChunks*lpMinChunk + 17, 5 << 20, 32 << 20, 1 << 30} {
+		for _, per := range []int64{16 << 10, 1 << 20, 8 << 20, 32 << 20} {
+			for _, unit := range []int64{16, 1600} {
+				got := lpSplitLen(longest, per, unit)
+				chunks := (longest + got - 1) / got
+				split := longest >= lpSplitChunks*lpMinChunk
+				switch {
+				case got > per:
+					t.Errorf("longest %d per %d unit %d: chunks of %d exceed the buffer", longest, per, unit, got)
+				case split && chunks < lpSplitChunks:
+					t.Errorf("longest %d per %d unit %d: %d chunks of %d", longest, per, unit, chunks, got)
+				case got != per && (!split || (longest+per-1)/per >= lpSplitChunks || got%unit != 0):
+					t.Errorf("longest %d per %d unit %d: %d, not the buffer's %d", longest, per, unit, got, per)
 				}
 			}
 		}

@@ -60,6 +60,7 @@ func TestLayoutMatchesSource(t *testing.T) {
 	for name, want := range map[string]int{
 		"RX_MAXB": maxBlocks, "RX_MAXR": maxBarrierRanks, "RX_NSLOTS": fifoSlots, "RX_SLOT_BYTES": slotBytes,
 		"RX_CTRL_BYTES": ctrlBytes, "RX_ARGS_BYTES": argsBytes, "RX_LL_MAXR": llMaxRanks, "RX_LL_BYTES": llBytes, "RX_LL128_MAXR": ll128MaxRanks, "RX_LL128_SLOT": ll128Slot,
+		"RX_LP_SPLIT_CHUNKS": lpSplitChunks,
 	} {
 		m := regexp.MustCompile(`#define ` + name + ` (\d+)`).FindStringSubmatch(src)
 		if m == nil {

@@ -17,7 +17,8 @@
 // slower for all_gather on 2 H100s, no faster for reduce_scatter). The launch's half is split in two buffers
 // (LP::sub, gpuengine's lpBuffer), chunk k in buffer k % 2; a buffer holds the codes, then (16-byte aligned)
 // the fp32 scales, scale j for the codes at [j*B, (j+1)*B) of the buffer (pieces and slots start at multiples
-// of the unit, so no LP block straddles two).
+// of the unit, so no LP block straddles two). A call of several chunks gives each stage warps of its own
+// (lp_split).
 
 #if RX_OP == RX_SUM && (RX_DTYPE == RX_FLOAT || RX_DTYPE == RX_BFLOAT16)
 
@@ -96,11 +97,11 @@ RX_DEV void decode16(V16 v, float* f) {
   }
 }
 
-// The element loops below take 16-element groups (a 16-byte vector of codes), one per thread per step. Every
-// lane of a warp runs the same steps (groups past the end are marked off), so the lanes of one LP block can
-// combine their maxima with shuffles. (Four groups per thread per step in every loop, their loads issued
-// together, measured slower on H100: 128 registers with spills.)
-#define RX_LP_GROUPS(full, g) for (i64 g = threadIdx.x; g - (threadIdx.x & 31) < (full); g += blockDim.x)
+// The element loops below take 16-element groups (a 16-byte vector of codes), one per thread of the stage's
+// crew (LP::tid, nt) per step. Every lane of a warp runs the same steps (groups past the end are marked off),
+// so the lanes of one LP block can combine their maxima with shuffles. (Four groups per thread per step in
+// every loop, their loads issued together, measured slower on H100: 128 registers with spills.)
+#define RX_LP_GROUPS(full, g) for (i64 g = tid; g - (tid & 31) < (full); g += nt)
 
 #define RX_LP_PEERS (-1)  // LP::each: every peer's half
 
@@ -118,6 +119,9 @@ struct LP {
   // last partial LP block, a 32-lane group walks each block (per_block).
   bool grouped;
   int w;
+  // The threads that run this thread's stages (crew): this thread's index among them and their number, a
+  // multiple of 32 (the element loops stride by it).
+  int tid = (int)threadIdx.x, nt = (int)blockDim.x;
 
   RX_DEV LP(Comm& cc, const Args& a) : c(cc), B(a.x2), scaled(a.x3 != 0) {
     h = c.next_half();
@@ -128,6 +132,17 @@ struct LP {
     w = !scaled ? 1 : (grouped && B <= 512 && g == B ? (int)(B / 16) : 0);
   }
   RX_DEV void at(i64 chunk) { sb = (chunk & 1) * sub; }
+  // Splits the block's warps between the stages, stage j taking warps[j] of them (the last stage the rest),
+  // and makes this thread one of its stage's crew; returns that stage.
+  RX_DEV int crew(const int* warps, int stages) {
+    const int warp = (int)(threadIdx.x >> 5), all = (int)(blockDim.x >> 5);
+    int first = 0, j = 0;
+    for (; j < stages - 1 && warp >= first + warps[j]; j++) first += warps[j];
+    const int count = j < stages - 1 ? warps[j] : all - first;
+    tid = (int)threadIdx.x - 32 * first;
+    nt = 32 * count;
+    return j;
+  }
   RX_DEV u8* codes(int owner) const { return c.data(owner, h) + sb; }
   RX_DEV float* scales(int owner) const { return (float*)(c.data(owner, h) + sb + scaleOff); }
   // f(o) for every rank o whose half takes a piece: rank to, or every peer (RX_LP_PEERS).
@@ -242,17 +257,17 @@ struct LP {
   static constexpr int U = sizeof(T) == 2 ? 4 : 1;
   template <bool S>
   RX_DEV void dequantize_groups(T* dst, int owner, i64 at, i64 lo, i64 full) const {
-    for (i64 g0 = threadIdx.x; g0 - (threadIdx.x & 31) < full; g0 += U * blockDim.x) {
+    for (i64 g0 = tid; g0 - (tid & 31) < full; g0 += U * nt) {
       V16 v[U];
       float s[U];
 #pragma unroll
       for (int u = 0; u < U; u++) {
-        const i64 g = g0 + u * blockDim.x;
+        const i64 g = g0 + u * nt;
         if (g < full) load_codes<S>(owner, at + lo + 16 * g, v[u], s[u]);
       }
 #pragma unroll
       for (int u = 0; u < U; u++) {
-        const i64 g = g0 + u * blockDim.x;
+        const i64 g = g0 + u * nt;
         if (g < full) {
           float f[16];
           decode_scaled<S>(v[u], s[u], f);
@@ -291,7 +306,7 @@ struct LP {
   RX_DEV static int lane() { return (int)(threadIdx.x & 31); }
   template <class F>
   RX_DEV void per_block(i64 lo, i64 hi, F f) const {
-    const i64 group = threadIdx.x >> 5, groups = blockDim.x >> 5;
+    const i64 group = tid >> 5, groups = nt >> 5;
     for (i64 s0 = lo + group * B; s0 < hi; s0 += groups * B) f(s0, s0 + B < hi ? s0 + B : hi);
   }
   // The scale of the LP block [s0, s1) of values x(i): its largest magnitude maps to 448. Max is exact, so the
@@ -325,7 +340,7 @@ struct LP {
       });
       return;
     }
-    for (i64 i = lo + threadIdx.x; i < hi; i += blockDim.x) {
+    for (i64 i = lo + tid; i < hi; i += nt) {
       const u8 code = f32_to_e4m3(x(i));
       each(to, [&](int o) { codes(o)[at + i] = code; });
       own(i, code, 1.0f);
@@ -352,7 +367,7 @@ struct LP {
     } else {
       dequantize_groups<false>(dst, owner, at, lo, full);
     }
-    for (i64 i = lo + 16 * full + threadIdx.x; i < hi; i += blockDim.x) dst[i] = from_acc(value(owner, at + i));
+    for (i64 i = lo + 16 * full + tid; i < hi; i += nt) dst[i] = from_acc(value(owner, at + i));
   }
 
   // dst[i] = T(the fp32 sum over the sources of the values at at + i), i in [lo, hi).
@@ -363,7 +378,7 @@ struct LP {
     } else {
       reduce_groups<false>(dst, stride, at, lo, full);
     }
-    for (i64 i = lo + 16 * full + threadIdx.x; i < hi; i += blockDim.x) dst[i] = from_acc(sum(stride, at + i));
+    for (i64 i = lo + 16 * full + tid; i < hi; i += nt) dst[i] = from_acc(sum(stride, at + i));
   }
 
   // The same sums re-quantized (new scales): the codes go to offset ag + i of every peer's half, and own[i]
@@ -390,11 +405,32 @@ RX_DEV i64 clip(i64 hi, i64 len) { return hi < len ? hi : len; }
 // (step k + j) stage j + 1 reads one barrier later, and stage j of chunk k + 2, the next to write that buffer's
 // area, comes after the barrier that ends that step. One barrier a step rather than one a stage, no launch
 // between chunks, and the stages' different traffic (the input from HBM, codes over the link, stores to HBM)
-// overlaps across a block's warps. The loops are written out in each kernel: the same pipeline as a template
-// calling one lambda for every stage ran float all_reduce and all_gather 2.5-3.4x slower on 2 H100s.
+// overlaps across a block's warps, the more so when each stage has warps of its own (lp_split). The loops are
+// written out in each kernel: the same pipeline as a template calling one lambda for every stage ran float
+// all_reduce and all_gather 2.5-3.4x slower on 2 H100s.
 RX_DEV i64 lp_chunk(i64 s, int stage, i64 chunks) {
   const i64 k = s - stage;
   return k >= 0 && k < chunks ? k : -1;
+}
+// A call of at least `least` chunks splits the block's warps between the stages, stage j taking a share
+// weight[j] / (sum of weights), so that the stages run side by side rather than one after another in each
+// step; a call of fewer chunks, where a split leaves warps idle in more of its steps, runs every stage on every
+// warp. lp_split returns the stage this thread runs, or -1 for every stage. The thresholds and weights are
+// what measured fastest on 2 ranks (2x H200, 32 MiB..1 GiB; docs/PERFORMANCE.md): all_reduce splits from
+// 2 * RX_LP_SPLIT_CHUNKS chunks, the others from RX_LP_SPLIT_CHUNKS (gpuengine cuts a large all_gather or
+// alltoall into that many).
+#define RX_LP_SPLIT_CHUNKS 4
+RX_DEV int lp_split(LP& lp, i64 chunks, i64 least, const int* weight, int stages) {
+  if (chunks < least) return -1;
+  const int all = (int)(blockDim.x >> 5);
+  int warps[3], sum = 0, first = 0;
+  for (int j = 0; j < stages; j++) sum += weight[j];
+  for (int j = 0; j < stages - 1; j++) {
+    warps[j] = clamp0((all * weight[j] + sum / 2) / sum, all - first - (stages - 1 - j));
+    if (warps[j] < 1) warps[j] = 1;
+    first += warps[j];
+  }
+  return lp.crew(warps, stages);
 }
 RX_DEV bool lp_step_end(Comm& c, i64 s, i64 steps) {
   return s + 1 == steps || barrier(c, (int)(s < 0xfffe ? s + 1 : 0xffff));
@@ -414,17 +450,19 @@ RX_DEV void lp_all_reduce_body(Args a) {
   c.part(R, lp.unit, lo, hi);
   auto first = [&](int q, i64 k) { return q * a.count / c.n + k * R; };  // chunk k's first element of slice q
   auto end = [&](int q, i64 k) { return clip(hi, (q + 1) * a.count / c.n - first(q, k)); };
+  const int weight[3] = {3, 3, 2};
+  const int mine = lp_split(lp, chunks, 2 * RX_LP_SPLIT_CHUNKS, weight, 3);
   for (i64 s = 0; s < steps; s++) {
-    i64 k = lp_chunk(s, 2, chunks);
-    if (k >= 0) {
+    i64 k;
+    if ((mine < 0 || mine == 2) && (k = lp_chunk(s, 2, chunks)) >= 0) {
       lp.at(k);
       RX_FOR_PEERS(c, q) if (q != c.r) lp.dequantize((T*)a.recv + first(q, k), c.r, (c.n + q) * R, lo, end(q, k));
     }
-    if ((k = lp_chunk(s, 1, chunks)) >= 0) {
+    if ((mine < 0 || mine == 1) && (k = lp_chunk(s, 1, chunks)) >= 0) {
       lp.at(k);
       lp.requantize((T*)a.recv + first(c.r, k), R, 0, (c.n + c.r) * R, lo, end(c.r, k));
     }
-    if ((k = lp_chunk(s, 0, chunks)) >= 0) {
+    if ((mine < 0 || mine == 0) && (k = lp_chunk(s, 0, chunks)) >= 0) {
       lp.at(k);
       RX_FOR_PEERS(c, q) lp.quantize(q, c.r * R, (const T*)a.send + first(q, k), lo, end(q, k));
     }
@@ -436,8 +474,8 @@ RX_DEV void lp_all_reduce_body(Args a) {
 // The other collectives cut each per-rank piece into chunks of x1 elements, chunk k at k*x1 (the last one
 // shorter), in two stages: 0 writes this rank's codes into its own buffer, 1 reads its peers'. lp_piece moves
 // lp to chunk k of stage j at step s, if any: its first element x0 and this block's sub-range [lo, hi) of it.
-RX_DEV bool lp_piece(LP& lp, const Args& a, i64 s, int stage, i64& x0, i64& lo, i64& hi) {
-  const i64 k = lp_chunk(s, stage, cdiv(a.count, a.x1));
+RX_DEV bool lp_piece(LP& lp, const Args& a, int mine, i64 s, int stage, i64& x0, i64& lo, i64& hi) {
+  const i64 k = mine < 0 || mine == stage ? lp_chunk(s, stage, cdiv(a.count, a.x1)) : -1;
   if (k < 0) return false;
   lp.at(k);
   x0 = k * a.x1;
@@ -458,10 +496,12 @@ RX_DEV void lp_reduce_scatter_body(Args a) {
   LP lp(c, a);
   const i64 cp = roundup(a.x1, lp.unit), steps = lp_piece_steps(a);
   lp.scaleOff = c.n * cp;
+  const int weight[2] = {3, 5};
+  const int mine = lp_split(lp, cdiv(a.count, a.x1), RX_LP_SPLIT_CHUNKS, weight, 2);
   for (i64 s = 0; s < steps; s++) {
     i64 x0, lo, hi;
-    if (lp_piece(lp, a, s, 1, x0, lo, hi)) lp.reduce((T*)a.recv + x0, 0, c.r * cp, lo, hi);
-    if (lp_piece(lp, a, s, 0, x0, lo, hi)) stage_codes(lp, a, cp, x0, lo, hi);
+    if (lp_piece(lp, a, mine, s, 1, x0, lo, hi)) lp.reduce((T*)a.recv + x0, 0, c.r * cp, lo, hi);
+    if (lp_piece(lp, a, mine, s, 0, x0, lo, hi)) stage_codes(lp, a, cp, x0, lo, hi);
     if (!lp_step_end(c, s, steps)) return;
   }
   c.save();
@@ -473,12 +513,14 @@ RX_DEV void lp_all_gather_body(Args a) {
   LP lp(c, a);
   const i64 steps = lp_piece_steps(a);
   lp.scaleOff = roundup(a.x1, 16);
+  const int weight[2] = {3, 5};
+  const int mine = lp_split(lp, cdiv(a.count, a.x1), RX_LP_SPLIT_CHUNKS, weight, 2);
   for (i64 s = 0; s < steps; s++) {
     i64 x0, lo, hi;
-    if (lp_piece(lp, a, s, 1, x0, lo, hi)) {
+    if (lp_piece(lp, a, mine, s, 1, x0, lo, hi)) {
       RX_FOR_PEERS(c, q) lp.dequantize((T*)a.recv + q * a.count + x0, q, 0, lo, hi);
     }
-    if (lp_piece(lp, a, s, 0, x0, lo, hi)) lp.quantize(c.r, 0, (const T*)a.send + x0, lo, hi);
+    if (lp_piece(lp, a, mine, s, 0, x0, lo, hi)) lp.quantize(c.r, 0, (const T*)a.send + x0, lo, hi);
     if (!lp_step_end(c, s, steps)) return;
   }
   c.save();
@@ -490,12 +532,14 @@ RX_DEV void lp_alltoall_body(Args a) {
   LP lp(c, a);
   const i64 cp = roundup(a.x1, lp.unit), steps = lp_piece_steps(a);
   lp.scaleOff = c.n * cp;
+  const int weight[2] = {1, 1};
+  const int mine = lp_split(lp, cdiv(a.count, a.x1), RX_LP_SPLIT_CHUNKS, weight, 2);
   for (i64 s = 0; s < steps; s++) {
     i64 x0, lo, hi;
-    if (lp_piece(lp, a, s, 1, x0, lo, hi)) {
+    if (lp_piece(lp, a, mine, s, 1, x0, lo, hi)) {
       RX_FOR_PEERS(c, q) lp.dequantize((T*)a.recv + q * a.count + x0, q, c.r * cp, lo, hi);
     }
-    if (lp_piece(lp, a, s, 0, x0, lo, hi)) stage_codes(lp, a, cp, x0, lo, hi);
+    if (lp_piece(lp, a, mine, s, 0, x0, lo, hi)) stage_codes(lp, a, cp, x0, lo, hi);
     if (!lp_step_end(c, s, steps)) return;
   }
   c.save();
