@@ -245,9 +245,9 @@ func lpBuffer(half int64) int64 { return half / 2 / 16 * 16 }
 
 // lpSplitLen is the most elements per LP chunk: per (what a buffer holds), or less, so that a call of at
 // least lpSplitChunks chunks of lpMinChunk elements has that many chunks, enough for the kernel to give each
-// stage warps of its own (kernels/lowprec.cu, lp_split). all_gather and alltoall take it: on 2x H200 that
-// made them 5-15% faster from 64 MiB on (1 or 2 chunks before), while all_reduce and reduce_scatter cut
-// finer for it were slower below 512 MiB.
+// stage warps of its own (kernels/lowprec.cu, lp_split). all_gather and alltoall take it: on 2x H200, cut
+// and split, they ran 5-15% faster from 64 MiB on, while all_reduce and reduce_scatter cut finer for it were
+// slower below 512 MiB.
 func lpSplitLen(longest, per, unit int64) int64 {
 	if longest < lpSplitChunks*lpMinChunk || (longest+per-1)/per >= lpSplitChunks {
 		return per
