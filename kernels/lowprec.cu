@@ -473,7 +473,8 @@ RX_DEV void lp_all_reduce_body(Args a) {
 
 // The other collectives cut each per-rank piece into chunks of x1 elements, chunk k at k*x1 (the last one
 // shorter), in two stages: 0 writes this rank's codes into its own buffer, 1 reads its peers'. lp_piece moves
-// lp to chunk k of stage j at step s, if any: its first element x0 and this block's sub-range [lo, hi) of it.
+// lp to chunk k of stage j at step s, if there is one and this thread runs stage j (mine, from lp_split): its
+// first element x0 and this block's sub-range [lo, hi) of it.
 RX_DEV bool lp_piece(LP& lp, const Args& a, int mine, i64 s, int stage, i64& x0, i64& lo, i64& hi) {
   const i64 k = mine < 0 || mine == stage ? lp_chunk(s, stage, cdiv(a.count, a.x1)) : -1;
   if (k < 0) return false;
