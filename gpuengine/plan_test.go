@@ -264,6 +264,28 @@ func TestLPSplitLen(t *testing.T) {
 	}
 }
 
+// At the default LP buffer a 256 MiB call at 2 ranks has 1 or 2 chunks for all_gather and reduce_scatter:
+// all_gather (and alltoall) are cut into lpSplitChunks, reduce_scatter and all_reduce keep the buffer's.
+func TestLPCutAtTheDefaultBuffer(t *testing.T) {
+	p, _ := collectives.PolicyFromEnv(func(string) string { return "" })
+	c := &comm{nranks: 2, policy: p, tuning: collectives.DefaultGPUTuning, half: halfBytes(p.SendBuf), blockCap: 16}
+	for coll, want := range map[*collectives.Collective]int64{collectives.AllReduce: 4, collectives.ReduceScatter: 2,
+		collectives.AllGather: lpSplitChunks, collectives.AllToAll: lpSplitChunks} {
+		k := coll.Counts(256<<20, 2, 0, collectives.Float)
+		pl, err := c.makePlan(coll, collectives.LowPrecision, k, 4)
+		if err != nil {
+			t.Fatalf("%s: %v", coll.Name, err)
+		}
+		longest := k.Param
+		if coll == collectives.AllReduce {
+			longest /= 2
+		}
+		if got := (longest + pl.rounds[0].len - 1) / pl.rounds[0].len; got != want {
+			t.Errorf("%s: %d chunks of %d, want %d", coll.Name, got, pl.rounds[0].len, want)
+		}
+	}
+}
+
 // DDA's kernels launch early with the GPU's share of blocks, half of it where ranks share a GPU (a kernel
 // launched early and the one ahead of it, of every rank there, must all be resident), and not at all where half
 // a share is no block; the other kernels keep the whole share.
