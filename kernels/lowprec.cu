@@ -104,6 +104,7 @@ RX_DEV void decode16(V16 v, float* f) {
 #define RX_LP_GROUPS(full, g) for (i64 g = tid; g - (tid & 31) < (full); g += nt)
 
 #define RX_LP_PEERS (-1)  // LP::each: every peer's half
+#define RX_LP_NONE (-2)   // LP::each: no half (the codes' values stay on this rank)
 
 struct LP {
   Comm& c;
@@ -145,14 +146,14 @@ struct LP {
   }
   RX_DEV u8* codes(int owner) const { return c.data(owner, h) + sb; }
   RX_DEV float* scales(int owner) const { return (float*)(c.data(owner, h) + sb + scaleOff); }
-  // f(o) for every rank o whose half takes a piece: rank to, or every peer (RX_LP_PEERS).
+  // f(o) for every rank o whose half takes a piece: rank to, every peer (RX_LP_PEERS), or none (RX_LP_NONE).
   template <class F>
   RX_DEV void each(int to, F f) const {
     if (to >= 0) {
       f(to);
       return;
     }
-    RX_FOR_PEERS(c, o) if (o != c.r) f(o);
+    if (to == RX_LP_PEERS) RX_FOR_PEERS(c, o) if (o != c.r) f(o);
   }
   // Where source rank q's codes of a piece start: pulled (stride 0), at offset 0 of rank q's half; pushed,
   // in slot q of this rank's half, at q * stride.
@@ -237,7 +238,7 @@ struct LP {
   }
   // quantize's first full groups from lo.
   template <bool S>
-  RX_DEV void quantize_groups(int to, i64 at, const T* src, i64 lo, i64 full) const {
+  RX_DEV void quantize_groups(int to, i64 at, const T* src, T* own, i64 lo, i64 full) const {
     RX_LP_GROUPS(full, g) {
       float f[16], scale;
       if (g < full) {
@@ -247,7 +248,13 @@ struct LP {
         for (int j = 0; j < 16; j++) f[j] = 0;
       }
       const V16 v = encode_group<S>(f, scale);
-      if (g < full) store_group<S>(to, at + lo, g, v, scale);
+      if (g < full) {
+        store_group<S>(to, at + lo, g, v, scale);
+        if (own) {
+          decode_scaled<S>(v, scale, f);
+          store16(own + lo + 16 * g, f);
+        }
+      }
     }
   }
   // dequantize's first full groups from lo, U groups per thread per step: their loads are issued before any
@@ -347,16 +354,25 @@ struct LP {
     }
   }
 
+  // own[i] = the value of code (with its scale), the bits every rank's dequantize gives.
+  RX_DEV void put(T* own, i64 i, u8 code, float scale) const {
+    const float v = e4m3_to_f32(code);
+    own[i] = from_acc(scaled ? v * scale : v);
+  }
+
   // The codes of src[i], i in [lo, hi) (lo a multiple of unit, at of B), at offset at + i of the halves of the
-  // ranks to.
-  RX_DEV void quantize(int to, i64 at, const T* src, i64 lo, i64 hi) const {
-    const i64 full = encodable(lo, hi, al16(src + lo));
+  // ranks to; with own, their values also into own[i] (this rank's copy of what the others decode, without
+  // a pass over the codes).
+  RX_DEV void quantize(int to, i64 at, const T* src, i64 lo, i64 hi, T* own = nullptr) const {
+    const i64 full = encodable(lo, hi, al16(src + lo) && (!own || al16(own + lo)));
     if (scaled) {
-      quantize_groups<true>(to, at, src, lo, full);
+      quantize_groups<true>(to, at, src, own, lo, full);
     } else {
-      quantize_groups<false>(to, at, src, lo, full);
+      quantize_groups<false>(to, at, src, own, lo, full);
     }
-    encode_rest(to, at, lo + 16 * full, hi, [&](i64 i) { return to_acc(src[i]); }, [](i64, u8, float) {});
+    encode_rest(to, at, lo + 16 * full, hi, [&](i64 i) { return to_acc(src[i]); }, [&](i64 i, u8 code, float scale) {
+      if (own) put(own, i, code, scale);
+    });
   }
 
   // dst[i] = T(value of owner's code at + i) for i in [lo, hi).
@@ -391,10 +407,7 @@ struct LP {
       requantize_groups<false>(own, stride, at, ag, lo, full);
     }
     encode_rest(RX_LP_PEERS, ag, lo + 16 * full, hi, [&](i64 i) { return sum(stride, at + i); },
-                [&](i64 i, u8 code, float scale) {
-                  const float v = e4m3_to_f32(code);
-                  own[i] = from_acc(scaled ? v * scale : v);
-                });
+                [&](i64 i, u8 code, float scale) { put(own, i, code, scale); });
   }
 };
 
@@ -486,9 +499,17 @@ RX_DEV bool lp_piece(LP& lp, const Args& a, int mine, i64 s, int stage, i64& x0,
 RX_DEV i64 lp_piece_steps(const Args& a) { return cdiv(a.count, a.x1) + 1; }
 
 // The codes of every piece q of this rank's input at q * cp of its own buffer (cp: the chunk length rounded up
-// to the unit), for this block's [lo, hi) of the chunk at x0.
-RX_DEV void stage_codes(LP& lp, const Args& a, i64 cp, i64 x0, i64 lo, i64 hi) {
-  for (int q = 0; q < lp.c.n; q++) lp.quantize(lp.c.r, q * cp, (const T*)a.send + q * a.count + x0, lo, hi);
+// to the unit), for this block's [lo, hi) of the chunk at x0. With keep (alltoall), this rank's own piece,
+// which no peer reads, goes straight to its place in the output as values, without codes.
+RX_DEV void stage_codes(LP& lp, const Args& a, i64 cp, i64 x0, i64 lo, i64 hi, bool keep) {
+  for (int q = 0; q < lp.c.n; q++) {
+    const T* src = (const T*)a.send + q * a.count + x0;
+    if (keep && q == lp.c.r) {
+      lp.quantize(RX_LP_NONE, q * cp, src, lo, hi, (T*)a.recv + q * a.count + x0);
+    } else {
+      lp.quantize(lp.c.r, q * cp, src, lo, hi);
+    }
+  }
 }
 
 // reduce_scatter: the codes of piece q sit at q * cp; rank r sums piece r of every rank.
@@ -502,13 +523,13 @@ RX_DEV void lp_reduce_scatter_body(Args a) {
   for (i64 s = 0; s < steps; s++) {
     i64 x0, lo, hi;
     if (lp_piece(lp, a, mine, s, 1, x0, lo, hi)) lp.reduce((T*)a.recv + x0, 0, c.r * cp, lo, hi);
-    if (lp_piece(lp, a, mine, s, 0, x0, lo, hi)) stage_codes(lp, a, cp, x0, lo, hi);
+    if (lp_piece(lp, a, mine, s, 0, x0, lo, hi)) stage_codes(lp, a, cp, x0, lo, hi, false);
     if (!lp_step_end(c, s, steps)) return;
   }
   c.save();
 }
 
-// all_gather: each rank's codes of its own piece.
+// all_gather: each rank's codes of its own piece; their values go into its own output piece as they are made.
 RX_DEV void lp_all_gather_body(Args a) {
   RX_COMM(c, a);
   LP lp(c, a);
@@ -519,15 +540,17 @@ RX_DEV void lp_all_gather_body(Args a) {
   for (i64 s = 0; s < steps; s++) {
     i64 x0, lo, hi;
     if (lp_piece(lp, a, mine, s, 1, x0, lo, hi)) {
-      RX_FOR_PEERS(c, q) lp.dequantize((T*)a.recv + q * a.count + x0, q, 0, lo, hi);
+      RX_FOR_PEERS(c, q) if (q != c.r) lp.dequantize((T*)a.recv + q * a.count + x0, q, 0, lo, hi);
     }
-    if (lp_piece(lp, a, mine, s, 0, x0, lo, hi)) lp.quantize(c.r, 0, (const T*)a.send + x0, lo, hi);
+    if (lp_piece(lp, a, mine, s, 0, x0, lo, hi)) {
+      lp.quantize(c.r, 0, (const T*)a.send + x0, lo, hi, (T*)a.recv + c.r * a.count + x0);
+    }
     if (!lp_step_end(c, s, steps)) return;
   }
   c.save();
 }
 
-// alltoall: as reduce_scatter's layout; rank r dequantizes piece r of every rank.
+// alltoall: as reduce_scatter's layout; rank r dequantizes piece r of every peer, and keeps its own.
 RX_DEV void lp_alltoall_body(Args a) {
   RX_COMM(c, a);
   LP lp(c, a);
@@ -538,9 +561,9 @@ RX_DEV void lp_alltoall_body(Args a) {
   for (i64 s = 0; s < steps; s++) {
     i64 x0, lo, hi;
     if (lp_piece(lp, a, mine, s, 1, x0, lo, hi)) {
-      RX_FOR_PEERS(c, q) lp.dequantize((T*)a.recv + q * a.count + x0, q, c.r * cp, lo, hi);
+      RX_FOR_PEERS(c, q) if (q != c.r) lp.dequantize((T*)a.recv + q * a.count + x0, q, c.r * cp, lo, hi);
     }
-    if (lp_piece(lp, a, mine, s, 0, x0, lo, hi)) stage_codes(lp, a, cp, x0, lo, hi);
+    if (lp_piece(lp, a, mine, s, 0, x0, lo, hi)) stage_codes(lp, a, cp, x0, lo, hi, true);
     if (!lp_step_end(c, s, steps)) return;
   }
   c.save();
