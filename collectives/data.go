@@ -6,6 +6,7 @@ import (
 	"math/bits"
 	"runtime"
 	"sync"
+	"sync/atomic"
 
 	"github.com/rcclx-tests/rcclx-tests/numeric"
 )
@@ -121,13 +122,23 @@ func parallel(n int64, fn func(lo, hi int64)) {
 		return
 	}
 	chunk := (n + workers - 1) / workers
-	var wg sync.WaitGroup
-	for lo := int64(0); lo < n; lo += chunk {
+	eachBlock((n+chunk-1)/chunk, func(b int64) { fn(b*chunk, min((b+1)*chunk, n)) })
+}
+
+// eachBlock calls fn(b) for every b in [0, blocks), on up to GOMAXPROCS goroutines.
+func eachBlock(blocks int64, fn func(b int64)) {
+	var (
+		next atomic.Int64
+		wg   sync.WaitGroup
+	)
+	for range min(int64(runtime.GOMAXPROCS(0)), blocks) {
 		wg.Add(1)
-		go func(lo, hi int64) {
+		go func() {
 			defer wg.Done()
-			fn(lo, hi)
-		}(lo, min(lo+chunk, n))
+			for b := next.Add(1) - 1; b < blocks; b = next.Add(1) - 1 {
+				fn(b)
+			}
+		}()
 	}
 	wg.Wait()
 }

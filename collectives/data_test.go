@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"math"
 	"math/rand/v2"
+	"runtime"
 	"testing"
 
 	"github.com/rcclx-tests/rcclx-tests/numeric"
@@ -250,5 +251,33 @@ func TestCompareRMS(t *testing.T) {
 	}
 	if r := e.Compare(got[:8]); !math.IsInf(r.RMSRel(), 1) || r.Wrong != k.Recv {
 		t.Errorf("short buffer: %+v", r)
+	}
+}
+
+// TestCompareSameOnAnyCPUCount: errors planted across Compare's blocks, the last one partial, are all counted,
+// and the sums come out as the same bits whatever the number of CPUs.
+func TestCompareSameOnAnyCPUCount(t *testing.T) {
+	const n = 2
+	k := AllReduce.Counts((5*compareBlock+123)*4, n, 0, Float)
+	e := AllReduce.Expect(Float, Sum, 0, -1, n, k, rand.Uint64(), AllReduce.Tolerance(Float, Sum, n, true))
+	got := append([]byte(nil), e.Want()...)
+	var planted int64
+	for _, i := range []int64{0, 7, compareBlock - 1, compareBlock, 3*compareBlock + 5, k.Recv - 1} {
+		putFloat(Float, got, i, getFloat(Float, e.Want(), i)+(1+rand.Float64())*e.scale[i]) // past the bound
+		planted++
+	}
+	var first Errors
+	for j, procs := range []int{1, 3, 8} {
+		old := runtime.GOMAXPROCS(procs)
+		r := e.Compare(got)
+		runtime.GOMAXPROCS(old)
+		if r.Wrong != planted || r.N != k.Recv {
+			t.Errorf("GOMAXPROCS %d: %+v, want %d wrong of %d", procs, r, planted, k.Recv)
+		}
+		if j == 0 {
+			first = r
+		} else if r != first {
+			t.Errorf("GOMAXPROCS %d: %+v, with 1: %+v", procs, r, first)
+		}
 	}
 }

@@ -257,7 +257,8 @@ func (e *Expectation) Check(got []byte) (wrong int64, maxRelErr float64) {
 	return r.Wrong, r.MaxRel
 }
 
-// Compare is Check with the sum of squared relative errors too.
+// Compare is Check with the sum of squared relative errors too. Blocks of compareBlock elements are compared
+// in parallel and their sums added in order, so the result does not depend on the number of CPUs.
 func (e *Expectation) Compare(got []byte) Errors {
 	n := int64(len(e.want) / e.dt.Size())
 	if len(got) != len(e.want) {
@@ -267,7 +268,22 @@ func (e *Expectation) Compare(got []byte) Errors {
 	if bytes.Equal(got, e.want) {
 		return r
 	}
-	for i := int64(0); i < n; i++ {
+	parts := make([]Errors, (n+compareBlock-1)/compareBlock)
+	eachBlock(int64(len(parts)), func(b int64) {
+		parts[b] = e.compareRange(got, b*compareBlock, min((b+1)*compareBlock, n))
+	})
+	for _, p := range parts {
+		r.Add(p)
+	}
+	return r
+}
+
+const compareBlock = 1 << 16
+
+// compareRange is Compare's errors over elements [lo, hi) (N left 0).
+func (e *Expectation) compareRange(got []byte, lo, hi int64) Errors {
+	var r Errors
+	for i := lo; i < hi; i++ {
 		if !e.dt.IsFloat() {
 			if getInt(e.dt, got, i) != getInt(e.dt, e.want, i) {
 				r.Wrong++
