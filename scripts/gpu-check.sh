@@ -39,6 +39,10 @@
 #                  alltoall, alltoallv and sendrecv
 #        lp        FP8 LP rows at 64 MiB, 256 MiB and 1 GiB, float and bfloat16, with their max and RMS relative
 #                  error (JSON): all four collectives next to NCCL (--engine vendor,gpu), and the scaled mode
+#        builds    this build's FP8 LP kernels against another's: the LP binaries (all_reduce in float and
+#                  bfloat16, all_gather, reduce_scatter, alltoall) of $BIN and of $BIN/old (built from another
+#                  revision), alternating, two runs each, 64 MiB..1 GiB, -c 0; a table of the mean of out-of-place
+#                  and in-place times, old -> new (run the test step on the build you keep)
 #        colls     broadcast, reduce, gather, scatter, sendrecv, alltoallv, hypercube on the vendor engine: every
 #                  type, op and root (#wrong 0), alltoallv's matrix mode, 8 B with -G 20 and 1 GiB, the hooks;
 #                  the same binaries on the gpu engine (run, or refused per type: no crash); all_reduce_bias
@@ -427,6 +431,32 @@ step_lp() {
 		echo "== ${f##*/}"
 		lp_rows "$f"
 	done | tee "$OUT/lp-errors.txt"
+}
+
+step_builds() {
+	if [[ ! -x $BIN/old/all_reduce_perf ]]; then
+		note builds skip "no build in $BIN/old"
+		return
+	fi
+	local raw=$OUT/builds.log rep v b dt
+	: >"$raw"
+	for rep in 1 2; do
+		for v in old new; do
+			local dir=$BIN/old
+			[[ $v == new ]] && dir=$BIN
+			for b in all_reduce_perf:float all_reduce_perf:bfloat16 all_gather_perf:float reduce_scatter_perf:float alltoall_perf:float; do
+				dt=${b#*:} b=${b%:*}
+				[[ -x $dir/$b ]] || continue
+				timeout -k 10 90 "$dir/$b" --engine gpu --lp -d "$dt" "${GG[@]}" -b 64M -e 1G -f 2 -w 5 -n 20 -c 0 |
+					awk -v t="${b%_perf}-$dt $v" '/^ *[0-9]+ +[0-9]+ +(float|bfloat16)/ {print t, $1, ($6 + $10) / 2}' >>"$raw"
+			done
+		done
+	done
+	awk '{k = $1 " " $3; s[k, $2] += $4; n[k, $2]++; keys[k] = 1}
+		END {for (k in keys) if (n[k, "old"] && n[k, "new"]) {o = s[k, "old"] / n[k, "old"]; w = s[k, "new"] / n[k, "new"]
+			printf "%-22s %11s %9.1f -> %9.1f us (%+.1f%%)\n", substr(k, 1, index(k, " ") - 1), substr(k, index(k, " ") + 1), o, w, 100 * (w / o - 1)}}' "$raw" |
+		sort -k1,1 -k2,2n | tee "$OUT/builds.txt"
+	note builds "$([[ -s $OUT/builds.txt ]] && echo ok || echo FAIL)" "builds.txt"
 }
 
 # The vendor engine runs the other seven binaries: every type, op and root must check out (exit 0; #wrong > 0
