@@ -35,22 +35,22 @@ func TestRoundsCoverEveryElementOnce(t *testing.T) {
 	}
 }
 
-func TestLPRoundFitsHalf(t *testing.T) {
-	for _, half := range []int64{minHalf, 32 << 20, 32<<20 + 4096} {
+func TestLPChunkFitsBuffer(t *testing.T) {
+	for _, buf := range []int64{minHalf, 32 << 20, 32<<20 + 4096} {
 		for _, pieces := range []int64{1, 2, 3, 8, 64} {
 			for _, block := range []int64{1, 16, 96, 128, 1000} {
 				for _, scaled := range []bool{false, true} {
-					r := lpChunkLen(half, pieces, block, scaled)
+					r := lpChunkLen(buf, pieces, block, scaled)
 					unit := lpUnit(block, scaled)
 					if r < unit || r%unit != 0 || r%16 != 0 || (scaled && r%block != 0) {
-						t.Errorf("half %d pieces %d block %d scaled %v: round %d (unit %d)", half, pieces, block, scaled, r, unit)
+						t.Errorf("buffer %d pieces %d block %d scaled %v: chunk %d (unit %d)", buf, pieces, block, scaled, r, unit)
 					}
 					scales := int64(0)
 					if scaled {
 						scales = 4 * pieces * ((r + block - 1) / block)
 					}
-					if pieces*r+scales > half || pieces*(r+unit)+scales <= half && !scaled {
-						t.Errorf("half %d pieces %d block %d scaled %v: round %d overflows or wastes the half", half, pieces, block, scaled, r)
+					if pieces*r+scales > buf || pieces*(r+unit)+scales <= buf && !scaled {
+						t.Errorf("buffer %d pieces %d block %d scaled %v: chunk %d overflows or wastes the buffer", buf, pieces, block, scaled, r)
 					}
 				}
 			}
@@ -192,7 +192,7 @@ func TestCallPhases(t *testing.T) {
 // LP chunks fit the kernels' layout of a buffer, half a half (kernels/lowprec.cu): all_reduce two slots of
 // codes per rank, all_gather one piece, the others a piece per rank, each at a multiple of the unit, then a
 // scale per LP block of them in mode scaled; the 256 MiB call takes several chunks in its one launch.
-func TestLPRoundsFitTheHalf(t *testing.T) {
+func TestLPChunksFitTheBuffer(t *testing.T) {
 	for _, mode := range []string{collectives.LPModeRCCLX, collectives.LPModeScaled} {
 		p, _ := collectives.PolicyFromEnv(func(k string) string {
 			return map[string]string{"RCCLX_TESTS_LP_MODE": mode, "RCCLX_TESTS_LP_BLOCK": "100"}[k]
