@@ -200,13 +200,22 @@ struct LP {
       for (int j = 0; j < 16; j++) f[j] = 0;
     }
   }
-  // acc = the rank-order sum of group g of every source (src_owner; the groups from at).
+  // acc = the rank-order sum of group g of every source (src_owner; the groups from at), this rank's own
+  // value made from its input in (encoded and decoded here, the bits its codes would give) where in is set.
   template <bool S>
-  RX_DEV void sum_group(i64 stride, i64 at, i64 full, i64 g, float* acc) const {
+  RX_DEV void sum_group(i64 stride, i64 at, i64 full, i64 g, float* acc, const T* in) const {
     float f[16];
-    load_group<S>(src_owner(0, stride), at, full, g, acc);
+    if (in && c.r == 0) {
+      own_group<S>(in, full, g, acc);
+    } else {
+      load_group<S>(src_owner(0, stride), at, full, g, acc);
+    }
     for (int q = 1; q < c.n; q++) {
-      load_group<S>(src_owner(q, stride), q * stride + at, full, g, f);
+      if (in && q == c.r) {
+        own_group<S>(in, full, g, f);
+      } else {
+        load_group<S>(src_owner(q, stride), q * stride + at, full, g, f);
+      }
 #pragma unroll
       for (int j = 0; j < 16; j++) acc[j] += f[j];
     }
@@ -226,6 +235,19 @@ struct LP {
       for (int j = 0; j < 16; j++) f[j] = f[j] / scale;
     }
     return encode16(f);
+  }
+  // Group g of in (zeros past full) through encode and decode, as every rank decodes its codes.
+  template <bool S>
+  RX_DEV void own_group(const T* in, i64 full, i64 g, float* f) const {
+    if (g < full) {
+      load16(in + 16 * g, f);
+    } else {
+#pragma unroll
+      for (int j = 0; j < 16; j++) f[j] = 0;
+    }
+    float scale;
+    const V16 v = encode_group<S>(f, scale);
+    decode_scaled<S>(v, scale, f);
   }
   // Stores group g's codes at offset at + 16 g of the halves of the ranks to, and in mode scaled (one lane per
   // LP block) its scale.
@@ -288,16 +310,16 @@ struct LP {
   RX_DEV void reduce_groups(T* dst, i64 stride, i64 at, i64 lo, i64 full) const {
     RX_LP_GROUPS(full, g) {
       float acc[16];
-      sum_group<S>(stride, at + lo, full, g, acc);
+      sum_group<S>(stride, at + lo, full, g, acc, nullptr);
       if (g < full) store16(dst + lo + 16 * g, acc);
     }
   }
   // requantize's first full groups from lo.
   template <bool S>
-  RX_DEV void requantize_groups(T* own, i64 stride, i64 at, i64 ag, i64 lo, i64 full) const {
+  RX_DEV void requantize_groups(T* own, const T* in, i64 stride, i64 at, i64 ag, i64 lo, i64 full) const {
     RX_LP_GROUPS(full, g) {
       float acc[16], scale;
-      sum_group<S>(stride, at + lo, full, g, acc);
+      sum_group<S>(stride, at + lo, full, g, acc, in + lo);
       const V16 v = encode_group<S>(acc, scale);
       if (g < full) {
         store_group<S>(RX_LP_PEERS, ag + lo, g, v, scale);
@@ -397,14 +419,19 @@ struct LP {
     for (i64 i = lo + 16 * full + tid; i < hi; i += nt) dst[i] = from_acc(sum(stride, at + i));
   }
 
+  // The groups of [lo, hi) whose sum requantize takes this rank's value of from its input in rather than from
+  // its codes: quantize leaves their codes out.
+  RX_DEV i64 kept(const T* in, const T* own, i64 lo, i64 hi) const { return encodable(lo, hi, al16(in + lo) && al16(own + lo)); }
+
   // The same sums re-quantized (new scales): the codes go to offset ag + i of every peer's half, and own[i]
-  // takes their value, the bits a peer's dequantize gives.
-  RX_DEV void requantize(T* own, i64 stride, i64 at, i64 ag, i64 lo, i64 hi) const {
-    const i64 full = encodable(lo, hi, al16(own + lo));
+  // takes their value, the bits a peer's dequantize gives. The kept groups take this rank's own value from its
+  // input in (the others from the codes quantize stored).
+  RX_DEV void requantize(T* own, const T* in, i64 stride, i64 at, i64 ag, i64 lo, i64 hi) const {
+    const i64 full = kept(in, own, lo, hi);
     if (scaled) {
-      requantize_groups<true>(own, stride, at, ag, lo, full);
+      requantize_groups<true>(own, in, stride, at, ag, lo, full);
     } else {
-      requantize_groups<false>(own, stride, at, ag, lo, full);
+      requantize_groups<false>(own, in, stride, at, ag, lo, full);
     }
     encode_rest(RX_LP_PEERS, ag, lo + 16 * full, hi, [&](i64 i) { return sum(stride, at + i); },
                 [&](i64 i, u8 code, float scale) { put(own, i, code, scale); });
@@ -473,11 +500,15 @@ RX_DEV void lp_all_reduce_body(Args a) {
     }
     if ((mine < 0 || mine == 1) && (k = lp_chunk(s, 1, chunks)) >= 0) {
       lp.at(k);
-      lp.requantize((T*)a.recv + first(c.r, k), R, 0, (c.n + c.r) * R, lo, end(c.r, k));
+      lp.requantize((T*)a.recv + first(c.r, k), (const T*)a.send + first(c.r, k), R, 0, (c.n + c.r) * R, lo, end(c.r, k));
     }
     if ((mine < 0 || mine == 0) && (k = lp_chunk(s, 0, chunks)) >= 0) {
       lp.at(k);
-      RX_FOR_PEERS(c, q) lp.quantize(q, c.r * R, (const T*)a.send + first(q, k), lo, end(q, k));
+      RX_FOR_PEERS(c, q) {
+        const T* in = (const T*)a.send + first(q, k);
+        const i64 from = q == c.r ? lo + 16 * lp.kept(in, (T*)a.recv + first(q, k), lo, end(q, k)) : lo;
+        lp.quantize(q, c.r * R, in, from, end(q, k));
+      }
     }
     if (!lp_step_end(c, s, steps)) return;
   }
