@@ -201,17 +201,17 @@ struct LP {
     }
   }
   // acc = the rank-order sum of group g of every source (src_owner; the groups from at), this rank's own
-  // value made from its input in (encoded and decoded here, the bits its codes would give) where in is set.
+  // value made from its input in (encoded and decoded here, the bits its codes would give).
   template <bool S>
   RX_DEV void sum_group(i64 stride, i64 at, i64 full, i64 g, float* acc, const T* in) const {
     float f[16];
-    if (in && c.r == 0) {
+    if (c.r == 0) {
       own_group<S>(in, full, g, acc);
     } else {
       load_group<S>(src_owner(0, stride), at, full, g, acc);
     }
     for (int q = 1; q < c.n; q++) {
-      if (in && q == c.r) {
+      if (q == c.r) {
         own_group<S>(in, full, g, f);
       } else {
         load_group<S>(src_owner(q, stride), q * stride + at, full, g, f);
@@ -307,10 +307,10 @@ struct LP {
   }
   // reduce's first full groups from lo.
   template <bool S>
-  RX_DEV void reduce_groups(T* dst, i64 stride, i64 at, i64 lo, i64 full) const {
+  RX_DEV void reduce_groups(T* dst, const T* in, i64 stride, i64 at, i64 lo, i64 full) const {
     RX_LP_GROUPS(full, g) {
       float acc[16];
-      sum_group<S>(stride, at + lo, full, g, acc, nullptr);
+      sum_group<S>(stride, at + lo, full, g, acc, in + lo);
       if (g < full) store16(dst + lo + 16 * g, acc);
     }
   }
@@ -409,18 +409,19 @@ struct LP {
   }
 
   // dst[i] = T(the fp32 sum over the sources of the values at at + i), i in [lo, hi).
-  RX_DEV void reduce(T* dst, i64 stride, i64 at, i64 lo, i64 hi) const {
-    const i64 full = grouped && al16(dst + lo) ? (hi - lo) / 16 : 0;
+  // The kept groups take this rank's own value from its input in, as requantize's do.
+  RX_DEV void reduce(T* dst, const T* in, i64 stride, i64 at, i64 lo, i64 hi) const {
+    const i64 full = kept(in, dst, lo, hi);
     if (scaled) {
-      reduce_groups<true>(dst, stride, at, lo, full);
+      reduce_groups<true>(dst, in, stride, at, lo, full);
     } else {
-      reduce_groups<false>(dst, stride, at, lo, full);
+      reduce_groups<false>(dst, in, stride, at, lo, full);
     }
     for (i64 i = lo + 16 * full + tid; i < hi; i += nt) dst[i] = from_acc(sum(stride, at + i));
   }
 
-  // The groups of [lo, hi) whose sum requantize takes this rank's value of from its input in rather than from
-  // its codes: quantize leaves their codes out.
+  // The groups of [lo, hi) whose sum requantize (or reduce with in) takes this rank's value of from its input
+  // in rather than from its codes: quantize leaves their codes out.
   RX_DEV i64 kept(const T* in, const T* own, i64 lo, i64 hi) const { return encodable(lo, hi, al16(in + lo) && al16(own + lo)); }
 
   // The same sums re-quantized (new scales): the codes go to offset ag + i of every peer's half, and own[i]
@@ -479,8 +480,8 @@ RX_DEV bool lp_step_end(Comm& c, i64 s, i64 steps) {
 // all_reduce: rank q's slice is [q*count/n, (q+1)*count/n) (as hostengine), and chunk k covers elements
 // [k*x1, (k+1)*x1) of every slice. A buffer holds 2n slots of x1 codes: slot q, rank q's codes of this rank's
 // slice (reduce-scatter), and slot n + q, rank q's reduced slice (all-gather). Stages: 0 quantizes every slice
-// into its owner's slot, 1 sums and re-quantizes the own slice into every rank's slot, 2 dequantizes the
-// peers' slices.
+// into its owner's slot (its own slice only where stage 1 cannot take it from the input: LP::kept), 1 sums
+// and re-quantizes the own slice into every rank's slot, 2 dequantizes the peers' slices.
 RX_DEV void lp_all_reduce_body(Args a) {
   RX_COMM(c, a);
   LP lp(c, a);
@@ -530,20 +531,23 @@ RX_DEV bool lp_piece(LP& lp, const Args& a, int mine, i64 s, int stage, i64& x0,
 RX_DEV i64 lp_piece_steps(const Args& a) { return cdiv(a.count, a.x1) + 1; }
 
 // The codes of every piece q of this rank's input at q * cp of its own buffer (cp: the chunk length rounded up
-// to the unit), for this block's [lo, hi) of the chunk at x0. With keep (alltoall), this rank's own piece,
-// which no peer reads, goes straight to its place in the output as values, without codes.
+// to the unit), for this block's [lo, hi) of the chunk at x0, but of this rank's own piece, which no peer
+// reads: with keep (alltoall) it goes straight to its place in the output as values, without codes; without
+// (reduce_scatter) it has codes only where reduce cannot take it from the input (LP::kept).
 RX_DEV void stage_codes(LP& lp, const Args& a, i64 cp, i64 x0, i64 lo, i64 hi, bool keep) {
   for (int q = 0; q < lp.c.n; q++) {
     const T* src = (const T*)a.send + q * a.count + x0;
-    if (keep && q == lp.c.r) {
+    if (q != lp.c.r) {
+      lp.quantize(lp.c.r, q * cp, src, lo, hi);
+    } else if (keep) {
       lp.quantize(RX_LP_NONE, q * cp, src, lo, hi, (T*)a.recv + q * a.count + x0);
     } else {
-      lp.quantize(lp.c.r, q * cp, src, lo, hi);
+      lp.quantize(lp.c.r, q * cp, src, lo + 16 * lp.kept(src, (T*)a.recv + x0, lo, hi), hi);
     }
   }
 }
 
-// reduce_scatter: the codes of piece q sit at q * cp; rank r sums piece r of every rank.
+// reduce_scatter: the codes of piece q sit at q * cp; rank r sums piece r of every rank, its own from its input.
 RX_DEV void lp_reduce_scatter_body(Args a) {
   RX_COMM(c, a);
   LP lp(c, a);
@@ -553,7 +557,9 @@ RX_DEV void lp_reduce_scatter_body(Args a) {
   const int mine = lp_split(lp, cdiv(a.count, a.x1), RX_LP_SPLIT_CHUNKS, weight, 2);
   for (i64 s = 0; s < steps; s++) {
     i64 x0, lo, hi;
-    if (lp_piece(lp, a, mine, s, 1, x0, lo, hi)) lp.reduce((T*)a.recv + x0, 0, c.r * cp, lo, hi);
+    if (lp_piece(lp, a, mine, s, 1, x0, lo, hi)) {
+      lp.reduce((T*)a.recv + x0, (const T*)a.send + c.r * a.count + x0, 0, c.r * cp, lo, hi);
+    }
     if (lp_piece(lp, a, mine, s, 0, x0, lo, hi)) stage_codes(lp, a, cp, x0, lo, hi, false);
     if (!lp_step_end(c, s, steps)) return;
   }
