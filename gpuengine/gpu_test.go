@@ -281,14 +281,30 @@ func compileAll(t *testing.T) {
 // On GPUs that convert E4M3 in hardware (the LP kernels' fast path), the hardware codes equal
 // kernels/convert.cuh's (hence package numeric's) for every non-NaN float32, and decoding agrees on every code.
 func TestGPUHardwareE4M3MatchesConvert(t *testing.T) {
+	if enc, dec := hardwareMismatches(t, 89, "rx_e4m3_check"); enc != 0 || dec != 0 {
+		t.Errorf("hardware E4M3: %d float32 patterns encode differently, %d codes decode differently", enc, dec)
+	}
+}
+
+// On GPUs that round to bfloat16 in hardware (the LP kernels' stores), the results equal kernels/convert.cuh's
+// for every float32, NaNs included.
+func TestGPUHardwareBF16MatchesConvert(t *testing.T) {
+	if n, _ := hardwareMismatches(t, 80, "rx_bf16_check"); n != 0 {
+		t.Errorf("hardware bfloat16: %d float32 patterns round differently", n)
+	}
+}
+
+// hardwareMismatches runs a check kernel of kernels/util.cu over every float32 on one GPU of at least sm_<arch>
+// (skipping on others) and returns the two counts it leaves.
+func hardwareMismatches(t *testing.T, arch int, kernel string) (uint64, uint64) {
 	onGPU(t)
 	c := open(t, New(), 1, nil, 0).(*comm)
 	r := c.ranks[0]
-	if r.arch < 89 {
-		t.Skipf("sm_%d has no E4M3 conversion instructions", r.arch)
+	if r.arch < arch {
+		t.Skipf("sm_%d has no conversion instructions for %s (sm_%d)", r.arch, kernel, arch)
 	}
 	must(t, r.ctx.SetCurrent())
-	f, err := c.modules.function(r, collectives.Float, collectives.Sum, "rx_e4m3_check")
+	f, err := c.modules.function(r, collectives.Float, collectives.Sum, kernel)
 	must(t, err)
 	bad, err := cuda.MemAlloc(16)
 	must(t, err)
@@ -298,9 +314,7 @@ func TestGPUHardwareE4M3MatchesConvert(t *testing.T) {
 	must(t, r.stream.Synchronize())
 	out := make([]byte, 16)
 	must(t, cuda.MemcpyDtoH(out, bad))
-	if enc, dec := binary.LittleEndian.Uint64(out), binary.LittleEndian.Uint64(out[8:]); enc != 0 || dec != 0 {
-		t.Errorf("hardware E4M3: %d float32 patterns encode differently, %d codes decode differently", enc, dec)
-	}
+	return binary.LittleEndian.Uint64(out), binary.LittleEndian.Uint64(out[8:])
 }
 
 // Views off 16-byte alignment (-u 1): the kernels fall back to element-wise loops; DDA is not chosen.

@@ -51,6 +51,15 @@ RX_DEV void load16(const T* p, float* f) {
 #endif
 }
 
+// Two floats as bfloat16 (lo in the low half), the bits of convert.cuh's f32_to_bf16.
+RX_DEV u32 bf16x2(float lo, float hi) {
+#ifdef RX_HW_BF16
+  return bf16x2_hw(lo, hi);
+#else
+  return (u32)f32_to_bf16(lo) | (u32)f32_to_bf16(hi) << 16;
+#endif
+}
+
 RX_DEV void store16(T* p, const float* f) {
   V16* v = (V16*)p;
 #if RX_DTYPE == RX_FLOAT
@@ -66,7 +75,7 @@ RX_DEV void store16(T* p, const float* f) {
   for (int k = 0; k < 2; k++) {
     V16 x;
 #pragma unroll
-    for (int j = 0; j < 4; j++) x.w[j] = (u32)f32_to_bf16(f[8 * k + 2 * j]) | (u32)f32_to_bf16(f[8 * k + 2 * j + 1]) << 16;
+    for (int j = 0; j < 4; j++) x.w[j] = bf16x2(f[8 * k + 2 * j], f[8 * k + 2 * j + 1]);
     v[k] = x;
   }
 #endif

@@ -125,6 +125,19 @@ RX_DEV bool block_any(bool pred) { return __syncthreads_or(pred) != 0; }
 RX_DEV u32 f32_bits(float f) { return __float_as_uint(f); }
 RX_DEV float bits_f32(u32 u) { return __uint_as_float(u); }
 
+#if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 800 && !defined(__HIPCC__)
+// Ampere and later round two floats to bfloat16 in one instruction, to nearest even as convert.cuh's
+// f32_to_bf16; a NaN becomes convert.cuh's 0x7fff here whatever the hardware makes of it (the kernel
+// rx_bf16_check verifies every float32 on the device). lo goes to the low half.
+#define RX_HW_BF16 1
+RX_DEV u32 bf16x2_hw(float lo, float hi) {
+  u32 r;
+  asm("cvt.rn.bf16x2.f32 %0, %1, %2;" : "=r"(r) : "f"(hi), "f"(lo));
+  if (lo != lo) r = (r & 0xffff0000u) | 0x7fffu;
+  if (hi != hi) r = (r & 0xffffu) | 0x7fff0000u;
+  return r;
+}
+#endif
 #if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 890 && !defined(__HIPCC__)
 // Hopper and Ada convert E4M3 in hardware, rounding to nearest even with saturation: the codes of convert.cuh
 // for every non-NaN float (the kernel rx_e4m3_check verifies it on the device).

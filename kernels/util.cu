@@ -23,3 +23,18 @@ extern "C" __global__ void rx_e4m3_check(u64* bad) {
   }
 }
 #endif
+
+#ifdef RX_HW_BF16
+// Counts into bad[0] the float32 bit patterns, NaNs included, whose hardware bfloat16 (in either half of a
+// pair) differs from convert.cuh's.
+extern "C" __global__ void rx_bf16_check(u64* bad) {
+  u64 n = 0;
+  const u64 stride = (u64)gridDim.x * blockDim.x;
+  for (u64 u = blockIdx.x * (u64)blockDim.x + threadIdx.x; u < (1ull << 32); u += stride) {
+    const float f = bits_f32((u32)u);
+    const u32 want = f32_to_bf16(f);
+    if ((bf16x2_hw(f, 1.0f) & 0xffffu) != want || bf16x2_hw(1.0f, f) >> 16 != want) n++;
+  }
+  if (n) atomic_add(&bad[0], n);
+}
+#endif
