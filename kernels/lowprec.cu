@@ -431,7 +431,9 @@ struct LP {
 
   // The groups of [lo, hi) whose sum requantize (or reduce with in) takes this rank's value of from its input
   // in rather than from its codes: quantize leaves their codes out.
-  RX_DEV i64 kept(const T* in, const T* own, i64 lo, i64 hi) const { return encodable(lo, hi, al16(in + lo) && al16(own + lo)); }
+  RX_DEV i64 kept(const T* in, const T* own, i64 lo, i64 hi) const {
+    return encodable(lo, hi, al16(in + lo) && al16(own + lo));
+  }
 
   // The same sums re-quantized (new scales): the codes go to offset ag + i of every peer's half, and own[i]
   // takes their value, the bits a peer's dequantize gives. The kept groups take this rank's own value from its
@@ -510,7 +512,8 @@ RX_DEV void lp_all_reduce_body(Args a) {
     }
     if ((mine < 0 || mine == 1) && (k = lp_chunk(s, 1, chunks)) >= 0) {
       lp.at(k);
-      lp.requantize((T*)a.recv + first(c.r, k), (const T*)a.send + first(c.r, k), R, 0, (c.n + c.r) * R, lo, end(c.r, k));
+      lp.requantize((T*)a.recv + first(c.r, k), (const T*)a.send + first(c.r, k), R, 0, (c.n + c.r) * R, lo,
+                    end(c.r, k));
     }
     if ((mine < 0 || mine == 0) && (k = lp_chunk(s, 0, chunks)) >= 0) {
       lp.at(k);
