@@ -436,6 +436,9 @@ step_lp() {
 	done | tee "$OUT/lp-errors.txt"
 }
 
+# The FP8 LP kernels that builds and profile time, as binary:type.
+LP_RUNS=(all_reduce_perf:float all_reduce_perf:bfloat16 all_gather_perf:float reduce_scatter_perf:float alltoall_perf:float)
+
 step_builds() {
 	if [[ ! -x $BIN/old/all_reduce_perf ]]; then
 		note builds skip "no build in $BIN/old"
@@ -447,7 +450,7 @@ step_builds() {
 		for v in old new; do
 			local dir=$BIN/old
 			[[ $v == new ]] && dir=$BIN
-			for b in all_reduce_perf:float all_reduce_perf:bfloat16 all_gather_perf:float reduce_scatter_perf:float alltoall_perf:float; do
+			for b in "${LP_RUNS[@]}"; do
 				dt=${b#*:} b=${b%:*}
 				[[ -x $dir/$b ]] || continue
 				timeout -k 10 90 "$dir/$b" --engine gpu --lp -d "$dt" "${GG[@]}" -b 64M -e 1G -f 2 -w 5 -n 20 -c 0 |
@@ -462,8 +465,6 @@ step_builds() {
 	note builds "$([[ -s $OUT/builds.txt ]] && echo ok || echo FAIL)" "builds.txt"
 }
 
-# The vendor engine runs the other seven binaries: every type, op and root must check out (exit 0; #wrong > 0
-# exits 7), at 8 B under -G 20 and at 1 GiB too; the corrupt hook on the root must be caught.
 # A kernel replayed for a second pass would wait for a peer that does not replay: only counters of one pass.
 step_profile() {
 	local ncu
@@ -475,7 +476,7 @@ step_profile() {
 	local m=gpu__time_duration.sum,dram__bytes_read.sum,dram__bytes_write.sum,smsp__inst_executed.avg,sm__cycles_elapsed.avg
 	local b dt r rc port=29650
 	: >"$OUT/profile.txt"
-	for b in all_reduce_perf:float all_reduce_perf:bfloat16 all_gather_perf:float reduce_scatter_perf:float alltoall_perf:float; do
+	for b in "${LP_RUNS[@]}"; do
 		dt=${b#*:} b=${b%:*}
 		local tag=${b%_perf}-$dt pids=()
 		port=$((port + 1))
@@ -509,6 +510,8 @@ ncu_rows() {
 				ns[id] / 1e3, (rd[id] + wr[id]) / ns[id], 100 * inst[id] / cyc[id] } }' "$2"
 }
 
+# The vendor engine runs the other seven binaries: every type, op and root must check out (exit 0; #wrong > 0
+# exits 7), at 8 B under -G 20 and at 1 GiB too; the corrupt hook on the root must be caught.
 step_colls() {
 	local m=$OUT/alltoallv-matrix.txt
 	printf '0 4096 1048576\n65536 0 16\n12345 777777 0\n' >"$m"
