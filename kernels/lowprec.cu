@@ -290,7 +290,8 @@ struct LP {
   }
   // dequantize's first full groups from lo, U groups per thread per step: their loads are issued before any
   // store (which the compiler may not move a load across), so each thread keeps U loads in flight. On H100 at
-  // one rank, U = 4 made bfloat16 3-7% faster and float 5-9% slower than U = 1. The loop's condition is the
+  // one rank, U = 4 made bfloat16 3-7% faster and float 5-9% slower than U = 1 (on 2 H100s, with the codes a
+  // peer's, float all_gather and alltoall 15% and 21% slower at 1 GiB). The loop's condition is the
   // warp's, as in RX_LP_GROUPS: with each lane's own condition float was 5% slower.
   static constexpr int U = sizeof(T) == 2 ? 4 : 1;
   template <bool S>
@@ -314,11 +315,24 @@ struct LP {
       }
     }
   }
+  // The sum loops (reduce, requantize) bring what sum_group reads at their next step into L2: its input group
+  // (each 32-byte sector) and, where the codes were pushed (stride), the peers' codes. On 2 H100s that took
+  // 1-14% off float all_reduce from 64 MiB to 1 GiB and 3-6% off reduce_scatter from 256 MiB
+  // (docs/PERFORMANCE.md). The same hint in quantize's loop made all_gather 17% slower, two steps ahead was
+  // slower than one, and on a peer's memory (pulled codes) it made a call 20x slower: own memory only.
+  RX_DEV void ahead(const T* in, i64 stride, i64 at, i64 g, i64 full) const {
+    const i64 h = g + nt;
+    if (h >= full) return;
+#pragma unroll
+    for (int j = 0; j < 16; j += 32 / (int)sizeof(T)) prefetch_l2(in + 16 * h + j);
+    if (stride) RX_FOR_PEERS(c, q) if (q != c.r) prefetch_l2(codes(c.r) + q * stride + at + 16 * h);
+  }
   // reduce's first full groups from lo.
   template <bool S>
   RX_DEV void reduce_groups(T* dst, const T* in, i64 stride, i64 at, i64 lo, i64 full) const {
     RX_LP_GROUPS(full, g) {
       float acc[16];
+      ahead(in + lo, stride, at + lo, g, full);
       sum_group<S>(stride, at + lo, full, g, acc, in + lo);
       if (g < full) store16(dst + lo + 16 * g, acc);
     }
@@ -328,6 +342,7 @@ struct LP {
   RX_DEV void requantize_groups(T* own, const T* in, i64 stride, i64 at, i64 ag, i64 lo, i64 full) const {
     RX_LP_GROUPS(full, g) {
       float acc[16], scale;
+      ahead(in + lo, stride, at + lo, g, full);
       sum_group<S>(stride, at + lo, full, g, acc, in + lo);
       const V16 v = encode_group<S>(acc, scale);
       if (g < full) {

@@ -112,6 +112,14 @@ RX_DEV void st_line16(u64* p, u64 a, u64 b) {
 }
 #endif
 
+// A hint that brings the line at p into L2 (CUDA) for a load soon after; no register waits on it. On AMD a
+// no-op.
+#if defined(__HIPCC__)
+RX_DEV void prefetch_l2(const void*) {}
+#else
+RX_DEV void prefetch_l2(const void* p) { asm volatile("prefetch.global.L2 [%0];" ::"l"(p)); }
+#endif
+
 // A scalar load that bypasses the non-coherent L1 (the scalar twin of ld_cg).
 template <class X>
 RX_DEV X ld_volatile(const X* p) {
