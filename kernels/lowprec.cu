@@ -320,7 +320,7 @@ struct LP {
   // (each 32-byte sector) and, where the codes were pushed (stride), the peers' codes. On 2 H100s that took
   // 1-14% off float all_reduce from 64 MiB to 1 GiB and 3-6% off reduce_scatter from 256 MiB
   // (docs/PERFORMANCE.md). The same hint in quantize's loop made all_gather 17% slower, two steps ahead was
-  // slower than one, and on a peer's memory (pulled codes) it made a call 20x slower: own memory only.
+  // slower than one, and on a peer's memory (pulled codes) it made calls 20-26x slower: own memory only.
   RX_DEV void ahead(const T* in, i64 stride, i64 at, i64 g, i64 full) const {
     const i64 h = g + nt;
     if (h >= full) return;
