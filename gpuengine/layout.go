@@ -25,7 +25,7 @@ const (
 	blockThreads = 512 // every kernel's block size but LP's (__launch_bounds__ in the prelude)
 	minHalf      = 4 << 20
 
-	lpSplitChunks = 4       // RX_LP_SPLIT_CHUNKS: from this many chunks (all_reduce twice) an LP kernel splits its warps
+	lpSplitChunks = 4       // RX_LP_SPLIT_CHUNKS: from this many chunks an LP kernel splits its warps
 	lpMinChunk    = 2 << 20 // elements: the shortest chunk lpSplitLen cuts a call into
 )
 
