@@ -26,7 +26,7 @@ const (
 	minHalf      = 4 << 20
 
 	lpSplitChunks = 4       // RX_LP_SPLIT_CHUNKS: from this many chunks an LP kernel splits its warps
-	lpMinChunk    = 2 << 20 // elements: the shortest chunk lpSplitLen cuts a call into
+	lpMinChunk    = 2 << 20 // elements: the shortest chunk lpSplitLen cuts an all_gather or alltoall into
 )
 
 // lpThreads is the block size of an LP kernel of elements of size bytes (RX_LP_RCCLX_THREADS and

@@ -181,8 +181,8 @@ func (c *comm) makePlan(coll *collectives.Collective, algo string, k collectives
 			return p, fmt.Errorf("LP block %d does not fit a %d-byte LP buffer", c.policy.LPBlock, lpBuffer(c.half))
 		}
 		unit := lpUnit(int64(c.policy.LPBlock), scaled)
-		if coll == collectives.AllGather || coll == collectives.AllToAll {
-			per = lpSplitLen(longest, per, unit)
+		if least := lpLeastChunk(coll); least > 0 {
+			per = lpSplitLen(longest, per, unit, least)
 		}
 		if longest > 0 {
 			p.rounds = []round{{0, evenRound(longest, per, unit)}}
@@ -244,15 +244,27 @@ func splitRounds(count, per, unit int64) []round {
 func lpBuffer(half int64) int64 { return half / 2 / 16 * 16 }
 
 // lpSplitLen is the most elements per LP chunk: per (what a buffer holds), or less, so that a call of at
-// least lpSplitChunks chunks of lpMinChunk elements has that many chunks, enough for the kernel to give each
-// stage warps of its own (kernels/lowprec.cu, lp_split). all_gather and alltoall take it: on 2x H200, cut
-// and split, they ran 5-15% faster from 64 MiB on, while all_reduce and reduce_scatter cut finer for it were
-// slower below 512 MiB.
-func lpSplitLen(longest, per, unit int64) int64 {
-	if longest < lpSplitChunks*lpMinChunk || (longest+per-1)/per >= lpSplitChunks {
+// least lpSplitChunks chunks of least elements has that many chunks, enough for the kernel to give each stage
+// warps of its own (kernels/lowprec.cu, lp_split).
+func lpSplitLen(longest, per, unit, least int64) int64 {
+	if longest < lpSplitChunks*least || (longest+per-1)/per >= lpSplitChunks {
 		return per
 	}
 	return ((longest+lpSplitChunks-1)/lpSplitChunks + unit - 1) / unit * unit
+}
+
+// lpLeastChunk is the shortest chunk lpSplitLen cuts an LP call of coll into, 0 for none: what measured
+// fastest on 2 ranks. Cut and split, all_gather and alltoall ran 5-15% faster from 64 MiB on 2x H200;
+// all_reduce, whose chunks cut each rank's slice, 8% faster at 128 MiB on 2x H100 with chunks of at least 4M
+// elements but 6% slower at 64 MiB with 2M; reduce_scatter 6-11% slower from 64 to 256 MiB.
+func lpLeastChunk(coll *collectives.Collective) int64 {
+	switch coll {
+	case collectives.AllGather, collectives.AllToAll:
+		return lpMinChunk
+	case collectives.AllReduce:
+		return 2 * lpMinChunk
+	}
+	return 0
 }
 
 // lpUnit is the granule of LP chunks and block sub-ranges: 16 elements, and whole LP blocks when scaled.

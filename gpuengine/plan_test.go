@@ -226,13 +226,15 @@ func TestLPChunksFitTheBuffer(t *testing.T) {
 				if need > lpBuffer(c.half) || 2*lpBuffer(c.half) > c.half || r.len%unit != 0 || chunks < 2 {
 					t.Errorf("%s %s n %d: chunks of %d need %d bytes of a %d-byte buffer (half %d)", mode, coll.Name, n, r.len, need, lpBuffer(c.half), c.half)
 				}
-				// all_gather and alltoall are cut into enough chunks for the kernel to split its warps; the
-				// others take the fewest chunks a buffer allows.
-				cut := coll == collectives.AllGather || coll == collectives.AllToAll
-				if cut && longest >= lpSplitChunks*lpMinChunk && chunks < lpSplitChunks {
+				// all_gather, alltoall and all_reduce are cut into enough chunks for the kernel to split its
+				// warps; reduce_scatter takes the fewest chunks a buffer allows.
+				least := lpLeastChunk(coll)
+				fewest := evenRound(longest, lpChunkLen(lpBuffer(c.half), slots, int64(p.LPBlock), scaled), unit)
+				cut := least > 0 && longest >= lpSplitChunks*least && (longest+fewest-1)/fewest < lpSplitChunks
+				if cut && chunks < lpSplitChunks {
 					t.Errorf("%s %s n %d: %d elements in %d chunks: too few for the kernel to split its warps", mode, coll.Name, n, longest, chunks)
 				}
-				if fewest := evenRound(longest, lpChunkLen(lpBuffer(c.half), slots, int64(p.LPBlock), scaled), unit); !cut && r.len != fewest {
+				if !cut && r.len != fewest {
 					t.Errorf("%s %s n %d: chunks of %d, not the buffer's %d", mode, coll.Name, n, r.len, fewest)
 				}
 			}
@@ -240,48 +242,66 @@ func TestLPChunksFitTheBuffer(t *testing.T) {
 	}
 }
 
-// A call of at least lpSplitChunks chunks of lpMinChunk elements is cut into at least that many, each a
+// A call of at least lpSplitChunks chunks of least elements is cut into at least that many, each a
 // multiple of the unit within what a buffer holds; a smaller call, or one a buffer already cuts finer, keeps
 // the buffer's length.
 func TestLPSplitLen(t *testing.T) {
-	for _, longest := range []int64{1, lpMinChunk, lpSplitChunks*lpMinChunk - 1, lpSplitChunks * lpMinChunk,
-		lpSplitChunks*lpMinChunk + 17, 5 << 20, 32 << 20, 1 << 30} {
-		for _, per := range []int64{16 << 10, 1 << 20, 8 << 20, 32 << 20} {
-			for _, unit := range []int64{16, 1600} {
-				got := lpSplitLen(longest, per, unit)
-				chunks := (longest + got - 1) / got
-				split := longest >= lpSplitChunks*lpMinChunk
-				switch {
-				case got > per:
-					t.Errorf("longest %d per %d unit %d: chunks of %d exceed the buffer", longest, per, unit, got)
-				case split && chunks < lpSplitChunks:
-					t.Errorf("longest %d per %d unit %d: %d chunks of %d", longest, per, unit, chunks, got)
-				case got != per && (!split || (longest+per-1)/per >= lpSplitChunks || got%unit != 0):
-					t.Errorf("longest %d per %d unit %d: %d, not the buffer's %d", longest, per, unit, got, per)
+	for _, least := range []int64{lpMinChunk, 2 * lpMinChunk} {
+		for _, longest := range []int64{1, least, lpSplitChunks*least - 1, lpSplitChunks * least,
+			lpSplitChunks*least + 17, 5 << 20, 32 << 20, 1 << 30} {
+			for _, per := range []int64{16 << 10, 1 << 20, 8 << 20, 32 << 20} {
+				for _, unit := range []int64{16, 1600} {
+					checkSplitLen(t, longest, per, unit, least)
 				}
 			}
 		}
 	}
 }
 
-// At the default LP buffer a 256 MiB call at 2 ranks has 1 or 2 chunks for all_gather and reduce_scatter:
-// all_gather (and alltoall) are cut into lpSplitChunks, reduce_scatter and all_reduce keep the buffer's.
+func checkSplitLen(t *testing.T, longest, per, unit, least int64) {
+	t.Helper()
+	got := lpSplitLen(longest, per, unit, least)
+	chunks := (longest + got - 1) / got
+	split := longest >= lpSplitChunks*least
+	switch {
+	case got > per:
+		t.Errorf("longest %d per %d unit %d: chunks of %d exceed the buffer", longest, per, unit, got)
+	case split && chunks < lpSplitChunks:
+		t.Errorf("longest %d per %d unit %d least %d: %d chunks of %d", longest, per, unit, least, chunks, got)
+	case got != per && (!split || (longest+per-1)/per >= lpSplitChunks || got%unit != 0):
+		t.Errorf("longest %d per %d unit %d least %d: %d, not the buffer's %d", longest, per, unit, least, got, per)
+	}
+}
+
+// At the default LP buffer (8M codes an all_reduce chunk, 16M reduce_scatter's, 32M all_gather's), float at 2
+// ranks: all_gather and alltoall are cut into lpSplitChunks from 8M elements a rank, all_reduce from 16M a
+// slice (128 MiB, not 64 MiB), and reduce_scatter keeps the buffer's chunks.
 func TestLPCutAtTheDefaultBuffer(t *testing.T) {
 	p, _ := collectives.PolicyFromEnv(func(string) string { return "" })
 	c := &comm{nranks: 2, policy: p, tuning: collectives.DefaultGPUTuning, half: halfBytes(p.SendBuf), blockCap: 16}
-	for coll, want := range map[*collectives.Collective]int64{collectives.AllReduce: 4, collectives.ReduceScatter: 2,
-		collectives.AllGather: lpSplitChunks, collectives.AllToAll: lpSplitChunks} {
-		k := coll.Counts(256<<20, 2, 0, collectives.Float)
-		pl, err := c.makePlan(coll, collectives.LowPrecision, k, 4)
+	for _, x := range []struct {
+		coll  *collectives.Collective
+		bytes int64
+		want  int64
+	}{
+		{collectives.AllReduce, 64 << 20, 1}, {collectives.AllReduce, 128 << 20, lpSplitChunks},
+		{collectives.AllReduce, 256 << 20, 4}, {collectives.AllReduce, 1 << 30, 16},
+		{collectives.ReduceScatter, 128 << 20, 1}, {collectives.ReduceScatter, 256 << 20, 2},
+		{collectives.AllGather, 32 << 20, 1}, {collectives.AllGather, 64 << 20, lpSplitChunks},
+		{collectives.AllGather, 256 << 20, lpSplitChunks},
+		{collectives.AllToAll, 64 << 20, lpSplitChunks}, {collectives.AllToAll, 256 << 20, lpSplitChunks},
+	} {
+		k := x.coll.Counts(x.bytes, 2, 0, collectives.Float)
+		pl, err := c.makePlan(x.coll, collectives.LowPrecision, k, 4)
 		if err != nil {
-			t.Fatalf("%s: %v", coll.Name, err)
+			t.Fatalf("%s: %v", x.coll.Name, err)
 		}
 		longest := k.Param
-		if coll == collectives.AllReduce {
+		if x.coll == collectives.AllReduce {
 			longest /= 2
 		}
-		if got := (longest + pl.rounds[0].len - 1) / pl.rounds[0].len; got != want {
-			t.Errorf("%s: %d chunks of %d, want %d", coll.Name, got, pl.rounds[0].len, want)
+		if got := (longest + pl.rounds[0].len - 1) / pl.rounds[0].len; got != x.want {
+			t.Errorf("%s %d B: %d chunks of %d, want %d", x.coll.Name, x.bytes, got, pl.rounds[0].len, x.want)
 		}
 	}
 }
