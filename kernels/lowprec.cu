@@ -480,16 +480,16 @@ RX_DEV i64 lp_chunk(i64 s, int stage, i64 chunks) {
   const i64 k = s - stage;
   return k >= 0 && k < chunks ? k : -1;
 }
-// A call of at least `least` chunks splits the block's warps between the stages that have a chunk at step s,
-// stage j taking a share weight[j] / (sum of those stages' weights), so that the stages run side by side
-// rather than one after another in each step; in the steps that fill and drain the pipeline a stage without a
-// chunk leaves its warps to the others. A call of fewer chunks, where a split leaves warps idle in more of its
-// steps, runs every stage on every warp. lp_split returns the stage this thread runs at step s, or -1 for
-// every stage. Thresholds and weights are what measured fastest on 2 ranks (docs/PERFORMANCE.md): every
-// kernel splits from RX_LP_SPLIT_CHUNKS chunks (gpuengine cuts a large all_gather or alltoall into that many).
+// A call of at least RX_LP_SPLIT_CHUNKS chunks splits the block's warps between the stages that have a chunk
+// at step s, stage j taking a share weight[j] / (sum of those stages' weights), so that the stages run side by
+// side rather than one after another in each step; in the steps that fill and drain the pipeline a stage
+// without a chunk leaves its warps to the others. A call of fewer chunks, where a split leaves warps idle in
+// more of its steps, runs every stage on every warp. lp_split returns the stage this thread runs at step s, or
+// -1 for every stage. The threshold and weights are what measured fastest on 2 ranks (docs/PERFORMANCE.md);
+// gpuengine cuts a large call into that many chunks (lpSplitLen).
 #define RX_LP_SPLIT_CHUNKS 4
-RX_DEV int lp_split(LP& lp, i64 s, i64 chunks, i64 least, const int* weight, int stages) {
-  if (chunks < least) return -1;
+RX_DEV int lp_split(LP& lp, i64 s, i64 chunks, const int* weight, int stages) {
+  if (chunks < RX_LP_SPLIT_CHUNKS) return -1;
   const int all = (int)(blockDim.x >> 5);
   int w[3], warps[3], sum = 0, left = 0, first = 0;
   for (int j = 0; j < stages; j++) {
@@ -527,7 +527,7 @@ RX_DEV void lp_all_reduce_body(Args a) {
   auto end = [&](int q, i64 k) { return clip(hi, (q + 1) * a.count / c.n - first(q, k)); };
   const int weight[3] = {3, 3, 2};
   for (i64 s = 0; s < steps; s++) {
-    const int mine = lp_split(lp, s, chunks, RX_LP_SPLIT_CHUNKS, weight, 3);
+    const int mine = lp_split(lp, s, chunks, weight, 3);
     i64 k;
     if ((mine < 0 || mine == 2) && (k = lp_chunk(s, 2, chunks)) >= 0) {
       lp.at(k);
@@ -590,7 +590,7 @@ RX_DEV void lp_reduce_scatter_body(Args a) {
   lp.scaleOff = c.n * cp;
   const int weight[2] = {3, 5};
   for (i64 s = 0; s < steps; s++) {
-    const int mine = lp_split(lp, s, cdiv(a.count, a.x1), RX_LP_SPLIT_CHUNKS, weight, 2);
+    const int mine = lp_split(lp, s, cdiv(a.count, a.x1), weight, 2);
     i64 x0, lo, hi;
     if (lp_piece(lp, a, mine, s, 1, x0, lo, hi)) {
       lp.reduce((T*)a.recv + x0, (const T*)a.send + c.r * a.count + x0, 0, c.r * cp, lo, hi);
@@ -609,7 +609,7 @@ RX_DEV void lp_all_gather_body(Args a) {
   lp.scaleOff = roundup(a.x1, 16);
   const int weight[2] = {3, 5};
   for (i64 s = 0; s < steps; s++) {
-    const int mine = lp_split(lp, s, cdiv(a.count, a.x1), RX_LP_SPLIT_CHUNKS, weight, 2);
+    const int mine = lp_split(lp, s, cdiv(a.count, a.x1), weight, 2);
     i64 x0, lo, hi;
     if (lp_piece(lp, a, mine, s, 1, x0, lo, hi)) {
       RX_FOR_PEERS(c, q) if (q != c.r) lp.dequantize((T*)a.recv + q * a.count + x0, q, 0, lo, hi);
@@ -630,7 +630,7 @@ RX_DEV void lp_alltoall_body(Args a) {
   lp.scaleOff = c.n * cp;
   const int weight[2] = {1, 1};
   for (i64 s = 0; s < steps; s++) {
-    const int mine = lp_split(lp, s, cdiv(a.count, a.x1), RX_LP_SPLIT_CHUNKS, weight, 2);
+    const int mine = lp_split(lp, s, cdiv(a.count, a.x1), weight, 2);
     i64 x0, lo, hi;
     if (lp_piece(lp, a, mine, s, 1, x0, lo, hi)) {
       RX_FOR_PEERS(c, q) if (q != c.r) lp.dequantize((T*)a.recv + q * a.count + x0, q, c.r * cp, lo, hi);
