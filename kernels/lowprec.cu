@@ -246,15 +246,19 @@ struct LP {
     }
     return encode16(f);
   }
-  // Group g of in (zeros past full) through encode and decode, as every rank decodes its codes.
-  template <bool S>
-  RX_DEV void own_group(const T* in, i64 full, i64 g, float* f) const {
+  // Group g of in as floats; zeros past full.
+  RX_DEV static void input_group(const T* in, i64 full, i64 g, float* f) {
     if (g < full) {
       load16(in + 16 * g, f);
     } else {
 #pragma unroll
       for (int j = 0; j < 16; j++) f[j] = 0;
     }
+  }
+  // Group g of in (zeros past full) through encode and decode, as every rank decodes its codes.
+  template <bool S>
+  RX_DEV void own_group(const T* in, i64 full, i64 g, float* f) const {
+    input_group(in, full, g, f);
     float scale;
     const V16 v = encode_group<S>(f, scale);
     decode_scaled<S>(v, scale, f);
@@ -273,12 +277,7 @@ struct LP {
   RX_DEV void quantize_groups(int to, i64 at, const T* src, T* own, i64 lo, i64 full) const {
     RX_LP_GROUPS(full, g) {
       float f[16], scale;
-      if (g < full) {
-        load16(src + lo + 16 * g, f);
-      } else {
-#pragma unroll
-        for (int j = 0; j < 16; j++) f[j] = 0;
-      }
+      input_group(src + lo, full, g, f);
       const V16 v = encode_group<S>(f, scale);
       if (g < full) {
         store_group<S>(to, at + lo, g, v, scale);
