@@ -152,6 +152,14 @@ type LoopLauncher interface {
 	PrepareLoop(calls []*Call, first, iters, agg int) (launch func() error, err error)
 }
 
+// Paced is a Group whose queued operations take long to drain, since its ranks compute on the host's cores
+// (the host engine): the harness waits for each timed iteration of a large size before launching the next, so
+// that an interrupt stops a half between iterations. Device engines queue on streams, which drain in about the
+// time the queued iterations take; a wait between their iterations would add a host round trip to each.
+type Paced interface {
+	Paced()
+}
+
 // LaunchEach launches n operations of a loop over calls from the first-th on (the i-th is calls[i mod
 // len(calls)]), one Launch each: the loop of a Group that is no LoopLauncher, or that cannot list its calls.
 func LaunchEach(g Group, calls []*Call, first, n int) error {

@@ -29,6 +29,7 @@ type fakeEngine struct {
 	events       bool // groups are EventTimers
 	graphs       bool // groups are Graphers
 	loops        bool // groups are LoopLaunchers
+	paced        bool // groups are Paced (as the host engine's)
 	noInPlaceA2A bool // groups are InPlaceLimiters without in-place alltoall, as NCCL
 	// prepare: communicators are Preparers that record each call, print prepareNote (when not empty) and
 	// return prepareErr.
@@ -50,6 +51,7 @@ type fakeEngine struct {
 
 	mu       sync.Mutex
 	launches int
+	waits    int
 	loopArgs [][3]int // first, iters and agg of each PrepareLoop
 	prepared []prepareCall
 	cfg      collectives.Config
@@ -114,6 +116,8 @@ func (e *fakeEngine) wrap(g *fakeGroup) collectives.Group {
 		return graphGroup{g}
 	case e.loops:
 		return loopGroup{g}
+	case e.paced:
+		return pacedGroup{g}
 	case e.noInPlaceA2A:
 		return ncclLikeGroup{g}
 	}
@@ -267,6 +271,9 @@ func (g *fakeGroup) Launch(c *collectives.Call) error {
 
 func (g *fakeGroup) Wait() error {
 	e := g.c.e
+	e.mu.Lock()
+	e.waits++
+	e.mu.Unlock()
 	if e.stuck {
 		cancel := e.cancel
 		if e.ignoreCancel {
@@ -305,6 +312,10 @@ type graphGroup struct{ *fakeGroup }
 type ncclLikeGroup struct{ *fakeGroup }
 
 type loopGroup struct{ *fakeGroup }
+
+type pacedGroup struct{ *fakeGroup }
+
+func (pacedGroup) Paced() {}
 
 func (g loopGroup) PrepareLoop(calls []*collectives.Call, first, iters, agg int) (func() error, error) {
 	e := g.c.e

@@ -14,10 +14,9 @@ type timing struct {
 	iters  []float64 // -I: seconds per operation in each iteration
 }
 
-// pacedBytes is the size from which an engine that takes launches one by one (no LoopLauncher: the host
-// engine) gets them one iteration at a time, each awaited before the next, so that SIGINT stops a long half
-// between iterations instead of after every queued one. An iteration is then milliseconds long, and the wait
-// between iterations a negligible part of it.
+// pacedBytes is the size from which a Paced group (the host engine) gets its timed iterations one at a time,
+// each awaited before the next, so that SIGINT stops a long half between iterations instead of after every
+// queued one. An iteration is then milliseconds long, and the wait between iterations a negligible part of it.
 const pacedBytes = 16 << 20
 
 // measure runs the warmup and the timed iterations of one half on this thread and returns its timing. Threads
@@ -35,8 +34,8 @@ func (t *thread) measure(p point, inPlace bool, bar *barrier, gate *iterGate) (t
 	}
 	graph, graphs := t.group.(collectives.Grapher)
 	graphs = graphs && o.Graph > 0
-	_, looper := t.group.(collectives.LoopLauncher)
-	paced := gate != nil && !looper && p.size >= pacedBytes
+	_, pacedGroup := t.group.(collectives.Paced)
+	paced := gate != nil && pacedGroup && p.size >= pacedBytes
 	var loop func() error // the whole timed loop, readied before the barrier so that clocks start together
 	if !graphs && o.Blocking == 0 && o.PerIter != 1 && !paced {
 		var err error

@@ -402,6 +402,27 @@ func TestLoopLauncher(t *testing.T) {
 	}
 }
 
+// A Paced group (the host engine) has each timed iteration of 16 MiB and up awaited before the next; any other
+// group has its timed loop awaited once, so that a device engine's iterations follow one another without a host
+// round trip between them.
+func TestPacedIterations(t *testing.T) {
+	for _, tc := range []struct {
+		paced bool
+		size  string
+		want  int // Waits: 2 before the halves, then per half the warmup's, each paced iteration's and the loop's
+	}{
+		{true, "16M", 2 + 2*(1+5+1)}, {true, "8M", 2 + 2*(1+1)}, {false, "16M", 2 + 2*(1+1)},
+	} {
+		seed := rand.Uint64()
+		e := newFake(seed)
+		e.paced = tc.paced
+		r := testRun(t, collectives.AllReduce, seedArgs(seed, "-b", tc.size, "-e", tc.size, "-n", "5", "-w", "1", "-c", "0"), e)
+		if r.code != exitOK || e.waits != tc.want {
+			t.Errorf("paced %v at %s: exit %d, %d waits, want %d\n%s%s", tc.paced, tc.size, r.code, e.waits, tc.want, r.stdout, r.stderr)
+		}
+	}
+}
+
 // TestJSONHasAnchorKeys walks nccl-tests' JSON and ours as maps: every key of the anchor is in ours.
 func TestJSONHasAnchorKeys(t *testing.T) {
 	seed := rand.Uint64()

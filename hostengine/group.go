@@ -105,6 +105,9 @@ func (g *group) Launch(c *collectives.Call) error {
 	return nil
 }
 
+// Paced marks the group as one whose large iterations the harness awaits one by one (collectives.Paced).
+func (g *group) Paced() {}
+
 // Wait blocks until every call launched so far has finished on every local rank and returns the first error.
 func (g *group) Wait() error {
 	g.pending.Wait()
