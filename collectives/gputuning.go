@@ -12,7 +12,7 @@ import (
 //	RCCLX_TESTS_GPU_RING_BLOCKS  most blocks (ring channels) of a ring kernel (default 64)
 //	RCCLX_TESTS_GPU_LP_BLOCKS    most blocks of an LP or direct alltoall kernel (default 128)
 //	RCCLX_TESTS_GPU_CE_BYTES     smallest per-rank buffer that goes through the copy-engine transport
-//	                             (default 8M; "off" never)
+//	                             (default 16M; "off" never)
 //	RCCLX_TESTS_GPU_CE_CHUNK     the chunk of the pieces a copy-engine receiver reduces or unpacks (default 64M)
 //	RCCLX_TESTS_GPU_LL_BYTES     largest DDA all_reduce that uses the LL or LL128 kernels (default 1M, within
 //	                             what their areas hold; 0 never)
@@ -31,7 +31,7 @@ type GPUTuning struct {
 const MaxGPUBlocks = 128
 
 // DefaultGPUTuning is the tuning with none of its variables set.
-var DefaultGPUTuning = GPUTuning{RingBlocks: 64, LPBlocks: MaxGPUBlocks, CEBytes: 8 << 20, CEChunk: 64 << 20,
+var DefaultGPUTuning = GPUTuning{RingBlocks: 64, LPBlocks: MaxGPUBlocks, CEBytes: 16 << 20, CEChunk: 64 << 20,
 	LLMax: 1 << 20, Launchers: true}
 
 // gpuTuningVars are the tuning's variables: the collectives each can change (none: every one) and how a

@@ -52,7 +52,7 @@ func TestGPUTuningVariablesInRegistry(t *testing.T) {
 		{"RCCLX_TESTS_GPU_LP_BLOCKS", "64", "064", true},
 		{"RCCLX_TESTS_GPU_RING_BLOCKS", "", "128", false},
 		{"RCCLX_TESTS_GPU_CE_BYTES", "8M", "8388608", true},
-		{"RCCLX_TESTS_GPU_CE_BYTES", "", "8M", true},
+		{"RCCLX_TESTS_GPU_CE_BYTES", "", "16M", true},
 		{"RCCLX_TESTS_GPU_CE_BYTES", "off", "0", false},
 		{"RCCLX_TESTS_GPU_LL_BYTES", "1024K", "", true},
 		{"RCCLX_TESTS_GPU_LAUNCHERS", "on", "1", true},
