@@ -44,8 +44,9 @@ type cePlan struct {
 	// storesFar: with spread at 2 ranks, the reduction also stores its result into the peer's output, in place
 	// of the copy after it (kernels/copyengine.cu).
 	storesFar bool
-	chunk     int64 // a staged piece moves in chunks of this many elements, chunks of them at most
-	chunks    int
+	// A staged piece moves in chunks: chunk i is [bounds[i], bounds[i+1]) of it, clipped to its length.
+	bounds []int64
+	chunks int
 }
 
 // slotIndex is the scratch slot of rank r where sender q's piece lands, on n ranks: one sender to rank r+1
@@ -174,7 +175,8 @@ func makeCEPlan(call *collectives.Call, n int, tuning collectives.GPUTuning) *ce
 	// Unstaged pieces go whole, and so does all_reduce: on 2 H200s 16, 32 and 64 MiB chunks made it 2-7% slower
 	// at 128 MiB-1 GiB, and with the reduction storing into the peer 32-128 MiB chunks 1-4% slower at 1 GiB on
 	// 2 H100s (docs/DESIGN.md).
-	pl.chunk, pl.chunks = ceChunks(longest, size, tuning.CEChunk, pl.staged && !pl.spread)
+	pl.bounds = ceChunks(longest, size, tuning.CEChunk, pl.staged && !pl.spread)
+	pl.chunks = len(pl.bounds) - 1
 	return pl
 }
 
@@ -282,6 +284,6 @@ func ringSegment(count int64, n, size int) int64 {
 
 // piece is chunk i of a piece (or reduction) of cnt elements: its offset and length.
 func (pl *cePlan) piece(cnt int64, i int) (off, n int64) {
-	off = min(int64(i)*pl.chunk, cnt)
-	return off, min(pl.chunk, cnt-off)
+	off = min(pl.bounds[i], cnt)
+	return off, min(pl.bounds[i+1], cnt) - off
 }

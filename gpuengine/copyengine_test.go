@@ -1,27 +1,47 @@
 package gpuengine
 
 import (
+	"fmt"
 	"math/rand/v2"
 	"testing"
 
 	"github.com/rcclx-tests/rcclx-tests/collectives"
 )
 
-// Chunks of a reduction cover the segment, are whole 16-byte vectors but the last, and number at most
-// ceMaxChunks; copies are never chunked.
+// Chunks of a reduction cover the segment in order, are whole 16-byte vectors but the last, number at most
+// ceMaxChunks, and none is longer than the first; the last of several is cut into halves down to an eighth of
+// a chunk. Copies are never chunked.
 func TestCEChunks(t *testing.T) {
 	for range 1000 {
 		size := []int64{1, 2, 4, 8}[rand.IntN(4)]
 		slot := rand.Int64N(1 << uint(rand.IntN(32)))
-		chunk, chunks := ceChunks(slot, size, int64(rand.IntN(64<<20)), true)
-		ve := vecElems(int(size))
-		if chunks < 1 || chunks > ceMaxChunks || (slot > 0 && chunk%ve != 0) || int64(chunks)*chunk < slot ||
-			(slot > 0 && int64(chunks-1)*chunk >= slot) {
-			t.Fatalf("slot %d x %d B: %d chunks of %d", slot, size, chunks, chunk)
+		bytes := int64(rand.IntN(64 << 20))
+		b := ceChunks(slot, size, bytes, true)
+		ve, n := vecElems(int(size)), len(b)-1
+		if n < 1 || n > ceMaxChunks || b[0] != 0 || b[n] != max(slot, 1) {
+			t.Fatalf("slot %d x %d B: bounds %v", slot, size, b)
 		}
-		if _, n := ceChunks(slot, size, collectives.DefaultGPUTuning.CEChunk, false); n != 1 {
+		for i := 1; i <= n; i++ {
+			if b[i] <= b[i-1] || (i < n && b[i]%ve != 0) {
+				t.Fatalf("slot %d x %d B: bounds %v", slot, size, b)
+			}
+		}
+		if n > 1 && slot-b[n-1] > b[1] {
+			t.Fatalf("slot %d x %d B: last chunk longer than the first: %v", slot, size, b)
+		}
+		if n := len(ceChunks(slot, size, collectives.DefaultGPUTuning.CEChunk, false)) - 1; n != 1 {
 			t.Fatalf("a copy in %d chunks", n)
 		}
+	}
+	// 1 GiB of float reduce_scatter at 2 ranks: 512 MiB pieces in 64 MiB chunks, the last cut to 32, 16, 8, 8.
+	const mib = 1 << 18 // floats
+	b := ceChunks(512*mib, 4, 64<<20, true)
+	var got []int64
+	for i := 1; i < len(b); i++ {
+		got = append(got, (b[i]-b[i-1])/mib)
+	}
+	if fmt.Sprint(got) != "[64 64 64 64 64 64 64 32 16 8 8]" {
+		t.Errorf("512 MiB in chunks of %v MiB", got)
 	}
 }
 
