@@ -295,7 +295,7 @@ func ceChunks(slot, size, bytes int64, chunked bool) []int64 {
 		bounds = append(bounds, off)
 	}
 	if last := bounds[len(bounds)-1]; len(bounds) > 1 {
-		for n := slot - last; n/2 >= chunk/8 && len(bounds) < ceMaxChunks; n = slot - last {
+		for n := slot - last; n/2 >= max(chunk/8, ve) && len(bounds) < ceMaxChunks; n = slot - last {
 			last += (n/2 + ve - 1) / ve * ve
 			bounds = append(bounds, last)
 		}

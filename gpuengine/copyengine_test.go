@@ -15,7 +15,7 @@ func TestCEChunks(t *testing.T) {
 	for range 1000 {
 		size := []int64{1, 2, 4, 8}[rand.IntN(4)]
 		slot := rand.Int64N(1 << uint(rand.IntN(32)))
-		bytes := int64(rand.IntN(64 << 20))
+		bytes := int64(rand.IntN(1 << uint(rand.IntN(27))))
 		b := ceChunks(slot, size, bytes, true)
 		ve, n := vecElems(int(size)), len(b)-1
 		if n < 1 || n > ceMaxChunks || b[0] != 0 || b[n] != max(slot, 1) {

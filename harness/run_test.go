@@ -409,7 +409,7 @@ func TestPacedIterations(t *testing.T) {
 	for _, tc := range []struct {
 		paced bool
 		size  string
-		want  int // Waits: 2 before the halves, then per half the warmup's, each paced iteration's and the loop's
+		want  int // Waits: 2 outside the timed halves, then per half the warmup's, each paced iteration's and the loop's
 	}{
 		{true, "16M", 2 + 2*(1+5+1)}, {true, "8M", 2 + 2*(1+1)}, {false, "16M", 2 + 2*(1+1)},
 	} {
