@@ -41,8 +41,8 @@
 #                  error (JSON): all four collectives next to NCCL (--engine vendor,gpu), and the scaled mode
 #        goals     the rows of docs/PERFORMANCE.md's goals table next to NCCL (--engine vendor,gpu), two invocations
 #                  each: FP8 LP all_reduce, all_gather, reduce_scatter, alltoall (float, 64 MiB..1 GiB) and all_reduce
-#                  bfloat16 (16 MiB..1 GiB), ring all_reduce 512 MiB and 1 GiB, reduce_scatter 1 GiB; a table last
-#                  of each size's algbw (NCCL, gpu), their ratio and the gpu busbw, out of place
+#                  bfloat16 (16 MiB..1 GiB), ring all_reduce 512 MiB and 1 GiB, reduce_scatter 1 GiB; last, per
+#                  invocation, rcclx-results compare's table (time, busbw and speedup per size, out of place)
 #        builds    this build's FP8 LP kernels against another's: the LP binaries (all_reduce in float and
 #                  bfloat16, all_gather, reduce_scatter, alltoall) of $BIN and of $BIN/old (built from another
 #                  revision), alternating, two runs each, 64 MiB..1 GiB, -c 0; a table of the mean of out-of-place
@@ -445,31 +445,28 @@ step_goals() {
 		note goals skip "needs two GPUs"
 		return
 	fi
-	local rep b
-	: >"$OUT/goals.txt"
+	local rep b f
 	for rep in 1 2; do
 		for b in all_reduce_perf all_gather_perf reduce_scatter_perf alltoall_perf; do
-			goal_run "lp-${b%_perf}" "$rep" "$BIN/$b" --lp -b 64M -e 1G -f 4
+			goal_run "lp-${b%_perf}-$rep" "$BIN/$b" --lp -b 64M -e 1G -f 4
 		done
-		goal_run lp-all_reduce-bf16 "$rep" "$P" --lp -d bfloat16 -b 16M -e 1G -f 2
-		goal_run ring-all_reduce "$rep" "$P" -b 512M -e 1G -f 2
-		goal_run reduce_scatter "$rep" "$BIN/reduce_scatter_perf" -b 1G -e 1G
+		goal_run "lp-all_reduce-bf16-$rep" "$P" --lp -d bfloat16 -b 16M -e 1G -f 2
+		goal_run "ring-all_reduce-$rep" "$P" -b 512M -e 1G -f 2
+		goal_run "reduce_scatter-$rep" "$BIN/reduce_scatter_perf" -b 1G -e 1G
 	done
-	printf '%-20s %11s %9s %9s %6s %9s\n' row size nccl gpu ratio "gpu busbw"
-	awk '{k = $1 " " $3; if ($2 == "gpu") {g[k] = g[k] " " $4; b[k] = b[k] " " $5} else n[k] = n[k] " " $4; K[k] = 1}
-		END {for (k in K) {split(k, f, " "); c = split(n[k], v, " "); split(g[k], w, " "); split(b[k], u, " ")
-			for (i = 1; i <= c; i++) printf "%-20s %11d %9.1f %9.1f %6.2f %9.1f\n", f[1], f[2], v[i], w[i], v[i] ? w[i] / v[i] : 0, u[i]}}' \
-		"$OUT/goals.txt" | sort -k1,1 -k2,2n | tee "$OUT/goals-table.txt"
+	for f in "$OUT"/goals-*.json; do
+		echo "== ${f##*/}"
+		"$BIN/rcclx-results" compare "$f"
+	done | tee "$OUT/goals-table.txt"
 }
 
-# goal_run TAG REP BINARY FLAGS...: one invocation next to NCCL; its out-of-place rows (TAG, engine, size, algbw,
-# busbw) go into goals.txt.
+# goal_run NAME BINARY FLAGS...: one invocation next to NCCL, its log and JSON goals-NAME.txt and .json.
 goal_run() {
-	local tag=$1 log=goals-$1-$2.txt b=$3
-	shift 3
-	: >"$OUT/$log"
-	expect "goals-$tag" 0 "$log" "$b" --engine vendor,gpu "${VG[@]}" "$@" -w 5 -n 20
-	awk -v t="$tag" '/^# Engine:/ {e = $3} /^ *[0-9]+ +[0-9]+ +(float|bfloat16)/ {print t, e, $1, $7, $8}' "$OUT/$log" >>"$OUT/goals.txt"
+	local name=$1 b=$2
+	shift 2
+	: >"$OUT/goals-$name.txt"
+	expect "goals-$name" 0 "goals-$name.txt" "$b" --engine vendor,gpu "${VG[@]}" "$@" -w 5 -n 20 \
+		-J "$OUT/goals-$name.json"
 }
 
 # The FP8 LP kernels that builds and profile time, as binary:type.
