@@ -46,7 +46,6 @@ type cePlan struct {
 	storesFar bool
 	// A staged piece moves in chunks: chunk i is [bounds[i], bounds[i+1]) of it, clipped to its length.
 	bounds []int64
-	chunks int
 }
 
 // slotIndex is the scratch slot of rank r where sender q's piece lands, on n ranks: one sender to rank r+1
@@ -176,7 +175,6 @@ func makeCEPlan(call *collectives.Call, n int, tuning collectives.GPUTuning) *ce
 	// at 128 MiB-1 GiB, and with the reduction storing into the peer 32-128 MiB chunks 1-4% slower at 1 GiB on
 	// 2 H100s (docs/DESIGN.md).
 	pl.bounds = ceChunks(longest, size, tuning.CEChunk, pl.staged && !pl.spread)
-	pl.chunks = len(pl.bounds) - 1
 	return pl
 }
 
@@ -281,6 +279,9 @@ func ringSegment(count int64, n, size int) int64 {
 	ve := vecElems(size)
 	return ((count+int64(n)-1)/int64(n) + ve - 1) / ve * ve
 }
+
+// chunks is how many chunks every piece moves in.
+func (pl *cePlan) chunks() int { return len(pl.bounds) - 1 }
 
 // piece is chunk i of a piece (or reduction) of cnt elements: its offset and length.
 func (pl *cePlan) piece(cnt int64, i int) (off, n int64) {

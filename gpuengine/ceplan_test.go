@@ -120,17 +120,17 @@ func simulate(t *testing.T, call *collectives.Call, pl *cePlan, interleaved bool
 		}
 	}
 	if interleaved || !pl.staged {
-		for i := range pl.chunks {
+		for i := range pl.chunks() {
 			push(i)
 			if pl.staged {
 				finish(i)
 			}
 		}
 	} else {
-		for i := range pl.chunks {
+		for i := range pl.chunks() {
 			push(i)
 		}
-		for i := range pl.chunks {
+		for i := range pl.chunks() {
 			finish(i)
 		}
 	}
@@ -194,8 +194,8 @@ func TestCEPlans(t *testing.T) {
 						t.Errorf("%s: no plan", name)
 						continue
 					}
-					if pl.staged && (pl.chunks < 2) != (coll == collectives.AllReduce) {
-						t.Errorf("%s: %d chunks", name, pl.chunks)
+					if pl.staged && (pl.chunks() < 2) != (coll == collectives.AllReduce) {
+						t.Errorf("%s: %d chunks", name, pl.chunks())
 					}
 					t.Run(name, func(t *testing.T) {
 						simulate(t, call, pl, true, rng)

@@ -186,7 +186,7 @@ func (g *group) ceLaunch(call *collectives.Call, pl *cePlan) error {
 					}
 				}
 			}
-			for i := range pl.chunks {
+			for i := range pl.chunks() {
 				for _, m := range pl.moves {
 					if m.from != l || m.step != step {
 						continue
@@ -203,7 +203,7 @@ func (g *group) ceLaunch(call *collectives.Call, pl *cePlan) error {
 						return err
 					}
 				}
-				if err := r.ce.pushed[step*pl.chunks+i].Record(r.stream); err != nil {
+				if err := r.ce.pushed[step*pl.chunks()+i].Record(r.stream); err != nil {
 					return err
 				}
 			}
@@ -213,7 +213,7 @@ func (g *group) ceLaunch(call *collectives.Call, pl *cePlan) error {
 	if err == nil && pl.staged {
 		err = g.each(func(r *rank, l int) error {
 			red := pl.reduce[l]
-			for i := range pl.chunks {
+			for i := range pl.chunks() {
 				if err := g.waitPeers(r.ce.side, l, func(o *rank) cuda.Event { return o.ce.pushed[i] }); err != nil {
 					return err
 				}
