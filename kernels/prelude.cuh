@@ -36,6 +36,8 @@ RX_DEV V16 ld_cg(const V16* p) {
   u32x4 x = *(const volatile u32x4*)p;
   return V16{{x[0], x[1], x[2], x[3]}};
 }
+RX_DEV V16 ld_stream(const V16* p) { return *p; }
+RX_DEV void st_stream(V16* p, V16 v) { *p = v; }
 #elif defined(__CUDA_ARCH__)
 RX_DEV u64 ld_acquire_sys(const u64* p) {
   u64 v;
@@ -62,6 +64,20 @@ RX_DEV V16 ld_cg(const V16* p) {
                : "l"(p)
                : "memory");
   return v;
+}
+// Data touched once (cache streaming: evict first in L2), so that what is read again soon, such as the codes a
+// peer reads one step later, stays in L2. On AMD plain accesses.
+RX_DEV V16 ld_stream(const V16* p) {
+  V16 v;
+  asm volatile("ld.global.cs.v4.u32 {%0,%1,%2,%3}, [%4];"
+               : "=r"(v.w[0]), "=r"(v.w[1]), "=r"(v.w[2]), "=r"(v.w[3])
+               : "l"(p)
+               : "memory");
+  return v;
+}
+RX_DEV void st_stream(V16* p, V16 v) {
+  asm volatile("st.global.cs.v4.u32 [%0], {%1,%2,%3,%4};" ::"l"(p), "r"(v.w[0]), "r"(v.w[1]), "r"(v.w[2]), "r"(v.w[3])
+               : "memory");
 }
 // Programmatic dependent launch (sm_90 and up): a kernel launched with it may start while the one ahead of it
 // on the stream runs; this waits until that one has ended and its writes are visible, then lets the next kernel
