@@ -13,7 +13,8 @@ import (
 //	RCCLX_TESTS_GPU_LP_BLOCKS    most blocks of an LP or direct alltoall kernel (default 128)
 //	RCCLX_TESTS_GPU_CE_BYTES     smallest per-rank buffer that goes through the copy-engine transport
 //	                             (default 16M; "off" never)
-//	RCCLX_TESTS_GPU_CE_CHUNK     the chunk of the pieces a copy-engine receiver reduces or unpacks (default 64M)
+//	RCCLX_TESTS_GPU_CE_CHUNK     the chunk of the pieces a copy-engine receiver reduces or unpacks, and of
+//	                             all_reduce's reduction and gather (default 64M)
 //	RCCLX_TESTS_GPU_LL_BYTES     largest DDA all_reduce that uses the LL or LL128 kernels (default 1M, within
 //	                             what their areas hold; 0 never)
 //	RCCLX_TESTS_GPU_LAUNCHERS    on (default): a thread of its own launches each local rank after the first;

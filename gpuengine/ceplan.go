@@ -41,12 +41,20 @@ type cePlan struct {
 	reduce  []ceReduction
 	reduces bool // staged pieces are reduced (else unpacked into the receiver's output)
 	spread  bool
-	// storesFar: with spread at 2 ranks, the reduction also stores its result into the peer's output, in place
-	// of the copy after it (kernels/copyengine.cu).
-	storesFar bool
 	// A staged piece moves in chunks: chunk i is [bounds[i], bounds[i+1]) of it, clipped to its length.
 	bounds []int64
+	// gather: with spread, the reduction runs in chunks [gather[j], gather[j+1]), each copied into the peers'
+	// outputs as soon as it is reduced, while the next one is reduced; or, storesFar, whole, storing its
+	// results into the peer's output as well (2 ranks, kernels/copyengine.cu).
+	gather    []int64
+	storesFar bool
 }
+
+// All_reduce's reduction and gather go in chunks from a segment of ceGatherChunks chunks; a shorter one at 2
+// ranks is reduced whole, storing into the peer's output as it goes. On 2 H200s with 64 MiB chunks the chunks
+// took 1.3% off 512 MiB and 1.9% off 1 GiB (4 and 8 chunks a segment), and made 256 MiB 0.5% and 64-128 MiB
+// 10-11% slower (docs/PERFORMANCE.md).
+const ceGatherChunks = 4
 
 // slotIndex is the scratch slot of rank r where sender q's piece lands, on n ranks: one sender to rank r+1
 // (sendrecv) needs one slot.
@@ -76,9 +84,7 @@ func makeCEPlan(call *collectives.Call, n int, tuning collectives.GPUTuning) *ce
 			}
 			pl.reduce[l] = ceReduction{int64(l) * seg, int64(l) * seg, segLen(l), 0}
 		}
-		// At 2 ranks the reduction stores the segment into the peer's output as it goes: on 2 H100s 512 MiB took
-		// 1486-1493 us against 1681-1717 with the copy after the reduction (docs/DESIGN.md).
-		pl.staged, pl.reduces, pl.spread, pl.storesFar = true, true, true, n == 2
+		pl.staged, pl.reduces, pl.spread = true, true, true
 	case collectives.ReduceScatter:
 		for l := range n {
 			for q := range n {
@@ -175,6 +181,10 @@ func makeCEPlan(call *collectives.Call, n int, tuning collectives.GPUTuning) *ce
 	// at 128 MiB-1 GiB, and with the reduction storing into the peer 32-128 MiB chunks 1-4% slower at 1 GiB on
 	// 2 H100s (docs/DESIGN.md).
 	pl.bounds = ceChunks(longest, size, tuning.CEChunk, pl.staged && !pl.spread)
+	if pl.spread {
+		pl.storesFar = n == 2 && pl.slot*size < ceGatherChunks*tuning.CEChunk
+		pl.gather = growing(ceChunks(pl.slot, size, tuning.CEChunk, !pl.storesFar))
+	}
 	return pl
 }
 
@@ -284,7 +294,21 @@ func ringSegment(count int64, n, size int) int64 {
 func (pl *cePlan) chunks() int { return len(pl.bounds) - 1 }
 
 // piece is chunk i of a piece (or reduction) of cnt elements: its offset and length.
-func (pl *cePlan) piece(cnt int64, i int) (off, n int64) {
-	off = min(pl.bounds[i], cnt)
-	return off, min(pl.bounds[i+1], cnt) - off
+func (pl *cePlan) piece(cnt int64, i int) (off, n int64) { return chunkOf(pl.bounds, cnt, i) }
+
+// chunkOf is chunk i of bounds, clipped to cnt elements: its offset and length.
+func chunkOf(bounds []int64, cnt int64, i int) (off, n int64) {
+	off = min(bounds[i], cnt)
+	return off, min(bounds[i+1], cnt) - off
+}
+
+// growing is the chunks of bounds in the reverse order: short first, so that the copy of the first reduced
+// chunk starts soon.
+func growing(bounds []int64) []int64 {
+	last := bounds[len(bounds)-1]
+	out := make([]int64, len(bounds))
+	for i, b := range bounds {
+		out[len(bounds)-1-i] = last - b
+	}
+	return out
 }

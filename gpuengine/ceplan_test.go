@@ -89,26 +89,39 @@ func simulate(t *testing.T, call *collectives.Call, pl *cePlan, interleaved bool
 			s.copy(at(dst, off), at(m.source(call, size), off), cnt)
 		}
 	}
+	reduce := func(l int, off, cnt int64) {
+		red := pl.reduce[l]
+		for e := off; e < off+cnt; e++ {
+			acc := int64(0)
+			for j := range n {
+				q := (l + int(red.first) + j) % n
+				if q == l {
+					acc += s.mem[ptrAt(call.Send[l], red.own+e, size)]
+				} else {
+					acc += s.mem[at(s.scratch[l], slotIndex(q, l, n)*pl.slot+e)]
+				}
+			}
+			s.mem[ptrAt(call.Recv[l], red.out+e, size)] = acc
+		}
+	}
 	finish := func(i int) {
 		for l := range n {
 			red := pl.reduce[l]
-			if pl.reduces {
-				off, cnt := pl.piece(red.cnt, i)
-				for e := off; e < off+cnt; e++ {
-					acc := int64(0)
-					for j := range n {
-						q := (l + int(red.first) + j) % n
-						if q == l {
-							acc += s.mem[ptrAt(call.Send[l], red.own+e, size)]
-						} else {
-							acc += s.mem[at(s.scratch[l], slotIndex(q, l, n)*pl.slot+e)]
+			if pl.spread { // reduced in the gather's chunks, each then copied into every peer's output
+				for j := range len(pl.gather) - 1 {
+					off, cnt := chunkOf(pl.gather, red.cnt, j)
+					reduce(l, off, cnt)
+					for q := range n {
+						if q != l && (!pl.storesFar || q == 1-l) {
+							s.copy(ptrAt(call.Recv[q], red.out+off, size), ptrAt(call.Recv[l], red.out+off, size), cnt)
 						}
 					}
-					s.mem[ptrAt(call.Recv[l], red.out+e, size)] = acc
-					if pl.storesFar {
-						s.mem[ptrAt(call.Recv[1-l], red.out+e, size)] = acc
-					}
 				}
+				continue
+			}
+			if pl.reduces {
+				off, cnt := pl.piece(red.cnt, i)
+				reduce(l, off, cnt)
 				continue
 			}
 			for _, m := range pl.moves {
@@ -132,14 +145,6 @@ func simulate(t *testing.T, call *collectives.Call, pl *cePlan, interleaved bool
 		}
 		for i := range pl.chunks() {
 			finish(i)
-		}
-	}
-	for l := range n {
-		red := pl.reduce[l]
-		for q := range n {
-			if pl.spread && !pl.storesFar && q != l {
-				s.copy(ptrAt(call.Recv[q], red.out, size), ptrAt(call.Recv[l], red.out, size), red.cnt)
-			}
 		}
 	}
 	// What each rank should hold, from the collective's own description of its data.
@@ -185,7 +190,8 @@ func TestCEPlans(t *testing.T) {
 					name := fmt.Sprintf("%s/%d/root%d/inplace=%v", coll.Name, n, root, inPlace)
 					bytes := int64(n) * (16*37 + 16*int64(rng.IntN(100)))
 					call := ceCall(coll, n, root, bytes, inPlace)
-					// Small chunks: every staged call but all_reduce (always whole) in several.
+					// Small chunks: every staged call in several, but all_reduce's pushes (always whole), whose
+					// reduction and gather go in chunks of their own.
 					pl := makeCEPlan(call, n, chunkTuning(64))
 					if pl == nil && coll == collectives.AllToAllV && inPlace && n > 2 {
 						continue // the generated pattern sends peer q more than it receives from q: not stageable
@@ -197,9 +203,23 @@ func TestCEPlans(t *testing.T) {
 					if pl.staged && (pl.chunks() < 2) != (coll == collectives.AllReduce) {
 						t.Errorf("%s: %d chunks", name, pl.chunks())
 					}
+					plans := []*cePlan{pl}
+					if coll == collectives.AllReduce {
+						if len(pl.gather) < 3 || pl.storesFar {
+							t.Errorf("%s: gather %v, stores far %v", name, pl.gather, pl.storesFar)
+						}
+						// Chunks longer than the segment: reduced whole, at 2 ranks storing into the peer.
+						whole := makeCEPlan(call, n, chunkTuning(1<<20))
+						if len(whole.gather) != 2 || whole.storesFar != (n == 2) {
+							t.Errorf("%s, whole: gather %v, stores far %v", name, whole.gather, whole.storesFar)
+						}
+						plans = append(plans, whole)
+					}
 					t.Run(name, func(t *testing.T) {
-						simulate(t, call, pl, true, rng)
-						simulate(t, call, pl, false, rng)
+						for _, pl := range plans {
+							simulate(t, call, pl, true, rng)
+							simulate(t, call, pl, false, rng)
+						}
 					})
 				}
 			}

@@ -21,17 +21,21 @@ import (
 // reduce_scatter: rank r completes segment r; reduce: the root) or, in place, unpacks them (alltoall,
 // alltoallv, sendrecv: a piece would overwrite one its receiver has yet to send). Staged pieces move in chunks,
 // so that reducing or unpacking chunk i overlaps the link's transfer of chunk i+1, but all_reduce's, which go
-// whole with pushes, reduction and gather one after the other: on 2 H200s chunking made it 2-7% slower at 128
-// MiB-1 GiB (16, 32 and 64 MiB chunks, gather whole), and gathering chunk by chunk beside the pushes 17% slower
-// (docs/DESIGN.md). Per call:
+// whole: on 2 H200s chunked pushes made it 2-7% slower at 128 MiB-1 GiB, and gathering chunk by chunk beside
+// the pushes 17% slower (docs/DESIGN.md). Its reduction and gather follow the pushes in chunks (cePlan.gather),
+// the gather's copy of chunk j on the main stream beside the reduction of chunk j+1, or at 2 ranks, for
+// segments of fewer than ceGatherChunks chunks, the reduction stores into the peer's output as it goes. Per
+// call:
 //
 //	entry   main: record entry; side: wait for it
 //	push    main: wait for every peer's entry, then per chunk copy each piece this rank sends to a peer into
 //	        the peer's output or scratch, and record pushed[i]; side: the rank's own piece. A plan in steps
 //	        (hypercube, unchunked) records pushed[s] after step s, and step s waits for the pushed[s-1] of
 //	        the ranks that sent this one pieces at step s-1
-//	reduce  side, per chunk: wait for every peer's pushed[i], ce_reduce into the output; then (all_reduce)
-//	        copy the completed segment into every peer's output
+//	reduce  side, per chunk: wait for every peer's pushed[i], ce_reduce into the output; all_reduce: per
+//	        chunk of its gather, ce_reduce and record reduced[j]
+//	gather  all_reduce, main, per chunk of its gather: wait for reduced[j], copy the chunk into every peer's
+//	        output
 //	unpack  side, per chunk: wait for every peer's and its own pushed[i], then copy the pieces of chunk i from
 //	        the scratch into the buffer (its own pushes of chunk i have read what this overwrites)
 //	exit    side: record sideDone; main: wait for it, record done, and wait for the done of every peer that
@@ -46,6 +50,7 @@ type ceRank struct {
 	side                  cuda.Stream
 	entry, sideDone, done cuda.Event
 	pushed                []cuda.Event // per chunk
+	reduced               []cuda.Event // per chunk of all_reduce's gather
 	scratch               cuda.DevicePtr
 	scratchLen            int64
 }
@@ -58,7 +63,7 @@ const ceMaxChunks = 32
 
 func (s *ceRank) close() []error {
 	var errs []error
-	for _, e := range append([]cuda.Event{s.entry, s.sideDone, s.done}, s.pushed...) {
+	for _, e := range append(append([]cuda.Event{s.entry, s.sideDone, s.done}, s.pushed...), s.reduced...) {
 		if e != 0 {
 			errs = append(errs, e.Destroy())
 		}
@@ -124,9 +129,9 @@ func (s *ceRank) prepare(r *rank, need int64) error {
 		s.side = side
 	}
 	for len(s.pushed) < ceMaxChunks {
-		s.pushed = append(s.pushed, 0)
+		s.pushed, s.reduced = append(s.pushed, 0), append(s.reduced, 0)
 	}
-	for _, e := range append([]*cuda.Event{&s.entry, &s.sideDone, &s.done}, ptrs(s.pushed)...) {
+	for _, e := range append(append([]*cuda.Event{&s.entry, &s.sideDone, &s.done}, ptrs(s.pushed)...), ptrs(s.reduced)...) {
 		if *e == 0 {
 			ev, err := cuda.EventCreate(false)
 			if err != nil {
@@ -217,14 +222,30 @@ func (g *group) ceLaunch(call *collectives.Call, pl *cePlan) error {
 				if err := g.waitPeers(r.ce.side, l, func(o *rank) cuda.Event { return o.ce.pushed[i] }); err != nil {
 					return err
 				}
+				if pl.spread { // all_reduce: one push chunk, reduced in the gather's chunks
+					for j := range len(pl.gather) - 1 {
+						off, cnt := chunkOf(pl.gather, red.cnt, j)
+						own, out := ptrAt(call.Send[l], red.own+off, size), ptrAt(call.Recv[l], red.out+off, size)
+						var far cuda.DevicePtr
+						if pl.storesFar {
+							far = ptrAt(call.Recv[1-l], red.out+off, size)
+						}
+						if err := g.c.ceReduce(r, call, own, out, far, cnt, off, red.first, pl.slot); err != nil {
+							return err
+						}
+						if pl.storesFar {
+							continue
+						}
+						if err := r.ce.reduced[j].Record(r.ce.side); err != nil {
+							return err
+						}
+					}
+					continue
+				}
 				if pl.reduces {
 					off, cnt := pl.piece(red.cnt, i)
 					own, out := ptrAt(call.Send[l], red.own+off, size), ptrAt(call.Recv[l], red.out+off, size)
-					var far cuda.DevicePtr
-					if pl.storesFar {
-						far = ptrAt(call.Recv[1-l], red.out+off, size)
-					}
-					if err := g.c.ceReduce(r, call, own, out, far, cnt, off, red.first, pl.slot); err != nil {
+					if err := g.c.ceReduce(r, call, own, out, 0, cnt, off, red.first, pl.slot); err != nil {
 						return err
 					}
 					continue
@@ -242,11 +263,25 @@ func (g *group) ceLaunch(call *collectives.Call, pl *cePlan) error {
 					}
 				}
 			}
-			for q := range n {
-				if q != l && pl.spread && !pl.storesFar {
-					out := ptrAt(call.Recv[l], red.out, size)
-					if err := copyAsync(ptrAt(call.Recv[q], red.out, size), out, red.cnt*size, r.ce.side); err != nil {
-						return err
+			return nil
+		})
+	}
+	if err == nil && pl.spread && !pl.storesFar {
+		// Each reduced chunk goes into every peer's output from the main stream, whose pushes are done, while the
+		// side stream reduces the next.
+		err = g.each(func(r *rank, l int) error {
+			red := pl.reduce[l]
+			for j := range len(pl.gather) - 1 {
+				if err := cuda.StreamWaitEvent(r.stream, r.ce.reduced[j]); err != nil {
+					return err
+				}
+				off, cnt := chunkOf(pl.gather, red.cnt, j)
+				out := ptrAt(call.Recv[l], red.out+off, size)
+				for q := range n {
+					if q != l {
+						if err := copyAsync(ptrAt(call.Recv[q], red.out+off, size), out, cnt*size, r.stream); err != nil {
+							return err
+						}
 					}
 				}
 			}

@@ -27,7 +27,8 @@ var (
 	// The copy-engine transport for every size, or never.
 	ceEnv    = map[string]string{"RCCLX_TESTS_GPU_CE_BYTES": "0"}
 	ceOffEnv = map[string]string{"RCCLX_TESTS_GPU_CE_BYTES": "off"}
-	// Chunks of 4 KiB: the largest sizes' reduce_scatter and in-place alltoall go in ceMaxChunks chunks.
+	// Chunks of 4 KiB: the largest sizes' reduce_scatter, in-place alltoall and all_reduce's gather go in
+	// ceMaxChunks chunks.
 	ceChunkEnv = map[string]string{"RCCLX_TESTS_GPU_CE_BYTES": "0", "RCCLX_TESTS_GPU_CE_CHUNK": "4K"}
 )
 
@@ -45,7 +46,7 @@ func algoCases() []algoCase {
 		{"ring", nil, collectives.AllDTypes(), collectives.AllOps(), nil},
 		{"ring-ce", ceEnv, collectives.AllDTypes(), collectives.AllOps(), nil},
 		{"ring-ce-chunks", ceChunkEnv, []collectives.DType{collectives.Float, collectives.BFloat16}, sumOnly,
-			[]*collectives.Collective{collectives.ReduceScatter, collectives.AllToAll}},
+			[]*collectives.Collective{collectives.AllReduce, collectives.ReduceScatter, collectives.AllToAll}},
 		{"dda", ddaEnv, ddaTypes, sumOnly, nil},
 		{"dda-tree", treeEnv, ddaTypes, sumOnly, []*collectives.Collective{collectives.AllReduce}},
 		{"lp-rcclx", lpEnv, lpTypes, sumOnly, nil},

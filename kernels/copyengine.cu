@@ -5,8 +5,9 @@
 // Args: send = this rank's own piece, recv = the output, count = elements, x0 = the scratch, x1 = elements
 // between scratch slots (peer q's piece is in slot (r - q - 1) mod n), x2 = where the order starts, relative to
 // this rank: 0 for all_reduce (a segment starts at its owner), 1 for reduce_scatter (at the next rank), x3 = 0 or
-// the peer's output at the segment (all_reduce at 2 ranks), which gets every result too: stores over the link
-// as the reduction goes, rather than a copy of the whole segment after it.
+// the peer's output at the segment (all_reduce at 2 ranks, a segment of fewer than gpuengine's ceGatherChunks
+// chunks), which gets every result too: stores over the link as the reduction goes, rather than a copy of the
+// whole segment after it.
 
 RX_KERNEL ce_reduce(Args a) {
   const int n = (int)a.nranks, r = (int)a.rank, first = (int)a.x2;
