@@ -294,8 +294,9 @@ struct LP {
   // dequantize's first full groups from lo, U groups per thread per step: their loads are issued before any
   // store (which the compiler may not move a load across), so each thread keeps U loads in flight. On H100 at
   // one rank, U = 4 made bfloat16 3-7% faster and float 5-9% slower than U = 1 (on 2 H100s, with the codes a
-  // peer's, float all_gather and alltoall 15% and 21% slower at 1 GiB). The loop's condition is the
-  // warp's, as in RX_LP_GROUPS: with each lane's own condition float was 5% slower.
+  // peer's, float all_gather and alltoall 15% and 21% slower at 1 GiB; on 2 H200s with the stages split, U = 2
+  // and 4 made float 2-12% and 5-18% slower from 256 MiB). The loop's condition is the warp's, as in
+  // RX_LP_GROUPS: with each lane's own condition float was 5% slower.
   static constexpr int U = sizeof(T) == 2 ? 4 : 1;
   template <bool S>
   RX_DEV void dequantize_groups(T* dst, int owner, i64 at, i64 lo, i64 full) const {
