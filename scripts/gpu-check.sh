@@ -47,6 +47,10 @@
 #                  bfloat16, all_gather, reduce_scatter, alltoall) of $BIN and of $BIN/old (built from another
 #                  revision), alternating, two runs each, 64 MiB..1 GiB, -c 0; a table of the mean of out-of-place
 #                  and in-place times, old -> new (run the test step on the build you keep)
+#        loopgap   the 64 MiB float FP8 all_reduce's time by what ran before it in the process: alone with -w 5
+#                  and -w 200 (-n 20), -w 200 -n 200, after NCCL (--engine vendor,gpu) and before it (gpu,vendor),
+#                  and -w 200 with the launcher threads off; each as completion time and, with -C 1, as the host's
+#                  enqueue time per call (equal: the launches hold the loop; far below: the wait or the GPU)
 #        profile   Nsight Compute on the FP8 LP kernels at 1 GiB (float, and bfloat16 all_reduce): 2 processes x 1
 #                  GPU, rank 0 under ncu with counters that fit in one pass; per launch the HBM bytes read and
 #                  written, the kernel time, the HBM rate and the share of cycles that issued an instruction
@@ -467,6 +471,31 @@ goal_run() {
 	: >"$OUT/goals-$name.txt"
 	expect "goals-$name" 0 "goals-$name.txt" "$b" --engine vendor,gpu "${VG[@]}" "$@" -w 5 -n 20 \
 		-J "$OUT/goals-$name.json"
+}
+
+step_loopgap() {
+	if [[ $PEER == 0 ]]; then
+		note loopgap skip "needs two GPUs"
+		return
+	fi
+	local raw=$OUT/loopgap.log rep c e w env
+	: >"$raw"
+	for rep in 1 2 3; do
+		for c in "gpu|-w 5 -n 20|" "gpu|-w 200 -n 20|" "gpu|-w 200 -n 200|" "vendor,gpu|-w 5 -n 20|" \
+			"gpu,vendor|-w 5 -n 20|" "gpu|-w 200 -n 20|RCCLX_TESTS_GPU_LAUNCHERS=off"; do
+			IFS='|' read -r e w env <<<"$c"
+			for cpu in 0 1; do
+				# shellcheck disable=SC2086 # w holds several flags
+				env $env timeout -k 10 120 "$BIN/all_reduce_perf" --engine "$e" "${VG[@]}" --lp -b 64M -e 64M $w \
+					-C $cpu | awk -v t="$e $w ${env:+$env }-C $cpu" '/# Engine/ {x = $3}
+					/^ *[0-9]+ +[0-9]+ +float/ && (x == "" || x == "gpu") {print t "|" $6}' >>"$raw"
+			done
+		done
+	done
+	awk -F'|' '{n[$1]++; s[$1] += $2; if (!($1 in lo) || $2 < lo[$1]) lo[$1] = $2; if ($2 > hi[$1]) hi[$1] = $2}
+		END {for (k in n) printf "%-62s %8.2f us (%.2f-%.2f, %d)\n", k, s[k] / n[k], lo[k], hi[k], n[k]}' "$raw" |
+		sort | tee "$OUT/loopgap.txt"
+	note loopgap "$([[ -s $OUT/loopgap.txt ]] && echo ok || echo FAIL)" "loopgap.txt"
 }
 
 # The FP8 LP kernels that builds and profile time, as binary:type.
