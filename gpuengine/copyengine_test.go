@@ -45,6 +45,19 @@ func TestCEChunks(t *testing.T) {
 	}
 }
 
+// all_reduce's gather takes the reduction's chunks short first: 1 GiB of float at 2 ranks, 512 MiB segments.
+func TestCEGatherChunks(t *testing.T) {
+	const mib = 1 << 18 // floats
+	b := growing(ceChunks(512*mib, 4, 64<<20, true))
+	var got []int64
+	for i := 1; i < len(b); i++ {
+		got = append(got, (b[i]-b[i-1])/mib)
+	}
+	if b[0] != 0 || b[len(b)-1] != 512*mib || fmt.Sprint(got) != "[8 8 16 32 64 64 64 64 64 64 64]" {
+		t.Errorf("bounds %v: chunks of %v MiB", b, got)
+	}
+}
+
 // all_reduce's segments are hostengine's: ceil(count/n) rounded up to 16 bytes.
 func TestRingSegment(t *testing.T) {
 	for _, c := range []struct {
