@@ -56,6 +56,18 @@ func TestCEGatherChunks(t *testing.T) {
 	if b[0] != 0 || b[len(b)-1] != 512*mib || fmt.Sprint(got) != "[8 8 16 32 64 64 64 64 64 64 64]" {
 		t.Errorf("bounds %v: chunks of %v MiB", b, got)
 	}
+	// With the default 64 MiB chunks, 2 ranks: 512 MiB and more in chunks, 256 MiB whole with stores into the peer;
+	// 3 ranks in chunks too.
+	for _, c := range []struct {
+		n     int
+		bytes int64
+		far   bool
+	}{{2, 512 << 20, false}, {2, 256 << 20, true}, {2, 1 << 30, false}, {3, 768 << 20, false}} {
+		pl := makeCEPlan(ceCall(collectives.AllReduce, c.n, 0, c.bytes, false), c.n, collectives.DefaultGPUTuning)
+		if pl.storesFar != c.far || (len(pl.gather) > 2) == c.far {
+			t.Errorf("%d ranks, %d B: stores far %v, gather %v", c.n, c.bytes, pl.storesFar, pl.gather)
+		}
+	}
 }
 
 // all_reduce's segments are hostengine's: ceil(count/n) rounded up to 16 bytes.
