@@ -478,7 +478,7 @@ step_loopgap() {
 		note loopgap skip "needs two GPUs"
 		return
 	fi
-	local raw=$OUT/loopgap.log rep c e w env
+	local raw=$OUT/loopgap.log rep c e w env cpu
 	: >"$raw"
 	for rep in 1 2 3; do
 		for c in "gpu|-w 5 -n 20|" "gpu|-w 200 -n 20|" "gpu|-w 200 -n 200|" "vendor,gpu|-w 5 -n 20|" \
