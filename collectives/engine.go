@@ -152,6 +152,13 @@ type LoopLauncher interface {
 	PrepareLoop(calls []*Call, first, iters, agg int) (launch func() error, err error)
 }
 
+// Waker is a Group that launches through threads of its own which sleep when idle (the GPU engine's launcher
+// threads). The harness calls Wake just before it starts a timed loop's clock, so that the loop does not
+// include waking them: a thread that slept through a long wait can take hundreds of microseconds to run again.
+type Waker interface {
+	Wake()
+}
+
 // Paced is a Group whose queued operations take long to drain, since its ranks compute on the host's cores
 // (the host engine): the harness waits for each timed iteration of a large size before launching the next, so
 // that an interrupt stops a half between iterations. Device engines queue on streams, which drain in about the

@@ -56,7 +56,7 @@ func (w *launcher) run() {
 			return
 		}
 		w.err = failed
-		if failed == nil {
+		if failed == nil && w.job.call != nil { // no call: a wake-up
 			w.err = w.do(w.job)
 		}
 		w.done.Store(seen)
@@ -133,6 +133,20 @@ func (g *group) launchParallel(call *collectives.Call, algo string, f phase) err
 		}
 	}
 	return first
+}
+
+// Wake has every launcher spinning again (collectives.Waker), so that the next call's launches start at once.
+func (g *group) Wake() {
+	for _, w := range g.launchers {
+		if w != nil {
+			w.post(job{})
+		}
+	}
+	for _, w := range g.launchers {
+		if w != nil {
+			_ = w.wait() // a launcher whose setup failed says so at the next launch
+		}
+	}
 }
 
 func (g *group) stopLaunchers() {

@@ -53,6 +53,27 @@ func TestLauncherRunsEachPostOnce(t *testing.T) {
 	}
 }
 
+// Wake reaches every parked launcher without running a job, and leaves nothing pending.
+func TestWakeRunsNoJob(t *testing.T) {
+	var jobs atomic.Int64
+	g := &group{launchers: []*launcher{nil}}
+	for range 3 {
+		g.launchers = append(g.launchers, startLauncher(func() error { return nil },
+			func(job) error { jobs.Add(1); return nil }))
+	}
+	defer g.stopLaunchers()
+	time.Sleep(2 * launcherSpin) // parked
+	g.Wake()
+	for l, w := range g.launchers[1:] {
+		if w.done.Load() != w.posted.Load() || w.posted.Load() != 1 {
+			t.Errorf("launcher %d: %d posted, %d done after Wake", l+1, w.posted.Load(), w.done.Load())
+		}
+	}
+	if n := jobs.Load(); n != 0 {
+		t.Errorf("Wake ran %d jobs", n)
+	}
+}
+
 // A failed setup (the rank's context) fails every job without running it.
 func TestLauncherSetupFailure(t *testing.T) {
 	bad := errors.New("no context")

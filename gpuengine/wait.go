@@ -9,16 +9,13 @@ import (
 	"github.com/rcclx-tests/rcclx-tests/collectives"
 )
 
-// With a timeout, Wait polls the streams: spinning for the first spinFor, then sleeping pollInterval between
-// looks.
-const (
-	spinFor      = time.Millisecond
-	pollInterval = 20 * time.Microsecond
-)
-
 // Wait blocks until every local rank's stream is idle. With a timeout, when it passes, the host sets the abort
 // flag every kernel wait polls, waits for the kernels to give up, and returns a *collectives.TimeoutError
 // naming the first local rank that gave up and its phase; the communicator is unusable afterwards.
+//
+// The polling never sleeps, as nccl-tests' and the vendor engine's waits do not: a timed loop ends when Wait
+// returns, and a sleep wakes late (time.Sleep by up to a millisecond on Linux when no other thread runs),
+// which the loop's time would include.
 func (g *group) Wait() error {
 	if g.c.timeout <= 0 {
 		for _, r := range g.ranks {
@@ -31,8 +28,7 @@ func (g *group) Wait() error {
 		}
 		return g.c.usable()
 	}
-	start := time.Now()
-	deadline := start.Add(g.c.timeout)
+	deadline := time.Now().Add(g.c.timeout)
 	for {
 		idle, err := g.idleAll()
 		if err != nil || idle {
@@ -41,15 +37,10 @@ func (g *group) Wait() error {
 			}
 			return err
 		}
-		now := time.Now()
-		if now.After(deadline) {
+		if time.Now().After(deadline) {
 			return g.timedOut()
 		}
-		if now.Sub(start) < spinFor {
-			runtime.Gosched() // a sleep costs tens of microseconds: spin while the work is likely short
-		} else {
-			time.Sleep(pollInterval)
-		}
+		runtime.Gosched()
 	}
 }
 

@@ -30,6 +30,7 @@ type fakeEngine struct {
 	graphs       bool // groups are Graphers
 	loops        bool // groups are LoopLaunchers
 	paced        bool // groups are Paced (as the host engine's)
+	wakers       bool // groups are Wakers
 	noInPlaceA2A bool // groups are InPlaceLimiters without in-place alltoall, as NCCL
 	// prepare: communicators are Preparers that record each call, print prepareNote (when not empty) and
 	// return prepareErr.
@@ -52,6 +53,7 @@ type fakeEngine struct {
 	mu       sync.Mutex
 	launches int
 	waits    int
+	trace    []byte // L per launch, W per wait, K per wake, in order
 	loopArgs [][3]int // first, iters and agg of each PrepareLoop
 	prepared []prepareCall
 	cfg      collectives.Config
@@ -118,6 +120,8 @@ func (e *fakeEngine) wrap(g *fakeGroup) collectives.Group {
 		return loopGroup{g}
 	case e.paced:
 		return pacedGroup{g}
+	case e.wakers:
+		return wakerGroup{g}
 	case e.noInPlaceA2A:
 		return ncclLikeGroup{g}
 	}
@@ -265,6 +269,7 @@ func (g *fakeGroup) Launch(c *collectives.Call) error {
 	}
 	e.mu.Lock()
 	e.launches++
+	e.trace = append(e.trace, 'L')
 	e.mu.Unlock()
 	return nil
 }
@@ -273,6 +278,7 @@ func (g *fakeGroup) Wait() error {
 	e := g.c.e
 	e.mu.Lock()
 	e.waits++
+	e.trace = append(e.trace, 'W')
 	e.mu.Unlock()
 	if e.stuck {
 		cancel := e.cancel
@@ -316,6 +322,15 @@ type loopGroup struct{ *fakeGroup }
 type pacedGroup struct{ *fakeGroup }
 
 func (pacedGroup) Paced() {}
+
+type wakerGroup struct{ *fakeGroup }
+
+func (g wakerGroup) Wake() {
+	e := g.c.e
+	e.mu.Lock()
+	e.trace = append(e.trace, 'K')
+	e.mu.Unlock()
+}
 
 func (g loopGroup) PrepareLoop(calls []*collectives.Call, first, iters, agg int) (func() error, error) {
 	e := g.c.e

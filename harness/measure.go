@@ -49,6 +49,9 @@ func (t *thread) measure(p point, inPlace bool, bar *barrier, gate *iterGate) (t
 	if graphs {
 		return t.measureGraph(graph, calls, bar)
 	}
+	if w, ok := t.group.(collectives.Waker); ok {
+		w.Wake()
+	}
 	clock := stopwatch{start: time.Now()}
 	iters := iterClock{t: t, perOp: o.AggIters}
 	if err := iters.start(o.PerIter == 1); err != nil {

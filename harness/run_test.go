@@ -423,6 +423,18 @@ func TestPacedIterations(t *testing.T) {
 	}
 }
 
+// A Waker group is woken once per timed half: after the warmup's wait, before the first timed launch.
+func TestWakeBeforeClock(t *testing.T) {
+	seed := rand.Uint64()
+	e := newFake(seed)
+	e.wakers = true
+	r := testRun(t, collectives.AllReduce, seedArgs(seed, "-b", "1K", "-e", "1K", "-w", "2", "-n", "4", "-c", "0"), e)
+	trace := string(e.trace)
+	if r.code != exitOK || strings.Count(trace, "K") != 2 || strings.Count(trace, "LLWKLLLLW") != 2 {
+		t.Errorf("exit %d, trace %s: want each half as LLWKLLLLW\n%s", r.code, trace, r.stderr)
+	}
+}
+
 // TestJSONHasAnchorKeys walks nccl-tests' JSON and ours as maps: every key of the anchor is in ours.
 func TestJSONHasAnchorKeys(t *testing.T) {
 	seed := rand.Uint64()
