@@ -53,7 +53,7 @@ type fakeEngine struct {
 	mu       sync.Mutex
 	launches int
 	waits    int
-	trace    []byte // L per launch, W per wait, K per wake, in order
+	trace    []byte   // L per launch, W per wait, K per wake, in order
 	loopArgs [][3]int // first, iters and agg of each PrepareLoop
 	prepared []prepareCall
 	cfg      collectives.Config
