@@ -191,7 +191,13 @@ func (c *comm) makePlan(coll *collectives.Collective, algo string, k collectives
 			p.kernel += "_scaled" // the entry point of mode scaled (Args.x3 = 1)
 		}
 		p.threads = lpThreads(size, scaled)
-		p.blocks = gridFor(min(total, c.half), min(c.tuning.LPBlocks, c.blockCap))
+		// Launched early, an LP kernel's blocks take each SM as the call ahead leaves it, without the launch gap
+		// between kernels: 2-3.5% off bfloat16 all_reduce at 16-64 MiB on 2x H200 (docs/PERFORMANCE.md).
+		most := c.blockCap
+		if p.early = c.earlyCap > 0; p.early {
+			most = c.earlyCap
+		}
+		p.blocks = gridFor(min(total, c.half), min(c.tuning.LPBlocks, most))
 	}
 	return p, nil
 }

@@ -306,9 +306,9 @@ func TestLPCutAtTheDefaultBuffer(t *testing.T) {
 	}
 }
 
-// DDA's kernels launch early with the GPU's share of blocks, half of it where ranks share a GPU (a kernel
-// launched early and the one ahead of it, of every rank there, must all be resident), and not at all where half
-// a share is no block; the other kernels keep the whole share.
+// DDA's and LP's kernels launch early with the GPU's share of blocks, half of it where ranks share a GPU (a
+// kernel launched early and the one ahead of it, of every rank there, must all be resident), and not at all
+// where half a share is no block; the other kernels keep the whole share.
 func TestEarlyLaunchCaps(t *testing.T) {
 	p, _ := collectives.PolicyFromEnv(func(string) string { return "" })
 	k := collectives.AllReduce.Counts(1<<20, 2, 0, collectives.Float) // LL128: 137 blocks before the caps
@@ -329,7 +329,13 @@ func TestEarlyLaunchCaps(t *testing.T) {
 			t.Errorf("%d SMs shared by %d: cap %d, LL %d blocks, early %v (%v); want %d, %d, %v",
 				x.sms, x.sharing, c.blockCap, pl.blocks, pl.early, err, x.blockCap, x.blocks, x.early)
 		}
-		if ring, _ := c.makePlan(collectives.AllReduce, collectives.Ring, collectives.AllReduce.Counts(1<<30, 2, 0, collectives.Float), 4); ring.early || ring.blocks > c.blockCap {
+		big := collectives.AllReduce.Counts(1<<30, 2, 0, collectives.Float)
+		if lp, err := c.makePlan(collectives.AllReduce, collectives.LowPrecision, big, 4); err != nil || lp.early != x.early ||
+			lp.blocks != min(x.blocks, collectives.DefaultGPUTuning.LPBlocks) {
+			t.Errorf("%d SMs shared by %d: LP early %v on %d blocks (%v); want %v, %d", x.sms, x.sharing, lp.early,
+				lp.blocks, err, x.early, min(x.blocks, collectives.DefaultGPUTuning.LPBlocks))
+		}
+		if ring, _ := c.makePlan(collectives.AllReduce, collectives.Ring, big, 4); ring.early || ring.blocks > c.blockCap {
 			t.Errorf("%d SMs shared by %d: ring early %v on %d blocks", x.sms, x.sharing, ring.early, ring.blocks)
 		}
 	}

@@ -33,14 +33,19 @@ func TestKernelNamesInSource(t *testing.T) {
 	}
 }
 
-// A kernel that makePlan launches early (DDA's) waits for the kernel ahead before anything else.
+// A kernel that makePlan launches early (DDA's and LP's) waits for the kernel ahead before anything else. The
+// LP kernels' entry points come from one macro, whose two entries must each begin with the wait.
 func TestEarlyKernelsWaitFirst(t *testing.T) {
 	src := kernels.Source()
 	names := []string{llFlatKernel, llTreeKernel, ll128Kernel, pushKernel}
+	var lp []string
 	for _, byAlgo := range kernelNames {
 		for algo, name := range byAlgo {
-			if algo == collectives.DDA || algo == collectives.DDAFlat || algo == collectives.DDATree {
+			switch algo {
+			case collectives.DDA, collectives.DDAFlat, collectives.DDATree:
 				names = append(names, name)
+			case collectives.LowPrecision:
+				lp = append(lp, name)
 			}
 		}
 	}
@@ -49,8 +54,17 @@ func TestEarlyKernelsWaitFirst(t *testing.T) {
 			t.Errorf("kernel %s is launched early but does not begin with grid_dep_sync()", name)
 		}
 	}
-	if len(names) < 9 {
-		t.Errorf("%d DDA kernels, want 9", len(names))
+	if len(names) < 9 || len(lp) != 4 {
+		t.Errorf("%d DDA kernels, want 9; %d LP kernels, want 4", len(names), len(lp))
+	}
+	entries := regexp.MustCompile(`(?s)#define RX_LP_ENTRIES\(name\).*?\n\n`).FindString(src)
+	if n := len(regexp.MustCompile(`\(Args a\) \{\s*\\\s*grid_dep_sync\(\);`).FindAllString(entries, -1)); n != 2 {
+		t.Errorf("RX_LP_ENTRIES: %d of its entries begin with grid_dep_sync(), want 2:\n%s", n, entries)
+	}
+	for _, name := range lp {
+		if !strings.Contains(src, "RX_LP_ENTRIES("+name+")") {
+			t.Errorf("LP kernel %s is not made by RX_LP_ENTRIES", name)
+		}
 	}
 }
 

@@ -664,10 +664,12 @@ RX_DEV void lp_alltoall_body(Args a) {
 #endif
 #define RX_LP_ENTRIES(name)                                                                                 \
   extern "C" __global__ void __launch_bounds__(RX_LP_RCCLX_THREADS) name(Args a) {                         \
+    grid_dep_sync(); /* launched early (gpuengine plan.early) */                                          \
     RX_LP_RCCLX_MODE(a);                                                                                  \
     name##_body(a);                                                                                       \
   }                                                                                                       \
   extern "C" __global__ void __launch_bounds__(RX_LP_SCALED_THREADS) name##_scaled(Args a) {               \
+    grid_dep_sync();                                                                                      \
     a.x3 = 1;                                                                                             \
     name##_body(a);                                                                                       \
   }
