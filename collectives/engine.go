@@ -154,7 +154,7 @@ type LoopLauncher interface {
 
 // Waker is a Group that launches through threads of its own which sleep when idle (the GPU engine's launcher
 // threads). The harness calls Wake just before it starts a timed loop's clock, so that the loop does not
-// include waking them: a thread that slept through a long wait can take hundreds of microseconds to run again.
+// include waking them: a loop that began with them asleep after a long warm-up measured up to 300 us longer.
 type Waker interface {
 	Wake()
 }
