@@ -52,7 +52,6 @@ type fakeEngine struct {
 
 	mu       sync.Mutex
 	launches int
-	waits    int
 	trace    []byte   // L per launch, W per wait, K per wake, in order
 	loopArgs [][3]int // first, iters and agg of each PrepareLoop
 	prepared []prepareCall
@@ -277,7 +276,6 @@ func (g *fakeGroup) Launch(c *collectives.Call) error {
 func (g *fakeGroup) Wait() error {
 	e := g.c.e
 	e.mu.Lock()
-	e.waits++
 	e.trace = append(e.trace, 'W')
 	e.mu.Unlock()
 	if e.stuck {

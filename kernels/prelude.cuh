@@ -56,25 +56,21 @@ RX_DEV u64 ld_relaxed_sys(const u64* p) {
 RX_DEV void st_relaxed_sys(u64* p, u64 v) {
   asm volatile("st.relaxed.sys.global.u64 [%0], %1;" ::"l"(p), "l"(v) : "memory");
 }
+// A 16-byte load with the cache operator op.
+#define RX_LD_V16(name, op)                                                      \
+  RX_DEV V16 name(const V16* p) {                                                \
+    V16 v;                                                                       \
+    asm volatile("ld.global." op ".v4.u32 {%0,%1,%2,%3}, [%4];"                  \
+                 : "=r"(v.w[0]), "=r"(v.w[1]), "=r"(v.w[2]), "=r"(v.w[3])        \
+                 : "l"(p)                                                        \
+                 : "memory");                                                    \
+    return v;                                                                    \
+  }
 // Loads through L2 only: data another GPU wrote into this GPU's memory, or this GPU reads from a peer's.
-RX_DEV V16 ld_cg(const V16* p) {
-  V16 v;
-  asm volatile("ld.global.cg.v4.u32 {%0,%1,%2,%3}, [%4];"
-               : "=r"(v.w[0]), "=r"(v.w[1]), "=r"(v.w[2]), "=r"(v.w[3])
-               : "l"(p)
-               : "memory");
-  return v;
-}
+RX_LD_V16(ld_cg, "cg")
 // Data touched once (cache streaming: evict first in L2), so that what is read again soon, such as the codes a
 // peer reads one step later, stays in L2. On AMD plain accesses.
-RX_DEV V16 ld_stream(const V16* p) {
-  V16 v;
-  asm volatile("ld.global.cs.v4.u32 {%0,%1,%2,%3}, [%4];"
-               : "=r"(v.w[0]), "=r"(v.w[1]), "=r"(v.w[2]), "=r"(v.w[3])
-               : "l"(p)
-               : "memory");
-  return v;
-}
+RX_LD_V16(ld_stream, "cs")
 RX_DEV void st_stream(V16* p, V16 v) {
   asm volatile("st.global.cs.v4.u32 [%0], {%1,%2,%3,%4};" ::"l"(p), "r"(v.w[0]), "r"(v.w[1]), "r"(v.w[2]), "r"(v.w[3])
                : "memory");
