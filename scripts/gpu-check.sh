@@ -51,6 +51,8 @@
 #                  and -w 200 (-n 20), -w 200 -n 200, after NCCL (--engine vendor,gpu) and before it (gpu,vendor),
 #                  and -w 200 with the launcher threads off; each as completion time and, with -C 1, as the host's
 #                  enqueue time per call (equal: the launches hold the loop; far below: the wait or the GPU)
+#        bound     FP8 alltoall's bytes at 1 GiB streamed with no arithmetic and no synchronization, on one GPU and
+#                  on two at once (cuda's TestGPUStreamBound): the bound docs/PERFORMANCE.md holds alltoall against
 #        profile   Nsight Compute on the FP8 LP kernels at 1 GiB (float, and bfloat16 all_reduce): 2 processes x 1
 #                  GPU, rank 0 under ncu with counters that fit in one pass; per launch the HBM bytes read and
 #                  written, the kernel time, the HBM rate and the share of cycles that issued an instruction
@@ -87,7 +89,7 @@ COLL_BINS=(broadcast_perf reduce_perf gather_perf scatter_perf sendrecv_perf all
 
 if [[ ${1:-} == --build ]]; then
 	mkdir -p "$BIN"
-	for pkg in gpuengine vendorengine nccl; do
+	for pkg in gpuengine vendorengine nccl cuda; do
 		CGO_ENABLED=0 go test -c -ldflags="-s -w" -o "$BIN/$pkg.test" "./$pkg" || exit 1
 	done
 	for b in "${PERF_BINS[@]}" "${COLL_BINS[@]}" rcclx-doctor rcclx-results; do
@@ -143,6 +145,11 @@ step_test() {
 
 # The sweep needs perf binaries whose gpu engine opens here; otherwise the step says so and skips.
 gpu_engine_known() { "$BIN/all_reduce_perf" --engine gpu -g 1 -b 8 -e 8 -n 1 -w 0 >/dev/null 2>&1; }
+
+step_bound() {
+	RCCLX_TESTS_GPU_PERF=1 run_step bound bound.log "$BIN/cuda.test" -test.v -test.run TestGPUStreamBound
+	grep -E '^ +(kernel|cuMemcpy|a2a|staged|best)' "$OUT/bound.log"
+}
 
 step_sweep() {
 	if [[ ! -x $BIN/all_reduce_perf ]] || ! gpu_engine_known; then

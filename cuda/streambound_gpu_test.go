@@ -1,0 +1,312 @@
+package cuda
+
+import (
+	"encoding/binary"
+	"fmt"
+	"maps"
+	"os"
+	"slices"
+	"strings"
+	"testing"
+	"time"
+)
+
+// streamKernel moves, per 16-element group of float elements, the HBM bytes that FP8 alltoall moves on one of
+// two ranks, with none of its arithmetic or synchronization: its own piece read and written back (4 + 4
+// bytes an element), the peer's piece read and written as one byte an element (4 + 1), and one byte an
+// element of the peer's codes read and written as a float (1 + 4): 2.416 GB read plus written at 1 GiB. Its
+// fastest grid is the bound docs/PERFORMANCE.md holds FP8 alltoall against.
+const streamKernel = `
+struct alignas(16) V { unsigned w[4]; };
+extern "C" __global__ void a2a_bytes(const V* own_in, V* own_out, const V* peer_in, V* codes_out,
+                                     const V* codes_in, V* peer_out, long long groups) {
+  for (long long g = blockIdx.x * (long long)blockDim.x + threadIdx.x; g < groups;
+       g += (long long)gridDim.x * blockDim.x) {
+    V a[4], b[4];
+#pragma unroll
+    for (int k = 0; k < 4; k++) {
+      a[k] = own_in[4 * g + k];
+      b[k] = peer_in[4 * g + k];
+    }
+    const V c = codes_in[g];
+#pragma unroll
+    for (int k = 0; k < 4; k++) own_out[4 * g + k] = a[k];
+    V code;
+#pragma unroll
+    for (int k = 0; k < 4; k++)
+      code.w[k] = b[k].w[0] >> 24 | (b[k].w[1] >> 24) << 8 | (b[k].w[2] >> 24) << 16 | (b[k].w[3] >> 24) << 24;
+    codes_out[g] = code;
+#pragma unroll
+    for (int k = 0; k < 4; k++) {
+      V o;
+#pragma unroll
+      for (int j = 0; j < 4; j++) o.w[j] = ((c.w[k] >> (8 * j)) & 0xffu) << 24;
+      peer_out[4 * g + k] = o;
+    }
+  }
+}
+
+// The same bytes in chunks of chunk groups, as the LP kernels move them: at step s every block takes its
+// contiguous part of chunk s (own and peer pieces) and of chunk s - 1 (the peer's codes), then syncs its
+// threads; fused: every thread takes both, else each half of the block's threads one of them (split).
+extern "C" __global__ void a2a_staged(const V* own_in, V* own_out, const V* peer_in, V* codes_out,
+                                      const V* codes_in, V* peer_out, long long groups, long long chunk, int fused) {
+  const long long chunks = (groups + chunk - 1) / chunk, sub = (chunk + gridDim.x - 1) / gridDim.x;
+  const int half = blockDim.x / 2;
+  const bool first = !fused && threadIdx.x < half;
+  const int t0 = fused || first ? threadIdx.x : threadIdx.x - half, nt = fused ? blockDim.x : half;
+  for (long long s = 0; s <= chunks; s++) {
+    for (long long i = t0; i < sub; i += nt) {
+      const long long at = blockIdx.x * sub + i;
+      const long long g0 = s * chunk + at, g1 = (s - 1) * chunk + at;
+      const bool do0 = (fused || first) && at < chunk && s < chunks && g0 < groups,
+                 do1 = (fused || !first) && at < chunk && s > 0 && g1 < groups;
+      V a[4], b[4], c;
+      if (do0) {
+#pragma unroll
+        for (int k = 0; k < 4; k++) {
+          a[k] = own_in[4 * g0 + k];
+          b[k] = peer_in[4 * g0 + k];
+        }
+      }
+      if (do1) c = codes_in[g1];
+      if (do0) {
+#pragma unroll
+        for (int k = 0; k < 4; k++) own_out[4 * g0 + k] = a[k];
+        V code;
+#pragma unroll
+        for (int k = 0; k < 4; k++)
+          code.w[k] = b[k].w[0] >> 24 | (b[k].w[1] >> 24) << 8 | (b[k].w[2] >> 24) << 16 | (b[k].w[3] >> 24) << 24;
+        codes_out[g0] = code;
+      }
+      if (do1) {
+#pragma unroll
+        for (int k = 0; k < 4; k++) {
+          V o;
+#pragma unroll
+          for (int j = 0; j < 4; j++) o.w[j] = ((c.w[k] >> (8 * j)) & 0xffu) << 24;
+          peer_out[4 * g1 + k] = o;
+        }
+      }
+    }
+    __syncthreads();
+  }
+}
+`
+
+// streamGPU is one GPU's buffers for streamKernel: 1 GiB of float input in two pieces, its outputs, and the
+// codes this GPU writes (which the other GPU reads in the two-GPU runs).
+type streamGPU struct {
+	ctx                            *Context
+	f, staged                      Function
+	ownIn, ownOut, peerIn, peerOut DevicePtr
+	codesIn, codesOut              DevicePtr
+	start, end                     Event
+	sms                            int
+}
+
+const (
+	streamHalf            = 512 << 20 // bytes of each float piece
+	streamOwn, streamPeer = 0x11223344, 0x5ab2c3d4
+	streamCode            = 0x5a5a5a5a // the codes of streamPeer's words, so a peer's codes read the same
+)
+
+func newStreamGPU(t *testing.T, dev Device, cubin []byte) *streamGPU {
+	t.Helper()
+	ctx, err := dev.RetainPrimaryContext()
+	must(t, err)
+	t.Cleanup(func() { _ = ctx.Release() })
+	must(t, ctx.SetCurrent())
+	m, err := ModuleLoadData(cubin)
+	must(t, err)
+	t.Cleanup(func() { _ = m.Unload() })
+	g := &streamGPU{ctx: ctx}
+	g.f, err = m.Function("a2a_bytes")
+	must(t, err)
+	g.staged, err = m.Function("a2a_staged")
+	must(t, err)
+	g.sms, err = dev.Attribute(MultiprocessorCount)
+	must(t, err)
+	for _, p := range []*DevicePtr{&g.ownIn, &g.ownOut, &g.peerIn, &g.peerOut} {
+		*p = devAlloc(t, streamHalf)
+	}
+	g.codesIn, g.codesOut = devAlloc(t, streamHalf/4), devAlloc(t, streamHalf/4)
+	must(t, MemsetD32Async(g.ownIn, streamOwn, streamHalf/4, 0))
+	must(t, MemsetD32Async(g.peerIn, streamPeer, streamHalf/4, 0))
+	must(t, MemsetD32Async(g.codesIn, streamCode, streamHalf/16, 0))
+	g.start, g.end = event(t), event(t)
+	return g
+}
+
+// TestGPUStreamBound times streamKernel over 1 GiB of float input (FP8 alltoall's bytes on one of 2 ranks) on a
+// range of grids, next to cuMemcpyDtoD of the same bytes read and written, and checks what each run wrote
+// (set RCCLX_TESTS_GPU_PERF=1; GPU machine). With two GPUs it runs on both at once, each reading the other's
+// codes over the link, as alltoall does. docs/PERFORMANCE.md compares the best times with alltoall's.
+func TestGPUStreamBound(t *testing.T) {
+	if os.Getenv("RCCLX_TESTS_GPU_PERF") == "" {
+		t.Skip("set RCCLX_TESTS_GPU_PERF=1 to time the streaming bound (GPU machine)")
+	}
+	onGPU(t)
+	if err := LoadNVRTC(); err != nil {
+		t.Skip("no NVRTC: " + err.Error())
+	}
+	major, minor, err := Device(0).ComputeCapability()
+	must(t, err)
+	cubin, err := CompileCached(streamKernel, "stream_bound.cu", major*10+minor)
+	must(t, err)
+	n, err := DeviceCount()
+	must(t, err)
+	gpus := []*streamGPU{newStreamGPU(t, Device(0), cubin)}
+	if n >= 2 {
+		gpus = append(gpus, newStreamGPU(t, Device(1), cubin))
+		for i, g := range gpus {
+			must(t, g.ctx.SetCurrent())
+			must(t, EnablePeerAccess(gpus[1-i].ctx))
+		}
+	}
+	moved := float64(2 * (2*streamHalf + streamHalf/4)) // bytes read plus bytes written, per GPU
+	// timeIt runs launch on the GPUs given (at once), five times after a warm-up, and returns the slowest
+	// GPU's mean time.
+	timeIt := func(on []*streamGPU, launch func(i int, g *streamGPU) error) time.Duration {
+		t.Helper()
+		const reps = 5
+		each := func(f func(i int, g *streamGPU) error) {
+			for i, g := range on {
+				must(t, g.ctx.SetCurrent())
+				must(t, f(i, g))
+			}
+		}
+		each(launch)
+		each(func(_ int, g *streamGPU) error { return g.start.Record(0) })
+		for range reps {
+			each(launch)
+		}
+		each(func(_ int, g *streamGPU) error { return g.end.Record(0) })
+		var worst time.Duration
+		for _, g := range on {
+			must(t, g.ctx.SetCurrent())
+			must(t, g.end.Synchronize())
+			d, err := EventElapsed(g.start, g.end)
+			must(t, err)
+			worst = max(worst, d/reps)
+		}
+		return worst
+	}
+	var table strings.Builder
+	fmt.Fprintf(&table, "%-34s %10s %10s\n", "kernel", "us", "GB/s")
+	row := func(name string, d time.Duration) {
+		fmt.Fprintf(&table, "%-34s %10.1f %10.0f\n", name, float64(d.Nanoseconds())/1e3, moved/d.Seconds()/1e9)
+	}
+	row("cuMemcpyDtoD, 1 GPU", timeIt(gpus[:1], func(_ int, g *streamGPU) error {
+		if err := MemcpyDtoDAsync(g.ownOut, g.ownIn, streamHalf, 0); err != nil {
+			return err
+		}
+		if err := MemcpyDtoDAsync(g.peerOut, g.peerIn, streamHalf, 0); err != nil {
+			return err
+		}
+		return MemcpyDtoDAsync(g.codesOut, g.codesIn, streamHalf/4, 0)
+	}))
+	groups := int64(streamHalf / 64)
+	best := map[string]time.Duration{}
+	sets := [][]*streamGPU{gpus[:1]}
+	if len(gpus) == 2 {
+		sets = append(sets, gpus)
+	}
+	for _, on := range sets {
+		where := "local codes, 1 GPU"
+		if len(on) == 2 {
+			where = "peer's codes, 2 GPUs"
+		}
+		codes := func(i int, g *streamGPU) DevicePtr {
+			if len(on) == 2 {
+				return on[1-i].codesOut
+			}
+			return g.codesIn
+		}
+		type cfg struct {
+			name            string
+			blocks, threads uint32
+			launch          func(i int, g *streamGPU, grid, block [3]uint32) error
+		}
+		var cfgs []cfg
+		for _, threads := range []uint32{128, 256, 512} {
+			for _, perSM := range []uint32{1, 2, 3, 4} {
+				cfgs = append(cfgs, cfg{"a2a_bytes", perSM, threads, func(i int, g *streamGPU, grid, block [3]uint32) error {
+					return Launch(g.f, grid, block, 0, 0, g.ownIn, g.ownOut, g.peerIn, g.codesOut, codes(i, g), g.peerOut, groups)
+				}})
+			}
+		}
+		for _, threads := range []uint32{256, 512, 1024} {
+			for fused := range int32(2) {
+				name := []string{"staged split", "staged fused"}[fused]
+				cfgs = append(cfgs, cfg{name, 0, threads, func(i int, g *streamGPU, grid, block [3]uint32) error {
+					return Launch(g.staged, grid, block, 0, 0, g.ownIn, g.ownOut, g.peerIn, g.codesOut, codes(i, g), g.peerOut, groups, int64(512<<10), fused)
+				}})
+			}
+		}
+		for _, c := range cfgs {
+			blocks := uint32(on[0].sms) * c.blocks
+			if c.blocks == 0 {
+				blocks = 128 // the LP kernels' grid
+			}
+			if c.threads*(blocks/uint32(on[0].sms)) > 2048 {
+				continue
+			}
+			for _, g := range on {
+				must(t, g.ctx.SetCurrent())
+				must(t, MemsetD32Async(g.ownOut, 0, streamHalf/4, 0))
+				must(t, MemsetD32Async(g.peerOut, 0, streamHalf/4, 0))
+				must(t, MemsetD32Async(g.codesOut, 0, streamHalf/16, 0))
+			}
+			grid, block := [3]uint32{blocks, 1, 1}, [3]uint32{c.threads, 1, 1}
+			d := timeIt(on, func(i int, g *streamGPU) error { return c.launch(i, g, grid, block) })
+			for _, g := range on {
+				must(t, g.ctx.SetCurrent())
+				checkWords(t, g.ownOut, streamHalf, streamOwn)
+				checkWords(t, g.codesOut, streamHalf/4, streamCode)
+				checkWords(t, g.peerOut, streamHalf, streamCode&0xff<<24)
+			}
+			row(fmt.Sprintf("%s %dx%d, %s", c.name, blocks, c.threads, where), d)
+			key := c.name + ", " + where
+			if b, ok := best[key]; !ok || d < b {
+				best[key] = d
+			}
+		}
+	}
+	for _, key := range slices.Sorted(maps.Keys(best)) {
+		fmt.Fprintf(&table, "best, %s: %.1f us\n", key, float64(best[key].Nanoseconds())/1e3)
+	}
+	t.Log("\n" + table.String())
+}
+
+func must(t *testing.T, err error) {
+	t.Helper()
+	if err != nil {
+		t.Fatal(err)
+	}
+}
+
+func event(t *testing.T) Event {
+	t.Helper()
+	e, err := EventCreate(true)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = e.Destroy() })
+	return e
+}
+
+// checkWords fails unless the first and last 64 KiB of the bytes at p are 32-bit words of value want.
+func checkWords(t *testing.T, p DevicePtr, bytes int64, want uint32) {
+	t.Helper()
+	const span = 64 << 10
+	for _, off := range []int64{0, bytes - span} {
+		b := make([]byte, span)
+		must(t, MemcpyDtoH(b, p+DevicePtr(off)))
+		for i := 0; i < span; i += 4 {
+			if got := binary.LittleEndian.Uint32(b[i:]); got != want {
+				t.Fatalf("word at byte %d: %#x, want %#x", off+int64(i), got, want)
+			}
+		}
+	}
+}
