@@ -18,76 +18,59 @@ import (
 // fastest grid is the bound docs/PERFORMANCE.md holds FP8 alltoall against.
 const streamKernel = `
 struct alignas(16) V { unsigned w[4]; };
-extern "C" __global__ void a2a_bytes(const V* own_in, V* own_out, const V* peer_in, V* codes_out,
-                                     const V* codes_in, V* peer_out, long long groups) {
-  for (long long g = blockIdx.x * (long long)blockDim.x + threadIdx.x; g < groups;
-       g += (long long)gridDim.x * blockDim.x) {
-    V a[4], b[4];
+struct Bufs { const V* own_in; V* own_out; const V* peer_in; V* codes_out; const V* codes_in; V* peer_out; };
+
+// Group g0 of the own and peer pieces (with do0) and group g1 of the peer's codes (with do1): every load
+// issued before any store.
+__device__ __forceinline__ void move(const Bufs& m, long long g0, bool do0, long long g1, bool do1) {
+  V a[4], b[4], c;
+  if (do0) {
 #pragma unroll
     for (int k = 0; k < 4; k++) {
-      a[k] = own_in[4 * g + k];
-      b[k] = peer_in[4 * g + k];
+      a[k] = m.own_in[4 * g0 + k];
+      b[k] = m.peer_in[4 * g0 + k];
     }
-    const V c = codes_in[g];
+  }
+  if (do1) c = m.codes_in[g1];
+  if (do0) {
 #pragma unroll
-    for (int k = 0; k < 4; k++) own_out[4 * g + k] = a[k];
+    for (int k = 0; k < 4; k++) m.own_out[4 * g0 + k] = a[k];
     V code;
 #pragma unroll
     for (int k = 0; k < 4; k++)
       code.w[k] = b[k].w[0] >> 24 | (b[k].w[1] >> 24) << 8 | (b[k].w[2] >> 24) << 16 | (b[k].w[3] >> 24) << 24;
-    codes_out[g] = code;
+    m.codes_out[g0] = code;
+  }
+  if (do1) {
 #pragma unroll
     for (int k = 0; k < 4; k++) {
       V o;
 #pragma unroll
       for (int j = 0; j < 4; j++) o.w[j] = ((c.w[k] >> (8 * j)) & 0xffu) << 24;
-      peer_out[4 * g + k] = o;
+      m.peer_out[4 * g1 + k] = o;
     }
   }
+}
+
+extern "C" __global__ void a2a_bytes(Bufs m, long long groups) {
+  for (long long g = blockIdx.x * (long long)blockDim.x + threadIdx.x; g < groups;
+       g += (long long)gridDim.x * blockDim.x)
+    move(m, g, true, g, true);
 }
 
 // The same bytes in chunks of chunk groups, as the LP kernels move them: at step s every block takes its
 // contiguous part of chunk s (own and peer pieces) and of chunk s - 1 (the peer's codes), then syncs its
 // threads; fused: every thread takes both, else each half of the block's threads one of them (split).
-extern "C" __global__ void a2a_staged(const V* own_in, V* own_out, const V* peer_in, V* codes_out,
-                                      const V* codes_in, V* peer_out, long long groups, long long chunk, int fused) {
+extern "C" __global__ void a2a_staged(Bufs m, long long groups, long long chunk, int fused) {
   const long long chunks = (groups + chunk - 1) / chunk, sub = (chunk + gridDim.x - 1) / gridDim.x;
   const int half = blockDim.x / 2;
   const bool first = !fused && threadIdx.x < half;
   const int t0 = fused || first ? threadIdx.x : threadIdx.x - half, nt = fused ? blockDim.x : half;
   for (long long s = 0; s <= chunks; s++) {
     for (long long i = t0; i < sub; i += nt) {
-      const long long at = blockIdx.x * sub + i;
-      const long long g0 = s * chunk + at, g1 = (s - 1) * chunk + at;
-      const bool do0 = (fused || first) && at < chunk && s < chunks && g0 < groups,
-                 do1 = (fused || !first) && at < chunk && s > 0 && g1 < groups;
-      V a[4], b[4], c;
-      if (do0) {
-#pragma unroll
-        for (int k = 0; k < 4; k++) {
-          a[k] = own_in[4 * g0 + k];
-          b[k] = peer_in[4 * g0 + k];
-        }
-      }
-      if (do1) c = codes_in[g1];
-      if (do0) {
-#pragma unroll
-        for (int k = 0; k < 4; k++) own_out[4 * g0 + k] = a[k];
-        V code;
-#pragma unroll
-        for (int k = 0; k < 4; k++)
-          code.w[k] = b[k].w[0] >> 24 | (b[k].w[1] >> 24) << 8 | (b[k].w[2] >> 24) << 16 | (b[k].w[3] >> 24) << 24;
-        codes_out[g0] = code;
-      }
-      if (do1) {
-#pragma unroll
-        for (int k = 0; k < 4; k++) {
-          V o;
-#pragma unroll
-          for (int j = 0; j < 4; j++) o.w[j] = ((c.w[k] >> (8 * j)) & 0xffu) << 24;
-          peer_out[4 * g1 + k] = o;
-        }
-      }
+      const long long at = blockIdx.x * sub + i, g0 = s * chunk + at, g1 = (s - 1) * chunk + at;
+      move(m, g0, (fused || first) && at < chunk && s < chunks && g0 < groups, g1,
+           (fused || !first) && at < chunk && s > 0 && g1 < groups);
     }
     __syncthreads();
   }
@@ -110,6 +93,13 @@ const (
 	streamOwn, streamPeer = 0x11223344, 0x5ab2c3d4
 	streamCode            = 0x5a5a5a5a // the codes of streamPeer's words, so a peer's codes read the same
 )
+
+// bufs is streamKernel's Bufs, the peer's codes read from codes.
+func (g *streamGPU) bufs(codes DevicePtr) *streamBufs {
+	return &streamBufs{g.ownIn, g.ownOut, g.peerIn, g.codesOut, codes, g.peerOut}
+}
+
+type streamBufs struct{ OwnIn, OwnOut, PeerIn, CodesOut, CodesIn, PeerOut DevicePtr }
 
 func newStreamGPU(t *testing.T, dev Device, cubin []byte) *streamGPU {
 	t.Helper()
@@ -232,7 +222,7 @@ func TestGPUStreamBound(t *testing.T) {
 		for _, threads := range []uint32{128, 256, 512} {
 			for _, perSM := range []uint32{1, 2, 3, 4} {
 				cfgs = append(cfgs, cfg{"a2a_bytes", perSM, threads, func(i int, g *streamGPU, grid, block [3]uint32) error {
-					return Launch(g.f, grid, block, 0, 0, g.ownIn, g.ownOut, g.peerIn, g.codesOut, codes(i, g), g.peerOut, groups)
+					return Launch(g.f, grid, block, 0, 0, g.bufs(codes(i, g)), groups)
 				}})
 			}
 		}
@@ -240,7 +230,7 @@ func TestGPUStreamBound(t *testing.T) {
 			for fused := range int32(2) {
 				name := []string{"staged split", "staged fused"}[fused]
 				cfgs = append(cfgs, cfg{name, 0, threads, func(i int, g *streamGPU, grid, block [3]uint32) error {
-					return Launch(g.staged, grid, block, 0, 0, g.ownIn, g.ownOut, g.peerIn, g.codesOut, codes(i, g), g.peerOut, groups, int64(512<<10), fused)
+					return Launch(g.staged, grid, block, 0, 0, g.bufs(codes(i, g)), groups, int64(512<<10), fused)
 				}})
 			}
 		}
