@@ -35,8 +35,13 @@ type cubinEntry struct {
 // compileOptions are the NVRTC options of one module. --fmad=false: no multiply-add contraction, so every
 // product and sum rounds on its own as in package hostengine.
 func compileOptions(dt collectives.DType, op collectives.Op) []string {
-	return []string{fmt.Sprintf("-DRX_DTYPE=%d", dt), fmt.Sprintf("-DRX_OP=%d", op), "--fmad=false"}
+	opts := []string{fmt.Sprintf("-DRX_DTYPE=%d", dt), fmt.Sprintf("-DRX_OP=%d", op), "--fmad=false"}
+	return append(opts, plantedDefines...)
 }
+
+// plantedDefines are more NVRTC options of every module, set by tests that plant a fault in the kernels
+// (kernels/lowprec.cu's RX_LP_LAG_BLOCK); nil otherwise.
+var plantedDefines []string
 
 func (k cubinKey) job() cuda.CompileJob {
 	return cuda.CompileJob{Src: kernels.Source(), Name: fmt.Sprintf("rcclx_%s_%s.cu", k.dt, k.op), Arch: k.arch,

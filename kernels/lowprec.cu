@@ -557,13 +557,24 @@ RX_DEV void lp_all_reduce_body(Args a) {
 // The other collectives cut each per-rank piece into chunks of x1 elements, chunk k at k*x1 (the last one
 // shorter), in two stages: 0 writes this rank's codes into its own buffer, 1 reads its peers'. lp_piece moves
 // lp to chunk k of stage j at step s, if there is one and this thread runs stage j (mine, from lp_split): its
-// first element x0 and this block's sub-range [lo, hi) of it.
+// first element x0 and this block's sub-range [lo, hi) of it. A block's sub-range is the same in every chunk
+// (cut from x1, clipped to the last chunk's end): a barrier pairs each block with the same block of its peers
+// only, so a block may overwrite a buffer's codes only where that block of every peer read them.
 RX_DEV bool lp_piece(LP& lp, const Args& a, int mine, i64 s, int stage, i64& x0, i64& lo, i64& hi) {
   const i64 k = mine < 0 || mine == stage ? lp_chunk(s, stage, cdiv(a.count, a.x1)) : -1;
   if (k < 0) return false;
   lp.at(k);
   x0 = k * a.x1;
-  lp.c.part(clip(a.x1, a.count - x0), lp.unit, lo, hi);
+  lp.c.part(a.x1, lp.unit, lo, hi);
+  lo = clip(lo, a.count - x0);
+  hi = clip(hi, a.count - x0);
+#ifdef RX_LP_LAG_BLOCK
+  // gpuengine's tests: this block of rank 1 lags (about 50 us) before each read of its peers' codes.
+  if (stage == 1 && lp.c.r == 1 && lp.c.b == RX_LP_LAG_BLOCK) {
+    for (const long long t0 = clock64(); clock64() - t0 < 100000;) {
+    }
+  }
+#endif
   return true;
 }
 RX_DEV i64 lp_piece_steps(const Args& a) { return cdiv(a.count, a.x1) + 1; }
