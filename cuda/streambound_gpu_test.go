@@ -58,22 +58,47 @@ extern "C" __global__ void a2a_bytes(Bufs m, long long groups) {
     move(m, g, true, g, true);
 }
 
+// mine (streamGPU.flags): u64[128] barrier epochs that the other GPU's blocks store, u64[128] this GPU's
+// blocks' epoch counts, and a word set when a wait gave up (after about 2 s).
+// With peer set, block b waits for block b of the other GPU's kernel: it stores the step's epoch into the
+// other GPU's flags[b] and waits until its own flags[b] reaches it, as the LP kernels' barrier pairs blocks.
+__device__ __forceinline__ void pair_wait(unsigned long long* mine, unsigned long long* peer, unsigned long long e) {
+  __syncthreads();
+  if (peer && threadIdx.x == 0) {
+    asm volatile("st.release.sys.global.u64 [%0], %1;" ::"l"(peer + blockIdx.x), "l"(e) : "memory");
+    const long long t0 = clock64();
+    unsigned long long v;
+    do {
+      asm volatile("ld.acquire.sys.global.u64 %0, [%1];" : "=l"(v) : "l"(mine + blockIdx.x) : "memory");
+    } while (v < e && clock64() - t0 < (1ll << 32));
+    if (v < e) mine[2 * 128] = 1;
+  }
+  __syncthreads();
+}
+
 // The same bytes in chunks of chunk groups, as the LP kernels move them: at step s every block takes its
 // contiguous part of chunk s (own and peer pieces) and of chunk s - 1 (the peer's codes), then syncs its
-// threads; fused: every thread takes both, else each half of the block's threads one of them (split).
-extern "C" __global__ void a2a_staged(Bufs m, long long groups, long long chunk, int fused) {
+// threads, and with peer set waits for the other GPU's same block (pair_wait) between steps; fused: every
+// thread takes both, else each half of the block's threads one of them (split).
+extern "C" __global__ void a2a_staged(Bufs m, long long groups, long long chunk, int fused, unsigned long long* mine,
+                                      unsigned long long* peer) {
   const long long chunks = (groups + chunk - 1) / chunk, sub = (chunk + gridDim.x - 1) / gridDim.x;
   const int half = blockDim.x / 2;
   const bool first = !fused && threadIdx.x < half;
   const int t0 = fused || first ? threadIdx.x : threadIdx.x - half, nt = fused ? blockDim.x : half;
+  unsigned long long* count = mine + 128 + blockIdx.x;
+  const unsigned long long base = *count;
   for (long long s = 0; s <= chunks; s++) {
     for (long long i = t0; i < sub; i += nt) {
       const long long at = blockIdx.x * sub + i, g0 = s * chunk + at, g1 = (s - 1) * chunk + at;
       move(m, g0, (fused || first) && at < chunk && s < chunks && g0 < groups, g1,
            (fused || !first) && at < chunk && s > 0 && g1 < groups);
     }
-    __syncthreads();
+    if (s < chunks) {
+      pair_wait(mine, peer, base + s + 1);
+    }
   }
+  if (threadIdx.x == 0) *count = base + chunks;
 }
 `
 
@@ -84,6 +109,7 @@ type streamGPU struct {
 	f, staged                      Function
 	ownIn, ownOut, peerIn, peerOut DevicePtr
 	codesIn, codesOut              DevicePtr
+	flags                          DevicePtr // a2a_staged's mine: 257 words, zeroed before each grid's runs
 	start, end                     Event
 	sms                            int
 }
@@ -92,6 +118,7 @@ const (
 	streamHalf            = 512 << 20 // bytes of each float piece
 	streamOwn, streamPeer = 0x11223344, 0x5ab2c3d4
 	streamCode            = 0x5a5a5a5a // the codes of streamPeer's words, so a peer's codes read the same
+	streamFlagsBytes      = 257 * 8    // a2a_staged's mine
 )
 
 // bufs is streamKernel's Bufs, the peer's codes read from codes.
@@ -121,6 +148,8 @@ func newStreamGPU(t *testing.T, dev Device, cubin []byte) *streamGPU {
 		*p = devAlloc(t, streamHalf)
 	}
 	g.codesIn, g.codesOut = devAlloc(t, streamHalf/4), devAlloc(t, streamHalf/4)
+	g.flags = devAlloc(t, streamFlagsBytes)
+	must(t, MemsetD32Async(g.flags, 0, streamFlagsBytes/4, 0))
 	must(t, MemsetD32Async(g.ownIn, streamOwn, streamHalf/4, 0))
 	must(t, MemsetD32Async(g.peerIn, streamPeer, streamHalf/4, 0))
 	must(t, MemsetD32Async(g.codesIn, streamCode, streamHalf/16, 0))
@@ -129,9 +158,11 @@ func newStreamGPU(t *testing.T, dev Device, cubin []byte) *streamGPU {
 }
 
 // TestGPUStreamBound times streamKernel over 1 GiB of float input (FP8 alltoall's bytes on one of 2 ranks) on a
-// range of grids, next to cuMemcpyDtoD of the same bytes read and written, and checks what each run wrote
-// (set RCCLX_TESTS_GPU_PERF=1; GPU machine). With two GPUs it runs on both at once, each reading the other's
-// codes over the link, as alltoall does. docs/PERFORMANCE.md compares the best times with alltoall's.
+// range of grids, and its staged kernel in 8-64 chunks, next to cuMemcpyDtoD of the same bytes read and
+// written, and checks what each run wrote (set RCCLX_TESTS_GPU_PERF=1; GPU machine). With two GPUs it runs on
+// both at once, each reading the other's codes over the link, as alltoall does, the staged kernel also with
+// its blocks waiting for the other GPU's between steps; a wait that gives up fails the test.
+// docs/PERFORMANCE.md compares the best times with alltoall's.
 func TestGPUStreamBound(t *testing.T) {
 	if os.Getenv("RCCLX_TESTS_GPU_PERF") == "" {
 		t.Skip("set RCCLX_TESTS_GPU_PERF=1 to time the streaming bound (GPU machine)")
@@ -183,9 +214,9 @@ func TestGPUStreamBound(t *testing.T) {
 		return worst
 	}
 	var table strings.Builder
-	fmt.Fprintf(&table, "%-34s %10s %10s\n", "kernel", "us", "GB/s")
+	fmt.Fprintf(&table, "%-58s %10s %10s\n", "kernel", "us", "GB/s")
 	row := func(name string, d time.Duration) {
-		fmt.Fprintf(&table, "%-34s %10.1f %10.0f\n", name, float64(d.Nanoseconds())/1e3, moved/d.Seconds()/1e9)
+		fmt.Fprintf(&table, "%-58s %10.1f %10.0f\n", name, float64(d.Nanoseconds())/1e3, moved/d.Seconds()/1e9)
 	}
 	row("cuMemcpyDtoD, 1 GPU", timeIt(gpus[:1], func(_ int, g *streamGPU) error {
 		if err := MemcpyDtoDAsync(g.ownOut, g.ownIn, streamHalf, 0); err != nil {
@@ -214,24 +245,42 @@ func TestGPUStreamBound(t *testing.T) {
 			return g.codesIn
 		}
 		type cfg struct {
-			name            string
+			name, detail    string // name: the kind the best time is kept for; detail: the row's more
 			blocks, threads uint32
 			launch          func(i int, g *streamGPU, grid, block [3]uint32) error
 		}
 		var cfgs []cfg
 		for _, threads := range []uint32{128, 256, 512} {
 			for _, perSM := range []uint32{1, 2, 3, 4} {
-				cfgs = append(cfgs, cfg{"a2a_bytes", perSM, threads, func(i int, g *streamGPU, grid, block [3]uint32) error {
+				cfgs = append(cfgs, cfg{"a2a_bytes", "", perSM, threads, func(i int, g *streamGPU, grid, block [3]uint32) error {
 					return Launch(g.f, grid, block, 0, 0, g.bufs(codes(i, g)), groups)
 				}})
 			}
 		}
-		for _, threads := range []uint32{256, 512, 1024} {
-			for fused := range int32(2) {
-				name := []string{"staged split", "staged fused"}[fused]
-				cfgs = append(cfgs, cfg{name, 0, threads, func(i int, g *streamGPU, grid, block [3]uint32) error {
-					return Launch(g.staged, grid, block, 0, 0, g.bufs(codes(i, g)), groups, int64(512<<10), fused)
-				}})
+		// The staged kernels in 8-64 chunks (the LP kernels' 1 GiB alltoall has 16), and on two GPUs also with
+		// each block waiting for the other GPU's between steps.
+		for _, wait := range []bool{false, true} {
+			if wait && len(on) < 2 {
+				continue
+			}
+			for _, chunks := range []int64{8, 16, 32, 64} {
+				for _, threads := range []uint32{256, 512, 1024} {
+					for fused := range int32(2) {
+						name := []string{"staged split", "staged fused"}[fused]
+						if wait {
+							name += ", waits"
+						}
+						cfgs = append(cfgs, cfg{name, fmt.Sprintf(" %d chunks", chunks), 0, threads,
+							func(i int, g *streamGPU, grid, block [3]uint32) error {
+								var peer DevicePtr
+								if wait {
+									peer = on[1-i].flags
+								}
+								return Launch(g.staged, grid, block, 0, 0, g.bufs(codes(i, g)), groups, groups/chunks, fused,
+									g.flags, peer)
+							}})
+					}
+				}
 			}
 		}
 		for _, c := range cfgs {
@@ -247,6 +296,7 @@ func TestGPUStreamBound(t *testing.T) {
 				must(t, MemsetD32Async(g.ownOut, 0, streamHalf/4, 0))
 				must(t, MemsetD32Async(g.peerOut, 0, streamHalf/4, 0))
 				must(t, MemsetD32Async(g.codesOut, 0, streamHalf/16, 0))
+				must(t, MemsetD32Async(g.flags, 0, streamFlagsBytes/4, 0))
 			}
 			grid, block := [3]uint32{blocks, 1, 1}, [3]uint32{c.threads, 1, 1}
 			d := timeIt(on, func(i int, g *streamGPU) error { return c.launch(i, g, grid, block) })
@@ -255,8 +305,13 @@ func TestGPUStreamBound(t *testing.T) {
 				checkWords(t, g.ownOut, streamHalf, streamOwn)
 				checkWords(t, g.codesOut, streamHalf/4, streamCode)
 				checkWords(t, g.peerOut, streamHalf, streamCode&0xff<<24)
+				gaveUp := make([]byte, 8)
+				must(t, MemcpyDtoH(gaveUp, g.flags+2*128*8))
+				if gaveUp[0] != 0 {
+					t.Fatalf("%s%s: a block gave up waiting for the other GPU's", c.name, c.detail)
+				}
 			}
-			row(fmt.Sprintf("%s %dx%d, %s", c.name, blocks, c.threads, where), d)
+			row(fmt.Sprintf("%s%s %dx%d, %s", c.name, c.detail, blocks, c.threads, where), d)
 			key := c.name + ", " + where
 			if b, ok := best[key]; !ok || d < b {
 				best[key] = d

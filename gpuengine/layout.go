@@ -27,6 +27,9 @@ const (
 
 	lpSplitChunks = 4       // RX_LP_SPLIT_CHUNKS: from this many chunks an LP kernel splits its warps
 	lpMinChunk    = 2 << 20 // elements: the shortest chunk lpSplitLen cuts an all_gather or alltoall into
+
+	lpNarrowThreads = 512      // RX_LP_NARROW_THREADS: the block size of the LP kernels' _narrow entries
+	lpNarrowMax     = 64 << 20 // bytes: the largest call lpNarrow gives them
 )
 
 // lpThreads is the block size of an LP kernel of elements of size bytes (RX_LP_RCCLX_THREADS and
@@ -36,6 +39,12 @@ func lpThreads(size int, scaled bool) int {
 		return 512
 	}
 	return 1024
+}
+
+// lpNarrow says whether an LP call of coll takes its kernel's _narrow entry (lpNarrowThreads threads): mode
+// rcclx, bfloat16 all_reduce and all_gather of at most lpNarrowMax bytes (kernels/lowprec.cu, RX_LP_NARROW).
+func lpNarrow(coll *collectives.Collective, size int, scaled bool, bytes int64) bool {
+	return size == 2 && !scaled && bytes <= lpNarrowMax && (coll == collectives.AllReduce || coll == collectives.AllGather)
 }
 
 // kernelArgs is struct Args of kernels/comm.cuh, every kernel's one by-value parameter.

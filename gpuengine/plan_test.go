@@ -340,3 +340,41 @@ func TestEarlyLaunchCaps(t *testing.T) {
 		}
 	}
 }
+
+// bfloat16 all_reduce and all_gather of mode rcclx up to lpNarrowMax take the 512-thread _narrow entries; the
+// other LP calls keep their entry and block size.
+func TestLPNarrowEntries(t *testing.T) {
+	for _, mode := range []string{"", "scaled"} {
+		p, _ := collectives.PolicyFromEnv(func(k string) string {
+			if k == "RCCLX_TESTS_LP_MODE" {
+				return mode
+			}
+			return ""
+		})
+		c := &comm{nranks: 2, policy: p, tuning: collectives.DefaultGPUTuning, half: halfBytes(p.SendBuf), blockCap: 16}
+		for _, coll := range []*collectives.Collective{collectives.AllReduce, collectives.AllGather,
+			collectives.ReduceScatter, collectives.AllToAll} {
+			for _, dt := range []collectives.DType{collectives.BFloat16, collectives.Float} {
+				for _, bytes := range []int64{16 << 20, lpNarrowMax, 2 * lpNarrowMax} {
+					pl, err := c.makePlan(coll, collectives.LowPrecision, coll.Counts(bytes, 2, 0, dt), dt.Size())
+					if err != nil {
+						t.Fatal(err)
+					}
+					narrow := mode == "" && dt == collectives.BFloat16 && bytes <= lpNarrowMax &&
+						(coll == collectives.AllReduce || coll == collectives.AllGather)
+					want, threads := kernelNames[coll][collectives.LowPrecision], lpThreads(dt.Size(), mode != "")
+					if mode != "" {
+						want += "_scaled"
+					}
+					if narrow {
+						want, threads = want+"_narrow", lpNarrowThreads
+					}
+					if pl.kernel != want || pl.threads != threads {
+						t.Errorf("mode %q %s %s %d B: %s on %d threads, want %s on %d", mode, coll.Name, dt, bytes,
+							pl.kernel, pl.threads, want, threads)
+					}
+				}
+			}
+		}
+	}
+}

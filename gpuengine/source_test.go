@@ -31,6 +31,14 @@ func TestKernelNamesInSource(t *testing.T) {
 			t.Errorf("kernel %s is not defined in kernels.Source()", name)
 		}
 	}
+	for coll, byAlgo := range kernelNames {
+		if name := byAlgo[collectives.LowPrecision]; name != "" {
+			narrow := lpNarrow(coll, 2, false, 0) // plans launch name_narrow (bfloat16 only)
+			if narrow != strings.Contains(src, "RX_LP_NARROW("+name+")") {
+				t.Errorf("LP kernel %s: plans launch its _narrow entry %v, the source defines it %v", name, narrow, !narrow)
+			}
+		}
+	}
 }
 
 // A kernel that makePlan launches early (DDA's and LP's) waits for the kernel ahead before anything else. The
@@ -57,9 +65,14 @@ func TestEarlyKernelsWaitFirst(t *testing.T) {
 	if len(names) < 9 || len(lp) != 4 {
 		t.Errorf("%d DDA kernels, want 9; %d LP kernels, want 4", len(names), len(lp))
 	}
+	begins := regexp.MustCompile(`\(Args a\) \{\s*\\\s*grid_dep_sync\(\);`)
 	entries := regexp.MustCompile(`(?s)#define RX_LP_ENTRIES\(name\).*?\n\n`).FindString(src)
-	if n := len(regexp.MustCompile(`\(Args a\) \{\s*\\\s*grid_dep_sync\(\);`).FindAllString(entries, -1)); n != 2 {
+	if n := len(begins.FindAllString(entries, -1)); n != 2 {
 		t.Errorf("RX_LP_ENTRIES: %d of its entries begin with grid_dep_sync(), want 2:\n%s", n, entries)
+	}
+	narrow := regexp.MustCompile(`(?s)#define RX_LP_NARROW\(name\) .*?\n#else`).FindString(src)
+	if n := len(begins.FindAllString(narrow, -1)); n != 1 {
+		t.Errorf("RX_LP_NARROW: %d of its entries begin with grid_dep_sync(), want 1:\n%s", n, narrow)
 	}
 	for _, name := range lp {
 		if !strings.Contains(src, "RX_LP_ENTRIES("+name+")") {
@@ -74,7 +87,7 @@ func TestLayoutMatchesSource(t *testing.T) {
 	for name, want := range map[string]int{
 		"RX_MAXB": maxBlocks, "RX_MAXR": maxBarrierRanks, "RX_NSLOTS": fifoSlots, "RX_SLOT_BYTES": slotBytes,
 		"RX_CTRL_BYTES": ctrlBytes, "RX_ARGS_BYTES": argsBytes, "RX_LL_MAXR": llMaxRanks, "RX_LL_BYTES": llBytes, "RX_LL128_MAXR": ll128MaxRanks, "RX_LL128_SLOT": ll128Slot,
-		"RX_LP_SPLIT_CHUNKS": lpSplitChunks,
+		"RX_LP_SPLIT_CHUNKS": lpSplitChunks, "RX_LP_NARROW_THREADS": lpNarrowThreads,
 	} {
 		m := regexp.MustCompile(`#define ` + name + ` (\d+)`).FindStringSubmatch(src)
 		if m == nil {

@@ -52,7 +52,9 @@
 #                  and -w 200 with the launcher threads off; each as completion time and, with -C 1, as the host's
 #                  enqueue time per call (equal: the launches hold the loop; far below: the wait or the GPU)
 #        bound     FP8 alltoall's bytes at 1 GiB streamed with no arithmetic and no synchronization, on one GPU and
-#                  on two at once (cuda's TestGPUStreamBound): the bound docs/PERFORMANCE.md holds alltoall against
+#                  on two at once, and as a pipeline in 8-64 chunks, with and without each block waiting for the
+#                  other GPU's between steps (cuda's TestGPUStreamBound): the bounds docs/PERFORMANCE.md holds
+#                  alltoall against
 #        profile   Nsight Compute on the FP8 LP kernels at 1 GiB (float, and bfloat16 all_reduce): 2 processes x 1
 #                  GPU, rank 0 under ncu with counters that fit in one pass; per launch the HBM bytes read and
 #                  written, the kernel time, the HBM rate and the share of cycles that issued an instruction
