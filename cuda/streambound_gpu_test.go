@@ -60,6 +60,7 @@ extern "C" __global__ void a2a_bytes(Bufs m, long long groups) {
 
 // mine (streamGPU.flags): u64[128] barrier epochs that the other GPU's blocks store, u64[128] this GPU's
 // blocks' epoch counts, and a word set when a wait gave up (after about 2 s).
+//
 // With peer set, block b waits for block b of the other GPU's kernel: it stores the step's epoch into the
 // other GPU's flags[b] and waits until its own flags[b] reaches it, as the LP kernels' barrier pairs blocks.
 __device__ __forceinline__ void pair_wait(unsigned long long* mine, unsigned long long* peer, unsigned long long e) {

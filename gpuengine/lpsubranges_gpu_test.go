@@ -38,8 +38,8 @@ func TestGPULPSubRangesWithALaggingBlock(t *testing.T) {
 }
 
 // shortLastChunk is the smallest report size from 4 MiB at which coll's LP plan on c has at least three
-// chunks, its last one cut into shorter block sub-ranges than the others (as c.part cuts them in
-// kernels/comm.cuh), and block lagBlock+1 has elements of it.
+// chunks, the last one short enough that, cut on its own length (as kernels/comm.cuh's part cuts a length),
+// its block sub-ranges would be shorter than the others', and block lagBlock+1 has elements of it.
 func shortLastChunk(t *testing.T, c *comm, coll *collectives.Collective) int64 {
 	t.Helper()
 	const unit = 16 // lpUnit of mode rcclx
