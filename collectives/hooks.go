@@ -12,10 +12,11 @@ import (
 // Test hooks, read by every engine (host, GPU and vendor) at communicator creation, Config.Env first. They exist so
 // the suite can prove its failure paths end to end; neither is meant for measurements.
 //
-//	RCCLX_TESTS_SKIP_RANK=<r>     rank r returns from every call at once without taking part, so its peers
-//	                              wait for it until -T expires: Wait then returns a *TimeoutError (exit code 4)
-//	                              naming r as missing (where r is in the process that timed out), and a waiting
-//	                              rank and its phase. Without -T they wait forever.
+//	RCCLX_TESTS_SKIP_RANK=<r>     rank r takes part in no call, so its peers wait for it until -T expires: Wait
+//	                              then returns a *TimeoutError (exit code 4) naming r as missing (where r is in
+//	                              the process that timed out), and a waiting rank and its phase. Without -T they
+//	                              wait forever. The host engine holds r's call until the run fails, as a rank
+//	                              stuck elsewhere would; the GPU engines return it at once.
 //	RCCLX_TESTS_CORRUPT_RANK=<r>  after each call, rank r flips CorruptMask in byte CorruptByte(size) of element
 //	                              0 of its output (the bit below the top bit: a large change for every type,
 //	                              never a sign flip of zero), so validation reports exactly one wrong element.

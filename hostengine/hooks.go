@@ -1,9 +1,31 @@
 package hostengine
 
-import "github.com/rcclx-tests/rcclx-tests/collectives"
+import (
+	"time"
 
-// The test hooks (collectives.HooksFromEnv) are read at Open; the skipping rank returns from every call at once,
-// so its peers wait for it until -T expires.
+	"github.com/rcclx-tests/rcclx-tests/collectives"
+)
+
+// The test hooks (collectives.HooksFromEnv) are read at Open.
+
+// stayAway is the skipping rank's call: it takes no part, and returns only once the run has failed (a peer's
+// -T, a cancel, a lost process), as a rank stuck elsewhere would. Were it to return at once, its process would
+// run ahead into the harness's next rendezvous, whose timer, started first, could expire before the peers'
+// and report a silent rank 0 instead of the rank that never arrived.
+func (c *comm) stayAway() error {
+	for nap := firstNap; ; nap = min(2*nap, lastNap) {
+		if err := c.err(); err != nil {
+			return err
+		}
+		if c.sh != nil {
+			if err := c.sh.failure(); err != nil {
+				c.stop(err, false)
+				return c.err()
+			}
+		}
+		time.Sleep(nap)
+	}
+}
 
 // corrupt flips the corrupt hook's bit in element 0 of out (little-endian elements of size bytes).
 func corrupt(out []byte, size int) {

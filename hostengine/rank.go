@@ -103,7 +103,7 @@ func (r *rank) execute(t *task) error {
 		return err
 	}
 	if c.hooks.SkipRank == r.id {
-		return nil
+		return c.stayAway()
 	}
 	c.hooks.Pause()
 	algo, ok := byCollective[t.coll.Base()]

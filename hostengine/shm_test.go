@@ -7,6 +7,7 @@ import (
 	"math/rand/v2"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -257,6 +258,50 @@ func TestAcrossProcessesTimeoutReachesEveryProcess(t *testing.T) {
 	}
 	if el := time.Since(start); el > 2*time.Second {
 		t.Errorf("took %v", el)
+	}
+}
+
+// The skipping rank's call does not return before the run fails: were its process to run on (into the harness's
+// next rendezvous, with a timer of its own), it could report a silent rank 0 before its peers report the rank
+// that never arrived. Its process has no timeout; it ends with the peer's timeout naming it.
+func TestAcrossProcessesSkippedRankWaitsForTheRunToFail(t *testing.T) {
+	useShmDir(t)
+	const timeout = 300 * time.Millisecond
+	comms, errs := openProcs(t, newHub(2), 1, 1, map[string]string{collectives.EnvSkipRank: "1"}, []time.Duration{timeout, 0}, 0)
+	if err := errors.Join(errs...); err != nil {
+		t.Fatal(err)
+	}
+	start := time.Now()
+	ended := make([]time.Duration, 2)
+	waited := make([]error, 2)
+	var wg sync.WaitGroup
+	for p, c := range comms {
+		wg.Go(func() {
+			g := c.Groups()[0]
+			b, err := g.Alloc(0, 4096)
+			if err != nil {
+				t.Error(err)
+				return
+			}
+			r := g.Ranks()[0]
+			call := &collectives.Call{Coll: collectives.AllReduce, DType: collectives.Float, Op: collectives.Sum,
+				Counts: []collectives.Counts{collectives.AllReduce.Counts(4096, 2, r, collectives.Float)},
+				Send: []collectives.View{{Buf: b}}, Recv: []collectives.View{{Buf: b}}}
+			if waited[p] = g.Launch(call); waited[p] == nil {
+				waited[p] = g.Wait()
+			}
+			ended[p] = time.Since(start)
+		})
+	}
+	wg.Wait()
+	for p := range comms {
+		var te *collectives.TimeoutError
+		if !errors.As(waited[p], &te) || te.Rank != 0 || !slices.Equal(te.Missing, []int{1}) {
+			t.Errorf("process %d: Wait = %v after %v, want rank 0's timeout naming rank 1", p, waited[p], ended[p])
+		}
+	}
+	if ended[1] < timeout {
+		t.Errorf("the skipping rank's call returned after %v, before its peer's %v timeout", ended[1], timeout)
 	}
 }
 
