@@ -51,6 +51,9 @@ func shortLastChunk(t *testing.T, c *comm, coll *collectives.Collective) int64 {
 			t.Fatal(err)
 		}
 		x1, blocks := p.rounds[0].len, int64(p.blocks)
+		if blocks <= lagBlock+1 {
+			t.Skipf("%s: the LP grid here has %d blocks, and the lagging block %d needs one after it", coll.Name, blocks, lagBlock)
+		}
 		chunks := (k.Param + x1 - 1) / x1
 		last := k.Param - (chunks-1)*x1
 		if chunks >= 3 && sub(last, blocks) < sub(x1, blocks) && (lagBlock+1)*sub(x1, blocks) < last {
