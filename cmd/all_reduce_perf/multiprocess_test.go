@@ -365,11 +365,13 @@ func shmAndMemoryRoom() int64 {
 }
 
 // A rank that never calls (RCCLX_TESTS_SKIP_RANK) makes every process end with exit code 4 at -T, the process
-// of the skipping rank too, and the waiting processes sleep rather than spin.
+// of the skipping rank too, and the waiting processes sleep rather than spin. The planted delay holds the
+// ranks that call for 0.3 s before they start waiting: a skipping process that ran ahead into the next
+// rendezvous would time out there first and report a silent process 0.
 func TestHostEngineTimeoutAcrossProcesses(t *testing.T) {
 	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
 	defer cancel()
-	procs := launch(t, ctx, t.TempDir(), 4, freePort(t), []string{"RCCLX_TESTS_SKIP_RANK=3"},
+	procs := launch(t, ctx, t.TempDir(), 4, freePort(t), []string{"RCCLX_TESTS_SKIP_RANK=3", "RCCLX_TESTS_DELAY_US=300000"},
 		"--engine", "host", "-b", "1K", "-e", "1K", "-g", "1", "-T", "3")
 	start := time.Now()
 	waitAll(procs)
