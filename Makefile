@@ -16,7 +16,7 @@ build/%: FORCE
 test: lint
 	$(GO) test -count=1 -timeout 30m ./...
 
-# go vet, then staticcheck and errcheck where they are installed or installable (scripts/lint.sh).
+# go vet, gofmt, then staticcheck and errcheck where they are installed or installable (scripts/lint.sh).
 lint:
 	$(GO) vet ./...
 	GO=$(GO) scripts/lint.sh

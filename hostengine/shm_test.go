@@ -284,9 +284,12 @@ func TestAcrossProcessesSkippedRankWaitsForTheRunToFail(t *testing.T) {
 				return
 			}
 			r := g.Ranks()[0]
-			call := &collectives.Call{Coll: collectives.AllReduce, DType: collectives.Float, Op: collectives.Sum,
+			call := &collectives.Call{
+				Coll: collectives.AllReduce, DType: collectives.Float, Op: collectives.Sum,
 				Counts: []collectives.Counts{collectives.AllReduce.Counts(4096, 2, r, collectives.Float)},
-				Send: []collectives.View{{Buf: b}}, Recv: []collectives.View{{Buf: b}}}
+				Send:   []collectives.View{{Buf: b}},
+				Recv:   []collectives.View{{Buf: b}},
+			}
 			if waited[p] = g.Launch(call); waited[p] == nil {
 				waited[p] = g.Wait()
 			}

@@ -1,5 +1,6 @@
 #!/usr/bin/env bash
-# Static checks beyond go vet, run by `make test`: staticcheck and errcheck (with scripts/errcheck-excludes.txt).
+# Static checks beyond go vet, run by `make test`: gofmt, staticcheck and errcheck (with
+# scripts/errcheck-excludes.txt).
 # A tool that is not installed is installed with `go install` at a pinned version; where that fails (no
 # network) the tool is skipped with one line. Exits non-zero when a tool reports findings.
 set -u
@@ -17,6 +18,10 @@ GO=${GO:-go}
 bin=$("$GO" env GOBIN)
 [ -n "$bin" ] || bin=$("$GO" env GOPATH)/bin
 rc=0
+if unformatted=$(gofmt -l .) && [ -n "$unformatted" ]; then
+	echo "lint: gofmt would change:" $unformatted
+	rc=1
+fi
 for tool in staticcheck=honnef.co/go/tools/cmd/staticcheck@v0.8.2 errcheck=github.com/kisielk/errcheck@v1.30.0; do
 	name=${tool%%=*} pkg=${tool#*=}
 	exe=$(command -v "$name" || echo "$bin/$name")
