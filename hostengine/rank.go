@@ -103,7 +103,7 @@ func (r *rank) execute(t *task) error {
 		return err
 	}
 	if c.hooks.SkipRank == r.id {
-		return c.stayAway()
+		return c.stayAway(r.id)
 	}
 	c.hooks.Pause()
 	algo, ok := byCollective[t.coll.Base()]
