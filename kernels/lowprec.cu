@@ -720,7 +720,7 @@ RX_LP_ENTRIES(lp_alltoall)
 #define RX_LP_NARROW(name)                                                                                  \
   extern "C" __global__ void __launch_bounds__(RX_LP_NARROW_THREADS) name##_narrow(Args a) {               \
     grid_dep_sync();                                                                                      \
-    a.x3 = 0;                                                                                             \
+    RX_LP_RCCLX_MODE(a);                                                                                  \
     name##_body(a);                                                                                       \
   }
 #else
