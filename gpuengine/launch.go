@@ -93,6 +93,9 @@ func (c *comm) launchAlgo(r *rank, call *collectives.Call, l int, algo string, s
 			a.X2 = int64(step)
 		}
 	}
+	if p.lpPush {
+		a.X0 = 1
+	}
 	if p.early && r.arch >= 90 { // programmatic dependent launch needs sm_90
 		return cuda.LaunchStructEarly(f, grid, block, 0, r.stream, r.args, &a)
 	}

@@ -74,6 +74,7 @@ type plan struct {
 	steps   int     // launches per round, Args.x2 the step (hypercube); 0: one with x2 as the call sets it
 	threads int     // threads per block; 0: blockThreads
 	early   bool    // programmatic dependent launch: may start while the kernel ahead on the stream ends
+	lpPush  bool    // LP all_gather in one chunk, pushed into its peers' buffers (Args.x0 = 1)
 }
 
 // launches is how many kernel launches the plan makes on each rank: one per round and step, 1 without rounds.
@@ -166,22 +167,31 @@ func (c *comm) makePlan(coll *collectives.Collective, algo string, k collectives
 		}
 	case collectives.LowPrecision:
 		// The codes a buffer of the half holds (kernels/lowprec.cu): all_reduce a slot per source rank for each
-		// of its two exchanges, all_gather its own piece, the others a piece per rank. One launch runs every
-		// chunk of the call (Args.x1 the chunk length; all_reduce's chunks cut each rank's slice).
+		// of its two exchanges, all_gather its own piece (a slot per source rank where it pushes), the others a
+		// piece per rank. One launch runs every chunk of the call (Args.x1 the chunk length; all_reduce's
+		// chunks cut each rank's slice).
 		pieces, longest := n, k.Param
+		scaled := c.policy.LPMode == collectives.LPModeScaled
+		block := int64(c.policy.LPBlock)
 		switch coll {
 		case collectives.AllReduce:
 			pieces, longest = 2*n, (k.Param+n-1)/n
 		case collectives.AllGather:
 			pieces = 1
+			// A call that fits one chunk of the pushed layout pushes: its codes cross the link as stores
+			// while it quantizes, and each rank decodes from its own buffer after one barrier. On 2x H200
+			// that took 12% off float at 64 MiB and 6-15% off bfloat16 at 16-64 MiB; pushed in several
+			// chunks, larger calls were 6-18% slower than pulled (docs/PERFORMANCE.md).
+			if p.lpPush = longest <= lpChunkLen(lpBuffer(c.half), n, block, scaled); p.lpPush {
+				pieces = n
+			}
 		}
-		scaled := c.policy.LPMode == collectives.LPModeScaled
-		per := lpChunkLen(lpBuffer(c.half), pieces, int64(c.policy.LPBlock), scaled)
+		per := lpChunkLen(lpBuffer(c.half), pieces, block, scaled)
 		if per < 1 {
 			return p, fmt.Errorf("LP block %d does not fit a %d-byte LP buffer", c.policy.LPBlock, lpBuffer(c.half))
 		}
-		unit := lpUnit(int64(c.policy.LPBlock), scaled)
-		if least := lpLeastChunk(coll); least > 0 {
+		unit := lpUnit(block, scaled)
+		if least := lpLeastChunk(coll); least > 0 && !p.lpPush {
 			per = lpSplitLen(longest, per, unit, least)
 		}
 		if longest > 0 {

@@ -190,8 +190,9 @@ func TestCallPhases(t *testing.T) {
 }
 
 // LP chunks fit the kernels' layout of a buffer, half a half (kernels/lowprec.cu): all_reduce two slots of
-// codes per rank, all_gather one piece, the others a piece per rank, each at a multiple of the unit, then a
-// scale per LP block of them in mode scaled; the 256 MiB call takes several chunks in its one launch.
+// codes per rank, all_gather one piece (a slot per rank where it pushes), the others a piece per rank, each at
+// a multiple of the unit, then a scale per LP block of them in mode scaled; the 256 MiB call takes several
+// chunks in its one launch, pulled, and the 64 KiB call one chunk, all_gather's pushed.
 func TestLPChunksFitTheBuffer(t *testing.T) {
 	for _, mode := range []string{collectives.LPModeRCCLX, collectives.LPModeScaled} {
 		p, _ := collectives.PolicyFromEnv(func(k string) string {
@@ -201,12 +202,23 @@ func TestLPChunksFitTheBuffer(t *testing.T) {
 		unit := lpUnit(int64(p.LPBlock), scaled)
 		for _, n := range []int{2, 3, 8} {
 			c := &comm{nranks: n, policy: p, tuning: collectives.DefaultGPUTuning, half: halfBytes(1 << 20), blockCap: 16}
-			for coll, slots := range map[*collectives.Collective]int64{collectives.AllReduce: 2 * int64(n),
-				collectives.AllGather: 1, collectives.ReduceScatter: int64(n), collectives.AllToAll: int64(n)} {
-				k := coll.Counts(256<<20+4*1000, n, 0, collectives.Float)
+			for _, x := range []struct {
+				coll  *collectives.Collective
+				slots int64
+				bytes int64
+			}{
+				{collectives.AllReduce, 2 * int64(n), 256<<20 + 4*1000}, {collectives.AllGather, 1, 256<<20 + 4*1000},
+				{collectives.AllGather, int64(n), 64<<10 + 4*1000}, {collectives.ReduceScatter, int64(n), 256<<20 + 4*1000},
+				{collectives.AllToAll, int64(n), 256<<20 + 4*1000},
+			} {
+				coll, slots := x.coll, x.slots
+				k := coll.Counts(x.bytes, n, 0, collectives.Float)
 				pl, err := c.makePlan(coll, collectives.LowPrecision, k, 4)
 				if err != nil {
 					t.Fatalf("%s %s n %d: %v", mode, coll.Name, n, err)
+				}
+				if push := slots == int64(n) && coll == collectives.AllGather; pl.lpPush != push {
+					t.Fatalf("%s %s n %d, %d B: pushes %v, want %v", mode, coll.Name, n, x.bytes, pl.lpPush, push)
 				}
 				longest := k.Param
 				if coll == collectives.AllReduce {
@@ -223,12 +235,15 @@ func TestLPChunksFitTheBuffer(t *testing.T) {
 					need += 4 * ((codes + int64(p.LPBlock) - 1) / int64(p.LPBlock))
 				}
 				chunks := (longest + r.len - 1) / r.len
-				if need > lpBuffer(c.half) || 2*lpBuffer(c.half) > c.half || r.len%unit != 0 || chunks < 2 {
+				if need > lpBuffer(c.half) || 2*lpBuffer(c.half) > c.half || r.len%unit != 0 || (chunks < 2) != pl.lpPush {
 					t.Errorf("%s %s n %d: chunks of %d need %d bytes of a %d-byte buffer (half %d)", mode, coll.Name, n, r.len, need, lpBuffer(c.half), c.half)
 				}
 				// all_gather, alltoall and all_reduce are cut into enough chunks for the kernel to split its
 				// warps; reduce_scatter takes the fewest chunks a buffer allows.
 				least := lpLeastChunk(coll)
+				if pl.lpPush {
+					least = 0
+				}
 				fewest := evenRound(longest, lpChunkLen(lpBuffer(c.half), slots, int64(p.LPBlock), scaled), unit)
 				cut := least > 0 && longest >= lpSplitChunks*least && (longest+fewest-1)/fewest < lpSplitChunks
 				if cut && chunks < lpSplitChunks {
@@ -273,9 +288,10 @@ func checkSplitLen(t *testing.T, longest, per, unit, least int64) {
 	}
 }
 
-// At the default LP buffer (8M codes an all_reduce chunk, 16M reduce_scatter's, 32M all_gather's), float at 2
-// ranks: all_gather and alltoall are cut into lpSplitChunks from 8M elements a rank, all_reduce from 16M a
-// slice (128 MiB, not 64 MiB), and reduce_scatter keeps the buffer's chunks.
+// At the default LP buffer (8M codes an all_reduce chunk, 16M reduce_scatter's and a pushed all_gather's,
+// 32M a pulled all_gather's), float at 2 ranks: all_gather pushes in one chunk up to 16M elements a rank
+// (128 MiB) and above that is cut into lpSplitChunks as alltoall is from 8M elements a rank, all_reduce from
+// 16M a slice (128 MiB, not 64 MiB), and reduce_scatter keeps the buffer's chunks.
 func TestLPCutAtTheDefaultBuffer(t *testing.T) {
 	p, _ := collectives.PolicyFromEnv(func(string) string { return "" })
 	c := &comm{nranks: 2, policy: p, tuning: collectives.DefaultGPUTuning, half: halfBytes(p.SendBuf), blockCap: 16}
@@ -287,7 +303,7 @@ func TestLPCutAtTheDefaultBuffer(t *testing.T) {
 		{collectives.AllReduce, 64 << 20, 1}, {collectives.AllReduce, 128 << 20, lpSplitChunks},
 		{collectives.AllReduce, 256 << 20, 4}, {collectives.AllReduce, 1 << 30, 16},
 		{collectives.ReduceScatter, 128 << 20, 1}, {collectives.ReduceScatter, 256 << 20, 2},
-		{collectives.AllGather, 32 << 20, 1}, {collectives.AllGather, 64 << 20, lpSplitChunks},
+		{collectives.AllGather, 32 << 20, 1}, {collectives.AllGather, 128 << 20, 1},
 		{collectives.AllGather, 256 << 20, lpSplitChunks},
 		{collectives.AllToAll, 64 << 20, lpSplitChunks}, {collectives.AllToAll, 256 << 20, lpSplitChunks},
 	} {
@@ -302,6 +318,9 @@ func TestLPCutAtTheDefaultBuffer(t *testing.T) {
 		}
 		if got := (longest + pl.rounds[0].len - 1) / pl.rounds[0].len; got != x.want {
 			t.Errorf("%s %d B: %d chunks of %d, want %d", x.coll.Name, x.bytes, got, pl.rounds[0].len, x.want)
+		}
+		if push := x.coll == collectives.AllGather && x.want == 1; pl.lpPush != push {
+			t.Errorf("%s %d B: pushes %v, want %v", x.coll.Name, x.bytes, pl.lpPush, push)
 		}
 	}
 }

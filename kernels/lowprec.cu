@@ -1,7 +1,7 @@
 // lowprec.cu: RCCLX's low-precision (FP8 E4M3) collectives for float and bfloat16, sum only, DDA-style over
 // the data halves (see dda.cu). One launch per call runs its chunks as a pipeline (lp_chunk): Args.x1 is
 // the chunk length (a multiple of the unit below), x2 the LP block, x3 the mode, 0 for mode rcclx (lp_*, where
-// the engine passes 0) and 1 for mode scaled (lp_*_scaled, which sets it).
+// the engine passes 0) and 1 for mode scaled (lp_*_scaled, which sets it); x0 is 1 where all_gather pushes.
 //
 // As hostengine's lowprec.go: mode rcclx quantizes with a plain saturating cast to E4M3; mode scaled keeps one
 // fp32 scale per LP block (scale = block amax / 448, or 1 where that is 0; code = E4M3(x / scale); value =
@@ -15,7 +15,8 @@
 // (16-byte stores over the link), a slot per source rank, and its loads of codes are from its own half. The
 // other collectives pull: each rank quantizes into its own half and reads its peers' (on 2 H100s pushing
 // measured 5-10% slower for all_gather; for float reduce_scatter 4% faster at 1 GiB but 24% slower at 256 MiB,
-// and 2% slower for alltoall, on 2 H200s 9-19% slower from 64 MiB). The launch's half is split in two buffers
+// and 2% slower for alltoall, on 2 H200s 9-19% slower from 64 MiB), but for an all_gather of one chunk, which
+// pushes (gpuengine's plan.lpPush says why). The launch's half is split in two buffers
 // (LP::sub, gpuengine's lpBuffer), chunk k in buffer k % 2; a buffer holds the codes, then (16-byte aligned)
 // the fp32 scales, scale j for the codes at [j*B, (j+1)*B) of the buffer (pieces and slots start at multiples
 // of the unit, so no LP block straddles two). A call of several chunks gives each stage warps of its own
@@ -635,20 +636,26 @@ RX_DEV void lp_reduce_scatter_body(Args a) {
 }
 
 // all_gather: each rank's codes of its own piece; their values go into its own output piece as they are made.
+// Pulled, a buffer holds the rank's own codes; pushed (x0 = 1), a slot per source rank q at q * cp of every
+// rank's buffer, each rank storing its codes into its slot of every peer's and decoding from its own.
 RX_DEV void lp_all_gather_body(Args a) {
   RX_COMM(c, a);
   LP lp(c, a);
-  const i64 steps = lp_piece_steps(a);
-  lp.scaleOff = roundup(a.x1, 16);
+  const bool push = a.x0 != 0;
+  const i64 steps = lp_piece_steps(a), cp = roundup(a.x1, lp.unit);
+  lp.scaleOff = push ? c.n * cp : cp;
   const int weight[2] = {3, 5};
   for (i64 s = 0; s < steps; s++) {
     const int mine = lp_split(lp, s, cdiv(a.count, a.x1), weight, 2);
     i64 x0, lo, hi;
     if (lp_piece(lp, a, mine, s, 1, x0, lo, hi)) {
-      RX_FOR_PEERS(c, q) if (q != c.r) lp.dequantize((T*)a.recv + q * a.count + x0, q, 0, lo, hi);
+      RX_FOR_PEERS(c, q) if (q != c.r) {
+        lp.dequantize((T*)a.recv + q * a.count + x0, push ? c.r : q, push ? q * cp : 0, lo, hi);
+      }
     }
     if (lp_piece(lp, a, mine, s, 0, x0, lo, hi)) {
-      lp.quantize(c.r, 0, (const T*)a.send + x0, lo, hi, (T*)a.recv + c.r * a.count + x0);
+      lp.quantize(push ? RX_LP_PEERS : c.r, push ? c.r * cp : 0, (const T*)a.send + x0, lo, hi,
+                  (T*)a.recv + c.r * a.count + x0);
     }
     if (!lp_step_end(c, s, steps)) return;
   }
