@@ -15,8 +15,8 @@
 // (16-byte stores over the link), a slot per source rank, and its loads of codes are from its own half. The
 // other collectives pull: each rank quantizes into its own half and reads its peers' (on 2 H100s pushing
 // measured 5-10% slower for all_gather; for float reduce_scatter 4% faster at 1 GiB but 24% slower at 256 MiB,
-// and 2% slower for alltoall, on 2 H200s 9-19% slower from 64 MiB), but for an all_gather of one chunk, which
-// pushes (gpuengine's plan.lpPush says why). The launch's half is split in two buffers
+// and 2% slower for alltoall, on 2 H200s 9-19% slower from 64 MiB), except an all_gather of one chunk, which
+// pushes (gpuengine's makePlan says why). The launch's half is split in two buffers
 // (LP::sub, gpuengine's lpBuffer), chunk k in buffer k % 2; a buffer holds the codes, then (16-byte aligned)
 // the fp32 scales, scale j for the codes at [j*B, (j+1)*B) of the buffer (pieces and slots start at multiples
 // of the unit, so no LP block straddles two). A call of several chunks gives each stage warps of its own
