@@ -206,10 +206,12 @@ func TestLPChunksFitTheBuffer(t *testing.T) {
 				coll  *collectives.Collective
 				slots int64
 				bytes int64
+				push  bool
 			}{
-				{collectives.AllReduce, 2 * int64(n), 256<<20 + 4*1000}, {collectives.AllGather, 1, 256<<20 + 4*1000},
-				{collectives.AllGather, int64(n), 64<<10 + 4*1000}, {collectives.ReduceScatter, int64(n), 256<<20 + 4*1000},
-				{collectives.AllToAll, int64(n), 256<<20 + 4*1000},
+				{collectives.AllReduce, 2 * int64(n), 256<<20 + 4*1000, false},
+				{collectives.AllGather, 1, 256<<20 + 4*1000, false}, {collectives.AllGather, int64(n), 64<<10 + 4*1000, true},
+				{collectives.ReduceScatter, int64(n), 256<<20 + 4*1000, false},
+				{collectives.AllToAll, int64(n), 256<<20 + 4*1000, false},
 			} {
 				coll, slots := x.coll, x.slots
 				k := coll.Counts(x.bytes, n, 0, collectives.Float)
@@ -217,8 +219,8 @@ func TestLPChunksFitTheBuffer(t *testing.T) {
 				if err != nil {
 					t.Fatalf("%s %s n %d: %v", mode, coll.Name, n, err)
 				}
-				if push := slots == int64(n) && coll == collectives.AllGather; pl.lpPush != push {
-					t.Fatalf("%s %s n %d, %d B: pushes %v, want %v", mode, coll.Name, n, x.bytes, pl.lpPush, push)
+				if pl.lpPush != x.push {
+					t.Fatalf("%s %s n %d, %d B: pushes %v, want %v", mode, coll.Name, n, x.bytes, pl.lpPush, x.push)
 				}
 				longest := k.Param
 				if coll == collectives.AllReduce {
