@@ -10,7 +10,8 @@ import (
 // The registry (Variables) checks and compares their values with this reader, so the two cannot disagree.
 //
 //	RCCLX_TESTS_GPU_RING_BLOCKS  most blocks (ring channels) of a ring kernel (default 64)
-//	RCCLX_TESTS_GPU_LP_BLOCKS    most blocks of an LP or direct alltoall kernel (default 128)
+//	RCCLX_TESTS_GPU_LP_BLOCKS    most blocks of an LP or direct alltoall kernel (default 128, and one per
+//	                             multiprocessor for an LP all_gather that pushes its codes)
 //	RCCLX_TESTS_GPU_CE_BYTES     smallest per-rank buffer that goes through the copy-engine transport
 //	                             (default 16M; "off" never)
 //	RCCLX_TESTS_GPU_CE_CHUNK     the chunk of the pieces a copy-engine receiver reduces or unpacks, and of
@@ -22,17 +23,18 @@ import (
 //
 // DDA kernels use at most RCCL_DDA_MAX_BLOCKS (the policy). Every kernel also stays under the GPU's block cap.
 type GPUTuning struct {
-	RingBlocks, LPBlocks int
-	CEBytes              int64 // -1: never
-	CEChunk, LLMax       int64
-	Launchers            bool
+	RingBlocks     int
+	LPBlocks       int   // 0: the engine's default
+	CEBytes        int64 // -1: never
+	CEChunk, LLMax int64
+	Launchers      bool
 }
 
 // MaxGPUBlocks is the most blocks a GPU engine kernel may be given (RCCLX_TESTS_GPU_*_BLOCKS).
-const MaxGPUBlocks = 128
+const MaxGPUBlocks = 160
 
 // DefaultGPUTuning is the tuning with none of its variables set.
-var DefaultGPUTuning = GPUTuning{RingBlocks: 64, LPBlocks: MaxGPUBlocks, CEBytes: 16 << 20, CEChunk: 64 << 20,
+var DefaultGPUTuning = GPUTuning{RingBlocks: 64, CEBytes: 16 << 20, CEChunk: 64 << 20,
 	LLMax: 1 << 20, Launchers: true}
 
 // gpuTuningVars are the tuning's variables: the collectives each can change (none: every one) and how a

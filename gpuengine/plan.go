@@ -134,7 +134,7 @@ func (c *comm) makePlan(coll *collectives.Collective, algo string, k collectives
 		if p.early = c.earlyCap > 0; p.early {
 			most = c.earlyCap
 		}
-		most = min(most, maxBlocks)
+		most = min(most, defaultBlocks)
 		if algo != collectives.DDA && n == 2 {
 			p.kernel, p.blocks = twoRankAllReduce(total, c.tuning.LLMax, most)
 			break
@@ -144,7 +144,7 @@ func (c *comm) makePlan(coll *collectives.Collective, algo string, k collectives
 		// 14.1-33.7 us); the other DDA kernels keep RCCL_DDA_MAX_BLOCKS, which sizes RCCLX's.
 		limit := c.policy.MaxBlocks
 		if algo == collectives.DDATree {
-			limit = maxBlocks
+			limit = defaultBlocks
 		}
 		p.blocks = gridForUnit(total, ddaBytesPerBlock, min(limit, most))
 		// LL (kernels/ll.cu) up to the tuning's size: one 4-byte word of the piece per thread, so that every
@@ -161,7 +161,7 @@ func (c *comm) makePlan(coll *collectives.Collective, algo string, k collectives
 	case collectives.Direct, collectives.HyperCubeSteps:
 		per := c.half / (directSlots(coll, n) * int64(size)) / vecElems(size) * vecElems(size)
 		p.rounds = splitRounds(directElems(coll, k), per, vecElems(size))
-		p.blocks = gridFor(min(total, c.half), min(c.tuning.LPBlocks, c.blockCap))
+		p.blocks = gridFor(min(total, c.half), min(c.lpBlocks(false), c.blockCap))
 		if algo == collectives.HyperCubeSteps {
 			p.steps = bits.Len(uint(n)) - 1
 		}
@@ -210,9 +210,23 @@ func (c *comm) makePlan(coll *collectives.Collective, algo string, k collectives
 		if p.early = c.earlyCap > 0; p.early {
 			most = c.earlyCap
 		}
-		p.blocks = gridFor(min(total, c.half), min(c.tuning.LPBlocks, most))
+		p.blocks = gridFor(min(total, c.half), min(c.lpBlocks(p.lpPush), most))
 	}
 	return p, nil
+}
+
+// lpBlocks is the most blocks of an LP or direct kernel: RCCLX_TESTS_GPU_LP_BLOCKS where it is set, otherwise
+// defaultBlocks, or every multiprocessor for an all_gather that pushes. That one quantizes and decodes with no
+// link or pipeline to wait on, so each block's share of the work sets its time: on 2x H200, 132 blocks
+// against 128 took 1.5% off float at 64 MiB and 3% at 128 MiB (docs/PERFORMANCE.md).
+func (c *comm) lpBlocks(push bool) int {
+	switch {
+	case c.tuning.LPBlocks > 0:
+		return c.tuning.LPBlocks
+	case push:
+		return maxBlocks
+	}
+	return defaultBlocks
 }
 
 // twoRankAllReduce is the kernel and grid of DDA all_reduce at 2 ranks, flat or tree alike: there the two-shot's

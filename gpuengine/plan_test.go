@@ -338,7 +338,7 @@ func TestEarlyLaunchCaps(t *testing.T) {
 		blockCap, blocks int
 		early            bool
 	}{
-		{[]int{132, 132}, []int{1, 1}, 128, 128, true},
+		{[]int{132, 132}, []int{1, 1}, 132, 128, true},
 		{[]int{132, 132}, []int{2, 2}, 66, 33, true},
 		{[]int{132, 78}, []int{2, 2}, 39, 19, true},
 		{[]int{8, 8}, []int{8, 8}, 1, 1, false},
@@ -352,12 +352,53 @@ func TestEarlyLaunchCaps(t *testing.T) {
 		}
 		big := collectives.AllReduce.Counts(1<<30, 2, 0, collectives.Float)
 		if lp, err := c.makePlan(collectives.AllReduce, collectives.LowPrecision, big, 4); err != nil || lp.early != x.early ||
-			lp.blocks != min(x.blocks, collectives.DefaultGPUTuning.LPBlocks) {
+			lp.blocks != min(x.blocks, defaultBlocks) {
 			t.Errorf("%d SMs shared by %d: LP early %v on %d blocks (%v); want %v, %d", x.sms, x.sharing, lp.early,
-				lp.blocks, err, x.early, min(x.blocks, collectives.DefaultGPUTuning.LPBlocks))
+				lp.blocks, err, x.early, min(x.blocks, defaultBlocks))
 		}
 		if ring, _ := c.makePlan(collectives.AllReduce, collectives.Ring, big, 4); ring.early || ring.blocks > c.blockCap {
 			t.Errorf("%d SMs shared by %d: ring early %v on %d blocks", x.sms, x.sharing, ring.early, ring.blocks)
+		}
+	}
+}
+
+// An LP all_gather that pushes takes a block on every multiprocessor (up to maxBlocks), the other LP kernels
+// defaultBlocks; RCCLX_TESTS_GPU_LP_BLOCKS, where set, caps them all; an early launch on a shared GPU keeps
+// its half share.
+func TestLPBlocks(t *testing.T) {
+	p, _ := collectives.PolicyFromEnv(func(string) string { return "" })
+	pushed := collectives.AllGather.Counts(64<<20, 2, 0, collectives.Float)
+	pulled := collectives.AllGather.Counts(1<<30, 2, 0, collectives.Float)
+	reduced := collectives.AllReduce.Counts(1<<30, 2, 0, collectives.Float)
+	for _, x := range []struct {
+		sms, sharing            []int
+		set                     int
+		pushed, pulled, reduced int
+	}{
+		{[]int{132, 132}, []int{1, 1}, 0, 132, 128, 128},
+		{[]int{200, 200}, []int{1, 1}, 0, maxBlocks, 128, 128},
+		{[]int{132, 132}, []int{1, 1}, 64, 64, 64, 64},
+		{[]int{132, 132}, []int{2, 2}, 0, 33, 33, 33},
+	} {
+		tuning := collectives.DefaultGPUTuning
+		tuning.LPBlocks = x.set
+		c := &comm{nranks: 2, policy: p, tuning: tuning, half: halfBytes(p.SendBuf)}
+		c.setCaps(x.sms, x.sharing)
+		for _, y := range []struct {
+			coll *collectives.Collective
+			k    collectives.Counts
+			push bool
+			want int
+		}{
+			{collectives.AllGather, pushed, true, x.pushed},
+			{collectives.AllGather, pulled, false, x.pulled},
+			{collectives.AllReduce, reduced, false, x.reduced},
+		} {
+			pl, err := c.makePlan(y.coll, collectives.LowPrecision, y.k, 4)
+			if err != nil || pl.lpPush != y.push || pl.blocks != y.want {
+				t.Errorf("%d SMs shared by %d, LP_BLOCKS %d: %s pushes %v on %d blocks (%v); want %v, %d",
+					x.sms, x.sharing, x.set, y.coll.Name, pl.lpPush, pl.blocks, err, y.push, y.want)
+			}
 		}
 	}
 }
