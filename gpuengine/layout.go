@@ -32,9 +32,9 @@ const (
 	lpNarrowMax     = 64 << 20 // bytes: the largest call lpNarrow gives them
 )
 
-// defaultBlocks caps the grids of DDA's and the LP kernels unless a variable says otherwise: on 2x H200 a block
-// on each of the 132 multiprocessors was no faster for them (docs/PERFORMANCE.md), but for the LP all_gather
-// that pushes (lpBlocks). maxBlocks leaves room for that block on every multiprocessor.
+// defaultBlocks caps the grids of DDA's and the LP kernels unless a variable says otherwise: the grids they were
+// tuned on. On 2x H200 the LP kernels were no faster on all 132 multiprocessors, but for the all_gather that
+// pushes (lpBlocks; docs/PERFORMANCE.md). maxBlocks leaves room for a block on every multiprocessor.
 const defaultBlocks = 128
 
 // lpThreads is the block size of an LP kernel of elements of size bytes (RX_LP_RCCLX_THREADS and

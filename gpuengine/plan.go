@@ -216,9 +216,9 @@ func (c *comm) makePlan(coll *collectives.Collective, algo string, k collectives
 }
 
 // lpBlocks is the most blocks of an LP or direct kernel: RCCLX_TESTS_GPU_LP_BLOCKS where it is set, otherwise
-// defaultBlocks, or every multiprocessor for an all_gather that pushes. That one quantizes and decodes with no
-// link or pipeline to wait on, so each block's share of the work sets its time: on 2x H200, 132 blocks
-// against 128 took 1.5% off float at 64 MiB and 3% at 128 MiB (docs/PERFORMANCE.md).
+// defaultBlocks, or every multiprocessor for an all_gather that pushes. That one runs no pipeline, and neither
+// the link nor HBM holds it but each thread's chain of loads and stores, so more blocks share its work: on 2x
+// H200, 132 blocks against 128 took 1.5% off float at 64 MiB and 3% at 128 MiB (docs/PERFORMANCE.md).
 func (c *comm) lpBlocks(push bool) int {
 	switch {
 	case c.tuning.LPBlocks > 0:
