@@ -140,11 +140,11 @@ func (c *comm) makePlan(coll *collectives.Collective, algo string, k collectives
 			break
 		}
 		// A 16-byte vector per thread: DDA's peer loads are latency-bound, so the more in flight the better.
-		// The push tree's grid is bounded by the GPU (2-8 MiB on 2 H200s: 24 blocks 17.6-48.8 us, 128 blocks
+		// The push tree's grid is bounded only by most (2-8 MiB on 2 H200s: 24 blocks 17.6-48.8 us, 128 blocks
 		// 14.1-33.7 us); the other DDA kernels keep RCCL_DDA_MAX_BLOCKS, which sizes RCCLX's.
 		limit := c.policy.MaxBlocks
 		if algo == collectives.DDATree {
-			limit = defaultBlocks
+			limit = most
 		}
 		p.blocks = gridForUnit(total, ddaBytesPerBlock, min(limit, most))
 		// LL (kernels/ll.cu) up to the tuning's size: one 4-byte word of the piece per thread, so that every

@@ -16,7 +16,7 @@ struct Args {
 #define RX_ARGS_BYTES 112
 static_assert(sizeof(Args) == RX_ARGS_BYTES, "Args layout");
 
-#define RX_MAXB 160           // most blocks per kernel: one on every SM of the GPUs in use
+#define RX_MAXB 160           // most blocks per kernel: room for one on every SM of a GPU
 #define RX_MAXR 64            // most ranks in a barrier
 #define RX_NSLOTS 8           // ring FIFO depth per block
 #define RX_SLOT_BYTES 65536   // ring message size
