@@ -30,6 +30,7 @@ const (
 
 	lpNarrowThreads = 512      // RX_LP_NARROW_THREADS: the block size of the LP kernels' _narrow entries
 	lpNarrowMax     = 64 << 20 // bytes: the largest call lpNarrow gives them
+	lpPushThreads   = 256      // the block size of a float all_gather that pushes in mode rcclx (lpThreadsFor)
 )
 
 // defaultBlocks caps the grids of DDA's and the LP kernels unless a variable says otherwise: the grids they were
@@ -44,6 +45,18 @@ func lpThreads(size int, scaled bool) int {
 		return 512
 	}
 	return 1024
+}
+
+// lpThreadsFor is the block size of an LP launch whose entry point is bound threads (lpThreads or
+// lpNarrowThreads). A float all_gather that pushes, in mode rcclx, runs on half its entry's 512 threads: on 2x
+// H200 that took 3-8% off it at 16-128 MiB, while the pushing bfloat16 and mode scaled calls were 1-17% slower
+// on 256 threads, and float all_reduce, reduce_scatter and alltoall 12-30% slower at 256 MiB
+// (docs/PERFORMANCE.md).
+func lpThreadsFor(bound, size int, scaled, push bool) int {
+	if push && size == 4 && !scaled {
+		return lpPushThreads
+	}
+	return bound
 }
 
 // lpNarrow says whether an LP call of coll takes its kernel's _narrow entry (lpNarrowThreads threads): mode

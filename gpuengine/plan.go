@@ -204,6 +204,7 @@ func (c *comm) makePlan(coll *collectives.Collective, algo string, k collectives
 		if lpNarrow(coll, size, scaled, total) {
 			p.kernel, p.threads = p.kernel+"_narrow", lpNarrowThreads
 		}
+		p.threads = lpThreadsFor(p.threads, size, scaled, p.lpPush)
 		// Launched early, an LP kernel's blocks take each SM as the call ahead leaves it, without the launch gap
 		// between kernels: 2-3.5% off bfloat16 all_reduce at 16-64 MiB on 2x H200 (docs/PERFORMANCE.md).
 		most := c.blockCap

@@ -403,8 +403,9 @@ func TestLPBlocks(t *testing.T) {
 	}
 }
 
-// bfloat16 all_reduce and all_gather of mode rcclx up to lpNarrowMax take the 512-thread _narrow entries; the
-// other LP calls keep their entry and block size.
+// bfloat16 all_reduce and all_gather of mode rcclx up to lpNarrowMax take the 512-thread _narrow entries, a
+// float all_gather that pushes in mode rcclx runs its entry on lpPushThreads; the other LP calls keep their
+// entry and block size.
 func TestLPNarrowEntries(t *testing.T) {
 	for _, mode := range []string{"", "scaled"} {
 		p, _ := collectives.PolicyFromEnv(func(k string) string {
@@ -430,6 +431,13 @@ func TestLPNarrowEntries(t *testing.T) {
 					}
 					if narrow {
 						want, threads = want+"_narrow", lpNarrowThreads
+					}
+					// At 2 ranks a float all_gather pushes up to 128 MiB: every size here.
+					if push := mode == "" && dt == collectives.Float && coll == collectives.AllGather; push {
+						threads = lpPushThreads
+						if !pl.lpPush {
+							t.Errorf("%s %d B does not push", coll.Name, bytes)
+						}
 					}
 					if pl.kernel != want || pl.threads != threads {
 						t.Errorf("mode %q %s %s %d B: %s on %d threads, want %s on %d", mode, coll.Name, dt, bytes,
