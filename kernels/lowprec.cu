@@ -688,8 +688,8 @@ RX_DEV void lp_alltoall_body(Args a) {
 // either way (RCCLX_TESTS_GPU_LP_BLOCKS), but at 1024 threads ptxas holds a thread to 64 registers, and the
 // extra warps keep more loads in flight. That made every mode faster but rcclx on float, whose loops are the
 // lightest and which is fastest at 512 threads with up to 102 registers (docs/PERFORMANCE.md has the
-// figures). gpuengine's lpThreads says the same. A float all_gather that pushes runs the rcclx entry on 256 of its
-// 512 threads (gpuengine's lpThreadsFor says why).
+// figures). gpuengine's lpThreads says the same. A float all_gather that pushes launches the rcclx entry on 256
+// of its 512 threads (gpuengine's lpThreadsFor says why).
 #if RX_DTYPE == RX_FLOAT
 #define RX_LP_RCCLX_THREADS 512
 #else
