@@ -21,20 +21,25 @@ struct alignas(16) V { unsigned w[4]; };
 struct Bufs { const V* own_in; V* own_out; const V* peer_in; V* codes_out; const V* codes_in; V* peer_out; };
 
 // Group g0 of the own and peer pieces (with do0) and group g1 of the peer's codes (with do1): every load
-// issued before any store.
-__device__ __forceinline__ void move(const Bufs& m, long long g0, bool do0, long long g1, bool do1) {
+// issued before any store. own says with which the own piece's group goes: 1 with g0 (do0), 2 with g1 (do1).
+__device__ __forceinline__ void move(const Bufs& m, long long g0, bool do0, long long g1, bool do1, int own = 1) {
   V a[4], b[4], c;
+  const bool mine = (do0 && (own & 1)) || (do1 && (own & 2));
+  const long long go = do0 && (own & 1) ? g0 : g1;
+  if (mine) {
+#pragma unroll
+    for (int k = 0; k < 4; k++) a[k] = m.own_in[4 * go + k];
+  }
   if (do0) {
 #pragma unroll
-    for (int k = 0; k < 4; k++) {
-      a[k] = m.own_in[4 * g0 + k];
-      b[k] = m.peer_in[4 * g0 + k];
-    }
+    for (int k = 0; k < 4; k++) b[k] = m.peer_in[4 * g0 + k];
   }
   if (do1) c = m.codes_in[g1];
-  if (do0) {
+  if (mine) {
 #pragma unroll
-    for (int k = 0; k < 4; k++) m.own_out[4 * g0 + k] = a[k];
+    for (int k = 0; k < 4; k++) m.own_out[4 * go + k] = a[k];
+  }
+  if (do0) {
     V code;
 #pragma unroll
     for (int k = 0; k < 4; k++)
@@ -101,16 +106,64 @@ extern "C" __global__ void a2a_staged(Bufs m, long long groups, long long chunk,
   }
   if (threadIdx.x == 0) *count = base + chunks;
 }
+
+// The same chunks with the two halves of each block decoupled: the first half moves the own and peer pieces
+// of chunk after chunk and, with peer set, after each tells the other GPU's same block that its codes are
+// written (a release store); the second half waits only for that (an acquire spin) before moving the peer's
+// codes of that chunk. No half waits for the other, and nothing waits for buffer space (the codes buffer holds
+// the whole call). With split the second half takes the second half of the block's own groups in each chunk,
+// as the LP kernel splits its own piece, so that each half moves about the same bytes.
+__device__ __forceinline__ void crew_sync(int id, int n) {
+  asm volatile("bar.sync %0, %1;" ::"r"(id), "r"(n) : "memory");
+}
+extern "C" __global__ void a2a_decoupled(Bufs m, long long groups, long long chunk, int split,
+                                         unsigned long long* mine, unsigned long long* peer) {
+  const long long chunks = (groups + chunk - 1) / chunk, sub = (chunk + gridDim.x - 1) / gridDim.x;
+  const int half = blockDim.x / 2;
+  const bool first = threadIdx.x < half;
+  const int t0 = first ? threadIdx.x : threadIdx.x - half;
+  unsigned long long* count = mine + 128 + blockIdx.x;
+  const unsigned long long base = *count;
+  __syncthreads();
+  for (long long s = 0; s < chunks; s++) {
+    if (first) {
+      for (long long i = t0; i < sub; i += half) {
+        const long long at = blockIdx.x * sub + i, g = s * chunk + at;
+        if (at < chunk && g < groups) move(m, g, true, 0, false, split && 2 * i >= sub ? 0 : 1);
+      }
+      crew_sync(1, half);
+      if (peer && t0 == 0) {
+        asm volatile("st.release.sys.global.u64 [%0], %1;" ::"l"(peer + blockIdx.x), "l"(base + s + 1) : "memory");
+      }
+    } else {
+      if (peer && t0 == 0) {
+        const long long c0 = clock64();
+        unsigned long long v;
+        do {
+          asm volatile("ld.acquire.sys.global.u64 %0, [%1];" : "=l"(v) : "l"(mine + blockIdx.x) : "memory");
+        } while (v < base + s + 1 && clock64() - c0 < (1ll << 32));
+        if (v < base + s + 1) mine[2 * 128] = 1;
+      }
+      crew_sync(2, half);
+      for (long long i = t0; i < sub; i += half) {
+        const long long at = blockIdx.x * sub + i, g = s * chunk + at;
+        if (at < chunk && g < groups) move(m, 0, false, g, true, split && 2 * i >= sub ? 2 : 0);
+      }
+    }
+  }
+  __syncthreads();
+  if (threadIdx.x == 0) *count = base + chunks;
+}
 `
 
 // streamGPU is one GPU's buffers for streamKernel: 1 GiB of float input in two pieces, its outputs, and the
 // codes this GPU writes (which the other GPU reads in the two-GPU runs).
 type streamGPU struct {
 	ctx                            *Context
-	f, staged                      Function
+	f, staged, decoupled           Function
 	ownIn, ownOut, peerIn, peerOut DevicePtr
 	codesIn, codesOut              DevicePtr
-	flags                          DevicePtr // a2a_staged's mine: 257 words, zeroed before each grid's runs
+	flags                          DevicePtr // the staged and decoupled kernels' mine: 257 words, zeroed per grid
 	start, end                     Event
 	sms                            int
 }
@@ -143,6 +196,8 @@ func newStreamGPU(t *testing.T, dev Device, cubin []byte) *streamGPU {
 	must(t, err)
 	g.staged, err = m.Function("a2a_staged")
 	must(t, err)
+	g.decoupled, err = m.Function("a2a_decoupled")
+	must(t, err)
 	g.sms, err = dev.Attribute(MultiprocessorCount)
 	must(t, err)
 	for _, p := range []*DevicePtr{&g.ownIn, &g.ownOut, &g.peerIn, &g.peerOut} {
@@ -159,10 +214,11 @@ func newStreamGPU(t *testing.T, dev Device, cubin []byte) *streamGPU {
 }
 
 // TestGPUStreamBound times streamKernel over 1 GiB of float input (FP8 alltoall's bytes on one of 2 ranks) on a
-// range of grids, and its staged kernel in 8-64 chunks, next to cuMemcpyDtoD of the same bytes read and
-// written, and checks what each run wrote (set RCCLX_TESTS_GPU_PERF=1; GPU machine). With two GPUs it runs on
-// both at once, each reading the other's codes over the link, as alltoall does, the staged kernel also with
-// its blocks waiting for the other GPU's between steps; a wait that gives up fails the test.
+// range of grids, and its staged and decoupled kernels in 8-64 chunks, next to cuMemcpyDtoD of the same bytes
+// read and written, and checks what each run wrote (set RCCLX_TESTS_GPU_PERF=1; GPU machine). With two GPUs it
+// runs on both at once, each reading the other's codes over the link, as alltoall does, the staged kernel also
+// with its blocks waiting for the other GPU's between steps, the decoupled one with its readers waiting for
+// each chunk's codes; a wait that gives up fails the test.
 // docs/PERFORMANCE.md compares the best times with alltoall's.
 func TestGPUStreamBound(t *testing.T) {
 	if os.Getenv("RCCLX_TESTS_GPU_PERF") == "" {
@@ -258,7 +314,7 @@ func TestGPUStreamBound(t *testing.T) {
 				}})
 			}
 		}
-		// The staged kernels in 8-64 chunks (the LP kernels' 1 GiB alltoall has 16), and on two GPUs also with
+		// The staged kernels in 8-64 chunks (the LP kernel cuts a 1 GiB alltoall into 8), and on two GPUs also with
 		// each block waiting for the other GPU's between steps.
 		for _, wait := range []bool{false, true} {
 			if wait && len(on) < 2 {
@@ -281,6 +337,27 @@ func TestGPUStreamBound(t *testing.T) {
 									g.flags, peer)
 							}})
 					}
+				}
+			}
+		}
+		// The decoupled kernel in the same chunks, waiting on two GPUs (a2a_decoupled), the own piece in the
+		// first half or split.
+		for _, chunks := range []int64{8, 16, 32, 64} {
+			for _, threads := range []uint32{256, 512, 1024} {
+				for split := range int32(2) {
+					name := []string{"decoupled", "decoupled, own split"}[split]
+					if len(on) == 2 {
+						name += ", waits"
+					}
+					cfgs = append(cfgs, cfg{name, fmt.Sprintf(" %d chunks", chunks), 0, threads,
+						func(i int, g *streamGPU, grid, block [3]uint32) error {
+							var peer DevicePtr
+							if len(on) == 2 {
+								peer = on[1-i].flags
+							}
+							return Launch(g.decoupled, grid, block, 0, 0, g.bufs(codes(i, g)), groups, groups/chunks,
+								split, g.flags, peer)
+						}})
 				}
 			}
 		}

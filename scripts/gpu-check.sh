@@ -53,7 +53,8 @@
 #                  enqueue time per call (equal: the launches hold the loop; far below: the wait or the GPU)
 #        bound     FP8 alltoall's bytes at 1 GiB streamed with no arithmetic and no synchronization, on one GPU and
 #                  on two at once, and as a pipeline in 8-64 chunks, with and without each block waiting for the
-#                  other GPU's between steps (cuda's TestGPUStreamBound): the bounds docs/PERFORMANCE.md holds
+#                  other GPU's between steps, and with each block's halves decoupled (one writes codes, the other
+#                  waits for the peer's only) (cuda's TestGPUStreamBound): the bounds docs/PERFORMANCE.md holds
 #                  alltoall against
 #        profile   Nsight Compute on the FP8 LP kernels at 1 GiB (float, and bfloat16 all_reduce): 2 processes x 1
 #                  GPU, rank 0 under ncu with counters that fit in one pass; per launch the HBM bytes read and
@@ -150,7 +151,7 @@ gpu_engine_known() { "$BIN/all_reduce_perf" --engine gpu -g 1 -b 8 -e 8 -n 1 -w 
 
 step_bound() {
 	RCCLX_TESTS_GPU_PERF=1 run_step bound bound.log "$BIN/cuda.test" -test.v -test.run TestGPUStreamBound
-	grep -E '^ +(kernel|cuMemcpy|a2a|staged|best)' "$OUT/bound.log"
+	grep -E '^ +(kernel|cuMemcpy|a2a|staged|decoupled|best)' "$OUT/bound.log"
 }
 
 step_sweep() {
