@@ -308,6 +308,7 @@ func TestLPCutAtTheDefaultBuffer(t *testing.T) {
 		{collectives.AllGather, 32 << 20, 1}, {collectives.AllGather, 128 << 20, 1},
 		{collectives.AllGather, 256 << 20, lpSplitChunks},
 		{collectives.AllToAll, 64 << 20, lpSplitChunks}, {collectives.AllToAll, 256 << 20, lpSplitChunks},
+		{collectives.AllToAll, 1 << 30, 8},
 	} {
 		k := x.coll.Counts(x.bytes, 2, 0, collectives.Float)
 		pl, err := c.makePlan(x.coll, collectives.LowPrecision, k, 4)
