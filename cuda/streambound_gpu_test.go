@@ -163,6 +163,7 @@ type streamGPU struct {
 	f, staged, decoupled           Function
 	ownIn, ownOut, peerIn, peerOut DevicePtr
 	codesIn, codesOut              DevicePtr
+	codesRecv                      DevicePtr // the codes the other GPU pushes (the push runs), zeroed per grid
 	flags                          DevicePtr // the staged and decoupled kernels' mine: 257 words, zeroed per grid
 	start, end                     Event
 	sms                            int
@@ -203,7 +204,7 @@ func newStreamGPU(t *testing.T, dev Device, cubin []byte) *streamGPU {
 	for _, p := range []*DevicePtr{&g.ownIn, &g.ownOut, &g.peerIn, &g.peerOut} {
 		*p = devAlloc(t, streamHalf)
 	}
-	g.codesIn, g.codesOut = devAlloc(t, streamHalf/4), devAlloc(t, streamHalf/4)
+	g.codesIn, g.codesOut, g.codesRecv = devAlloc(t, streamHalf/4), devAlloc(t, streamHalf/4), devAlloc(t, streamHalf/4)
 	g.flags = devAlloc(t, streamFlagsBytes)
 	must(t, MemsetD32Async(g.flags, 0, streamFlagsBytes/4, 0))
 	must(t, MemsetD32Async(g.ownIn, streamOwn, streamHalf/4, 0))
@@ -218,7 +219,8 @@ func newStreamGPU(t *testing.T, dev Device, cubin []byte) *streamGPU {
 // read and written, and checks what each run wrote (set RCCLX_TESTS_GPU_PERF=1; GPU machine). With two GPUs it
 // runs on both at once, each reading the other's codes over the link, as alltoall does, the staged kernel also
 // with its blocks waiting for the other GPU's between steps, the decoupled one with its readers waiting for
-// each chunk's codes; a wait that gives up fails the test.
+// each chunk's codes, the staged one also pushing (each GPU storing its codes into the other's memory and
+// decoding its own); a wait that gives up fails the test.
 // docs/PERFORMANCE.md compares the best times with alltoall's.
 func TestGPUStreamBound(t *testing.T) {
 	if os.Getenv("RCCLX_TESTS_GPU_PERF") == "" {
@@ -269,6 +271,12 @@ func TestGPUStreamBound(t *testing.T) {
 			worst = max(worst, d/reps)
 		}
 		return worst
+	}
+	// kinds says whether a kernel of this name runs: every one, or those whose names start with one of
+	// RCCLX_TESTS_BOUND_KINDS's |-separated prefixes (e.g. "a2a_bytes|push"), to spend less device time.
+	kinds := func(name string) bool {
+		k := os.Getenv("RCCLX_TESTS_BOUND_KINDS")
+		return k == "" || slices.ContainsFunc(strings.Split(k, "|"), func(p string) bool { return strings.HasPrefix(name, p) })
 	}
 	var table strings.Builder
 	fmt.Fprintf(&table, "%-58s %10s %10s\n", "kernel", "us", "GB/s")
@@ -340,6 +348,24 @@ func TestGPUStreamBound(t *testing.T) {
 				}
 			}
 		}
+		// The staged kernel pushing: each GPU stores its codes into the other's codesRecv and decodes its own
+		// codesRecv, in 1-16 chunks (one chunk: every piece moved, one wait, then every code decoded locally).
+		if len(on) == 2 {
+			for _, chunks := range []int64{1, 2, 4, 8, 16} {
+				for _, threads := range []uint32{256, 512, 1024} {
+					for fused := range int32(2) {
+						name := []string{"push split, waits", "push fused, waits"}[fused]
+						cfgs = append(cfgs, cfg{name, fmt.Sprintf(" %d chunks", chunks), 0, threads,
+							func(i int, g *streamGPU, grid, block [3]uint32) error {
+								b := g.bufs(g.codesRecv)
+								b.CodesOut = on[1-i].codesRecv
+								return Launch(g.staged, grid, block, 0, 0, b, groups, (groups+chunks-1)/chunks, fused,
+									g.flags, on[1-i].flags)
+							}})
+					}
+				}
+			}
+		}
 		// The decoupled kernel in the same chunks, waiting on two GPUs (a2a_decoupled), the own piece in the
 		// first half or split.
 		for _, chunks := range []int64{8, 16, 32, 64} {
@@ -362,6 +388,9 @@ func TestGPUStreamBound(t *testing.T) {
 			}
 		}
 		for _, c := range cfgs {
+			if !kinds(c.name) {
+				continue
+			}
 			blocks := uint32(on[0].sms) * c.blocks
 			if c.blocks == 0 {
 				blocks = 128 // the LP kernels' grid
@@ -374,6 +403,7 @@ func TestGPUStreamBound(t *testing.T) {
 				must(t, MemsetD32Async(g.ownOut, 0, streamHalf/4, 0))
 				must(t, MemsetD32Async(g.peerOut, 0, streamHalf/4, 0))
 				must(t, MemsetD32Async(g.codesOut, 0, streamHalf/16, 0))
+				must(t, MemsetD32Async(g.codesRecv, 0, streamHalf/16, 0))
 				must(t, MemsetD32Async(g.flags, 0, streamFlagsBytes/4, 0))
 			}
 			grid, block := [3]uint32{blocks, 1, 1}, [3]uint32{c.threads, 1, 1}
@@ -381,7 +411,11 @@ func TestGPUStreamBound(t *testing.T) {
 			for _, g := range on {
 				must(t, g.ctx.SetCurrent())
 				checkWords(t, g.ownOut, streamHalf, streamOwn)
-				checkWords(t, g.codesOut, streamHalf/4, streamCode)
+				if strings.HasPrefix(c.name, "push") {
+					checkWords(t, g.codesRecv, streamHalf/4, streamCode)
+				} else {
+					checkWords(t, g.codesOut, streamHalf/4, streamCode)
+				}
 				checkWords(t, g.peerOut, streamHalf, streamCode&0xff<<24)
 				gaveUp := make([]byte, 8)
 				must(t, MemcpyDtoH(gaveUp, g.flags+2*128*8))
