@@ -18,6 +18,18 @@ func (g *group) Launch(c *collectives.Call) error {
 		return err
 	}
 	g.c.hooks.Pause()
+	if c.Coll.Base() == collectives.HyperCube && g.c.nonBlocking {
+		// Each step is a group of its own, and NCCL refuses a call on a communicator whose last group is still
+		// in progress (a step's first call connects new peers): each step is awaited before the next.
+		for _, mask := range hyperCubeMasks(g.c.nranks) {
+			g.calls.Reset()
+			g.queueHyperCubeStep(g.calls, c, mask)
+			if err := g.finish(g.calls.Run()); err != nil {
+				return err
+			}
+		}
+		return g.corrupt(c)
+	}
 	g.calls.Reset()
 	g.queue(g.calls, c)
 	if err := g.finish(g.calls.Run()); err != nil {
@@ -210,18 +222,32 @@ func (g *group) queueOne(q *nccl.Calls, c *collectives.Call, l int, r *rank) {
 
 // queueHyperCube adds hypercube's log2(n) exchanges (hyperCubeStep), one group per step over every local rank.
 func (g *group) queueHyperCube(q *nccl.Calls, c *collectives.Call) {
-	for mask := 1; mask == 1 || mask < g.c.nranks; mask <<= 1 {
-		q.GroupStart()
-		for l, r := range g.ranks {
-			if r.global == g.c.hooks.SkipRank {
-				continue
-			}
-			for _, op := range hyperCubeStep(c, l, r.global, g.c.nranks, mask, devicePtr(c.Send[l]), devicePtr(c.Recv[l])) {
-				op.queue(q, g.dt, r)
-			}
-		}
-		q.GroupEnd()
+	for _, mask := range hyperCubeMasks(g.c.nranks) {
+		g.queueHyperCubeStep(q, c, mask)
 	}
+}
+
+// hyperCubeMasks is the step masks of hypercube on n ranks: 1, 2, 4 ... below n (1 alone at one rank).
+func hyperCubeMasks(n int) []int {
+	masks := []int{1}
+	for mask := 2; mask < n; mask <<= 1 {
+		masks = append(masks, mask)
+	}
+	return masks
+}
+
+// queueHyperCubeStep adds step mask of hypercube as one group over every local rank.
+func (g *group) queueHyperCubeStep(q *nccl.Calls, c *collectives.Call, mask int) {
+	q.GroupStart()
+	for l, r := range g.ranks {
+		if r.global == g.c.hooks.SkipRank {
+			continue
+		}
+		for _, op := range hyperCubeStep(c, l, r.global, g.c.nranks, mask, devicePtr(c.Send[l]), devicePtr(c.Recv[l])) {
+			op.queue(q, g.dt, r)
+		}
+	}
+	q.GroupEnd()
 }
 
 // callName names the library call of c, for messages.

@@ -137,7 +137,7 @@ func simulate(t *testing.T, coll *collectives.Collective, n int, dt collectives.
 	ptr := func(v collectives.View) cuda.DevicePtr { return v.Buf.(*simBuf).addr + cuda.DevicePtr(v.Off) }
 	steps := [][][]p2p{}
 	if coll == collectives.HyperCube {
-		for mask := 1; mask == 1 || mask < n; mask <<= 1 {
+		for _, mask := range hyperCubeMasks(n) {
 			var step [][]p2p
 			for r := range n {
 				step = append(step, hyperCubeStep(c, r, r, n, mask, ptr(c.Send[r]), ptr(c.Recv[r])))
