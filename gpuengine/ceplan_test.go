@@ -282,3 +282,37 @@ func chunkTuning(bytes int64) collectives.GPUTuning {
 	tu.CEChunk = bytes
 	return tu
 }
+
+// Every rank copies its pieces to its peers one after another, all ranks at once: at each turn the receivers
+// must all differ, so that no rank receives from several senders while another's link idles (rank order sent
+// every piece of the first turn to rank 0). all_reduce's gather copies in the same order (rotated).
+func TestCEPlanTurnsHaveOneSenderPerReceiver(t *testing.T) {
+	for _, coll := range []*collectives.Collective{collectives.AllReduce, collectives.ReduceScatter,
+		collectives.AllGather, collectives.AllToAll, collectives.AllToAllV} {
+		for _, n := range []int{3, 4, 8} {
+			call := ceCall(coll, n, 0, int64(n)*4096, false)
+			pl := makeCEPlan(call, n, collectives.DefaultGPUTuning)
+			if pl == nil {
+				t.Fatalf("%s/%d: no plan", coll.Name, n)
+			}
+			turns := make([][]int, n) // turns[l]: the peers rank l copies to, in its order
+			for _, m := range pl.moves {
+				if m.from != m.to {
+					turns[m.from] = append(turns[m.from], m.to)
+				}
+			}
+			for k := range n - 1 {
+				seen := map[int]int{}
+				for l := range n {
+					if len(turns[l]) != n-1 {
+						t.Fatalf("%s/%d: rank %d copies to %v", coll.Name, n, l, turns[l])
+					}
+					if q, ok := seen[turns[l][k]]; ok {
+						t.Errorf("%s/%d: at turn %d ranks %d and %d both copy to rank %d", coll.Name, n, k, q, l, turns[l][k])
+					}
+					seen[turns[l][k]] = l
+				}
+			}
+		}
+	}
+}

@@ -277,7 +277,7 @@ func (g *group) ceLaunch(call *collectives.Call, pl *cePlan) error {
 				}
 				off, cnt := chunkOf(pl.gather, red.cnt, j)
 				out := ptrAt(call.Recv[l], red.out+off, size)
-				for q := range n {
+				for _, q := range rotated(l, n) {
 					if q != l {
 						if err := copyAsync(ptrAt(call.Recv[q], red.out+off, size), out, cnt*size, r.stream); err != nil {
 							return err
