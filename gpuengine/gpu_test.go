@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"math/rand/v2"
 	"runtime"
+	"slices"
 	"sync"
 	"testing"
 	"time"
@@ -72,15 +73,20 @@ func sizes(coll *collectives.Collective, dt collectives.DType, n int) []int64 {
 	return []int64{0, int64(n) * 16, int64(n) * 16 * 37, int64(n) * (300<<10 + 48)}
 }
 
-// Every algorithm x collective x dtype x op it supports, in and out of place, on 1, 2, 3 and 8 ranks (8 and 3
-// share the GPUs): exact inputs must validate, and random inputs must give the host engine's bytes.
+// Every algorithm x collective x dtype x op it supports, in and out of place, on 1, 2, 3 and 8 ranks, and on
+// one rank per GPU where there are more than three (ranks share the GPUs where there are fewer): exact inputs
+// must validate, and random inputs must give the host engine's bytes.
 func TestGPUAlgorithmsMatchHost(t *testing.T) {
 	onGPU(t)
 	compileAll(t)
 	seed := rand.Uint64()
 	t.Logf("seed %d", seed)
 	rng := rand.New(rand.NewPCG(seed, 7))
-	for _, n := range []int{1, 2, 3, 8} {
+	counts := []int{1, 2, 3, 8}
+	if ndev, err := cuda.DeviceCount(); err == nil && ndev > 3 && !slices.Contains(counts, ndev) {
+		counts = append(counts, ndev)
+	}
+	for _, n := range counts {
 		for _, ac := range algoCases() {
 			// A subtest per rank count and algorithm: -test.run selects one, -test.v times each.
 			ok := t.Run(fmt.Sprintf("%dranks/%s", n, ac.name), func(t *testing.T) { matchHost(t, n, ac, seed, rng) })

@@ -53,9 +53,9 @@
 #                  enqueue time per call (equal: the launches hold the loop; far below: the wait or the GPU)
 #        bound     FP8 alltoall's bytes at 1 GiB streamed with no arithmetic and no synchronization, on one GPU and
 #                  on two at once, and as a pipeline in 8-64 chunks, with and without each block waiting for the
-#                  other GPU's between steps, and with each block's halves decoupled (one writes codes, the other
-#                  waits for the peer's only) (cuda's TestGPUStreamBound): the bounds docs/PERFORMANCE.md holds
-#                  alltoall against
+#                  other GPU's between steps, pushing the codes in 1-16 chunks, and with each block's halves
+#                  decoupled (one writes codes, the other waits for the peer's only) (cuda's TestGPUStreamBound):
+#                  the bounds docs/PERFORMANCE.md holds alltoall against
 #        profile   Nsight Compute on the FP8 LP kernels at 1 GiB (float, and bfloat16 all_reduce): 2 processes x 1
 #                  GPU, rank 0 under ncu with counters that fit in one pass; per launch the HBM bytes read and
 #                  written, the kernel time, the HBM rate and the share of cycles that issued an instruction
@@ -68,6 +68,9 @@
 #                  engines (-d all -o all -r -1, 2 GPUs) and on 8 oversubscribed ranks (-d all -o all); alltoallv
 #                  with -G and -w 0
 #        peerperf  the same binaries next to NCCL (--engine vendor,gpu) at 8 B with -G 20 and at 1 GiB
+#        scale     every GPU of the machine a rank (3 or more GPUs): the perf and point-to-point binaries on both
+#                  engines (-d all -o all, DDA, LP), one process per GPU, the gpuengine matrix at 3 and NGPU
+#                  ranks, and the four perf binaries next to NCCL (plain 8 B..1 GiB, LP 64 MiB..1 GiB, DDA -G 20)
 # On one GPU the gpu engine's two ranks share it and NCCL runs one rank; checks that need two GPUs say "skip".
 # Logs go to $OUT (default /tmp/gpu-check), and with PACK=DIR also into DIR/gpu-check-logs.tgz (one file for
 # tools that bring back few files); the compiled kernels are cached in $BIN/kcache and packed into
@@ -151,7 +154,7 @@ gpu_engine_known() { "$BIN/all_reduce_perf" --engine gpu -g 1 -b 8 -e 8 -n 1 -w 
 
 step_bound() {
 	RCCLX_TESTS_GPU_PERF=1 run_step bound bound.log "$BIN/cuda.test" -test.v -test.run TestGPUStreamBound
-	grep -E '^ +(kernel|cuMemcpy|a2a|staged|decoupled|best)' "$OUT/bound.log"
+	grep -E '^ +(kernel|cuMemcpy|a2a|staged|push|decoupled|best)' "$OUT/bound.log"
 }
 
 step_sweep() {
@@ -231,19 +234,22 @@ ab_speedup() {
 	note "$name" "$([[ $rows -gt 0 && -z $bad ]] && echo ok || echo FAIL)" "$rows rows, speedup in [$lo, $hi] $log"
 }
 
-# two_procs NAME LOG ARGS...: the perf binary as 2 processes x 1 GPU (the launcher's variables set by hand);
-# rank 0's output goes to LOG, rank 1's to LOG.1.
-two_procs() {
-	local name=$1 log=$2 pids=() rc=0
-	shift 2
-	for r in 0 1; do
-		RANK=$r WORLD_SIZE=2 LOCAL_RANK=$r LOCAL_WORLD_SIZE=2 MASTER_ADDR=127.0.0.1 MASTER_PORT=$((29600 + ${#name})) \
-			timeout -k 10 150 "$P" -g 1 -T 60 "$@" >"$OUT/$log$([[ $r == 1 ]] && echo .1)" 2>&1 &
+# procs N BINARY NAME LOG ARGS...: BINARY as N processes x 1 GPU (the launcher's variables set by hand); rank
+# 0's output goes to LOG, rank r's to LOG.r.
+procs() {
+	local n=$1 bin=$2 name=$3 log=$4 pids=() rc=0 r
+	shift 4
+	for ((r = 0; r < n; r++)); do
+		RANK=$r WORLD_SIZE=$n LOCAL_RANK=$r LOCAL_WORLD_SIZE=$n MASTER_ADDR=127.0.0.1 MASTER_PORT=$((29600 + ${#name})) \
+			timeout -k 10 150 "$bin" -g 1 -T 60 "$@" >"$OUT/$log$( ((r > 0)) && echo ".$r")" 2>&1 &
 		pids+=($!)
 	done
 	for p in "${pids[@]}"; do wait "$p" || rc=$?; done
 	note "$name" "$([[ $rc == 0 ]] && echo ok || echo FAIL)" "rc=$rc $log"
 }
+
+# two_procs NAME LOG ARGS...: the perf binary as 2 processes x 1 GPU.
+two_procs() { procs 2 "$P" "$@"; }
 
 # NCCL reads NCCL_MAX_NCHANNELS once per process: only arms in processes of their own can differ in it. One
 # channel against 32 at 256 MiB is many times slower (14x on 2x H200, NCCL 2.28.3), in either arm order.
@@ -628,6 +634,42 @@ step_peers() {
 	done
 	# With -w 0 each size's first call is captured into the graph: alltoallv's table travels with it.
 	expect alltoallv-G-w0 0 peers.log "$BIN/alltoallv_perf" --engine gpu "${GG[@]}" -b 1K -e 4M -f 4 -G 5 -w 0 -n 5 -T 30
+}
+
+# Every GPU of the machine a rank (3 or more GPUs; the other steps cover two): the perf binaries and the seven
+# point-to-point ones on both engines, checked; the perf binaries as one process per GPU; the gpuengine matrix at
+# 3 and NGPU ranks; and the four perf binaries next to NCCL, plain 8 B..1 GiB, FP8 LP 64 MiB..1 GiB and DDA with
+# graphs 8 B..1 MiB, whose time ratios it prints.
+step_scale() {
+	if ((NGPU < 3)); then
+		note scale skip "$NGPU GPUs: the other steps cover two"
+		return
+	fi
+	local g=(-g "$NGPU") b eng mode
+	run_step scale-test scale-test.log "$BIN/gpuengine.test" -test.v -test.timeout 400s \
+		-test.run "TestGPUAlgorithmsMatchHost/^(3|$NGPU)ranks/"
+	grep -E '^(--- FAIL|FAIL|ok|PASS)|wrong|differs' "$OUT/scale-test.log" | head -20
+	for b in "${PERF_BINS[@]}"; do
+		for mode in "-d all -o all" "--dda -d all" "--lp" "--lp -d bfloat16 --lp-mode scaled -E RCCLX_TESTS_LP_MIN_BYTES=0"; do
+			# shellcheck disable=SC2086
+			expect "${b%_perf}-g$NGPU" 0 scale.log "$BIN/$b" --engine gpu "${g[@]}" -b 8 -e 64M -f 32 -w 1 -n 2 -T 30 $mode
+		done
+		expect "${b%_perf}-v$NGPU" 0 scale.log "$BIN/$b" --engine vendor "${g[@]}" -b 8 -e 64M -f 32 -w 1 -n 2 -T 30 -d all -o all
+		for eng in gpu vendor; do
+			procs "$NGPU" "$BIN/$b" "${b%_perf}-${eng}-${NGPU}p" "scale-$b-$eng-mp.log" --engine "$eng" -b 8 -e 64M -f 8 -w 1 -n 2
+		done
+	done
+	for b in "${COLL_BINS[@]:0:7}"; do
+		for eng in gpu vendor; do
+			expect "${b%_perf}-$eng$NGPU" 0 scale.log "$BIN/$b" --engine "$eng" "${g[@]}" -b 8 -e 4M -f 16 -w 1 -n 2 -d all -o all -r -1 -T 30
+		done
+	done
+	for b in "${PERF_BINS[@]}"; do
+		expect "${b%_perf}-perf$NGPU" 0 scale-perf.log "$BIN/$b" --engine vendor,gpu "${g[@]}" -b 8 -e 1G -f 8 -w 5 -n 20
+		expect "${b%_perf}-lp$NGPU" 0 scale-perf.log "$BIN/$b" --engine vendor,gpu "${g[@]}" --lp -b 64M -e 1G -f 4 -w 5 -n 20
+	done
+	expect dda-G-perf$NGPU 0 scale-perf.log "$P" --engine vendor,gpu "${g[@]}" --dda -b 8 -e 1M -f 8 -G 20 -w 20 -n 50
+	grep -E '^# (Collective test starting|Time ratio|  +size)|^# +[0-9]+ ' "$OUT/scale-perf.log" | head -120
 }
 
 step_peerperf() {
