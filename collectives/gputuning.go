@@ -13,7 +13,7 @@ import (
 //	RCCLX_TESTS_GPU_LP_BLOCKS    most blocks of an LP or direct alltoall kernel (default 128, and one per
 //	                             multiprocessor for an LP all_gather that pushes its codes)
 //	RCCLX_TESTS_GPU_CE_BYTES     smallest per-rank buffer that goes through the copy-engine transport
-//	                             (default 16M; "off" never)
+//	                             (default 16M for each peer: 16M at 2 ranks, 48M at 4; "off" never)
 //	RCCLX_TESTS_GPU_CE_CHUNK     the chunk of the pieces a copy-engine receiver reduces or unpacks, and of
 //	                             all_reduce's reduction and gather (default 64M)
 //	RCCLX_TESTS_GPU_LL_BYTES     largest DDA all_reduce that uses the LL or LL128 kernels (default 1M, within
@@ -26,6 +26,7 @@ type GPUTuning struct {
 	RingBlocks     int
 	LPBlocks       int   // 0: the engine's default
 	CEBytes        int64 // -1: never
+	CEPerPeer      bool  // CEBytes is for each peer (the default): CEMin
 	CEChunk, LLMax int64
 	Launchers      bool
 }
@@ -34,8 +35,19 @@ type GPUTuning struct {
 const MaxGPUBlocks = 160
 
 // DefaultGPUTuning is the tuning with none of its variables set.
-var DefaultGPUTuning = GPUTuning{RingBlocks: 64, CEBytes: 16 << 20, CEChunk: 64 << 20,
+var DefaultGPUTuning = GPUTuning{RingBlocks: 64, CEBytes: 16 << 20, CEPerPeer: true, CEChunk: 64 << 20,
 	LLMax: 1 << 20, Launchers: true}
+
+// CEMin is the smallest per-rank buffer the copy engines take at n ranks, -1 for none. Their fixed cost grows
+// with the turns a call takes, one per peer, while the kernels' does not: 16 MiB was where they overtook the
+// kernels at 2 ranks on 2x H200, and at 4 ranks on 4x H200 they were 1.2-3.1x slower at 16 and 32 MiB and
+// 5-10% faster from 64 MiB (docs/PERFORMANCE.md), so by default each peer adds 16 MiB.
+func (t GPUTuning) CEMin(n int) int64 {
+	if t.CEBytes < 0 || !t.CEPerPeer {
+		return t.CEBytes
+	}
+	return t.CEBytes * int64(max(n-1, 1))
+}
 
 // gpuTuningVars are the tuning's variables: the collectives each can change (none: every one) and how a
 // value sets its field.
@@ -53,6 +65,7 @@ var gpuTuningVars = []struct {
 		return err
 	}},
 	{"RCCLX_TESTS_GPU_CE_BYTES", nil, func(t *GPUTuning, s string) error {
+		t.CEPerPeer = false
 		if s == "off" {
 			t.CEBytes = -1
 			return nil

@@ -17,10 +17,15 @@ func TestGPUTuningFromEnv(t *testing.T) {
 	if tu, err := GPUTuningFromEnv(getenv); err != nil || tu.Launchers {
 		t.Errorf("RCCLX_TESTS_GPU_LAUNCHERS=off: %+v, %v", tu, err)
 	}
-	for v, want := range map[string]int64{"off": -1, "0": 0, "32M": 32 << 20} {
-		env["RCCLX_TESTS_GPU_CE_BYTES"] = v
-		if tu, err := GPUTuningFromEnv(getenv); err != nil || tu.CEBytes != want {
-			t.Errorf("RCCLX_TESTS_GPU_CE_BYTES=%s: %+v, %v", v, tu, err)
+	for _, x := range []struct {
+		value string
+		n     int
+		want  int64
+	}{{"", 2, 16 << 20}, {"", 4, 48 << 20}, {"", 8, 112 << 20}, {"off", 4, -1}, {"0", 4, 0}, {"32M", 2, 32 << 20},
+		{"32M", 8, 32 << 20}} {
+		env["RCCLX_TESTS_GPU_CE_BYTES"] = x.value
+		if tu, err := GPUTuningFromEnv(getenv); err != nil || tu.CEMin(x.n) != x.want {
+			t.Errorf("RCCLX_TESTS_GPU_CE_BYTES=%q at %d ranks: %d, want %d (%v)", x.value, x.n, tu.CEMin(x.n), x.want, err)
 		}
 	}
 	for k, v := range map[string]string{"RCCLX_TESTS_GPU_RING_BLOCKS": "x", "RCCLX_TESTS_GPU_LP_BLOCKS": "0",
@@ -52,7 +57,7 @@ func TestGPUTuningVariablesInRegistry(t *testing.T) {
 		{"RCCLX_TESTS_GPU_LP_BLOCKS", "64", "064", true},
 		{"RCCLX_TESTS_GPU_RING_BLOCKS", "", "128", false},
 		{"RCCLX_TESTS_GPU_CE_BYTES", "8M", "8388608", true},
-		{"RCCLX_TESTS_GPU_CE_BYTES", "", "16M", true},
+		{"RCCLX_TESTS_GPU_CE_BYTES", "", "16M", false}, // unset, 16M for each peer
 		{"RCCLX_TESTS_GPU_CE_BYTES", "off", "0", false},
 		{"RCCLX_TESTS_GPU_LL_BYTES", "1024K", "", true},
 		{"RCCLX_TESTS_GPU_LAUNCHERS", "on", "1", true},

@@ -82,9 +82,9 @@ func (s *ceRank) close() []error {
 func (g *group) useCopyEngines(call *collectives.Call, algo string) (*cePlan, error) {
 	c := g.c
 	k := call.Counts[0]
-	bytes := max(k.Send, k.Recv) * int64(call.DType.Size())
+	bytes, least := max(k.Send, k.Recv)*int64(call.DType.Size()), c.tuning.CEMin(c.nranks)
 	switch {
-	case c.tuning.CEBytes < 0 || bytes < c.tuning.CEBytes || c.nranks < 2 || len(g.ranks) != c.nranks:
+	case least < 0 || bytes < least || c.nranks < 2 || len(g.ranks) != c.nranks:
 		return nil, nil
 	case g.capturing || c.hooks.SkipRank >= 0: // a skipped rank must leave its peers waiting, as on the kernels
 		return nil, nil

@@ -148,11 +148,12 @@ func TestGPULarge(t *testing.T) {
 	compileAll(t)
 	seed := rand.Uint64()
 	t.Logf("seed %d", seed)
-	small := map[string]string{"RCCL_DDA_SENDBUF_BYTES": "4M"}
+	// 16M: the copy engines take 64 MiB at 8 ranks too (by default from 112 MiB there).
+	small := map[string]string{"RCCL_DDA_SENDBUF_BYTES": "4M", "RCCLX_TESTS_GPU_CE_BYTES": "16M"}
 	tree := map[string]string{"RCCL_DDA_ENABLE": "1", "RCCL_DDA_ALL_REDUCE_TREE_MAX_BYTES": "64M",
 		"RCCL_DDA_SENDBUF_BYTES": "64M"}
 	for _, n := range []int{2, 8} {
-		for _, env := range []map[string]string{small, merge(ceOffEnv, small), tree, merge(lpEnv, small), merge(scaledEnv, small)} {
+		for _, env := range []map[string]string{small, merge(small, ceOffEnv), tree, merge(lpEnv, small), merge(scaledEnv, small)} {
 			gpu, host := open(t, New(), n, env, 0), newHost(t, n, env)
 			types := []collectives.DType{collectives.Float}
 			if env["RCCL_LOW_PRECISION_ENABLE"] != "" { // bfloat16's LP loops differ from float's
