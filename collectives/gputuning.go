@@ -41,7 +41,8 @@ var DefaultGPUTuning = GPUTuning{RingBlocks: 64, CEBytes: 16 << 20, CEPerPeer: t
 // CEMin is the smallest per-rank buffer the copy engines take at n ranks, -1 for none. Their fixed cost grows
 // with the turns a call takes, one per peer, while the kernels' does not: 16 MiB was where they overtook the
 // kernels at 2 ranks on 2x H200, and at 4 ranks on 4x H200 they were 1.2-3.1x slower at 16 and 32 MiB and
-// 4-10% faster from 64 MiB (docs/PERFORMANCE.md), so by default each peer adds 16 MiB.
+// 4-10% faster from 64 MiB, at 3 ranks about even at 32 MiB (docs/PERFORMANCE.md), so by default each peer
+// adds 16 MiB.
 func (t GPUTuning) CEMin(n int) int64 {
 	if t.CEBytes < 0 || !t.CEPerPeer {
 		return t.CEBytes
