@@ -9,8 +9,9 @@
 #        perf      timing of every algorithm next to NCCL (the test binary's TestGPUPerf, and the perf
 #                  binaries with --engine vendor,gpu when they accept it)
 #        sanitize  compute-sanitizer memcheck and racecheck on a small case, if installed
-#        bins      the perf binaries side by side with NCCL (--engine vendor,gpu): ring, DDA with -G, FP8 LP;
-#                  each run's JSON goes to $OUT/perf-json/ (docs/PERFORMANCE.md's tables and plots come from these)
+#        bins      every binary side by side with NCCL (--engine vendor,gpu), 8 B..1 GiB; DDA with -G 20; FP8 LP float
+#                  and bfloat16 16 MiB..1 GiB: each run's JSON, and rcclx-results compare's Markdown table of each
+#                  in tables.md, go to $OUT/perf-json/ (docs/PERFORMANCE.md's current tables come from these)
 #        ab        --ab, each arm in processes of its own: NCCL_MAX_NCHANNELS=1,32 and 32,1 on the vendor engine
 #                  (the 32-channel arm >= 5x faster at 256 MiB in both orders), RCCL_DDA_ENABLE=0,1 on the gpu
 #                  engine 8 B .. 32 MiB, and both again as 2 processes x 1 GPU; a planted 200 us per call
@@ -55,7 +56,7 @@
 #                  on two at once, and as a pipeline in 8-64 chunks, with and without each block waiting for the
 #                  other GPU's between steps, pushing the codes in 1-16 chunks, and with each block's halves
 #                  decoupled (one writes codes, the other waits for the peer's only) (cuda's TestGPUStreamBound):
-#                  the bounds docs/PERFORMANCE.md holds alltoall against
+#                  the bounds docs/TUNING.md holds alltoall against
 #        profile   Nsight Compute on the FP8 LP kernels at 1 GiB (float, and bfloat16 all_reduce): 2 processes x 1
 #                  GPU, rank 0 under ncu with counters that fit in one pass; per launch the HBM bytes read and
 #                  written, the kernel time, the HBM rate and the share of cycles that issued an instruction
@@ -207,16 +208,26 @@ expect() {
 
 P="$BIN/all_reduce_perf"
 step_bins() {
-	local J=$OUT/perf-json
+	local J=$OUT/perf-json b f t
 	rm -rf "$J" && mkdir -p "$J"
-	expect ring 0 bins.log "$P" --engine vendor,gpu "${VG[@]}" -b 8 -e 1G -f 8 -w 5 -n 20 -J "$J/all_reduce.json"
-	expect dda-G 0 bins.log "$P" --engine vendor,gpu --dda -G 20 "${VG[@]}" -b 8 -e 4M -f 2 -w 5 -n 20 -J "$J/all_reduce_dda_G20.json"
-	expect lp 0 bins.log "$P" --engine vendor,gpu --lp "${VG[@]}" -b 64M -e 1G -f 2 -w 5 -n 20 -J "$J/all_reduce_lp.json"
-	for b in all_gather_perf reduce_scatter_perf alltoall_perf; do
-		expect "${b%_perf}" 0 bins.log "$BIN/$b" --engine vendor,gpu "${VG[@]}" -b 1M -e 1G -f 32 -w 5 -n 20 -J "$J/${b%_perf}.json"
+	for b in "${PERF_BINS[@]}" "${COLL_BINS[@]}"; do
+		[[ $b == all_reduce_bias_perf ]] && continue # NCCL has no all_reduce with bias
+		expect "${b%_perf}" 0 bins.log "$BIN/$b" --engine vendor,gpu "${VG[@]}" -b 8 -e 1G -f 8 -w 5 -n 20 -J "$J/${b%_perf}.json"
+	done
+	expect dda-G 0 bins.log "$P" --engine vendor,gpu --dda -G 20 "${VG[@]}" -b 8 -e 4M -f 4 -w 5 -n 20 -J "$J/all_reduce_dda_G20.json"
+	for b in "${PERF_BINS[@]}"; do
+		for t in float bfloat16; do
+			expect "lp-${b%_perf}-$t" 0 bins.log "$BIN/$b" --engine vendor,gpu --lp -d $t "${VG[@]}" -b 16M -e 1G -f 4 -w 5 -n 20 \
+				-J "$J/${b%_perf}_lp_$t.json"
+		done
 	done
 	nvidia-smi --query-gpu=name,driver_version --format=csv,noheader >"$J/machine.txt" 2>&1
 	date -u +%Y-%m-%d >>"$J/machine.txt"
+	for f in "$J"/*.json; do
+		echo "### ${f##*/}"
+		"$BIN/rcclx-results" compare --markdown "$f"
+		echo
+	done >"$J/tables.md" 2>&1
 }
 
 step_doctor() {
