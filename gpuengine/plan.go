@@ -181,7 +181,7 @@ func (c *comm) makePlan(coll *collectives.Collective, algo string, k collectives
 			// A call that fits one chunk of the pushed layout pushes: its codes cross the link as stores
 			// while it quantizes, and each rank decodes from its own buffer after one barrier. On 2x H200
 			// that took 12% off float at 64 MiB and 6-15% off bfloat16 at 16-64 MiB; pushed in several
-			// chunks, larger calls were 6-18% slower than pulled (docs/PERFORMANCE.md).
+			// chunks, larger calls were 6-18% slower than pulled (docs/TUNING.md).
 			if p.lpPush = longest <= lpChunkLen(lpBuffer(c.half), n, block, scaled); p.lpPush {
 				pieces = n
 			}
@@ -206,7 +206,7 @@ func (c *comm) makePlan(coll *collectives.Collective, algo string, k collectives
 		}
 		p.threads = lpThreadsFor(p.threads, size, scaled, p.lpPush)
 		// Launched early, an LP kernel's blocks take each SM as the call ahead leaves it, without the launch gap
-		// between kernels: 2-3.5% off bfloat16 all_reduce at 16-64 MiB on 2x H200 (docs/PERFORMANCE.md).
+		// between kernels: 2-3.5% off bfloat16 all_reduce at 16-64 MiB on 2x H200 (docs/TUNING.md).
 		most := c.blockCap
 		if p.early = c.earlyCap > 0; p.early {
 			most = c.earlyCap
@@ -219,7 +219,7 @@ func (c *comm) makePlan(coll *collectives.Collective, algo string, k collectives
 // lpBlocks is the most blocks of an LP or direct kernel: RCCLX_TESTS_GPU_LP_BLOCKS where it is set, otherwise
 // defaultBlocks, or every multiprocessor for an all_gather that pushes. That one runs no pipeline, and neither
 // the link nor HBM holds it but each thread's chain of loads and stores, so more blocks share its work: on 2x
-// H200, 132 blocks against 128 took 1.5% off float at 64 MiB and 3% at 128 MiB (docs/PERFORMANCE.md).
+// H200, 132 blocks against 128 took 1.5% off float at 64 MiB and 3% at 128 MiB (docs/TUNING.md).
 func (c *comm) lpBlocks(push bool) int {
 	switch {
 	case c.tuning.LPBlocks > 0:

@@ -323,7 +323,7 @@ struct LP {
   // The sum loops (reduce, requantize) bring what sum_group reads at their next step into L2: its input group
   // (each 32-byte sector) and, where the codes were pushed (stride), the peers' codes. On 2 H100s that took
   // 1-14% off float all_reduce from 64 MiB to 1 GiB and 3-6% off reduce_scatter from 256 MiB
-  // (docs/PERFORMANCE.md). The same hint in quantize's loop made all_gather 17% slower, two steps ahead was
+  // (docs/TUNING.md). The same hint in quantize's loop made all_gather 17% slower, two steps ahead was
   // slower than one, and on a peer's memory (pulled codes) it made calls 20-26x slower: own memory only.
   RX_DEV void ahead(const T* in, i64 stride, i64 at, i64 g, i64 full) const {
     const i64 h = g + nt;
@@ -489,7 +489,7 @@ RX_DEV i64 lp_chunk(i64 s, int stage, i64 chunks) {
 // side rather than one after another in each step; in the steps that fill and drain the pipeline a stage
 // without a chunk leaves its warps to the others. A call of fewer chunks, where a split leaves warps idle in
 // more of its steps, runs every stage on every warp. lp_split returns the stage this thread runs at step s, or
-// -1 for every stage. The threshold and weights are what measured fastest on 2 ranks (docs/PERFORMANCE.md);
+// -1 for every stage. The threshold and weights are what measured fastest on 2 ranks (docs/TUNING.md);
 // gpuengine cuts a large call into that many chunks (lpSplitLen).
 #define RX_LP_SPLIT_CHUNKS 4
 RX_DEV int lp_split(LP& lp, i64 s, i64 chunks, const int* weight, int stages) {
@@ -687,7 +687,7 @@ RX_DEV void lp_alltoall_body(Args a) {
 // Each kernel has an entry point per mode, so that each mode's code has its own block size: one block per SM
 // either way (RCCLX_TESTS_GPU_LP_BLOCKS), but at 1024 threads ptxas holds a thread to 64 registers, and the
 // extra warps keep more loads in flight. That made every mode faster but rcclx on float, whose loops are the
-// lightest and which is fastest at 512 threads with up to 102 registers (docs/PERFORMANCE.md has the
+// lightest and which is fastest at 512 threads with up to 102 registers (docs/TUNING.md has the
 // figures). gpuengine's lpThreads says the same. A float all_gather that pushes launches the rcclx entry on 256
 // of its 512 threads (gpuengine's lpThreadsFor says why).
 #if RX_DTYPE == RX_FLOAT
