@@ -17,7 +17,7 @@ const (
 	// processors busy, so a barrier often completes without waking a sleeping OS thread (DDA's small calls
 	// stayed at ~7 us; parking at once cost ~10). Endless yield loops made small calls take 10-300x their
 	// median on a shared box, we think because they keep the global run queue full: a processor that never
-	// runs dry never steals the ranks queued behind a thread the OS has descheduled. docs/PERFORMANCE.md has
+	// runs dry never steals the ranks queued behind a thread the OS has descheduled. docs/TUNING.md has
 	// the measurements (0, 4 and 16 yields).
 	yieldsBeforePark = 4
 	// firstNap and lastNap bound the sleeps of a wait across processes: it sleeps on its doorbell, which every
