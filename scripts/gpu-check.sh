@@ -210,8 +210,7 @@ P="$BIN/all_reduce_perf"
 step_bins() {
 	local J=$OUT/perf-json b f t
 	rm -rf "$J" && mkdir -p "$J"
-	for b in "${PERF_BINS[@]}" "${COLL_BINS[@]}"; do
-		[[ $b == all_reduce_bias_perf ]] && continue # NCCL has no all_reduce with bias
+	for b in "${PERF_BINS[@]}" "${COLL_BINS[@]:0:7}"; do # not all_reduce_bias: NCCL has no such call
 		expect "${b%_perf}" 0 bins.log "$BIN/$b" --engine vendor,gpu "${VG[@]}" -b 8 -e 1G -f 8 -w 5 -n 20 -J "$J/${b%_perf}.json"
 	done
 	expect dda-G 0 bins.log "$P" --engine vendor,gpu --dda -G 20 "${VG[@]}" -b 8 -e 4M -f 4 -w 5 -n 20 -J "$J/all_reduce_dda_G20.json"
