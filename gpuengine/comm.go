@@ -23,6 +23,7 @@ type comm struct {
 	half     int64 // bytes of one data half of every rank's buffer
 	blockCap int   // most blocks per kernel: kernels of ranks that share a GPU must all fit at once
 	earlyCap int   // most blocks per kernel launched early (setCaps); 0: none is
+	ownGPUs  bool  // every rank has a GPU to itself (setCaps)
 	ranks    []*rank
 	groups   []*group
 	devices  []collectives.Device

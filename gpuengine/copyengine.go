@@ -375,7 +375,7 @@ func (c *comm) ceReduce(r *rank, call *collectives.Call, own, out, far cuda.Devi
 	if count == 0 {
 		return nil
 	}
-	f, err := c.modules.function(r, call.DType, moduleOp(call.Coll, call.Op), ceReduceKernel)
+	f, err := c.modules.function(r, call.DType, moduleOp(call.Coll, call.Op), ceReduceKernel, 0)
 	if err != nil {
 		return err
 	}

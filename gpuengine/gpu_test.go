@@ -312,7 +312,7 @@ func hardwareMismatches(t *testing.T, arch int, kernel string) (uint64, uint64) 
 		t.Skipf("sm_%d has no conversion instructions for %s (sm_%d)", r.arch, kernel, arch)
 	}
 	must(t, r.ctx.SetCurrent())
-	f, err := c.modules.function(r, collectives.Float, collectives.Sum, kernel)
+	f, err := c.modules.function(r, collectives.Float, collectives.Sum, kernel, 0)
 	must(t, err)
 	bad, err := cuda.MemAlloc(16)
 	must(t, err)

@@ -52,7 +52,7 @@ func (c *comm) corrupt(r *rank, call *collectives.Call, l int) error {
 		return nil
 	}
 	size := call.DType.Size()
-	f, err := c.modules.function(r, call.DType, moduleOp(call.Coll, call.Op), flipKernel)
+	f, err := c.modules.function(r, call.DType, moduleOp(call.Coll, call.Op), flipKernel, 0)
 	if err != nil {
 		return err
 	}
@@ -67,7 +67,7 @@ func (c *comm) launchAlgo(r *rank, call *collectives.Call, l int, algo string, s
 	if err != nil {
 		return err
 	}
-	f, err := c.modules.function(r, call.DType, moduleOp(call.Coll, call.Op), p.kernel)
+	f, err := c.modules.function(r, call.DType, moduleOp(call.Coll, call.Op), p.kernel, p.shared)
 	if err != nil {
 		return err
 	}
@@ -96,10 +96,11 @@ func (c *comm) launchAlgo(r *rank, call *collectives.Call, l int, algo string, s
 	if p.lpPush {
 		a.X0 = 1
 	}
+	shared := uint32(p.shared)
 	if p.early && r.arch >= 90 { // programmatic dependent launch needs sm_90
-		return cuda.LaunchStructEarly(f, grid, block, 0, r.stream, r.args, &a)
+		return cuda.LaunchStructEarly(f, grid, block, shared, r.stream, r.args, &a)
 	}
-	return cuda.LaunchStruct(f, grid, block, 0, r.stream, r.args, &a)
+	return cuda.LaunchStruct(f, grid, block, shared, r.stream, r.args, &a)
 }
 
 // ptr is the device address of a view of one of this engine's buffers.

@@ -31,6 +31,12 @@ const (
 	lpNarrowThreads = 512      // RX_LP_NARROW_THREADS: the block size of the LP kernels' _narrow entries
 	lpNarrowMax     = 64 << 20 // bytes: the largest call lpNarrow gives them
 	lpPushThreads   = 256      // the block size of a float all_gather that pushes in mode rcclx (lpThreadsFor)
+
+	lpBulkThreads = 256  // RX_BULK_THREADS: the block size of lp_alltoall_bulk
+	lpBulkTile    = 8192 // RX_BULK_TILE: elements a bulk job moves
+	lpBulkStages  = 3    // RX_BULK_STAGES
+	// lpBulkShared is lp_alltoall_bulk's dynamic shared memory: its stages' barriers, input and output tiles.
+	lpBulkShared = 128 + 2*lpBulkStages*lpBulkTile*4
 )
 
 // defaultBlocks caps the grids of DDA's and the LP kernels unless a variable says otherwise: the grids they were

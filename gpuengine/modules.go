@@ -156,8 +156,9 @@ type modules struct {
 	loaded map[moduleKey]*module
 }
 
-// function returns kernel name of the (dt, op) module on r's device; r's context is current.
-func (m *modules) function(r *rank, dt collectives.DType, op collectives.Op, name string) (cuda.Function, error) {
+// function returns kernel name of the (dt, op) module on r's device, allowed shared bytes of dynamic shared
+// memory a block; r's context is current.
+func (m *modules) function(r *rank, dt collectives.DType, op collectives.Op, name string, shared int) (cuda.Function, error) {
 	m.mu.Lock()
 	defer m.mu.Unlock()
 	key := moduleKey{r.dev, dt, op}
@@ -182,6 +183,11 @@ func (m *modules) function(r *rank, dt collectives.DType, op collectives.Op, nam
 		var err error
 		if f, err = mod.mod.Function(name); err != nil {
 			return 0, fmt.Errorf("kernel %s of the %s/%s module: %w", name, dt, op, err)
+		}
+		if shared > 0 {
+			if err := f.SetMaxDynamicSharedMem(shared); err != nil {
+				return 0, fmt.Errorf("kernel %s: %d bytes of shared memory: %w", name, shared, err)
+			}
 		}
 		mod.funcs[name] = f
 	}

@@ -198,8 +198,9 @@ func (c *comm) peerLocal(shared map[cuda.Device]int) ([][]cuda.DevicePtr, error)
 // the other ranks; where ranks share a GPU both must fit beside the other ranks' two, so early launches get
 // half a share, and none where half is not a block.
 func (c *comm) setCaps(sms, sharing []int) {
-	c.blockCap, c.earlyCap = maxBlocks, maxBlocks
+	c.blockCap, c.earlyCap, c.ownGPUs = maxBlocks, maxBlocks, true
 	for i := range sms {
+		c.ownGPUs = c.ownGPUs && sharing[i] == 1
 		share := sms[i] / sharing[i]
 		c.blockCap = min(c.blockCap, share)
 		if sharing[i] > 1 {

@@ -75,6 +75,7 @@ type plan struct {
 	threads int     // threads per block; 0: blockThreads
 	early   bool    // programmatic dependent launch: may start while the kernel ahead on the stream ends
 	lpPush  bool    // LP all_gather in one chunk, pushed into its peers' buffers (Args.x0 = 1)
+	shared  int     // bytes of dynamic shared memory a block
 }
 
 // launches is how many kernel launches the plan makes on each rank: one per round and step, 1 without rounds.
@@ -197,6 +198,11 @@ func (c *comm) makePlan(coll *collectives.Collective, algo string, k collectives
 		if longest > 0 {
 			p.rounds = []round{{0, evenRound(longest, per, unit)}}
 		}
+		if coll == collectives.AllToAll && size == 4 && !scaled && c.bulk() {
+			p.kernel, p.threads, p.shared = p.kernel+"_bulk", lpBulkThreads, lpBulkShared
+			p.blocks = gridFor(min(total, c.half), min(c.lpBlocks(false), c.blockCap))
+			return p, nil
+		}
 		if scaled {
 			p.kernel += "_scaled" // the entry point of mode scaled (Args.x3 = 1)
 		}
@@ -214,6 +220,20 @@ func (c *comm) makePlan(coll *collectives.Collective, algo string, k collectives
 		p.blocks = gridFor(min(total, c.half), min(c.lpBlocks(p.lpPush), most))
 	}
 	return p, nil
+}
+
+// bulk says whether float LP alltoall in mode rcclx takes lp_alltoall_bulk (kernels/lowprec.cu), which moves its
+// bytes with the SMs' bulk copies: every GPU an sm_90 or later, each the GPU of one rank. On 2x H200 it took
+// 10% off float at 1 GiB and 12% at 256 MiB (docs/TUNING.md). Its blocks take most of an SM's shared memory, so a block of it fits beside no other of
+// its own and perhaps no block of another kernel: kernels of ranks that share a GPU could then not all be
+// resident at once (setCaps), and it is not launched early.
+func (c *comm) bulk() bool {
+	for _, r := range c.ranks {
+		if r.arch < 90 {
+			return false
+		}
+	}
+	return c.ownGPUs
 }
 
 // lpBlocks is the most blocks of an LP or direct kernel: RCCLX_TESTS_GPU_LP_BLOCKS where it is set, otherwise

@@ -449,3 +449,39 @@ func TestLPNarrowEntries(t *testing.T) {
 		}
 	}
 }
+
+// Float LP alltoall in mode rcclx takes lp_alltoall_bulk where every rank has an sm_90 GPU to itself; bfloat16,
+// mode scaled, an older GPU or a shared one keep lp_alltoall.
+func TestLPAllToAllBulk(t *testing.T) {
+	for _, x := range []struct {
+		arch, sharing int
+		dt            collectives.DType
+		mode          string
+		bulk          bool
+	}{
+		{90, 1, collectives.Float, "", true},
+		{100, 1, collectives.Float, "", true},
+		{90, 1, collectives.BFloat16, "", false},
+		{90, 1, collectives.Float, "scaled", false},
+		{80, 1, collectives.Float, "", false},
+		{90, 2, collectives.Float, "", false},
+	} {
+		p, _ := collectives.PolicyFromEnv(func(k string) string {
+			if k == "RCCLX_TESTS_LP_MODE" {
+				return x.mode
+			}
+			return ""
+		})
+		c := &comm{nranks: 2, policy: p, tuning: collectives.DefaultGPUTuning, half: halfBytes(p.SendBuf),
+			ranks: []*rank{{arch: 90}, {arch: x.arch}}}
+		c.setCaps([]int{132, 132}, []int{x.sharing, x.sharing})
+		pl, err := c.makePlan(collectives.AllToAll, collectives.LowPrecision,
+			collectives.AllToAll.Counts(1<<30, 2, 0, x.dt), x.dt.Size())
+		bulk := pl.kernel == "lp_alltoall_bulk"
+		if err != nil || bulk != x.bulk || bulk && (pl.threads != lpBulkThreads || pl.shared != lpBulkShared) ||
+			!bulk && pl.shared != 0 {
+			t.Errorf("sm_%d shared by %d, %s mode %q: %s on %d threads, %d B shared (%v); want bulk %v",
+				x.arch, x.sharing, x.dt, x.mode, pl.kernel, pl.threads, pl.shared, err, x.bulk)
+		}
+	}
+}

@@ -16,7 +16,8 @@
 // other collectives pull: each rank quantizes into its own half and reads its peers' (on 2 H100s pushing
 // measured 5-10% slower for all_gather; for float reduce_scatter 4% faster at 1 GiB but 24% slower at 256 MiB,
 // and 2% slower for alltoall, on 2 H200s 9-19% slower from 64 MiB), except an all_gather of one chunk, which
-// pushes (gpuengine's makePlan says why). The launch's half is split in two buffers
+// pushes (gpuengine's makePlan says why), and float alltoall on sm_90 in mode rcclx, which pushes through the
+// SMs' bulk copies (lp_alltoall_bulk). The launch's half is split in two buffers
 // (LP::sub, gpuengine's lpBuffer), chunk k in buffer k % 2; a buffer holds the codes, then (16-byte aligned)
 // the fp32 scales, scale j for the codes at [j*B, (j+1)*B) of the buffer (pieces and slots start at multiples
 // of the unit, so no LP block straddles two). A call of several chunks gives each stage warps of its own
@@ -34,26 +35,35 @@ RX_DEV float scale_of(float amax) {
 // evict-first in L2 (ld_stream, st_stream): on 2 H200s that moved bfloat16 LP times by -5..+2%, most sizes
 // faster (all_reduce mostly -1..-3%, alltoall -2..-5%); float's stay plain (streamed loads, stores or both:
 // -2..+4% across its LP collectives).
-RX_DEV void load16(const T* p, float* f) {
-  const V16* v = (const V16*)p;
+RX_DEV void unpack16(const V16* x, float* f) {
 #if RX_DTYPE == RX_FLOAT
 #pragma unroll
   for (int k = 0; k < 4; k++) {
-    V16 x = v[k];
 #pragma unroll
-    for (int j = 0; j < 4; j++) f[4 * k + j] = bits_f32(x.w[j]);
+    for (int j = 0; j < 4; j++) f[4 * k + j] = bits_f32(x[k].w[j]);
   }
 #else
 #pragma unroll
   for (int k = 0; k < 2; k++) {
-    V16 x = ld_stream(v + k);
 #pragma unroll
     for (int j = 0; j < 4; j++) {
-      f[8 * k + 2 * j] = bf16_to_f32((u16)(x.w[j] & 0xffffu));
-      f[8 * k + 2 * j + 1] = bf16_to_f32((u16)(x.w[j] >> 16));
+      f[8 * k + 2 * j] = bf16_to_f32((u16)(x[k].w[j] & 0xffffu));
+      f[8 * k + 2 * j + 1] = bf16_to_f32((u16)(x[k].w[j] >> 16));
     }
   }
 #endif
+}
+RX_DEV void load16(const T* p, float* f) {
+  const V16* v = (const V16*)p;
+  V16 x[4];
+#if RX_DTYPE == RX_FLOAT
+#pragma unroll
+  for (int k = 0; k < 4; k++) x[k] = v[k];
+#else
+#pragma unroll
+  for (int k = 0; k < 2; k++) x[k] = ld_stream(v + k);
+#endif
+  unpack16(x, f);
 }
 
 // Two floats as bfloat16 (lo in the low half), the bits of convert.cuh's f32_to_bf16.
@@ -65,24 +75,31 @@ RX_DEV u32 bf16x2(float lo, float hi) {
 #endif
 }
 
-RX_DEV void store16(T* p, const float* f) {
-  V16* v = (V16*)p;
+RX_DEV void pack16(const float* f, V16* x) {
 #if RX_DTYPE == RX_FLOAT
 #pragma unroll
   for (int k = 0; k < 4; k++) {
-    V16 x;
 #pragma unroll
-    for (int j = 0; j < 4; j++) x.w[j] = f32_bits(f[4 * k + j]);
-    v[k] = x;
+    for (int j = 0; j < 4; j++) x[k].w[j] = f32_bits(f[4 * k + j]);
   }
 #else
 #pragma unroll
   for (int k = 0; k < 2; k++) {
-    V16 x;
 #pragma unroll
-    for (int j = 0; j < 4; j++) x.w[j] = bf16x2(f[8 * k + 2 * j], f[8 * k + 2 * j + 1]);
-    st_stream(v + k, x);
+    for (int j = 0; j < 4; j++) x[k].w[j] = bf16x2(f[8 * k + 2 * j], f[8 * k + 2 * j + 1]);
   }
+#endif
+}
+RX_DEV void store16(T* p, const float* f) {
+  V16* v = (V16*)p;
+  V16 x[4];
+  pack16(f, x);
+#if RX_DTYPE == RX_FLOAT
+#pragma unroll
+  for (int k = 0; k < 4; k++) v[k] = x[k];
+#else
+#pragma unroll
+  for (int k = 0; k < 2; k++) st_stream(v + k, x[k]);
 #endif
 }
 
@@ -555,6 +572,16 @@ RX_DEV void lp_all_reduce_body(Args a) {
   c.save();
 }
 
+// gpuengine's tests: block RX_LP_LAG_BLOCK of rank 1 lags (about 50 us) before each read of its peers' codes.
+RX_DEV void lp_lag(const Comm& c) {
+#ifdef RX_LP_LAG_BLOCK
+  if (c.r == 1 && c.b == RX_LP_LAG_BLOCK) {
+    for (const long long t0 = clock64(); clock64() - t0 < 100000;) {
+    }
+  }
+#endif
+}
+
 // The other collectives cut each per-rank piece into chunks of x1 elements, chunk k at k*x1 (the last one
 // shorter), in two stages: 0 writes this rank's codes into its own buffer, 1 reads its peers'. lp_piece moves
 // lp to chunk k of stage j at step s, if there is one and this thread runs stage j (mine, from lp_split): its
@@ -569,13 +596,7 @@ RX_DEV bool lp_piece(LP& lp, const Args& a, int mine, i64 s, int stage, i64& x0,
   lp.c.part(a.x1, lp.unit, lo, hi);
   lo = clip(lo, a.count - x0);
   hi = clip(hi, a.count - x0);
-#ifdef RX_LP_LAG_BLOCK
-  // gpuengine's tests: this block of rank 1 lags (about 50 us) before each read of its peers' codes.
-  if (stage == 1 && lp.c.r == 1 && lp.c.b == RX_LP_LAG_BLOCK) {
-    for (const long long t0 = clock64(); clock64() - t0 < 100000;) {
-    }
-  }
-#endif
+  if (stage == 1) lp_lag(lp.c);
   return true;
 }
 RX_DEV i64 lp_piece_steps(const Args& a) { return cdiv(a.count, a.x1) + 1; }
@@ -683,6 +704,220 @@ RX_DEV void lp_alltoall_body(Args a) {
   }
   c.save();
 }
+
+#if defined(RX_BULK) && RX_DTYPE == RX_FLOAT
+// Float alltoall in mode rcclx on sm_90 through each SM's bulk copy unit (prelude's RX_BULK): the block's threads
+// only convert, in shared memory, what the unit loads and stores, so the loads in flight are not bounded by the
+// threads' registers, and every store is of whole lines. The chunks, steps and block sub-ranges are
+// lp_alltoall's, but the codes are pushed: rank r stores its codes of piece q into slot r (at r * cp) of rank
+// q's buffer and decodes slot q of its own. A step is a list of jobs, each a tile of at most RX_BULK_TILE
+// elements of the block's sub-range: decode a peer's codes (stage 1's chunk), encode a piece for its peer, or
+// pass the own piece through its codes into the output (stage 0's chunk). Thread RX_BULK_LOADER keeps the
+// loads of the next RX_BULK_STAGES - 1 jobs in flight while the block converts one; thread 0 then stores what
+// it converted. A job whose addresses or length the unit cannot take (not 16-byte aligned: a piece of odd
+// length) is converted by the threads straight from global memory. Each job costs two block barriers and a
+// wait, so tiles are large: on 2x H200 tiles of 4096 elements in 4 stages took 854 us at 1 GiB, 8192 in 3
+// took 668 (the pulling lp_alltoall 739); bfloat16, twice the jobs for the same bytes, stays on lp_alltoall
+// (1127 us against 920 with 8192-element tiles). docs/TUNING.md has the figures.
+#define RX_BULK_TILE 8192
+#define RX_BULK_STAGES 3
+#define RX_BULK_THREADS 256
+#define RX_BULK_LOADER 32  // the thread that issues the loads (thread 0 issues the stores)
+
+// A job: kind 0 the own piece, 1 encode, 2 decode; len elements from src (T, or codes for kind 2) to dst.
+struct BulkJob {
+  int kind;
+  const u8* src;
+  u8* dst;
+  i64 len;
+  RX_DEV u32 in_bytes() const { return (u32)(kind == 2 ? len : len * (i64)sizeof(T)); }
+  RX_DEV u32 out_bytes() const { return (u32)(kind == 1 ? len : len * (i64)sizeof(T)); }
+  RX_DEV bool bulk() const { return len % 16 == 0 && al16(src) && al16(dst); }
+};
+
+// The jobs of step s: tile by tile of the block's sub-ranges, first the n - 1 decodes of chunk kd (stage 1),
+// then the n - 1 peers' encodes and the own piece of chunk ke (stage 0); a stage without a chunk has none.
+struct BulkStep {
+  int n, me, dn = 0, en = 0, td = 0, te = 0;  // jobs a tile of each stage, and each stage's tiles
+  i64 hid = 0, hie = 0;                       // the ends of the sub-ranges, from their starts
+  const u8* dcodes = nullptr;                 // this rank's buffer of chunk kd at the sub-range's start
+  T* dout = nullptr;                          // the output at chunk kd's sub-range of piece 0
+  const T* ein = nullptr;                     // the input at chunk ke's sub-range of piece 0
+  T* eown = nullptr;                          // the output at chunk ke's sub-range of the own piece
+  i64 eat = 0;                                // chunk ke's sub-range in the buffers: its offset in the half
+  i64 cp, count;
+  const LP& lp;
+
+  RX_DEV BulkStep(const LP& l, const Args& a, i64 s, i64 cpiece) : n(l.c.n), me(l.c.r), cp(cpiece), count(a.count), lp(l) {
+    const i64 chunks = cdiv(a.count, a.x1), kd = lp_chunk(s, 1, chunks), ke = lp_chunk(s, 0, chunks);
+    i64 lo;
+    if (kd >= 0) {
+      dn = n - 1;
+      td = range(a, kd, lo, hid);
+      dcodes = l.c.data(me, l.h) + (kd & 1) * l.sub + lo;
+      dout = (T*)a.recv + kd * a.x1 + lo;
+    }
+    if (ke >= 0) {
+      en = n;
+      te = range(a, ke, lo, hie);
+      eat = (ke & 1) * l.sub + lo;
+      ein = (const T*)a.send + ke * a.x1 + lo;
+      eown = (T*)a.recv + me * a.count + ke * a.x1 + lo;
+    }
+  }
+  // The block's sub-range [lo, lo + len) of chunk k (as lp_piece) and its tiles.
+  RX_DEV int range(const Args& a, i64 k, i64& lo, i64& len) const {
+    i64 hi;
+    const i64 x0 = k * a.x1;
+    lp.c.part(a.x1, lp.unit, lo, hi);
+    lo = clip(lo, a.count - x0);
+    len = clip(hi, a.count - x0) - lo;
+    return (int)cdiv(len, RX_BULK_TILE);
+  }
+  RX_DEV int jobs() const { return td * dn + te * en; }
+  RX_DEV BulkJob job(int j) const {
+    const int both = td < te ? td : te, per = dn + en;
+    int t, r;
+    if (j < both * per) {
+      t = j / per;
+      r = j - t * per;
+    } else if (j -= both * per, td > both) {
+      t = both + j / dn;
+      r = (j - (t - both) * dn);
+    } else {
+      t = both + j / en;
+      r = dn + (j - (t - both) * en);
+    }
+    const i64 i = (i64)t * RX_BULK_TILE;
+    int q = me + 1 + (r < dn ? r : r - dn);  // the last job of a tile: q == me, the own piece
+    q -= q >= n ? n : 0;
+    if (r < dn) return {2, dcodes + q * cp + i, (u8*)(dout + q * count + i), clip(RX_BULK_TILE, hid - i)};
+    const i64 len = clip(RX_BULK_TILE, hie - i);
+    const u8* src = (const u8*)(ein + q * count + i);
+    if (q == me) return {0, src, (u8*)(eown + i), len};
+    return {1, src, lp.c.data(q, lp.h) + eat + me * cp + i, len};
+  }
+};
+
+// Converts job jb's tile in (shared memory) into out. Thread t takes, of each 16 * blockDim.x elements, the
+// float4 vectors numbered t, t + blockDim.x, ... (and their codes), so that a warp's accesses to shared memory
+// are consecutive.
+RX_DEV void bulk_convert(const BulkJob& jb, const u8* in, u8* out) {
+  const int nt = (int)blockDim.x;
+  for (i64 v0 = threadIdx.x; v0 * 4 < jb.len; v0 += 4 * nt) {
+    V16 x[4] = {}, codes = {};
+    float f[16];
+#pragma unroll
+    for (int k = 0; k < 4; k++) {
+      const i64 v = v0 + (i64)k * nt;
+      if (v * 4 >= jb.len) continue;
+      if (jb.kind != 2) {
+        x[k] = ((const V16*)in)[v];
+      } else {
+        codes.w[k] = ((const u32*)in)[v];
+      }
+    }
+    if (jb.kind != 2) {
+      unpack16(x, f);
+      codes = encode16(f);
+    }
+    if (jb.kind != 1) {
+      decode16(codes, f);
+      pack16(f, x);
+    }
+#pragma unroll
+    for (int k = 0; k < 4; k++) {
+      const i64 v = v0 + (i64)k * nt;
+      if (v * 4 >= jb.len) continue;
+      if (jb.kind != 1) {
+        ((V16*)out)[v] = x[k];
+      } else {
+        ((u32*)out)[v] = codes.w[k];
+      }
+    }
+  }
+}
+
+// Converts job jb element by element in global memory (the codes pushed into this rank's buffer are read
+// volatile: the same block read that buffer two steps ago).
+RX_DEV void bulk_convert_global(const BulkJob& jb) {
+  for (i64 i = threadIdx.x; i < jb.len; i += blockDim.x) {
+    if (jb.kind == 2) {
+      ((T*)jb.dst)[i] = from_acc(e4m3_to_f32(ld_volatile(jb.src + i)));
+      continue;
+    }
+    const u8 code = f32_to_e4m3(to_acc(((const T*)jb.src)[i]));
+    if (jb.kind == 1) {
+      jb.dst[i] = code;
+    } else {
+      ((T*)jb.dst)[i] = from_acc(e4m3_to_f32(code));
+    }
+  }
+}
+
+// Shared memory: the stages' barriers (128 bytes), then their input tiles, then their output tiles, each of
+// RX_BULK_TILE floats (gpuengine's lpBulkShared).
+RX_DEV void lp_alltoall_bulk_body(Args a) {
+  RX_COMM(c, a);
+  LP lp(c, a);
+  extern __shared__ __align__(128) u8 rx_dynamic[];
+  constexpr int S = RX_BULK_STAGES, TB = RX_BULK_TILE * (int)sizeof(T);
+  u64* bar = (u64*)rx_dynamic;
+  u8* tin = rx_dynamic + 128;
+  u8* tout = tin + S * TB;
+  const i64 cp = roundup(a.x1, lp.unit), steps = lp_piece_steps(a);
+  if (threadIdx.x == 0) {
+    for (int j = 0; j < S; j++) mbar_init(bar + j);
+  }
+  block_sync();
+  // Job g of the launch (counted across steps) uses stage g % S, in phase g / S of its barrier.
+  auto issue = [&](const BulkJob& jb, u32 g) {
+    u64* b = bar + g % S;
+    if (jb.bulk()) {
+      bulk_load(tin + g % S * TB, jb.src, jb.in_bytes(), b);
+    } else {
+      mbar_arrive(b);
+    }
+  };
+  u32 g = 0;
+  for (i64 s = 0; s < steps; s++) {
+    const BulkStep st(lp, a, s, cp);
+    const int jobs = st.jobs();
+    if (st.dn) lp_lag(c);
+    if (threadIdx.x == RX_BULK_LOADER) {
+      for (int j = 0; j < S - 1 && j < jobs; j++) issue(st.job(j), g + j);
+    }
+    for (int j = 0; j < jobs; j++, g++) {
+      if (threadIdx.x == RX_BULK_LOADER && j + S - 1 < jobs) issue(st.job(j + S - 1), g + S - 1);
+      const BulkJob jb = st.job(j);
+      const int at = (int)(g % S);
+      mbar_wait(bar + at, (u32)(g / S & 1));
+      if (threadIdx.x == 0) bulk_wait_read<S - 1>();  // the store of job g - S has read its output tile
+      block_sync();
+      if (jb.bulk()) {
+        bulk_convert(jb, tin + at * TB, tout + at * TB);
+      } else {
+        bulk_convert_global(jb);
+      }
+      bulk_fence_shared();
+      block_sync();
+      if (threadIdx.x == 0) {
+        if (jb.bulk()) bulk_store(jb.dst, tout + at * TB, jb.out_bytes());
+        bulk_commit();
+      }
+    }
+    if (threadIdx.x == 0) bulk_wait_all();  // the codes are in the peers' buffers before the barrier
+    if (!lp_step_end(c, s, steps)) return;
+  }
+  c.save();
+}
+
+extern "C" __global__ void __launch_bounds__(RX_BULK_THREADS) lp_alltoall_bulk(Args a) {
+  grid_dep_sync();
+  a.x3 = 0;
+  lp_alltoall_bulk_body(a);
+}
+#endif
 
 // Each kernel has an entry point per mode, so that each mode's code has its own block size: one block per SM
 // either way (RCCLX_TESTS_GPU_LP_BLOCKS), but at 1024 threads ptxas holds a thread to 64 registers, and the

@@ -174,3 +174,51 @@ RX_DEV void e4m3x2_decode_hw(u32 two, float& lo, float& hi) {
   asm("cvt.f32.f16 %0, %1;" : "=f"(hi) : "h"((u16)(h2 >> 16)));
 }
 #endif
+#if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 900 && !defined(__HIPCC__)
+// Hopper's bulk copies between global and shared memory (cp.async.bulk), which each SM's copy unit runs while
+// its threads compute: a load completes on a shared-memory barrier (mbarrier) that counts its bytes, a store is
+// tracked in bulk groups of the issuing thread.
+#define RX_BULK 1
+RX_DEV u32 smem_addr(const void* p) { return (u32)__cvta_generic_to_shared(p); }
+RX_DEV void mbar_init(u64* bar) {
+  asm volatile("mbarrier.init.shared::cta.b64 [%0], 1;" ::"r"(smem_addr(bar)) : "memory");
+  asm volatile("fence.mbarrier_init.release.cluster;" ::: "memory");
+}
+// Loads bytes (a multiple of 16, both addresses 16-byte aligned) from global src into shared dst; bar's phase
+// completes when they have arrived.
+RX_DEV void bulk_load(void* dst, const void* src, u32 bytes, u64* bar) {
+  asm volatile("mbarrier.arrive.expect_tx.shared::cta.b64 _, [%0], %1;" ::"r"(smem_addr(bar)), "r"(bytes) : "memory");
+  asm volatile("cp.async.bulk.shared::cluster.global.mbarrier::complete_tx::bytes [%0], [%1], %2, [%3];"
+               ::"r"(smem_addr(dst)), "l"(src), "r"(bytes), "r"(smem_addr(bar))
+               : "memory");
+}
+// Completes bar's phase with no load.
+RX_DEV void mbar_arrive(u64* bar) {
+  asm volatile("mbarrier.arrive.shared::cta.b64 _, [%0];" ::"r"(smem_addr(bar)) : "memory");
+}
+RX_DEV void mbar_wait(u64* bar, u32 parity) {
+  asm volatile("{\n .reg .pred p;\n W: mbarrier.try_wait.parity.shared::cta.b64 p, [%0], %1;\n @!p bra W;\n}\n"
+               ::"r"(smem_addr(bar)), "r"(parity)
+               : "memory");
+}
+// Stores bytes from shared src to global dst (as bulk_load's), in the issuing thread's current bulk group.
+RX_DEV void bulk_store(void* dst, const void* src, u32 bytes) {
+  asm volatile("cp.async.bulk.global.shared::cta.bulk_group [%0], [%1], %2;" ::"l"(dst), "r"(smem_addr(src)), "r"(bytes)
+               : "memory");
+}
+// Closes the thread's current bulk group (an empty one where it stored nothing).
+RX_DEV void bulk_commit() { asm volatile("cp.async.bulk.commit_group;" ::: "memory"); }
+// Waits until at most N of the thread's bulk groups still read shared memory.
+template <int N>
+RX_DEV void bulk_wait_read() {
+  asm volatile("cp.async.bulk.wait_group.read %0;" ::"n"(N) : "memory");
+}
+// Waits until every bulk store of the thread has been written, and orders those writes before its later
+// (generic) accesses, such as a release to a peer.
+RX_DEV void bulk_wait_all() {
+  asm volatile("cp.async.bulk.wait_group 0;" ::: "memory");
+  asm volatile("fence.proxy.async.global;" ::: "memory");
+}
+// Orders this thread's shared-memory stores before bulk stores that read them (after a block barrier).
+RX_DEV void bulk_fence_shared() { asm volatile("fence.proxy.async.shared::cta;" ::: "memory"); }
+#endif
