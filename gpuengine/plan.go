@@ -198,23 +198,21 @@ func (c *comm) makePlan(coll *collectives.Collective, algo string, k collectives
 		if longest > 0 {
 			p.rounds = []round{{0, evenRound(longest, per, unit)}}
 		}
-		if coll == collectives.AllToAll && size == 4 && !scaled && c.bulk() {
-			p.kernel, p.threads, p.shared = p.kernel+"_bulk", lpBulkThreads, lpBulkShared
-			p.blocks = gridFor(min(total, c.half), min(c.lpBlocks(false), c.blockCap))
-			return p, nil
-		}
-		if scaled {
-			p.kernel += "_scaled" // the entry point of mode scaled (Args.x3 = 1)
-		}
+		bulk := coll == collectives.AllToAll && size == 4 && !scaled && c.bulk()
 		p.threads = lpThreads(size, scaled)
-		if lpNarrow(coll, size, scaled, total) {
+		switch {
+		case bulk:
+			p.kernel, p.threads, p.shared = p.kernel+"_bulk", lpBulkThreads, lpBulkShared
+		case scaled:
+			p.kernel += "_scaled" // the entry point of mode scaled (Args.x3 = 1)
+		case lpNarrow(coll, size, scaled, total):
 			p.kernel, p.threads = p.kernel+"_narrow", lpNarrowThreads
 		}
 		p.threads = lpThreadsFor(p.threads, size, scaled, p.lpPush)
 		// Launched early, an LP kernel's blocks take each SM as the call ahead leaves it, without the launch gap
 		// between kernels: 2-3.5% off bfloat16 all_reduce at 16-64 MiB on 2x H200 (docs/TUNING.md).
 		most := c.blockCap
-		if p.early = c.earlyCap > 0; p.early {
+		if p.early = c.earlyCap > 0 && !bulk; p.early {
 			most = c.earlyCap
 		}
 		p.blocks = gridFor(min(total, c.half), min(c.lpBlocks(p.lpPush), most))
@@ -224,9 +222,9 @@ func (c *comm) makePlan(coll *collectives.Collective, algo string, k collectives
 
 // bulk says whether float LP alltoall in mode rcclx takes lp_alltoall_bulk (kernels/lowprec.cu), which moves its
 // bytes with the SMs' bulk copies: every GPU an sm_90 or later, each the GPU of one rank. On 2x H200 it took
-// 10% off float at 1 GiB and 12% at 256 MiB (docs/TUNING.md). Its blocks take most of an SM's shared memory, so a block of it fits beside no other of
-// its own and perhaps no block of another kernel: kernels of ranks that share a GPU could then not all be
-// resident at once (setCaps), and it is not launched early.
+// 10% off float at 1 GiB and 12% at 256 MiB (docs/TUNING.md). Its blocks take most of an SM's shared memory,
+// so a block of it fits beside no other of its own and perhaps no block of another kernel: kernels of ranks
+// that share a GPU could then not all be resident at once (setCaps), and it is not launched early.
 func (c *comm) bulk() bool {
 	for _, r := range c.ranks {
 		if r.arch < 90 {

@@ -739,7 +739,7 @@ struct BulkJob {
 // then the n - 1 peers' encodes and the own piece of chunk ke (stage 0); a stage without a chunk has none.
 struct BulkStep {
   int n, me, dn = 0, en = 0, td = 0, te = 0;  // jobs a tile of each stage, and each stage's tiles
-  i64 hid = 0, hie = 0;                       // the ends of the sub-ranges, from their starts
+  i64 hid = 0, hie = 0;                       // the lengths of the sub-ranges
   const u8* dcodes = nullptr;                 // this rank's buffer of chunk kd at the sub-range's start
   T* dout = nullptr;                          // the output at chunk kd's sub-range of piece 0
   const T* ein = nullptr;                     // the input at chunk ke's sub-range of piece 0
@@ -748,7 +748,8 @@ struct BulkStep {
   i64 cp, count;
   const LP& lp;
 
-  RX_DEV BulkStep(const LP& l, const Args& a, i64 s, i64 cpiece) : n(l.c.n), me(l.c.r), cp(cpiece), count(a.count), lp(l) {
+  RX_DEV BulkStep(const LP& l, const Args& a, i64 s, i64 cpiece)
+      : n(l.c.n), me(l.c.r), cp(cpiece), count(a.count), lp(l) {
     const i64 chunks = cdiv(a.count, a.x1), kd = lp_chunk(s, 1, chunks), ke = lp_chunk(s, 0, chunks);
     i64 lo;
     if (kd >= 0) {
