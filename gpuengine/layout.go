@@ -34,9 +34,10 @@ const (
 
 	lpBulkThreads = 256  // RX_BULK_THREADS: the block size of lp_alltoall_bulk
 	lpBulkTile    = 8192 // RX_BULK_TILE: elements a bulk job moves
-	lpBulkStages  = 3    // RX_BULK_STAGES
+	lpBulkStages  = 4    // RX_BULK_STAGES: input tiles
+	lpBulkOuts    = 2    // RX_BULK_OUTS: output tiles
 	// lpBulkShared is lp_alltoall_bulk's dynamic shared memory: its stages' barriers, input and output tiles.
-	lpBulkShared = 128 + 2*lpBulkStages*lpBulkTile*4
+	lpBulkShared = 128 + (lpBulkStages+lpBulkOuts)*lpBulkTile*4
 )
 
 // defaultBlocks caps the grids of DDA's and the LP kernels unless a variable says otherwise: the grids they were

@@ -192,13 +192,15 @@ func (c *comm) makePlan(coll *collectives.Collective, algo string, k collectives
 			return p, fmt.Errorf("LP block %d does not fit a %d-byte LP buffer", c.policy.LPBlock, lpBuffer(c.half))
 		}
 		unit := lpUnit(block, scaled)
-		if least := lpLeastChunk(coll); least > 0 && !p.lpPush {
+		// The bulk alltoall splits no warps by stage (each block's jobs run one after another), so it takes
+		// the fewest chunks: on 2x H100 that took 12% off float at 64 MiB and 2% at 256 MiB (docs/TUNING.md).
+		bulk := coll == collectives.AllToAll && size == 4 && !scaled && c.bulk()
+		if least := lpLeastChunk(coll); least > 0 && !p.lpPush && !bulk {
 			per = lpSplitLen(longest, per, unit, least)
 		}
 		if longest > 0 {
 			p.rounds = []round{{0, evenRound(longest, per, unit)}}
 		}
-		bulk := coll == collectives.AllToAll && size == 4 && !scaled && c.bulk()
 		p.threads = lpThreads(size, scaled)
 		switch {
 		case bulk:
@@ -210,9 +212,10 @@ func (c *comm) makePlan(coll *collectives.Collective, algo string, k collectives
 		}
 		p.threads = lpThreadsFor(p.threads, size, scaled, p.lpPush)
 		// Launched early, an LP kernel's blocks take each SM as the call ahead leaves it, without the launch gap
-		// between kernels: 2-3.5% off bfloat16 all_reduce at 16-64 MiB on 2x H200 (docs/TUNING.md).
+		// between kernels: 2-3.5% off bfloat16 all_reduce at 16-64 MiB on 2x H200, 2-5% off the bulk alltoall
+		// at 16-64 MiB and up to 2% from 256 MiB on 2x H100 (docs/TUNING.md).
 		most := c.blockCap
-		if p.early = c.earlyCap > 0 && !bulk; p.early {
+		if p.early = c.earlyCap > 0; p.early {
 			most = c.earlyCap
 		}
 		p.blocks = gridFor(min(total, c.half), min(c.lpBlocks(p.lpPush), most))
@@ -224,7 +227,9 @@ func (c *comm) makePlan(coll *collectives.Collective, algo string, k collectives
 // bytes with the SMs' bulk copies: every GPU an sm_90 or later, each the GPU of one rank. On 2x H200 it took
 // 10% off float at 1 GiB and 12% at 256 MiB (docs/TUNING.md). Its blocks take most of an SM's shared memory,
 // so a block of it fits beside no other of its own and perhaps no block of another kernel: kernels of ranks
-// that share a GPU could then not all be resident at once (setCaps), and it is not launched early.
+// that share a GPU could then not all be resident at once (setCaps). Launched early, its blocks only wait for
+// the SMs the call ahead leaves: a grid lets its dependents launch once every block of it has started
+// (grid_dep_sync), so none of those blocks waits for an SM.
 func (c *comm) bulk() bool {
 	for _, r := range c.ranks {
 		if r.arch < 90 {

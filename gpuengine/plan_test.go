@@ -483,5 +483,14 @@ func TestLPAllToAllBulk(t *testing.T) {
 			t.Errorf("sm_%d shared by %d, %s mode %q: %s on %d threads, %d B shared (%v); want bulk %v",
 				x.arch, x.sharing, x.dt, x.mode, pl.kernel, pl.threads, pl.shared, err, x.bulk)
 		}
+		// At 64 MiB the bulk kernel runs the one chunk its buffer holds, launched early; the pulling kernels
+		// cut the call into chunks enough to split their warps.
+		counts := collectives.AllToAll.Counts(64<<20, 2, 0, x.dt)
+		pl, err = c.makePlan(collectives.AllToAll, collectives.LowPrecision, counts, x.dt.Size())
+		chunks := (counts.Param + pl.rounds[0].len - 1) / pl.rounds[0].len
+		if err != nil || bulk && (chunks != 1 || !pl.early) || !bulk && chunks < lpSplitChunks {
+			t.Errorf("sm_%d shared by %d, %s mode %q, 64 MiB: %s in %d chunks, early %v (%v)",
+				x.arch, x.sharing, x.dt, x.mode, pl.kernel, chunks, pl.early, err)
+		}
 	}
 }

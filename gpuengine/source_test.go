@@ -89,6 +89,7 @@ func TestLayoutMatchesSource(t *testing.T) {
 		"RX_CTRL_BYTES": ctrlBytes, "RX_ARGS_BYTES": argsBytes, "RX_LL_MAXR": llMaxRanks, "RX_LL_BYTES": llBytes, "RX_LL128_MAXR": ll128MaxRanks, "RX_LL128_SLOT": ll128Slot,
 		"RX_LP_SPLIT_CHUNKS": lpSplitChunks, "RX_LP_NARROW_THREADS": lpNarrowThreads,
 		"RX_BULK_THREADS": lpBulkThreads, "RX_BULK_TILE": lpBulkTile, "RX_BULK_STAGES": lpBulkStages,
+		"RX_BULK_OUTS": lpBulkOuts,
 	} {
 		m := regexp.MustCompile(`#define ` + name + ` (\d+)`).FindStringSubmatch(src)
 		if m == nil {

@@ -714,13 +714,16 @@ RX_DEV void lp_alltoall_body(Args a) {
 // elements of the block's sub-range: decode a peer's codes (stage 1's chunk), encode a piece for its peer, or
 // pass the own piece through its codes into the output (stage 0's chunk). Thread RX_BULK_LOADER keeps the
 // loads of the next RX_BULK_STAGES - 1 jobs in flight while the block converts one; thread 0 then stores what
-// it converted. A job whose addresses or length the unit cannot take (not 16-byte aligned: a piece of odd
-// length) is converted by the threads straight from global memory. Each job costs two block barriers and a
-// wait, so tiles are large: on 2x H200 tiles of 4096 elements in 4 stages took 854 us at 1 GiB, 8192 in 3
-// took 668 (the pulling lp_alltoall 739); bfloat16, twice the jobs for the same bytes, stays on lp_alltoall
-// (1127 us against 920 with 8192-element tiles). docs/TUNING.md has the figures.
+// it converted, from one of RX_BULK_OUTS output tiles. A job whose addresses or length the unit cannot take
+// (not 16-byte aligned: a piece of odd length) is converted by the threads straight from global memory. Each
+// job costs two block barriers and a wait, so tiles are large: on 2x H200 tiles of 4096 elements in 4 stages
+// took 854 us at 1 GiB, 8192 in 3 took 668 (the pulling lp_alltoall 739); bfloat16, twice the jobs for the
+// same bytes, stays on lp_alltoall (1127 us against 920 with 8192-element tiles). In the same shared memory,
+// 4 input tiles and 2 output ones took 6.6% off 3 of each at 64 MiB on 2x H100, 1-3% from 256 MiB; 5 and 1,
+// or 2 and 1 of 16384 elements, were no faster. docs/TUNING.md has the figures.
 #define RX_BULK_TILE 8192
-#define RX_BULK_STAGES 3
+#define RX_BULK_STAGES 4  // input tiles: the loads of RX_BULK_STAGES - 1 jobs in flight
+#define RX_BULK_OUTS 2    // output tiles: the store of the job before still reading one
 #define RX_BULK_THREADS 256
 #define RX_BULK_LOADER 32  // the thread that issues the loads (thread 0 issues the stores)
 
@@ -856,13 +859,13 @@ RX_DEV void bulk_convert_global(const BulkJob& jb) {
   }
 }
 
-// Shared memory: the stages' barriers (128 bytes), then their input tiles, then their output tiles, each of
-// RX_BULK_TILE floats (gpuengine's lpBulkShared).
+// Shared memory: the stages' barriers (128 bytes), then RX_BULK_STAGES input tiles, then RX_BULK_OUTS output
+// tiles, each of RX_BULK_TILE floats (gpuengine's lpBulkShared).
 RX_DEV void lp_alltoall_bulk_body(Args a) {
   RX_COMM(c, a);
   LP lp(c, a);
   extern __shared__ __align__(128) u8 rx_dynamic[];
-  constexpr int S = RX_BULK_STAGES, TB = RX_BULK_TILE * (int)sizeof(T);
+  constexpr int S = RX_BULK_STAGES, O = RX_BULK_OUTS, TB = RX_BULK_TILE * (int)sizeof(T);
   u64* bar = (u64*)rx_dynamic;
   u8* tin = rx_dynamic + 128;
   u8* tout = tin + S * TB;
@@ -893,17 +896,17 @@ RX_DEV void lp_alltoall_bulk_body(Args a) {
       const BulkJob jb = st.job(j);
       const int at = (int)(g % S);
       mbar_wait(bar + at, (u32)(g / S & 1));
-      if (threadIdx.x == 0) bulk_wait_read<S - 1>();  // the store of job g - S has read its output tile
+      if (threadIdx.x == 0) bulk_wait_read<O - 1>();  // the store of job g - O has read its output tile
       block_sync();
       if (jb.bulk()) {
-        bulk_convert(jb, tin + at * TB, tout + at * TB);
+        bulk_convert(jb, tin + at * TB, tout + g % O * TB);
       } else {
         bulk_convert_global(jb);
       }
       bulk_fence_shared();
       block_sync();
       if (threadIdx.x == 0) {
-        if (jb.bulk()) bulk_store(jb.dst, tout + at * TB, jb.out_bytes());
+        if (jb.bulk()) bulk_store(jb.dst, tout + g % O * TB, jb.out_bytes());
         bulk_commit();
       }
     }
