@@ -192,11 +192,12 @@ func (c *comm) makePlan(coll *collectives.Collective, algo string, k collectives
 			return p, fmt.Errorf("LP block %d does not fit a %d-byte LP buffer", c.policy.LPBlock, lpBuffer(c.half))
 		}
 		unit := lpUnit(block, scaled)
-		// The bulk alltoall splits no warps by stage (each block's jobs run one after another), so it takes
-		// the fewest chunks: on 2x H100 that took 12% off float at 64 MiB and 2% at 256 MiB (docs/TUNING.md).
 		bulk := coll == collectives.AllToAll && size == 4 && !scaled && c.bulk()
 		if least := lpLeastChunk(coll); least > 0 && !p.lpPush && !bulk {
 			per = lpSplitLen(longest, per, unit, least)
+		}
+		if bulk && longest > per {
+			per = min(per, lpBulkChunk)
 		}
 		if longest > 0 {
 			p.rounds = []round{{0, evenRound(longest, per, unit)}}

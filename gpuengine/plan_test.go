@@ -477,11 +477,12 @@ func TestLPAllToAllBulk(t *testing.T) {
 		c.setCaps([]int{132, 132}, []int{x.sharing, x.sharing})
 		pl, err := c.makePlan(collectives.AllToAll, collectives.LowPrecision,
 			collectives.AllToAll.Counts(1<<30, 2, 0, x.dt), x.dt.Size())
+		// At 1 GiB, too long for one chunk, the bulk kernel's chunks are lpBulkChunk elements long.
 		bulk := pl.kernel == "lp_alltoall_bulk"
-		if err != nil || bulk != x.bulk || bulk && (pl.threads != lpBulkThreads || pl.shared != lpBulkShared) ||
-			!bulk && pl.shared != 0 {
-			t.Errorf("sm_%d shared by %d, %s mode %q: %s on %d threads, %d B shared (%v); want bulk %v",
-				x.arch, x.sharing, x.dt, x.mode, pl.kernel, pl.threads, pl.shared, err, x.bulk)
+		if err != nil || bulk != x.bulk || bulk && (pl.threads != lpBulkThreads || pl.shared != lpBulkShared ||
+			pl.rounds[0].len != lpBulkChunk) || !bulk && pl.shared != 0 {
+			t.Errorf("sm_%d shared by %d, %s mode %q: %s on %d threads, %d B shared, chunks of %d (%v); want bulk %v",
+				x.arch, x.sharing, x.dt, x.mode, pl.kernel, pl.threads, pl.shared, pl.rounds[0].len, err, x.bulk)
 		}
 		// At 64 MiB the bulk kernel runs the one chunk its buffer holds, launched early; the pulling kernels
 		// cut the call into chunks enough to split their warps.

@@ -874,13 +874,18 @@ RX_DEV void lp_alltoall_bulk_body(Args a) {
     for (int j = 0; j < S; j++) mbar_init(bar + j);
   }
   block_sync();
+  // Floats pass through L2 once and go first; the codes pushed into a peer's buffer stay in its L2, evicted
+  // last, until it decodes them one barrier later (gpuengine's lpBulkChunk).
+  const u64 once = l2_evict_first(), keep = l2_evict_last();
   // Job g of the launch (counted across steps) uses stage g % S, in phase g / S of its barrier.
   auto issue = [&](const BulkJob& jb, u32 g) {
     u64* b = bar + g % S;
-    if (jb.bulk()) {
+    if (!jb.bulk()) {
+      mbar_arrive(b);
+    } else if (jb.kind == 2) {
       bulk_load(tin + g % S * TB, jb.src, jb.in_bytes(), b);
     } else {
-      mbar_arrive(b);
+      bulk_load(tin + g % S * TB, jb.src, jb.in_bytes(), b, once);
     }
   };
   u32 g = 0;
@@ -906,7 +911,7 @@ RX_DEV void lp_alltoall_bulk_body(Args a) {
       bulk_fence_shared();
       block_sync();
       if (threadIdx.x == 0) {
-        if (jb.bulk()) bulk_store(jb.dst, tout + g % O * TB, jb.out_bytes());
+        if (jb.bulk()) bulk_store(jb.dst, tout + g % O * TB, jb.out_bytes(), jb.kind == 1 ? keep : once);
         bulk_commit();
       }
     }
