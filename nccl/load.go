@@ -102,12 +102,11 @@ func openOne(path string) (*Library, error) {
 	if err != nil {
 		return nil, err
 	}
-	lib := &Library{Path: path, File: path}
-	if err := lib.resolve(h); err != nil {
-		purego.Dlclose(h)
-		return nil, err
-	}
-	if err := lib.call(&lib.getVersion, uintptr(unsafe.Pointer(&lib.version))); err != nil {
+	lib, err := Bind(path, func(name string) uintptr {
+		a, _ := purego.Dlsym(h, name)
+		return a
+	})
+	if err != nil {
 		purego.Dlclose(h)
 		return nil, err
 	}
@@ -131,7 +130,20 @@ func mappedFile(maps, name string) string {
 	return name
 }
 
-func (l *Library) resolve(h uintptr) error {
+// Bind makes a Library of the functions that sym finds by their exported names (0 where there is none) and
+// reads its version. Open binds a loaded file so; a test can bind functions written in Go (purego.NewCallback).
+func Bind(path string, sym func(name string) uintptr) (*Library, error) {
+	lib := &Library{Path: path, File: path}
+	if err := lib.resolve(sym); err != nil {
+		return nil, err
+	}
+	if err := lib.call(&lib.getVersion, uintptr(unsafe.Pointer(&lib.version))); err != nil {
+		return nil, err
+	}
+	return lib, nil
+}
+
+func (l *Library) resolve(sym func(name string) uintptr) error {
 	fn := func(f *cfunc, names ...string) *cfunc { f.names = names; return f }
 	required := []*cfunc{
 		fn(&l.getVersion, "ncclGetVersion"), fn(&l.getUniqueID, "ncclGetUniqueId"),
@@ -152,7 +164,7 @@ func (l *Library) resolve(h uintptr) error {
 	var missing []string
 	for _, f := range append(required, optional...) {
 		for _, n := range f.names {
-			if a, err := purego.Dlsym(h, n); err == nil && a != 0 {
+			if a := sym(n); a != 0 {
 				f.addr = a
 				break
 			}
@@ -163,15 +175,15 @@ func (l *Library) resolve(h uintptr) error {
 			missing = append(missing, f.name())
 		}
 	}
-	initRank, err := purego.Dlsym(h, "ncclCommInitRank")
-	if err != nil || initRank == 0 {
+	initRank := sym("ncclCommInitRank")
+	if initRank == 0 {
 		missing = append(missing, "ncclCommInitRank")
 	}
 	if len(missing) > 0 {
 		return fmt.Errorf("loads, but lacks %s: not an NCCL-ABI library", strings.Join(missing, ", "))
 	}
 	purego.RegisterFunc(&l.commInitRank, initRank)
-	if a, err := purego.Dlsym(h, "ncclCommInitRankConfig"); err == nil && a != 0 {
+	if a := sym("ncclCommInitRankConfig"); a != 0 {
 		purego.RegisterFunc(&l.commInitRankConfig, a)
 	}
 	return nil

@@ -21,6 +21,7 @@ func (g *group) Launch(c *collectives.Call) error {
 	if c.Coll.Base() == collectives.HyperCube && g.c.nonBlocking {
 		// Each step is a group of its own, and NCCL refuses a call on a communicator whose last group is still
 		// in progress (a step's first call connects new peers): each step is awaited before the next.
+		g.arrive()
 		for _, mask := range hyperCubeMasks(g.c.nranks) {
 			g.calls.Reset()
 			g.queueHyperCubeStep(g.calls, c, mask)
@@ -143,6 +144,7 @@ func (g *group) prepare(c *collectives.Call) error {
 
 // queue adds c's library calls to q, in one group where grouped says so. The skip hook's rank makes none.
 func (g *group) queue(q *nccl.Calls, c *collectives.Call) {
+	g.arrive()
 	if c.Coll.Base() == collectives.HyperCube {
 		g.queueHyperCube(q, c)
 		return
@@ -153,12 +155,20 @@ func (g *group) queue(q *nccl.Calls, c *collectives.Call) {
 	}
 	for l, r := range g.ranks {
 		if r.global != g.c.hooks.SkipRank {
-			g.c.arrivals.Arrive(r.global)
 			g.queueOne(q, c, l, r)
 		}
 	}
 	if group {
 		q.GroupEnd()
+	}
+}
+
+// arrive counts a call entered by every local rank but the skip hook's (for a timeout's message).
+func (g *group) arrive() {
+	for _, r := range g.ranks {
+		if r.global != g.c.hooks.SkipRank {
+			g.c.arrivals.Arrive(r.global)
+		}
 	}
 }
 
