@@ -76,6 +76,8 @@
 # Logs go to $OUT (default /tmp/gpu-check), and with PACK=DIR also into DIR/gpu-check-logs.tgz (one file for
 # tools that bring back few files); the compiled kernels are cached in $BIN/kcache and packed into
 # $OUT/kcache.tgz, so that the next call can carry them back in $BIN.
+# GPU_NAME=H200 (any part of nvidia-smi's GPU name) runs nothing and exits 3 unless every GPU's name has it:
+# for figures that belong to one machine type, where a lender may hand out another.
 set -uo pipefail
 usage() { sed -n '2,/^set /{/^#/s/^# \{0,1\}//p}' "$0"; }
 case ${1:-} in
@@ -119,6 +121,11 @@ export NCCL_NVLS_ENABLE=0 TORCH_SYMM_MEM_DISABLE_MULTICAST=1 NVSHMEM_DISABLE_NVL
 # Two ranks on two GPUs. On one GPU the gpu engine's two ranks share it (--oversubscribe) and NCCL, which
 # refuses two ranks on one GPU, runs one rank; checks whose verdict needs two GPUs then say "skip".
 NGPU=$(nvidia-smi -L 2>/dev/null | grep -c '^GPU ')
+if [[ -n ${GPU_NAME:-} ]] && { ((NGPU == 0)) || nvidia-smi -L | grep '^GPU ' | grep -qv -- "$GPU_NAME"; }; then
+	echo "gpu-check.sh: GPU_NAME=$GPU_NAME, but this machine has:" >&2
+	nvidia-smi -L >&2 2>/dev/null || echo "no GPU (nvidia-smi -L failed)" >&2
+	exit 3
+fi
 if ((NGPU >= 2)); then
 	GG=(-g 2) VG=(-g 2) PEER=1
 else
