@@ -36,13 +36,6 @@ const (
 	lpBulkTile    = 8192 // RX_BULK_TILE: elements a bulk job moves
 	lpBulkStages  = 4    // RX_BULK_STAGES: input tiles
 	lpBulkOuts    = 2    // RX_BULK_OUTS: output tiles
-	// lpBulkChunk is the longest chunk of a bulk alltoall (lp_alltoall_bulk) that does not fit one: its blocks
-	// split no warps by stage (they run their jobs one after another), so a call that fits one chunk takes one,
-	// and a longer one takes chunks whose codes stay in the peer's L2 until it decodes them (the kernel's L2
-	// policies). On 2x H100 one chunk took 12% off float at 64 MiB against four; with the policies, chunks of
-	// 4M elements took 5% off at 1 GiB against 16M and 4% at 512 MiB, while without them shorter chunks were
-	// slower (docs/TUNING.md).
-	lpBulkChunk = 4 << 20
 	// lpBulkShared is lp_alltoall_bulk's dynamic shared memory: its stages' barriers, input and output tiles.
 	lpBulkShared = 128 + (lpBulkStages+lpBulkOuts)*lpBulkTile*4
 )

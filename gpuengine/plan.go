@@ -193,11 +193,11 @@ func (c *comm) makePlan(coll *collectives.Collective, algo string, k collectives
 		}
 		unit := lpUnit(block, scaled)
 		bulk := coll == collectives.AllToAll && size == 4 && !scaled && c.bulk()
+		// The bulk kernel splits no warps by stage (its blocks run their jobs one after another), so it takes the
+		// fewest chunks: one where the call fits, else what the buffer holds. On 2x H200 chunks of 4M elements
+		// were 8% slower at 1 GiB than one chunk (docs/TUNING.md).
 		if least := lpLeastChunk(coll); least > 0 && !p.lpPush && !bulk {
 			per = lpSplitLen(longest, per, unit, least)
-		}
-		if bulk && longest > per {
-			per = min(per, lpBulkChunk)
 		}
 		if longest > 0 {
 			p.rounds = []round{{0, evenRound(longest, per, unit)}}

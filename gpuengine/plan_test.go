@@ -475,20 +475,22 @@ func TestLPAllToAllBulk(t *testing.T) {
 		c := &comm{nranks: 2, policy: p, tuning: collectives.DefaultGPUTuning, half: halfBytes(p.SendBuf),
 			ranks: []*rank{{arch: 90}, {arch: x.arch}}}
 		c.setCaps([]int{132, 132}, []int{x.sharing, x.sharing})
-		pl, err := c.makePlan(collectives.AllToAll, collectives.LowPrecision,
-			collectives.AllToAll.Counts(1<<30, 2, 0, x.dt), x.dt.Size())
-		// At 1 GiB, too long for one chunk, the bulk kernel's chunks are lpBulkChunk elements long.
+		gib := collectives.AllToAll.Counts(1<<30, 2, 0, x.dt)
+		pl, err := c.makePlan(collectives.AllToAll, collectives.LowPrecision, gib, x.dt.Size())
+		// At 1 GiB, too long for one chunk, the bulk kernel takes as few chunks as its buffer allows.
 		bulk := pl.kernel == "lp_alltoall_bulk"
+		holds := lpChunkLen(lpBuffer(c.half), 2, int64(p.LPBlock), false)
+		chunks := (gib.Param + pl.rounds[0].len - 1) / pl.rounds[0].len
 		if err != nil || bulk != x.bulk || bulk && (pl.threads != lpBulkThreads || pl.shared != lpBulkShared ||
-			pl.rounds[0].len != lpBulkChunk) || !bulk && pl.shared != 0 {
-			t.Errorf("sm_%d shared by %d, %s mode %q: %s on %d threads, %d B shared, chunks of %d (%v); want bulk %v",
-				x.arch, x.sharing, x.dt, x.mode, pl.kernel, pl.threads, pl.shared, pl.rounds[0].len, err, x.bulk)
+			chunks != (gib.Param+holds-1)/holds) || !bulk && pl.shared != 0 {
+			t.Errorf("sm_%d shared by %d, %s mode %q: %s on %d threads, %d B shared, %d chunks (%v); want bulk %v",
+				x.arch, x.sharing, x.dt, x.mode, pl.kernel, pl.threads, pl.shared, chunks, err, x.bulk)
 		}
 		// At 64 MiB the bulk kernel runs the one chunk its buffer holds, launched early; the pulling kernels
 		// cut the call into chunks enough to split their warps.
 		counts := collectives.AllToAll.Counts(64<<20, 2, 0, x.dt)
 		pl, err = c.makePlan(collectives.AllToAll, collectives.LowPrecision, counts, x.dt.Size())
-		chunks := (counts.Param + pl.rounds[0].len - 1) / pl.rounds[0].len
+		chunks = (counts.Param + pl.rounds[0].len - 1) / pl.rounds[0].len
 		if err != nil || bulk && (chunks != 1 || !pl.early) || !bulk && chunks < lpSplitChunks {
 			t.Errorf("sm_%d shared by %d, %s mode %q, 64 MiB: %s in %d chunks, early %v (%v)",
 				x.arch, x.sharing, x.dt, x.mode, pl.kernel, chunks, pl.early, err)

@@ -874,8 +874,8 @@ RX_DEV void lp_alltoall_bulk_body(Args a) {
     for (int j = 0; j < S; j++) mbar_init(bar + j);
   }
   block_sync();
-  // Floats pass through L2 once and go first; the codes pushed into a peer's buffer stay in its L2, evicted
-  // last, until it decodes them one barrier later (gpuengine's lpBulkChunk).
+  // Floats pass through L2 once and go first; the codes pushed into a peer's buffer are evicted last, so that
+  // as many as L2 holds are still there when it decodes them one barrier later.
   const u64 once = l2_evict_first(), keep = l2_evict_last();
   // Job g of the launch (counted across steps) uses stage g % S, in phase g / S of its barrier.
   auto issue = [&](const BulkJob& jb, u32 g) {
