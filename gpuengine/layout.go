@@ -32,7 +32,7 @@ const (
 	lpNarrowMax     = 64 << 20 // bytes: the largest call lpNarrow gives them
 	lpPushThreads   = 256      // the block size of a float all_gather that pushes in mode rcclx (lpThreadsFor)
 
-	lpBulkThreads = 256  // RX_BULK_THREADS: the block size of lp_alltoall_bulk
+	lpBulkThreads = 512  // RX_BULK_THREADS: the block size of lp_alltoall_bulk
 	lpBulkTile    = 8192 // RX_BULK_TILE: elements a bulk job moves
 	lpBulkStages  = 4    // RX_BULK_STAGES: input tiles
 	lpBulkOuts    = 2    // RX_BULK_OUTS: output tiles

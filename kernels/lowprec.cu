@@ -720,11 +720,13 @@ RX_DEV void lp_alltoall_body(Args a) {
 // took 854 us at 1 GiB, 8192 in 3 took 668 (the pulling lp_alltoall 739); bfloat16, twice the jobs for the
 // same bytes, stays on lp_alltoall (1127 us against 920 with 8192-element tiles). In the same shared memory,
 // 4 input tiles and 2 output ones took 6.6% off 3 of each at 64 MiB on 2x H100, 1-3% from 256 MiB; 5 and 1,
-// or 2 and 1 of 16384 elements, were no faster. docs/TUNING.md has the figures.
+// or 2 and 1 of 16384 elements, were no faster. A block of 512 threads converts a tile in one pass of 16
+// elements a thread: 0.5% off 256 threads at 1 GiB and 3% at 128 MiB on 2x H200; 1024 threads were 14% slower.
+// docs/TUNING.md has the figures.
 #define RX_BULK_TILE 8192
 #define RX_BULK_STAGES 4  // input tiles: the loads of RX_BULK_STAGES - 1 jobs in flight
 #define RX_BULK_OUTS 2    // output tiles: the store of the job before still reading one
-#define RX_BULK_THREADS 256
+#define RX_BULK_THREADS 512
 #define RX_BULK_LOADER 32  // the thread that issues the loads (thread 0 issues the stores)
 
 // A job: kind 0 the own piece, 1 encode, 2 decode; len elements from src (T, or codes for kind 2) to dst.
@@ -874,18 +876,17 @@ RX_DEV void lp_alltoall_bulk_body(Args a) {
     for (int j = 0; j < S; j++) mbar_init(bar + j);
   }
   block_sync();
-  // Floats pass through L2 once and go first; the codes pushed into a peer's buffer are evicted last, so that
-  // as many as L2 holds are still there when it decodes them one barrier later.
-  const u64 once = l2_evict_first(), keep = l2_evict_last();
+  // The codes pushed into a peer's buffer are evicted last, so that as many as L2 holds are still there when it
+  // decodes them one barrier later. The floats take no hint: evicted first, they made 1 GiB 3-5% slower on 2x
+  // H200 (docs/TUNING.md), where the codes kept took 2% off no policy.
+  const u64 keep = l2_evict_last();
   // Job g of the launch (counted across steps) uses stage g % S, in phase g / S of its barrier.
   auto issue = [&](const BulkJob& jb, u32 g) {
     u64* b = bar + g % S;
-    if (!jb.bulk()) {
-      mbar_arrive(b);
-    } else if (jb.kind == 2) {
+    if (jb.bulk()) {
       bulk_load(tin + g % S * TB, jb.src, jb.in_bytes(), b);
     } else {
-      bulk_load(tin + g % S * TB, jb.src, jb.in_bytes(), b, once);
+      mbar_arrive(b);
     }
   };
   u32 g = 0;
@@ -911,7 +912,11 @@ RX_DEV void lp_alltoall_bulk_body(Args a) {
       bulk_fence_shared();
       block_sync();
       if (threadIdx.x == 0) {
-        if (jb.bulk()) bulk_store(jb.dst, tout + g % O * TB, jb.out_bytes(), jb.kind == 1 ? keep : once);
+        if (jb.bulk() && jb.kind == 1) {
+          bulk_store(jb.dst, tout + g % O * TB, jb.out_bytes(), keep);
+        } else if (jb.bulk()) {
+          bulk_store(jb.dst, tout + g % O * TB, jb.out_bytes());
+        }
         bulk_commit();
       }
     }

@@ -184,33 +184,18 @@ RX_DEV void mbar_init(u64* bar) {
   asm volatile("mbarrier.init.shared::cta.b64 [%0], 1;" ::"r"(smem_addr(bar)) : "memory");
   asm volatile("fence.mbarrier_init.release.cluster;" ::: "memory");
 }
-// L2 policies for bulk copies: lines that L2 evicts first, or last.
-RX_DEV u64 l2_evict_first() {
-  u64 p;
-  asm volatile("createpolicy.fractional.L2::evict_first.b64 %0, 1.0;" : "=l"(p));
-  return p;
-}
+// An L2 policy for bulk copies: lines that L2 evicts last.
 RX_DEV u64 l2_evict_last() {
   u64 p;
   asm volatile("createpolicy.fractional.L2::evict_last.b64 %0, 1.0;" : "=l"(p));
   return p;
 }
-// Arrives on bar, whose phase then also waits for bytes to land (a bulk load's).
-RX_DEV void mbar_expect(u64* bar, u32 bytes) {
-  asm volatile("mbarrier.arrive.expect_tx.shared::cta.b64 _, [%0], %1;" ::"r"(smem_addr(bar)), "r"(bytes) : "memory");
-}
-// Loads bytes (a multiple of 16, both addresses 16-byte aligned) from global src into shared dst, in L2 as
-// usual or, given one, under policy; bar's phase completes when they have arrived.
+// Loads bytes (a multiple of 16, both addresses 16-byte aligned) from global src into shared dst; bar's phase
+// completes when they have arrived (the arrival also waits for the bytes to land).
 RX_DEV void bulk_load(void* dst, const void* src, u32 bytes, u64* bar) {
-  mbar_expect(bar, bytes);
+  asm volatile("mbarrier.arrive.expect_tx.shared::cta.b64 _, [%0], %1;" ::"r"(smem_addr(bar)), "r"(bytes) : "memory");
   asm volatile("cp.async.bulk.shared::cluster.global.mbarrier::complete_tx::bytes [%0], [%1], %2, [%3];"
                ::"r"(smem_addr(dst)), "l"(src), "r"(bytes), "r"(smem_addr(bar))
-               : "memory");
-}
-RX_DEV void bulk_load(void* dst, const void* src, u32 bytes, u64* bar, u64 policy) {
-  mbar_expect(bar, bytes);
-  asm volatile("cp.async.bulk.shared::cluster.global.mbarrier::complete_tx::bytes.L2::cache_hint [%0], [%1], %2, [%3], %4;"
-               ::"r"(smem_addr(dst)), "l"(src), "r"(bytes), "r"(smem_addr(bar)), "l"(policy)
                : "memory");
 }
 // Completes bar's phase with no load.
@@ -222,8 +207,13 @@ RX_DEV void mbar_wait(u64* bar, u32 parity) {
                ::"r"(smem_addr(bar)), "r"(parity)
                : "memory");
 }
-// Stores bytes from shared src to global dst (as bulk_load's), in L2 under policy, in the issuing thread's
-// current bulk group.
+// Stores bytes from shared src to global dst (as bulk_load's), in L2 as usual or, given one, under policy, in
+// the issuing thread's current bulk group.
+RX_DEV void bulk_store(void* dst, const void* src, u32 bytes) {
+  asm volatile("cp.async.bulk.global.shared::cta.bulk_group [%0], [%1], %2;" ::"l"(dst), "r"(smem_addr(src)),
+               "r"(bytes)
+               : "memory");
+}
 RX_DEV void bulk_store(void* dst, const void* src, u32 bytes, u64 policy) {
   asm volatile("cp.async.bulk.global.shared::cta.bulk_group.L2::cache_hint [%0], [%1], %2, %3;" ::"l"(dst),
                "r"(smem_addr(src)), "r"(bytes), "l"(policy)
