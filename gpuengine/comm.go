@@ -47,6 +47,7 @@ type rank struct {
 	stream        cuda.Stream // 0 with -y: the legacy default stream
 	arch          int         // compute capability as 90
 	sms           int
+	sharedOptin   int              // the most dynamic shared memory a block may opt in to
 	buf           cuda.DevicePtr   // this rank's peer-visible buffer
 	peers         cuda.DevicePtr   // device table: every rank's buffer as this rank addresses it
 	mapped        []cuda.DevicePtr // IPC mappings of other processes' buffers, closed with the comm

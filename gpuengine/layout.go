@@ -34,7 +34,7 @@ const (
 
 	lpBulkThreads = 512  // RX_BULK_THREADS: the block size of lp_alltoall_bulk
 	lpBulkTile    = 8192 // RX_BULK_TILE: elements a bulk job moves
-	lpBulkStages  = 4    // RX_BULK_STAGES: input tiles
+	lpBulkStages  = 5    // RX_BULK_STAGES: input tiles
 	lpBulkOuts    = 2    // RX_BULK_OUTS: output tiles
 	// lpBulkShared is lp_alltoall_bulk's dynamic shared memory: its stages' barriers, input and output tiles.
 	lpBulkShared = 128 + (lpBulkStages+lpBulkOuts)*lpBulkTile*4

@@ -139,6 +139,9 @@ func (c *comm) openRank(r *rank, streamNull bool, watch cuda.MemWatch) error {
 	if r.sms, err = r.dev.Attribute(cuda.MultiprocessorCount); err != nil {
 		return err
 	}
+	if r.sharedOptin, err = r.dev.Attribute(cuda.MaxSharedMemoryPerBlockOptin); err != nil {
+		return err
+	}
 	if !streamNull {
 		if r.stream, err = cuda.StreamCreate(true); err != nil {
 			return err

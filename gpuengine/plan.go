@@ -225,7 +225,8 @@ func (c *comm) makePlan(coll *collectives.Collective, algo string, k collectives
 }
 
 // bulk says whether float LP alltoall in mode rcclx takes lp_alltoall_bulk (kernels/lowprec.cu), which moves its
-// bytes with the SMs' bulk copies: every GPU an sm_90 or later, each the GPU of one rank. On 2x H200 it took
+// bytes with the SMs' bulk copies: every GPU an sm_90 or later whose blocks may take lpBulkShared (224 KiB,
+// more than sm_120's 99), each the GPU of one rank. On 2x H200 it took
 // 10% off float at 1 GiB and 12% at 256 MiB (docs/TUNING.md). Its blocks take most of an SM's shared memory,
 // so a block of it fits beside no other of its own and perhaps no block of another kernel: kernels of ranks
 // that share a GPU could then not all be resident at once (setCaps). Launched early, its blocks only wait for
@@ -233,7 +234,7 @@ func (c *comm) makePlan(coll *collectives.Collective, algo string, k collectives
 // (grid_dep_sync), so none of those blocks waits for an SM.
 func (c *comm) bulk() bool {
 	for _, r := range c.ranks {
-		if r.arch < 90 {
+		if r.arch < 90 || r.sharedOptin < lpBulkShared {
 			return false
 		}
 	}

@@ -450,21 +450,25 @@ func TestLPNarrowEntries(t *testing.T) {
 	}
 }
 
-// Float LP alltoall in mode rcclx takes lp_alltoall_bulk where every rank has an sm_90 GPU to itself; bfloat16,
-// mode scaled, an older GPU or a shared one keep lp_alltoall.
+// Float LP alltoall in mode rcclx takes lp_alltoall_bulk where every rank has an sm_90 GPU to itself with the
+// shared memory of Hopper's blocks; bfloat16, mode scaled, an older GPU, a shared one or one whose blocks take
+// less shared memory (sm_120's 99 KiB) keep lp_alltoall.
 func TestLPAllToAllBulk(t *testing.T) {
+	const hopperOptin = 227 << 10
 	for _, x := range []struct {
 		arch, sharing int
+		optin         int
 		dt            collectives.DType
 		mode          string
 		bulk          bool
 	}{
-		{90, 1, collectives.Float, "", true},
-		{100, 1, collectives.Float, "", true},
-		{90, 1, collectives.BFloat16, "", false},
-		{90, 1, collectives.Float, "scaled", false},
-		{80, 1, collectives.Float, "", false},
-		{90, 2, collectives.Float, "", false},
+		{90, 1, hopperOptin, collectives.Float, "", true},
+		{100, 1, hopperOptin, collectives.Float, "", true},
+		{120, 1, 99 << 10, collectives.Float, "", false},
+		{90, 1, hopperOptin, collectives.BFloat16, "", false},
+		{90, 1, hopperOptin, collectives.Float, "scaled", false},
+		{80, 1, 163 << 10, collectives.Float, "", false},
+		{90, 2, hopperOptin, collectives.Float, "", false},
 	} {
 		p, _ := collectives.PolicyFromEnv(func(k string) string {
 			if k == "RCCLX_TESTS_LP_MODE" {
@@ -473,7 +477,7 @@ func TestLPAllToAllBulk(t *testing.T) {
 			return ""
 		})
 		c := &comm{nranks: 2, policy: p, tuning: collectives.DefaultGPUTuning, half: halfBytes(p.SendBuf),
-			ranks: []*rank{{arch: 90}, {arch: x.arch}}}
+			ranks: []*rank{{arch: 90, sharedOptin: hopperOptin}, {arch: x.arch, sharedOptin: x.optin}}}
 		c.setCaps([]int{132, 132}, []int{x.sharing, x.sharing})
 		gib := collectives.AllToAll.Counts(1<<30, 2, 0, x.dt)
 		pl, err := c.makePlan(collectives.AllToAll, collectives.LowPrecision, gib, x.dt.Size())
