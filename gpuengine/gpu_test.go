@@ -187,9 +187,17 @@ func merge(a, b map[string]string) map[string]string {
 // A rank that never launches: its peers' waits give up at -T and Wait names a waiting rank and its phase.
 func TestGPUTimeout(t *testing.T) {
 	onGPU(t)
-	for _, env := range []map[string]string{nil, ddaEnv} {
+	allReduce := callSpec{collectives.AllReduce, collectives.Float, collectives.Sum, 4096, false, 0, 0}
+	// LP alltoall in two chunks: on sm_90 the bulk kernel has the next step's loads in flight when its first
+	// barrier gives up.
+	lpChunks := merge(lpEnv, map[string]string{"RCCL_DDA_SENDBUF_BYTES": "1M"})
+	allToAll := callSpec{collectives.AllToAll, collectives.Float, collectives.Sum, 16 << 20, false, 0, 0}
+	for _, x := range []struct {
+		env map[string]string
+		s   callSpec
+	}{{nil, allReduce}, {ddaEnv, allReduce}, {lpChunks, allToAll}} {
+		env, s := x.env, x.s
 		c := open(t, New(), 2, merge(env, map[string]string{collectives.EnvSkipRank: "1"}), time.Second)
-		s := callSpec{collectives.AllReduce, collectives.Float, collectives.Sum, 4096, false, 0, 0}
 		g := c.Groups()[0]
 		call := buildCall(t, g, s, 2)
 		start := time.Now()

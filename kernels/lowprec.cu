@@ -937,7 +937,13 @@ RX_DEV void lp_alltoall_bulk_body(Args a) {
       }
     }
     if (threadIdx.x == 0) bulk_wait_all();  // the codes are in the peers' buffers before the barrier
-    if (!lp_step_end(c, s, steps)) return;
+    if (!lp_step_end(c, s, steps)) {
+      // The barrier gave up: the block exits only once the loads it issued have landed in its shared memory.
+      if (threadIdx.x == RX_BULK_LOADER) {
+        for (int j = 0; j < pre; j++) mbar_wait(bar + (g + j) % S, (u32)((g + j) / S & 1));
+      }
+      return;
+    }
   }
   c.save();
 }
