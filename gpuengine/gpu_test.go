@@ -188,8 +188,8 @@ func merge(a, b map[string]string) map[string]string {
 func TestGPUTimeout(t *testing.T) {
 	onGPU(t)
 	allReduce := callSpec{collectives.AllReduce, collectives.Float, collectives.Sum, 4096, false, 0, 0}
-	// LP alltoall in two chunks: on sm_90 the bulk kernel has the next step's loads in flight when its first
-	// barrier gives up.
+	// LP alltoall in four chunks (a 1M buffer makes chunks of 512K elements): on sm_90 the bulk kernel has the
+	// next step's loads in flight when its first barrier gives up.
 	lpChunks := merge(lpEnv, map[string]string{"RCCL_DDA_SENDBUF_BYTES": "1M"})
 	allToAll := callSpec{collectives.AllToAll, collectives.Float, collectives.Sum, 16 << 20, false, 0, 0}
 	for _, x := range []struct {
