@@ -315,7 +315,8 @@ func lpSplitLen(longest, per, unit, least int64) int64 {
 // lpLeastChunk is the shortest chunk lpSplitLen cuts an LP call of coll into, 0 for none: what measured
 // fastest on 2 ranks. Cut and split, all_gather and alltoall ran 5-15% faster from 64 MiB on 2x H200;
 // all_reduce, whose chunks cut each rank's slice, 8% faster at 128 MiB on 2x H100 with chunks of at least 4M
-// elements but 6% slower at 64 MiB with 2M; reduce_scatter 6-11% slower from 64 to 256 MiB.
+// elements but 6% slower at 64 MiB with 2M (3% on 2x H200, where 64 MiB is fastest in one chunk);
+// reduce_scatter 6-11% slower from 64 to 256 MiB.
 func lpLeastChunk(coll *collectives.Collective) int64 {
 	switch coll {
 	case collectives.AllGather, collectives.AllToAll:
