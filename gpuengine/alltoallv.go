@@ -7,7 +7,7 @@ import (
 	"unsafe"
 
 	"github.com/rcclx-tests/rcclx-tests/collectives"
-	"github.com/rcclx-tests/rcclx-tests/cuda"
+	"github.com/rcclx-tests/rcclx-tests/gpurt"
 )
 
 // vTableBytes is the size of an alltoallv table of n ranks.
@@ -24,7 +24,7 @@ func vTableBytes(n int) int64 { return 4 * 8 * int64(n) }
 // replays read the counts they were captured with whatever ran in between. A stream's upload cannot be
 // captured: it waits for the stream.
 type vTable struct {
-	dev    cuda.DevicePtr
+	dev    gpurt.DevicePtr
 	held   []int64
 	stage  unsafe.Pointer // inside a capture: the graph's copy of this table; nil otherwise
 	staged bool           // the capture holds a copy node for this table
@@ -44,7 +44,7 @@ func (r *rank) alltoallvTable(k collectives.Counts) (int64, error) {
 		return 0, errTwoTables
 	case t.stage != nil:
 		putTable(unsafe.Slice((*byte)(t.stage), 8*len(want)), want)
-		if err := cuda.MemcpyHtoDAsync(t.dev, t.stage, int64(8*len(want)), r.stream); err != nil {
+		if err := gpurt.MemcpyHtoDAsync(t.dev, t.stage, int64(8*len(want)), r.stream); err != nil {
 			return 0, err
 		}
 		t.staged = true
@@ -53,7 +53,7 @@ func (r *rank) alltoallvTable(k collectives.Counts) (int64, error) {
 	default:
 		b := make([]byte, 8*len(want))
 		putTable(b, want)
-		if err := cuda.MemcpyHtoDStream(t.dev, b, r.stream); err != nil {
+		if err := gpurt.MemcpyHtoDStream(t.dev, b, r.stream); err != nil {
 			return 0, err
 		}
 	}

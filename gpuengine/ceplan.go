@@ -2,7 +2,7 @@ package gpuengine
 
 import (
 	"github.com/rcclx-tests/rcclx-tests/collectives"
-	"github.com/rcclx-tests/rcclx-tests/cuda"
+	"github.com/rcclx-tests/rcclx-tests/gpurt"
 )
 
 // ceMove is one piece of a call on the copy-engine transport: cnt elements from rank from's send view (or,
@@ -17,7 +17,7 @@ type ceMove struct {
 }
 
 // source is the address m reads from.
-func (m ceMove) source(call *collectives.Call, size int64) cuda.DevicePtr {
+func (m ceMove) source(call *collectives.Call, size int64) gpurt.DevicePtr {
 	if m.fromRecv {
 		return ptrAt(call.Recv[m.from], m.src, size)
 	}
@@ -203,16 +203,16 @@ func makeCEPlan(call *collectives.Call, n int, tuning collectives.GPUTuning) *ce
 }
 
 // span is the byte range cnt elements at off of view v cover.
-func span(v collectives.View, off, cnt, size int64) (lo, hi cuda.DevicePtr) {
+func span(v collectives.View, off, cnt, size int64) (lo, hi gpurt.DevicePtr) {
 	lo = ptrAt(v, off, size)
-	return lo, lo + cuda.DevicePtr(cnt*size)
+	return lo, lo + gpurt.DevicePtr(cnt*size)
 }
 
-func ptrAt(v collectives.View, off, size int64) cuda.DevicePtr {
-	return ptr(v) + cuda.DevicePtr(off*size)
+func ptrAt(v collectives.View, off, size int64) gpurt.DevicePtr {
+	return ptr(v) + gpurt.DevicePtr(off*size)
 }
 
-func overlap(alo, ahi, blo, bhi cuda.DevicePtr) bool { return alo < bhi && blo < ahi }
+func overlap(alo, ahi, blo, bhi gpurt.DevicePtr) bool { return alo < bhi && blo < ahi }
 
 // overwritesUnread reports whether a piece between two ranks would land where its receiver still reads a piece
 // it sends (in place) at the same step or before: such a call must be staged. What a piece brings is read at
@@ -225,7 +225,7 @@ func overwritesUnread(call *collectives.Call, moves []ceMove, size int64) bool {
 		wlo, whi := span(call.Recv[m.to], m.dst, m.cnt, size)
 		for _, o := range moves {
 			if o.from == m.to && o.cnt > 0 && o.step <= m.step {
-				if rlo := o.source(call, size); overlap(wlo, whi, rlo, rlo+cuda.DevicePtr(o.cnt*size)) {
+				if rlo := o.source(call, size); overlap(wlo, whi, rlo, rlo+gpurt.DevicePtr(o.cnt*size)) {
 					return true
 				}
 			}

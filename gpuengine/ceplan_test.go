@@ -6,23 +6,23 @@ import (
 	"testing"
 
 	"github.com/rcclx-tests/rcclx-tests/collectives"
-	"github.com/rcclx-tests/rcclx-tests/cuda"
+	"github.com/rcclx-tests/rcclx-tests/gpurt"
 )
 
 // ceSim runs a plan on host memory: every element of every buffer and scratch is an int64 at its device address.
 type ceSim struct {
-	mem     map[cuda.DevicePtr]int64
+	mem     map[gpurt.DevicePtr]int64
 	size    int64
-	scratch []cuda.DevicePtr
+	scratch []gpurt.DevicePtr
 }
 
-func (s *ceSim) copy(dst, src cuda.DevicePtr, cnt int64) {
+func (s *ceSim) copy(dst, src gpurt.DevicePtr, cnt int64) {
 	vals := make([]int64, cnt) // a copy reads its source whole before it writes, as overlapping copies never run
 	for i := range vals {
-		vals[i] = s.mem[src+cuda.DevicePtr(int64(i)*s.size)]
+		vals[i] = s.mem[src+gpurt.DevicePtr(int64(i)*s.size)]
 	}
 	for i, v := range vals {
-		s.mem[dst+cuda.DevicePtr(int64(i)*s.size)] = v
+		s.mem[dst+gpurt.DevicePtr(int64(i)*s.size)] = v
 	}
 }
 
@@ -33,7 +33,7 @@ func ceCall(coll *collectives.Collective, n, root int, bytes int64, inPlace bool
 	size := int64(dt.Size())
 	for l := range n {
 		k := coll.Counts(bytes, n, l, dt)
-		base := cuda.DevicePtr(l+1) << 36
+		base := gpurt.DevicePtr(l+1) << 36
 		send := collectives.View{Buf: &buffer{ptr: base, n: k.Send * size}}
 		recv := collectives.View{Buf: &buffer{ptr: base + 1<<34, n: k.Recv * size}}
 		if inPlace {
@@ -49,11 +49,11 @@ func ceCall(coll *collectives.Collective, n, root int, bytes int64, inPlace bool
 
 // simulate runs pl in one of the orders the streams allow: interleaved, each chunk's unpack or reduction right
 // after its pushes, or every push first.
-func simulate(t *testing.T, call *collectives.Call, pl *cePlan, interleaved bool, rng *rand.Rand) map[cuda.DevicePtr]int64 {
+func simulate(t *testing.T, call *collectives.Call, pl *cePlan, interleaved bool, rng *rand.Rand) map[gpurt.DevicePtr]int64 {
 	n, size := len(call.Send), int64(call.DType.Size())
-	s := &ceSim{mem: map[cuda.DevicePtr]int64{}, size: size}
+	s := &ceSim{mem: map[gpurt.DevicePtr]int64{}, size: size}
 	for l := range n {
-		s.scratch = append(s.scratch, cuda.DevicePtr(l+1)<<36+1<<35)
+		s.scratch = append(s.scratch, gpurt.DevicePtr(l+1)<<36+1<<35)
 		k := call.Counts[l]
 		for i := range k.Send {
 			s.mem[ptrAt(call.Send[l], i, size)] = rng.Int64N(1 << 40)
@@ -66,8 +66,8 @@ func simulate(t *testing.T, call *collectives.Call, pl *cePlan, interleaved bool
 			inputs[l] = append(inputs[l], in(l, i))
 		}
 	}
-	slot := func(m ceMove) cuda.DevicePtr {
-		return s.scratch[m.to] + cuda.DevicePtr(slotIndex(m.from, m.to, n)*pl.slot*size)
+	slot := func(m ceMove) gpurt.DevicePtr {
+		return s.scratch[m.to] + gpurt.DevicePtr(slotIndex(m.from, m.to, n)*pl.slot*size)
 	}
 	for l := range n {
 		if e := pl.scratchElems(l, n); e > 0 {
@@ -78,7 +78,7 @@ func simulate(t *testing.T, call *collectives.Call, pl *cePlan, interleaved bool
 			}
 		}
 	}
-	at := func(p cuda.DevicePtr, e int64) cuda.DevicePtr { return p + cuda.DevicePtr(e*size) }
+	at := func(p gpurt.DevicePtr, e int64) gpurt.DevicePtr { return p + gpurt.DevicePtr(e*size) }
 	push := func(i int) {
 		for _, m := range pl.moves {
 			off, cnt := pl.piece(m.cnt, i)

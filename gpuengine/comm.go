@@ -9,7 +9,7 @@ import (
 	"unsafe"
 
 	"github.com/rcclx-tests/rcclx-tests/collectives"
-	"github.com/rcclx-tests/rcclx-tests/cuda"
+	"github.com/rcclx-tests/rcclx-tests/gpurt"
 )
 
 // comm is the communicator of this process's ranks.
@@ -33,7 +33,7 @@ type comm struct {
 
 	// Host-mapped words: [0] the abort flag every kernel wait polls, [1+l] local rank l's stuck phase.
 	flagsHost unsafe.Pointer
-	flagsDev  cuda.DevicePtr
+	flagsDev  gpurt.DevicePtr
 
 	abortMu  sync.Mutex
 	abortErr error // set once a wait timed out: the kernels gave up and the counters are out of step
@@ -42,21 +42,21 @@ type comm struct {
 // rank is one local rank: its device, context, stream and peer-visible buffer.
 type rank struct {
 	global, local int
-	dev           cuda.Device
-	ctx           *cuda.Context
-	stream        cuda.Stream // 0 with -y: the legacy default stream
-	arch          int         // compute capability as 90
+	dev           gpurt.Device
+	ctx           *gpurt.Context
+	stream        gpurt.Stream // 0 with -y: the legacy default stream
+	arch          int          // compute capability as 90
 	sms           int
-	sharedOptin   int              // the most dynamic shared memory a block may opt in to
-	buf           cuda.DevicePtr   // this rank's peer-visible buffer
-	peers         cuda.DevicePtr   // device table: every rank's buffer as this rank addresses it
-	mapped        []cuda.DevicePtr // IPC mappings of other processes' buffers, closed with the comm
-	lastColl      string           // collective and algorithm of the last launch, for timeout messages
+	sharedOptin   int               // the most dynamic shared memory a block may opt in to
+	buf           gpurt.DevicePtr   // this rank's peer-visible buffer
+	peers         gpurt.DevicePtr   // device table: every rank's buffer as this rank addresses it
+	mapped        []gpurt.DevicePtr // IPC mappings of other processes' buffers, closed with the comm
+	lastColl      string            // collective and algorithm of the last launch, for timeout messages
 	lastAlgo      string
 	events        eventRing
-	ce            ceRank         // the copy-engine transport's events and scratch
-	args          *cuda.ArgBlock // kernel parameters of this rank's launches (one launching thread at a time)
-	vtable        vTable         // alltoallv's counts and displacements
+	ce            ceRank          // the copy-engine transport's events and scratch
+	args          *gpurt.ArgBlock // kernel parameters of this rank's launches (one launching thread at a time)
+	vtable        vTable          // alltoallv's counts and displacements
 }
 
 func (r *rank) lastCall() string { return r.lastColl + " " + r.lastAlgo }
@@ -75,7 +75,7 @@ func (c *comm) abortFlag() *uint32 { return (*uint32)(c.flagsHost) }
 func (c *comm) phaseWord(l int) *uint32 { return (*uint32)(unsafe.Add(c.flagsHost, 4*(1+l))) }
 
 // statusDev is the device address of local rank l's stuck-phase word.
-func (c *comm) statusDev(l int) cuda.DevicePtr { return c.flagsDev + cuda.DevicePtr(4*(1+l)) }
+func (c *comm) statusDev(l int) gpurt.DevicePtr { return c.flagsDev + gpurt.DevicePtr(4*(1+l)) }
 
 // abort makes every kernel of this process give up its waits, once, and records why; later calls fail with
 // the same error.
@@ -123,7 +123,7 @@ func (c *comm) Close() error {
 				errs = append(errs, runtimeError(r, r.ctx.SetCurrent()), runtimeError(r, r.stream.Synchronize()))
 			}
 		}
-		errs = append(errs, runtimeError(c.ranks[0], c.ranks[0].ctx.SetCurrent()), cuda.HostFree(c.flagsHost))
+		errs = append(errs, runtimeError(c.ranks[0], c.ranks[0].ctx.SetCurrent()), gpurt.HostFree(c.flagsHost))
 		c.flagsHost = nil
 	}
 	for _, r := range c.ranks {
@@ -149,11 +149,11 @@ func (r *rank) close() error {
 		keep(err)
 	}
 	for _, p := range r.mapped {
-		keep(cuda.IpcCloseMemHandle(p))
+		keep(gpurt.IpcCloseMemHandle(p))
 	}
-	for _, p := range []cuda.DevicePtr{r.peers, r.buf, r.vtable.dev} {
+	for _, p := range []gpurt.DevicePtr{r.peers, r.buf, r.vtable.dev} {
 		if p != 0 {
-			keep(cuda.MemFree(p))
+			keep(gpurt.MemFree(p))
 		}
 	}
 	if r.stream != 0 {

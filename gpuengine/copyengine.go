@@ -4,7 +4,7 @@ import (
 	"errors"
 
 	"github.com/rcclx-tests/rcclx-tests/collectives"
-	"github.com/rcclx-tests/rcclx-tests/cuda"
+	"github.com/rcclx-tests/rcclx-tests/gpurt"
 )
 
 // The copy-engine transport. When one thread drives every rank of the communicator (one process, -t 1) and the
@@ -47,11 +47,11 @@ import (
 
 // ceRank is one rank's state of the transport, made on first use.
 type ceRank struct {
-	side                  cuda.Stream
-	entry, sideDone, done cuda.Event
-	pushed                []cuda.Event // per chunk
-	reduced               []cuda.Event // per chunk of all_reduce's gather
-	scratch               cuda.DevicePtr
+	side                  gpurt.Stream
+	entry, sideDone, done gpurt.Event
+	pushed                []gpurt.Event // per chunk
+	reduced               []gpurt.Event // per chunk of all_reduce's gather
+	scratch               gpurt.DevicePtr
 	scratchLen            int64
 }
 
@@ -63,7 +63,7 @@ const ceMaxChunks = 32
 
 func (s *ceRank) close() []error {
 	var errs []error
-	for _, e := range append(append([]cuda.Event{s.entry, s.sideDone, s.done}, s.pushed...), s.reduced...) {
+	for _, e := range append(append([]gpurt.Event{s.entry, s.sideDone, s.done}, s.pushed...), s.reduced...) {
 		if e != 0 {
 			errs = append(errs, e.Destroy())
 		}
@@ -72,7 +72,7 @@ func (s *ceRank) close() []error {
 		errs = append(errs, s.side.Destroy())
 	}
 	if s.scratch != 0 {
-		errs = append(errs, cuda.MemFree(s.scratch))
+		errs = append(errs, gpurt.MemFree(s.scratch))
 	}
 	return errs
 }
@@ -111,8 +111,8 @@ func (g *group) useCopyEngines(call *collectives.Call, algo string) (*cePlan, er
 
 var errNoScratch = errors.New("copy-engine scratch does not fit")
 
-func ptrs(events []cuda.Event) []*cuda.Event {
-	out := make([]*cuda.Event, len(events))
+func ptrs(events []gpurt.Event) []*gpurt.Event {
+	out := make([]*gpurt.Event, len(events))
 	for i := range events {
 		out[i] = &events[i]
 	}
@@ -122,7 +122,7 @@ func ptrs(events []cuda.Event) []*cuda.Event {
 // prepare makes the side stream and the events and grows the scratch to need bytes; r's context is current.
 func (s *ceRank) prepare(r *rank, need int64) error {
 	if s.side == 0 {
-		side, err := cuda.StreamCreate(true)
+		side, err := gpurt.StreamCreate(true)
 		if err != nil {
 			return err
 		}
@@ -131,9 +131,9 @@ func (s *ceRank) prepare(r *rank, need int64) error {
 	for len(s.pushed) < ceMaxChunks {
 		s.pushed, s.reduced = append(s.pushed, 0), append(s.reduced, 0)
 	}
-	for _, e := range append(append([]*cuda.Event{&s.entry, &s.sideDone, &s.done}, ptrs(s.pushed)...), ptrs(s.reduced)...) {
+	for _, e := range append(append([]*gpurt.Event{&s.entry, &s.sideDone, &s.done}, ptrs(s.pushed)...), ptrs(s.reduced)...) {
 		if *e == 0 {
-			ev, err := cuda.EventCreate(false)
+			ev, err := gpurt.EventCreate(false)
 			if err != nil {
 				return err
 			}
@@ -147,12 +147,12 @@ func (s *ceRank) prepare(r *rank, need int64) error {
 		if err := r.stream.Synchronize(); err != nil { // earlier calls may still read it
 			return err
 		}
-		if err := cuda.MemFree(s.scratch); err != nil {
+		if err := gpurt.MemFree(s.scratch); err != nil {
 			return err
 		}
 		s.scratch, s.scratchLen = 0, 0
 	}
-	p, err := cuda.MemAlloc(need)
+	p, err := gpurt.MemAlloc(need)
 	if err != nil {
 		return errNoScratch
 	}
@@ -164,9 +164,9 @@ func (s *ceRank) prepare(r *rank, need int64) error {
 func (g *group) ceLaunch(call *collectives.Call, pl *cePlan) error {
 	n := len(g.ranks)
 	size := int64(call.DType.Size())
-	at := func(p cuda.DevicePtr, elems int64) cuda.DevicePtr { return p + cuda.DevicePtr(elems*size) }
-	to := func(m ceMove) cuda.DevicePtr { return ptrAt(call.Recv[m.to], m.dst, size) }
-	slot := func(m ceMove) cuda.DevicePtr { // where a staged piece lands in its receiver's scratch
+	at := func(p gpurt.DevicePtr, elems int64) gpurt.DevicePtr { return p + gpurt.DevicePtr(elems*size) }
+	to := func(m ceMove) gpurt.DevicePtr { return ptrAt(call.Recv[m.to], m.dst, size) }
+	slot := func(m ceMove) gpurt.DevicePtr { // where a staged piece lands in its receiver's scratch
 		return at(g.ranks[m.to].ce.scratch, slotIndex(m.from, m.to, n)*pl.slot)
 	}
 
@@ -174,19 +174,19 @@ func (g *group) ceLaunch(call *collectives.Call, pl *cePlan) error {
 		if err := r.ce.entry.Record(r.stream); err != nil {
 			return err
 		}
-		return cuda.StreamWaitEvent(r.ce.side, r.ce.entry)
+		return gpurt.StreamWaitEvent(r.ce.side, r.ce.entry)
 	})
 	// Step by step on every rank, so that the events a step waits for are recorded first.
 	for step := 0; step < pl.steps && err == nil; step++ {
 		err = g.each(func(r *rank, l int) error {
 			if step == 0 {
-				if err := g.waitPeers(r.stream, l, func(o *rank) cuda.Event { return o.ce.entry }); err != nil {
+				if err := g.waitPeers(r.stream, l, func(o *rank) gpurt.Event { return o.ce.entry }); err != nil {
 					return err
 				}
 			}
 			for q, o := range g.ranks {
 				if step > 0 && pl.sends(q, l, step-1) {
-					if err := cuda.StreamWaitEvent(r.stream, o.ce.pushed[step-1]); err != nil {
+					if err := gpurt.StreamWaitEvent(r.stream, o.ce.pushed[step-1]); err != nil {
 						return err
 					}
 				}
@@ -219,14 +219,14 @@ func (g *group) ceLaunch(call *collectives.Call, pl *cePlan) error {
 		err = g.each(func(r *rank, l int) error {
 			red := pl.reduce[l]
 			for i := range pl.chunks() {
-				if err := g.waitPeers(r.ce.side, l, func(o *rank) cuda.Event { return o.ce.pushed[i] }); err != nil {
+				if err := g.waitPeers(r.ce.side, l, func(o *rank) gpurt.Event { return o.ce.pushed[i] }); err != nil {
 					return err
 				}
 				if pl.spread { // all_reduce: one push chunk, reduced in the gather's chunks
 					for j := range len(pl.gather) - 1 {
 						off, cnt := chunkOf(pl.gather, red.cnt, j)
 						own, out := ptrAt(call.Send[l], red.own+off, size), ptrAt(call.Recv[l], red.out+off, size)
-						var far cuda.DevicePtr
+						var far gpurt.DevicePtr
 						if pl.storesFar {
 							far = ptrAt(call.Recv[1-l], red.out+off, size)
 						}
@@ -251,7 +251,7 @@ func (g *group) ceLaunch(call *collectives.Call, pl *cePlan) error {
 					continue
 				}
 				// The pieces of chunk i overwrite what this rank's own pushes of chunk i read (stageable).
-				if err := cuda.StreamWaitEvent(r.ce.side, r.ce.pushed[i]); err != nil {
+				if err := gpurt.StreamWaitEvent(r.ce.side, r.ce.pushed[i]); err != nil {
 					return err
 				}
 				for _, m := range pl.moves {
@@ -272,7 +272,7 @@ func (g *group) ceLaunch(call *collectives.Call, pl *cePlan) error {
 		err = g.each(func(r *rank, l int) error {
 			red := pl.reduce[l]
 			for j := range len(pl.gather) - 1 {
-				if err := cuda.StreamWaitEvent(r.stream, r.ce.reduced[j]); err != nil {
+				if err := gpurt.StreamWaitEvent(r.stream, r.ce.reduced[j]); err != nil {
 					return err
 				}
 				off, cnt := chunkOf(pl.gather, red.cnt, j)
@@ -293,7 +293,7 @@ func (g *group) ceLaunch(call *collectives.Call, pl *cePlan) error {
 			if err := r.ce.sideDone.Record(r.ce.side); err != nil {
 				return err
 			}
-			if err := cuda.StreamWaitEvent(r.stream, r.ce.sideDone); err != nil {
+			if err := gpurt.StreamWaitEvent(r.stream, r.ce.sideDone); err != nil {
 				return err
 			}
 			return r.ce.done.Record(r.stream)
@@ -303,7 +303,7 @@ func (g *group) ceLaunch(call *collectives.Call, pl *cePlan) error {
 		err = g.each(func(r *rank, l int) error {
 			for q, o := range g.ranks {
 				if q != l && pl.writes(q, l) {
-					if err := cuda.StreamWaitEvent(r.stream, o.ce.done); err != nil {
+					if err := gpurt.StreamWaitEvent(r.stream, o.ce.done); err != nil {
 						return err
 					}
 				}
@@ -352,10 +352,10 @@ func (g *group) each(f func(r *rank, l int) error) error {
 }
 
 // waitPeers makes stream s of local rank l wait for event of every other rank.
-func (g *group) waitPeers(s cuda.Stream, l int, event func(*rank) cuda.Event) error {
+func (g *group) waitPeers(s gpurt.Stream, l int, event func(*rank) gpurt.Event) error {
 	for q, o := range g.ranks {
 		if q != l {
-			if err := cuda.StreamWaitEvent(s, event(o)); err != nil {
+			if err := gpurt.StreamWaitEvent(s, event(o)); err != nil {
 				return err
 			}
 		}
@@ -363,15 +363,15 @@ func (g *group) waitPeers(s cuda.Stream, l int, event func(*rank) cuda.Event) er
 	return nil
 }
 
-func copyAsync(dst, src cuda.DevicePtr, bytes int64, s cuda.Stream) error {
+func copyAsync(dst, src gpurt.DevicePtr, bytes int64, s gpurt.Stream) error {
 	if bytes == 0 || dst == src {
 		return nil
 	}
-	return cuda.MemcpyDtoDAsync(dst, src, bytes, s)
+	return gpurt.MemcpyDtoDAsync(dst, src, bytes, s)
 }
 
 // ceReduce launches ce_reduce on r's side stream for count elements at offset off of r's segment.
-func (c *comm) ceReduce(r *rank, call *collectives.Call, own, out, far cuda.DevicePtr, count, off, first, slot int64) error {
+func (c *comm) ceReduce(r *rank, call *collectives.Call, own, out, far gpurt.DevicePtr, count, off, first, slot int64) error {
 	if count == 0 {
 		return nil
 	}
@@ -386,7 +386,7 @@ func (c *comm) ceReduce(r *rank, call *collectives.Call, own, out, far cuda.Devi
 		perSM = 1
 	}
 	blocks := min(r.sms*perSM, gridFor(count*int64(call.DType.Size()), maxCEBlocks))
-	return cuda.LaunchStruct(f, [3]uint32{uint32(blocks), 1, 1}, [3]uint32{blockThreads, 1, 1}, 0, r.ce.side, r.args, &a)
+	return gpurt.LaunchStruct(f, [3]uint32{uint32(blocks), 1, 1}, [3]uint32{blockThreads, 1, 1}, 0, r.ce.side, r.args, &a)
 }
 
 // ce_reduce is memory-bound: two blocks per multiprocessor keep HBM busy and, where it also stores every result

@@ -1,6 +1,6 @@
 // Package gpuengine is the "gpu" engine: RCCLX's algorithms (ring, direct alltoall, DDA flat and tree, FP8 low
 // precision) as this suite's own CUDA kernels (package kernels), compiled at first use with NVRTC and driven
-// from Go through package cuda. Each rank has one peer-visible buffer, allocated once per communicator: control
+// from Go through package gpurt. Each rank has one peer-visible buffer, allocated once per communicator: control
 // words (barrier mailboxes, ring flags, counters that persist across calls), the ring FIFOs, and two data
 // halves for DDA, LP and direct alltoall. Peers reach it through peer access (one process) or CUDA IPC
 // handles exchanged through the World (several processes). The bits each algorithm produces are those of
@@ -12,7 +12,7 @@ import (
 	"fmt"
 
 	"github.com/rcclx-tests/rcclx-tests/collectives"
-	"github.com/rcclx-tests/rcclx-tests/cuda"
+	"github.com/rcclx-tests/rcclx-tests/gpurt"
 )
 
 // Name is the engine's --engine name.
@@ -30,13 +30,13 @@ func (engine) Name() string { return Name }
 
 // Available reports whether the CUDA driver and NVRTC load and a GPU exists.
 func (engine) Available() error {
-	if err := cuda.Load(); err != nil {
+	if err := gpurt.Load(); err != nil {
 		return err
 	}
-	if err := cuda.LoadNVRTC(); err != nil {
+	if err := gpurt.LoadNVRTC(); err != nil {
 		return err
 	}
-	if n, err := cuda.DeviceCount(); err != nil || n == 0 {
+	if n, err := gpurt.DeviceCount(); err != nil || n == 0 {
 		return fmt.Errorf("gpu: no GPU (%d devices, %v)", n, err)
 	}
 	return nil

@@ -12,7 +12,7 @@ import (
 	"time"
 
 	"github.com/rcclx-tests/rcclx-tests/collectives"
-	"github.com/rcclx-tests/rcclx-tests/cuda"
+	"github.com/rcclx-tests/rcclx-tests/gpurt"
 )
 
 var (
@@ -83,7 +83,7 @@ func TestGPUAlgorithmsMatchHost(t *testing.T) {
 	t.Logf("seed %d", seed)
 	rng := rand.New(rand.NewPCG(seed, 7))
 	counts := []int{1, 2, 3, 8}
-	if ndev, err := cuda.DeviceCount(); err == nil && ndev > 3 && !slices.Contains(counts, ndev) {
+	if ndev, err := gpurt.DeviceCount(); err == nil && ndev > 3 && !slices.Contains(counts, ndev) {
 		counts = append(counts, ndev)
 	}
 	for _, n := range counts {
@@ -285,8 +285,8 @@ func TestGPUGraphReplayAndEvents(t *testing.T) {
 // compileAll compiles every module the tests use, in parallel, before the first launch.
 func compileAll(t *testing.T) {
 	t.Helper()
-	must(t, cuda.Load())
-	major, minor, err := cuda.Device(0).ComputeCapability()
+	must(t, gpurt.Load())
+	major, minor, err := gpurt.Device(0).ComputeCapability()
 	must(t, err)
 	keys := modulesFor(collectives.AllReduce, collectives.AllDTypes(), collectives.AllOps(), []int{major*10 + minor})
 	start := time.Now()
@@ -322,14 +322,14 @@ func hardwareMismatches(t *testing.T, arch int, kernel string) (uint64, uint64) 
 	must(t, r.ctx.SetCurrent())
 	f, err := c.modules.function(r, collectives.Float, collectives.Sum, kernel, 0)
 	must(t, err)
-	bad, err := cuda.MemAlloc(16)
+	bad, err := gpurt.MemAlloc(16)
 	must(t, err)
-	defer cuda.MemFree(bad)
-	must(t, cuda.MemsetD8(bad, 0, 16))
-	must(t, cuda.Launch(f, [3]uint32{1024, 1, 1}, [3]uint32{512, 1, 1}, 0, r.stream, bad))
+	defer gpurt.MemFree(bad)
+	must(t, gpurt.MemsetD8(bad, 0, 16))
+	must(t, gpurt.Launch(f, [3]uint32{1024, 1, 1}, [3]uint32{512, 1, 1}, 0, r.stream, bad))
 	must(t, r.stream.Synchronize())
 	out := make([]byte, 16)
-	must(t, cuda.MemcpyDtoH(out, bad))
+	must(t, gpurt.MemcpyDtoH(out, bad))
 	return binary.LittleEndian.Uint64(out), binary.LittleEndian.Uint64(out[8:])
 }
 

@@ -5,7 +5,7 @@ import (
 	"unsafe"
 
 	"github.com/rcclx-tests/rcclx-tests/collectives"
-	"github.com/rcclx-tests/rcclx-tests/cuda"
+	"github.com/rcclx-tests/rcclx-tests/gpurt"
 )
 
 // Capture records the launches of record on every local rank's stream (one graph per rank) and returns a
@@ -19,7 +19,7 @@ func (g *group) Capture(record func() error) (collectives.Graph, error) {
 		err := r.ctx.SetCurrent()
 		var stage unsafe.Pointer
 		if err == nil {
-			stage, _, err = cuda.HostAllocMapped(vTableBytes(g.c.nranks))
+			stage, _, err = gpurt.HostAllocMapped(vTableBytes(g.c.nranks))
 		}
 		if err != nil {
 			out.Destroy()
@@ -61,7 +61,7 @@ func (g *group) Capture(record func() error) (collectives.Graph, error) {
 	}
 	for i, r := range g.ranks {
 		err := r.ctx.SetCurrent()
-		var x cuda.GraphExec
+		var x gpurt.GraphExec
 		if err == nil {
 			x, err = graphs[i].Instantiate()
 		}
@@ -76,8 +76,8 @@ func (g *group) Capture(record func() error) (collectives.Graph, error) {
 }
 
 // endCaptures ends the captures of the first n ranks and returns their graphs.
-func (g *group) endCaptures(n int) ([]cuda.Graph, error) {
-	var graphs []cuda.Graph
+func (g *group) endCaptures(n int) ([]gpurt.Graph, error) {
+	var graphs []gpurt.Graph
 	var errs []error
 	for _, r := range g.ranks[:n] {
 		if err := r.ctx.SetCurrent(); err != nil {
@@ -95,7 +95,7 @@ func (g *group) endCaptures(n int) ([]cuda.Graph, error) {
 
 type graph struct {
 	g      *group
-	execs  []cuda.GraphExec
+	execs  []gpurt.GraphExec
 	stages []unsafe.Pointer // per local rank: the host copy of its alltoallv table its copy node reads
 }
 
@@ -120,7 +120,7 @@ func (x *graph) Destroy() error {
 		errs = append(errs, x.g.ranks[i].ctx.SetCurrent(), e.Destroy())
 	}
 	for _, p := range x.stages {
-		errs = append(errs, cuda.HostFree(p))
+		errs = append(errs, gpurt.HostFree(p))
 	}
 	x.execs, x.stages = nil, nil
 	return errors.Join(errs...)

@@ -4,7 +4,7 @@ import (
 	"fmt"
 
 	"github.com/rcclx-tests/rcclx-tests/collectives"
-	"github.com/rcclx-tests/rcclx-tests/cuda"
+	"github.com/rcclx-tests/rcclx-tests/gpurt"
 	"github.com/rcclx-tests/rcclx-tests/internal/memkind"
 )
 
@@ -19,7 +19,7 @@ type group struct {
 
 // buffer is memory of one rank: device memory, or what -Y asked for (memory.go).
 type buffer struct {
-	ptr  cuda.DevicePtr
+	ptr  gpurt.DevicePtr
 	n    int64
 	r    *rank
 	free func() error
@@ -40,7 +40,7 @@ func (g *group) Alloc(local int, bytes int64) (collectives.Buffer, error) {
 	if err := r.ctx.SetCurrent(); err != nil {
 		return nil, runtimeError(r, err)
 	}
-	p, free, err := cuda.AllocKind(memkind.Of(g.c.memory), max(bytes, 16))
+	p, free, err := gpurt.AllocKind(memkind.Of(g.c.memory), max(bytes, 16))
 	if err != nil {
 		return nil, runtimeError(r, err)
 	}
@@ -61,7 +61,7 @@ func (g *group) Write(dst collectives.View, src []byte) error {
 	if err != nil || len(src) == 0 {
 		return err
 	}
-	return runtimeError(r, cuda.MemcpyHtoD(ptr(dst), src))
+	return runtimeError(r, gpurt.MemcpyHtoD(ptr(dst), src))
 }
 
 func (g *group) Read(dst []byte, src collectives.View) error {
@@ -69,7 +69,7 @@ func (g *group) Read(dst []byte, src collectives.View) error {
 	if err != nil || len(dst) == 0 {
 		return err
 	}
-	return runtimeError(r, cuda.MemcpyDtoH(dst, ptr(src)))
+	return runtimeError(r, gpurt.MemcpyDtoH(dst, ptr(src)))
 }
 
 // idle checks that n bytes fit the view and waits for the view's rank to finish its work.
@@ -150,7 +150,7 @@ func (g *group) FreeMemory(local int) (int64, error) {
 	if err := r.ctx.SetCurrent(); err != nil {
 		return 0, runtimeError(r, err)
 	}
-	free, _, err := cuda.MemGetInfo()
+	free, _, err := gpurt.MemGetInfo()
 	if err != nil {
 		return 0, runtimeError(r, err)
 	}

@@ -2,7 +2,7 @@ package gpuengine
 
 import (
 	"github.com/rcclx-tests/rcclx-tests/collectives"
-	"github.com/rcclx-tests/rcclx-tests/cuda"
+	"github.com/rcclx-tests/rcclx-tests/gpurt"
 )
 
 // phase is one of a call's launches on every rank: ph of phases (callPhases).
@@ -35,7 +35,7 @@ func (c *comm) launch(r *rank, call *collectives.Call, l int, algo string, f pha
 	}
 	if c.nranks == 1 && algo != collectives.LowPrecision {
 		if send != recv {
-			return cuda.MemcpyDtoDAsync(recv, send, k.Recv*int64(size), r.stream)
+			return gpurt.MemcpyDtoDAsync(recv, send, k.Recv*int64(size), r.stream)
 		}
 	} else if err := c.launchAlgo(r, call, l, algo, send, recv, f.ph); err != nil {
 		return err
@@ -56,12 +56,12 @@ func (c *comm) corrupt(r *rank, call *collectives.Call, l int) error {
 	if err != nil {
 		return err
 	}
-	return cuda.Launch(f, [3]uint32{1, 1, 1}, [3]uint32{1, 1, 1}, 0, r.stream,
-		ptr(call.Recv[l])+cuda.DevicePtr(collectives.CorruptByte(size)), uint32(collectives.CorruptMask))
+	return gpurt.Launch(f, [3]uint32{1, 1, 1}, [3]uint32{1, 1, 1}, 0, r.stream,
+		ptr(call.Recv[l])+gpurt.DevicePtr(collectives.CorruptByte(size)), uint32(collectives.CorruptMask))
 }
 
 // launchAlgo launches phase ph of the algorithm's plan: its one kernel launch, or one round's step.
-func (c *comm) launchAlgo(r *rank, call *collectives.Call, l int, algo string, send, recv cuda.DevicePtr, ph int) error {
+func (c *comm) launchAlgo(r *rank, call *collectives.Call, l int, algo string, send, recv gpurt.DevicePtr, ph int) error {
 	k := call.Counts[l]
 	p, err := c.makePlan(call.Coll, algo, k, call.DType.Size())
 	if err != nil {
@@ -98,12 +98,12 @@ func (c *comm) launchAlgo(r *rank, call *collectives.Call, l int, algo string, s
 	}
 	shared := uint32(p.shared)
 	if p.early && r.arch >= 90 { // programmatic dependent launch needs sm_90
-		return cuda.LaunchStructEarly(f, grid, block, shared, r.stream, r.args, &a)
+		return gpurt.LaunchStructEarly(f, grid, block, shared, r.stream, r.args, &a)
 	}
-	return cuda.LaunchStruct(f, grid, block, shared, r.stream, r.args, &a)
+	return gpurt.LaunchStruct(f, grid, block, shared, r.stream, r.args, &a)
 }
 
 // ptr is the device address of a view of one of this engine's buffers.
-func ptr(v collectives.View) cuda.DevicePtr {
-	return v.Buf.(*buffer).ptr + cuda.DevicePtr(v.Off)
+func ptr(v collectives.View) gpurt.DevicePtr {
+	return v.Buf.(*buffer).ptr + gpurt.DevicePtr(v.Off)
 }

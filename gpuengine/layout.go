@@ -2,7 +2,7 @@ package gpuengine
 
 import (
 	"github.com/rcclx-tests/rcclx-tests/collectives"
-	"github.com/rcclx-tests/rcclx-tests/cuda"
+	"github.com/rcclx-tests/rcclx-tests/gpurt"
 )
 
 // The layout of each rank's peer-visible buffer, as kernels/comm.cuh defines it (a test compares the numbers).
@@ -74,11 +74,11 @@ func lpNarrow(coll *collectives.Collective, size int, scaled bool, bytes int64) 
 
 // kernelArgs is struct Args of kernels/comm.cuh, every kernel's one by-value parameter.
 type kernelArgs struct {
-	Send, Recv     cuda.DevicePtr
+	Send, Recv     gpurt.DevicePtr
 	Count          int64
 	Rank, NRanks   int64
-	Peers, Self    cuda.DevicePtr
-	Abort, Status  cuda.DevicePtr
+	Peers, Self    gpurt.DevicePtr
+	Abort, Status  gpurt.DevicePtr
 	Half           int64
 	X0, X1, X2, X3 int64
 }

@@ -6,7 +6,7 @@ import (
 	"time"
 
 	"github.com/rcclx-tests/rcclx-tests/collectives"
-	"github.com/rcclx-tests/rcclx-tests/cuda"
+	"github.com/rcclx-tests/rcclx-tests/gpurt"
 	"github.com/rcclx-tests/rcclx-tests/internal/devmem"
 )
 
@@ -17,7 +17,7 @@ import (
 func TestGPUCloseReleasesDeviceMemory(t *testing.T) {
 	onGPU(t)
 	const tolerance = 32 << 20
-	ndev, err := cuda.DeviceCount()
+	ndev, err := gpurt.DeviceCount()
 	must(t, err)
 	n := min(ndev, 2)
 	mem := devmem.New(t, n)
@@ -82,7 +82,7 @@ func TestGPUOpenMemory(t *testing.T) {
 	onGPU(t)
 	c := open(t, New(), 2, nil, 0)
 	got := c.(collectives.OpenMemoryReporter).OpenMemory()
-	total, err := cuda.Device(0).TotalMem()
+	total, err := gpurt.Device(0).TotalMem()
 	must(t, err)
 	if want := 2 * halfBytes(32<<20); got < want || got >= total {
 		t.Errorf("OpenMemory %d, want at least %d (two data halves) and below %d", got, want, total)

@@ -9,11 +9,11 @@ import (
 	"sync/atomic"
 
 	"github.com/rcclx-tests/rcclx-tests/collectives"
-	"github.com/rcclx-tests/rcclx-tests/cuda"
+	"github.com/rcclx-tests/rcclx-tests/gpurt"
 	"github.com/rcclx-tests/rcclx-tests/kernels"
 )
 
-// Kernels are compiled once per (architecture, dtype, op) with NVRTC (cached on disk by cuda.CompileCached):
+// Kernels are compiled once per (architecture, dtype, op) with NVRTC (cached on disk by gpurt.CompileCached):
 // all those of a sweep at once and in parallel before its first measurement (comm.Prepare), any other at first
 // use. They are loaded once per (device, dtype, op), and their functions looked up once by name.
 
@@ -43,8 +43,8 @@ func compileOptions(dt collectives.DType, op collectives.Op) []string {
 // (kernels/lowprec.cu's RX_LP_LAG_BLOCK); nil otherwise.
 var plantedDefines []string
 
-func (k cubinKey) job() cuda.CompileJob {
-	return cuda.CompileJob{Src: kernels.Source(), Name: fmt.Sprintf("rcclx_%s_%s.cu", k.dt, k.op), Arch: k.arch,
+func (k cubinKey) job() gpurt.CompileJob {
+	return gpurt.CompileJob{Src: kernels.Source(), Name: fmt.Sprintf("rcclx_%s_%s.cu", k.dt, k.op), Arch: k.arch,
 		Opts: compileOptions(k.dt, k.op)}
 }
 
@@ -52,7 +52,7 @@ func cubin(k cubinKey) ([]byte, error) {
 	e := cubinFor(k)
 	e.once.Do(func() {
 		j := k.job()
-		e.image, e.err = cuda.CompileCached(j.Src, j.Name, j.Arch, j.Opts...)
+		e.image, e.err = gpurt.CompileCached(j.Src, j.Name, j.Arch, j.Opts...)
 		e.ready.Store(e.err == nil)
 	})
 	return e.image, e.err
@@ -93,7 +93,7 @@ func precompile(keys []cubinKey, note func(string)) error {
 	if len(keys) == 0 {
 		return nil
 	}
-	jobs := make([]cuda.CompileJob, len(keys))
+	jobs := make([]gpurt.CompileJob, len(keys))
 	var arches []string
 	for i, k := range keys {
 		jobs[i] = k.job()
@@ -106,7 +106,7 @@ func precompile(keys []cubinKey, note func(string)) error {
 			note(fmt.Sprintf("compiling %d kernels for %s, first run only", n, strings.Join(arches, ", ")))
 		}
 	}
-	images, err := cuda.CompileAllCached(jobs, announce)
+	images, err := gpurt.CompileAllCached(jobs, announce)
 	if err != nil {
 		return err
 	}
@@ -139,15 +139,15 @@ func moduleOp(c *collectives.Collective, op collectives.Op) collectives.Op {
 }
 
 type moduleKey struct {
-	dev cuda.Device
+	dev gpurt.Device
 	dt  collectives.DType
 	op  collectives.Op
 }
 
 type module struct {
-	ctx   *cuda.Context
-	mod   *cuda.Module
-	funcs map[string]cuda.Function
+	ctx   *gpurt.Context
+	mod   *gpurt.Module
+	funcs map[string]gpurt.Function
 }
 
 // modules are the loaded modules of one communicator; groups on several threads share them.
@@ -158,7 +158,7 @@ type modules struct {
 
 // function returns kernel name of the (dt, op) module on r's device, allowed shared bytes of dynamic shared
 // memory a block; r's context is current.
-func (m *modules) function(r *rank, dt collectives.DType, op collectives.Op, name string, shared int) (cuda.Function, error) {
+func (m *modules) function(r *rank, dt collectives.DType, op collectives.Op, name string, shared int) (gpurt.Function, error) {
 	m.mu.Lock()
 	defer m.mu.Unlock()
 	key := moduleKey{r.dev, dt, op}
@@ -168,11 +168,11 @@ func (m *modules) function(r *rank, dt collectives.DType, op collectives.Op, nam
 		if err != nil {
 			return 0, err
 		}
-		loaded, err := cuda.ModuleLoadData(image)
+		loaded, err := gpurt.ModuleLoadData(image)
 		if err != nil {
 			return 0, err
 		}
-		mod = &module{ctx: r.ctx, mod: loaded, funcs: map[string]cuda.Function{}}
+		mod = &module{ctx: r.ctx, mod: loaded, funcs: map[string]gpurt.Function{}}
 		if m.loaded == nil {
 			m.loaded = map[moduleKey]*module{}
 		}

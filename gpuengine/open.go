@@ -9,17 +9,17 @@ import (
 	"unsafe"
 
 	"github.com/rcclx-tests/rcclx-tests/collectives"
-	"github.com/rcclx-tests/rcclx-tests/cuda"
+	"github.com/rcclx-tests/rcclx-tests/gpurt"
 )
 
 // Open creates the communicator of this process's ranks. Ranks are numbered as nccl-tests numbers them:
 // process, then thread, then GPU; local rank l of the p-th process on a host uses device (p*local ranks + l)
 // mod devices.
 func (engine) Open(cfg collectives.Config) (collectives.Comm, error) {
-	if err := cuda.Load(); err != nil {
+	if err := gpurt.Load(); err != nil {
 		return nil, runtimeError(nil, err)
 	}
-	if err := cuda.LoadNVRTC(); err != nil {
+	if err := gpurt.LoadNVRTC(); err != nil {
 		return nil, runtimeError(nil, err)
 	}
 	getenv := func(k string) string { return cfg.Getenv(os.Getenv, k) }
@@ -59,7 +59,7 @@ func (engine) Open(cfg collectives.Config) (collectives.Comm, error) {
 }
 
 func (c *comm) open(cfg collectives.Config, world collectives.World, nlocal int) error {
-	ndev, err := cuda.DeviceCount()
+	ndev, err := gpurt.DeviceCount()
 	if err != nil {
 		return runtimeError(nil, err)
 	}
@@ -71,14 +71,14 @@ func (c *comm) open(cfg collectives.Config, world collectives.World, nlocal int)
 	if err != nil {
 		return err
 	}
-	shared := map[cuda.Device]int{} // local ranks per device
-	watch := cuda.MemWatch{}
+	shared := map[gpurt.Device]int{} // local ranks per device
+	watch := gpurt.MemWatch{}
 	for l := range nlocal {
 		dev, err := cfg.Device(hostIndex, nlocal, l, ndev)
 		if err != nil {
 			return runtimeError(nil, fmt.Errorf("gpu: %w", err))
 		}
-		r := &rank{global: world.Rank()*nlocal + l, local: l, dev: cuda.Device(dev)}
+		r := &rank{global: world.Rank()*nlocal + l, local: l, dev: gpurt.Device(dev)}
 		c.ranks = append(c.ranks, r)
 		shared[r.dev]++
 		if err := c.openRank(r, cfg.StreamNull, watch); err != nil {
@@ -92,7 +92,7 @@ func (c *comm) open(cfg collectives.Config, world collectives.World, nlocal int)
 	if err := c.ranks[0].ctx.SetCurrent(); err != nil {
 		return runtimeError(c.ranks[0], err)
 	}
-	c.flagsHost, c.flagsDev, err = cuda.HostAllocMapped(int64(4 * (1 + nlocal)))
+	c.flagsHost, c.flagsDev, err = gpurt.HostAllocMapped(int64(4 * (1 + nlocal)))
 	if err != nil {
 		return runtimeError(c.ranks[0], err)
 	}
@@ -100,7 +100,7 @@ func (c *comm) open(cfg collectives.Config, world collectives.World, nlocal int)
 	if cfg.StreamNull && len(shared) < nlocal {
 		return runtimeError(nil, fmt.Errorf("gpu: -y (the default stream) with ranks sharing a GPU would serialize kernels that wait for each other"))
 	}
-	var table [][]cuda.DevicePtr
+	var table [][]gpurt.DevicePtr
 	if world.Size() == 1 {
 		table, err = c.peerLocal(shared)
 	} else {
@@ -120,12 +120,12 @@ func (c *comm) open(cfg collectives.Config, world collectives.World, nlocal int)
 
 // openRank retains the rank's context, creates its stream, its peer-visible buffer (control words and LL
 // flags zeroed) and its alltoallv table; watch records the device's free memory before the first of these.
-func (c *comm) openRank(r *rank, streamNull bool, watch cuda.MemWatch) error {
+func (c *comm) openRank(r *rank, streamNull bool, watch gpurt.MemWatch) error {
 	var err error
 	if r.ctx, err = r.dev.RetainPrimaryContext(); err != nil {
 		return err
 	}
-	if r.args, err = cuda.NewArgBlock(); err != nil {
+	if r.args, err = gpurt.NewArgBlock(); err != nil {
 		return err
 	}
 	if err := watch.Start(r.dev, r.ctx); err != nil {
@@ -136,31 +136,31 @@ func (c *comm) openRank(r *rank, streamNull bool, watch cuda.MemWatch) error {
 		return err
 	}
 	r.arch = major*10 + minor
-	if r.sms, err = r.dev.Attribute(cuda.MultiprocessorCount); err != nil {
+	if r.sms, err = r.dev.Attribute(gpurt.MultiprocessorCount); err != nil {
 		return err
 	}
-	if r.sharedOptin, err = r.dev.Attribute(cuda.MaxSharedMemoryPerBlockOptin); err != nil {
+	if r.sharedOptin, err = r.dev.Attribute(gpurt.MaxSharedMemoryPerBlockOptin); err != nil {
 		return err
 	}
 	if !streamNull {
-		if r.stream, err = cuda.StreamCreate(true); err != nil {
+		if r.stream, err = gpurt.StreamCreate(true); err != nil {
 			return err
 		}
 	}
-	if r.buf, err = cuda.MemAlloc(dataOffset + 2*c.half); err != nil {
+	if r.buf, err = gpurt.MemAlloc(dataOffset + 2*c.half); err != nil {
 		return err
 	}
 	// Allocated here, not at a launch: an allocation there could wait for kernels that wait for this rank.
-	if r.vtable.dev, err = cuda.MemAlloc(vTableBytes(c.nranks)); err != nil {
+	if r.vtable.dev, err = gpurt.MemAlloc(vTableBytes(c.nranks)); err != nil {
 		return err
 	}
-	return cuda.MemsetD8(r.buf, 0, ctrlBytes+llAreaBytes+ll128AreaBytes)
+	return gpurt.MemsetD8(r.buf, 0, ctrlBytes+llAreaBytes+ll128AreaBytes)
 }
 
 // peerLocal enables peer access between the GPUs of this process and returns each rank's view of every
 // buffer (the same pointers everywhere). The block cap keeps the kernels of ranks sharing a GPU co-resident.
-func (c *comm) peerLocal(shared map[cuda.Device]int) ([][]cuda.DevicePtr, error) {
-	done := map[cuda.Device]bool{}
+func (c *comm) peerLocal(shared map[gpurt.Device]int) ([][]gpurt.DevicePtr, error) {
+	done := map[gpurt.Device]bool{}
 	for _, r := range c.ranks {
 		if done[r.dev] {
 			continue // ranks on one device share its primary context
@@ -176,19 +176,19 @@ func (c *comm) peerLocal(shared map[cuda.Device]int) ([][]cuda.DevicePtr, error)
 			if ok, err := r.dev.CanAccessPeer(p.dev); err != nil || !ok {
 				return nil, runtimeError(r, fmt.Errorf("no peer access to device %d (%v)", p.dev, err))
 			}
-			if err := cuda.EnablePeerAccess(p.ctx); err != nil {
+			if err := gpurt.EnablePeerAccess(p.ctx); err != nil {
 				return nil, runtimeError(r, err)
 			}
 		}
 	}
-	row := make([]cuda.DevicePtr, len(c.ranks))
+	row := make([]gpurt.DevicePtr, len(c.ranks))
 	sms, sharing := make([]int, len(c.ranks)), make([]int, len(c.ranks))
 	for i, r := range c.ranks {
 		row[i] = r.buf
 		sms[i], sharing[i] = r.sms, shared[r.dev]
 	}
 	c.setCaps(sms, sharing)
-	table := make([][]cuda.DevicePtr, len(c.ranks))
+	table := make([][]gpurt.DevicePtr, len(c.ranks))
 	for i := range table {
 		table[i] = row
 	}
@@ -222,20 +222,20 @@ func (c *comm) checkCap() error {
 
 // rankInfo is what every process tells the others about each of its ranks.
 type rankInfo struct {
-	Handle cuda.IpcMemHandle
+	Handle gpurt.IpcMemHandle
 	SMs    int32
 	BusID  [16]byte
 }
 
 // peerRemote exchanges IPC handles of every rank's buffer through the world and maps the other processes'
 // buffers into each local rank's context (once per device).
-func (c *comm) peerRemote(world collectives.World, host string) ([][]cuda.DevicePtr, error) {
+func (c *comm) peerRemote(world collectives.World, host string) ([][]gpurt.DevicePtr, error) {
 	var msg bytes.Buffer
 	for _, r := range c.ranks {
 		if err := r.ctx.SetCurrent(); err != nil {
 			return nil, runtimeError(r, err)
 		}
-		h, err := cuda.IpcGetMemHandle(r.buf)
+		h, err := gpurt.IpcGetMemHandle(r.buf)
 		if err != nil {
 			return nil, runtimeError(r, err)
 		}
@@ -270,14 +270,14 @@ func (c *comm) peerRemote(world collectives.World, host string) ([][]cuda.Device
 		sms[i], sharing[i] = int(in.SMs), perGPU[in.BusID]
 	}
 	c.setCaps(sms, sharing)
-	table := make([][]cuda.DevicePtr, len(c.ranks))
-	opened := map[[2]int]cuda.DevicePtr{} // (device, global rank) -> mapping
+	table := make([][]gpurt.DevicePtr, len(c.ranks))
+	opened := map[[2]int]gpurt.DevicePtr{} // (device, global rank) -> mapping
 	first := c.ranks[0].global
 	for _, r := range c.ranks {
 		if err := r.ctx.SetCurrent(); err != nil {
 			return nil, runtimeError(r, err)
 		}
-		table[r.local] = make([]cuda.DevicePtr, c.nranks)
+		table[r.local] = make([]gpurt.DevicePtr, c.nranks)
 		for g := range c.nranks {
 			if g >= first && g < first+len(c.ranks) {
 				table[r.local][g] = c.ranks[g-first].buf
@@ -286,7 +286,7 @@ func (c *comm) peerRemote(world collectives.World, host string) ([][]cuda.Device
 			key := [2]int{int(r.dev), g}
 			p, ok := opened[key]
 			if !ok {
-				if p, err = cuda.IpcOpenMemHandle(infos[g].Handle); err != nil {
+				if p, err = gpurt.IpcOpenMemHandle(infos[g].Handle); err != nil {
 					return nil, runtimeError(r, fmt.Errorf("mapping rank %d's buffer: %w", g, err))
 				}
 				opened[key] = p
@@ -299,7 +299,7 @@ func (c *comm) peerRemote(world collectives.World, host string) ([][]cuda.Device
 }
 
 // uploadPeers copies the rank's peer table to the device.
-func (r *rank) uploadPeers(row []cuda.DevicePtr) error {
+func (r *rank) uploadPeers(row []gpurt.DevicePtr) error {
 	if err := r.ctx.SetCurrent(); err != nil {
 		return err
 	}
@@ -308,10 +308,10 @@ func (r *rank) uploadPeers(row []cuda.DevicePtr) error {
 		binary.LittleEndian.PutUint64(b[8*i:], uint64(p))
 	}
 	var err error
-	if r.peers, err = cuda.MemAlloc(int64(len(b))); err != nil {
+	if r.peers, err = gpurt.MemAlloc(int64(len(b))); err != nil {
 		return err
 	}
-	return cuda.MemcpyHtoD(r.peers, b)
+	return gpurt.MemcpyHtoD(r.peers, b)
 }
 
 // hostIndex is how many processes of lower rank run on this host.
@@ -333,9 +333,9 @@ func hostIndex(world collectives.World, host string) (int, error) {
 }
 
 // busID is the device's PCI domain:bus:device as nccl-tests prints it ("0000:00:06").
-func busID(d cuda.Device) string {
+func busID(d gpurt.Device) string {
 	var id [3]int
-	for i, a := range []cuda.DeviceAttribute{cuda.PCIDomainID, cuda.PCIBusIDAttr, cuda.PCIDeviceID} {
+	for i, a := range []gpurt.DeviceAttribute{gpurt.PCIDomainID, gpurt.PCIBusIDAttr, gpurt.PCIDeviceID} {
 		id[i], _ = d.Attribute(a)
 	}
 	return fmt.Sprintf("%04x:%02x:%02x", id[0], id[1], id[2])

@@ -4,21 +4,21 @@ import (
 	"time"
 
 	"github.com/rcclx-tests/rcclx-tests/collectives"
-	"github.com/rcclx-tests/rcclx-tests/cuda"
+	"github.com/rcclx-tests/rcclx-tests/gpurt"
 )
 
 // eventRing is a rank's timing events, reused round-robin so that an endless run (-N 0) allocates a bounded
 // number; a mark stays valid until ringEvents later marks.
 type eventRing struct {
-	events []cuda.Event
+	events []gpurt.Event
 	next   int
 }
 
 const ringEvents = 4096
 
-func (e *eventRing) take() (cuda.Event, error) {
+func (e *eventRing) take() (gpurt.Event, error) {
 	if len(e.events) < ringEvents {
-		ev, err := cuda.EventCreate(true)
+		ev, err := gpurt.EventCreate(true)
 		if err != nil {
 			return 0, err
 		}
@@ -38,7 +38,7 @@ func (e *eventRing) destroy() {
 }
 
 // mark is one event per local rank.
-type mark []cuda.Event
+type mark []gpurt.Event
 
 // Mark records an event on every local rank's stream after the work launched so far.
 func (g *group) Mark() (collectives.Event, error) {
@@ -67,7 +67,7 @@ func (g *group) Elapsed(from, to collectives.Event) (time.Duration, error) {
 		if err := r.ctx.SetCurrent(); err != nil {
 			return 0, runtimeError(r, err)
 		}
-		d, err := cuda.EventElapsed(a[i], b[i])
+		d, err := gpurt.EventElapsed(a[i], b[i])
 		if err != nil {
 			return 0, runtimeError(r, err)
 		}

@@ -5,7 +5,7 @@ import (
 	"unsafe"
 
 	"github.com/rcclx-tests/rcclx-tests/collectives"
-	"github.com/rcclx-tests/rcclx-tests/cuda"
+	"github.com/rcclx-tests/rcclx-tests/gpurt"
 )
 
 // Comm is ncclComm_t.
@@ -88,7 +88,7 @@ func (l *Library) RedOpDestroy(op RedOp, c Comm) error {
 }
 
 // CommRegister is ncclCommRegister: registers a buffer with the communicator and returns its handle.
-func (l *Library) CommRegister(c Comm, p cuda.DevicePtr, bytes int64) (uintptr, error) {
+func (l *Library) CommRegister(c Comm, p gpurt.DevicePtr, bytes int64) (uintptr, error) {
 	var h uintptr
 	err := l.call(&l.commRegister, uintptr(c), uintptr(p), uintptr(bytes), uintptr(unsafe.Pointer(&h)))
 	return h, err
@@ -101,11 +101,11 @@ func (l *Library) CommDeregister(c Comm, handle uintptr) error {
 
 // MemAlloc is ncclMemAlloc (NCCL 2.19+): device memory on the current device, allocated the way the library
 // prefers for its peers (nccl-tests allocates its buffers so).
-func (l *Library) MemAlloc(bytes int64) (cuda.DevicePtr, error) {
-	var p cuda.DevicePtr
+func (l *Library) MemAlloc(bytes int64) (gpurt.DevicePtr, error) {
+	var p gpurt.DevicePtr
 	err := l.call(&l.memAlloc, uintptr(unsafe.Pointer(&p)), uintptr(bytes))
 	return p, err
 }
 
 // MemFree is ncclMemFree.
-func (l *Library) MemFree(p cuda.DevicePtr) error { return l.call(&l.memFree, uintptr(p)) }
+func (l *Library) MemFree(p gpurt.DevicePtr) error { return l.call(&l.memFree, uintptr(p)) }

@@ -1,7 +1,7 @@
 package nccl
 
 import (
-	"github.com/rcclx-tests/rcclx-tests/cuda"
+	"github.com/rcclx-tests/rcclx-tests/gpurt"
 	"github.com/rcclx-tests/rcclx-tests/internal/ccall"
 )
 
@@ -87,59 +87,59 @@ func (q *Calls) GroupStart() *Calls { return q.add(&q.lib.groupStart) }
 func (q *Calls) GroupEnd() *Calls   { return q.add(&q.lib.groupEnd) }
 
 // AllReduce is ncclAllReduce.
-func (q *Calls) AllReduce(send, recv cuda.DevicePtr, count int64, dt DataType, op RedOp, c Comm, s cuda.Stream) *Calls {
+func (q *Calls) AllReduce(send, recv gpurt.DevicePtr, count int64, dt DataType, op RedOp, c Comm, s gpurt.Stream) *Calls {
 	return q.add(&q.lib.allReduce, uintptr(send), uintptr(recv), uintptr(count), uintptr(dt), uintptr(op), uintptr(c), uintptr(s))
 }
 
 // AllGather is ncclAllGather; count is each rank's send count.
-func (q *Calls) AllGather(send, recv cuda.DevicePtr, count int64, dt DataType, c Comm, s cuda.Stream) *Calls {
+func (q *Calls) AllGather(send, recv gpurt.DevicePtr, count int64, dt DataType, c Comm, s gpurt.Stream) *Calls {
 	return q.add(&q.lib.allGather, uintptr(send), uintptr(recv), uintptr(count), uintptr(dt), uintptr(c), uintptr(s))
 }
 
 // ReduceScatter is ncclReduceScatter; count is each rank's receive count.
-func (q *Calls) ReduceScatter(send, recv cuda.DevicePtr, count int64, dt DataType, op RedOp, c Comm, s cuda.Stream) *Calls {
+func (q *Calls) ReduceScatter(send, recv gpurt.DevicePtr, count int64, dt DataType, op RedOp, c Comm, s gpurt.Stream) *Calls {
 	return q.add(&q.lib.reduceScatter, uintptr(send), uintptr(recv), uintptr(count), uintptr(dt), uintptr(op), uintptr(c), uintptr(s))
 }
 
 // AlltoAll is ncclAlltoAll (RCCL: ncclAllToAll); count is per peer. Libraries without it make Run report
 // collectives.ErrUnsupported: use grouped Send/Recv.
-func (q *Calls) AlltoAll(send, recv cuda.DevicePtr, count int64, dt DataType, c Comm, s cuda.Stream) *Calls {
+func (q *Calls) AlltoAll(send, recv gpurt.DevicePtr, count int64, dt DataType, c Comm, s gpurt.Stream) *Calls {
 	return q.add(&q.lib.alltoAll, uintptr(send), uintptr(recv), uintptr(count), uintptr(dt), uintptr(c), uintptr(s))
 }
 
 // Broadcast is ncclBroadcast.
-func (q *Calls) Broadcast(send, recv cuda.DevicePtr, count int64, dt DataType, root int, c Comm, s cuda.Stream) *Calls {
+func (q *Calls) Broadcast(send, recv gpurt.DevicePtr, count int64, dt DataType, root int, c Comm, s gpurt.Stream) *Calls {
 	return q.add(&q.lib.broadcast, uintptr(send), uintptr(recv), uintptr(count), uintptr(dt), uintptr(root), uintptr(c), uintptr(s))
 }
 
 // Reduce is ncclReduce.
-func (q *Calls) Reduce(send, recv cuda.DevicePtr, count int64, dt DataType, op RedOp, root int, c Comm, s cuda.Stream) *Calls {
+func (q *Calls) Reduce(send, recv gpurt.DevicePtr, count int64, dt DataType, op RedOp, root int, c Comm, s gpurt.Stream) *Calls {
 	return q.add(&q.lib.reduce, uintptr(send), uintptr(recv), uintptr(count), uintptr(dt), uintptr(op), uintptr(root), uintptr(c), uintptr(s))
 }
 
 // Gather is ncclGather (NCCL 2.28+): count is each rank's send count; the root receives them in rank order.
 // Libraries without it make Run report collectives.ErrUnsupported: use grouped Send/Recv.
-func (q *Calls) Gather(send, recv cuda.DevicePtr, count int64, dt DataType, root int, c Comm, s cuda.Stream) *Calls {
+func (q *Calls) Gather(send, recv gpurt.DevicePtr, count int64, dt DataType, root int, c Comm, s gpurt.Stream) *Calls {
 	return q.add(&q.lib.gather, uintptr(send), uintptr(recv), uintptr(count), uintptr(dt), uintptr(root), uintptr(c), uintptr(s))
 }
 
 // Scatter is ncclScatter (NCCL 2.28+): count is each rank's receive count. Libraries without it make Run
 // report collectives.ErrUnsupported: use grouped Send/Recv.
-func (q *Calls) Scatter(send, recv cuda.DevicePtr, count int64, dt DataType, root int, c Comm, s cuda.Stream) *Calls {
+func (q *Calls) Scatter(send, recv gpurt.DevicePtr, count int64, dt DataType, root int, c Comm, s gpurt.Stream) *Calls {
 	return q.add(&q.lib.scatter, uintptr(send), uintptr(recv), uintptr(count), uintptr(dt), uintptr(root), uintptr(c), uintptr(s))
 }
 
 // AllReduceWithBias is RCCL's ncclAllReduceWithBias: an all-reduce whose result is combined (op) with bias,
 // count elements of device memory on each rank. Other libraries make Run report collectives.ErrUnsupported.
-func (q *Calls) AllReduceWithBias(send, recv cuda.DevicePtr, count int64, dt DataType, op RedOp, c Comm, s cuda.Stream, bias cuda.DevicePtr) *Calls {
+func (q *Calls) AllReduceWithBias(send, recv gpurt.DevicePtr, count int64, dt DataType, op RedOp, c Comm, s gpurt.Stream, bias gpurt.DevicePtr) *Calls {
 	return q.add(&q.lib.allReduceWithBias, uintptr(send), uintptr(recv), uintptr(count), uintptr(dt), uintptr(op), uintptr(c), uintptr(s), uintptr(bias))
 }
 
 // Send and Recv are ncclSend and ncclRecv (point to point; group them).
-func (q *Calls) Send(send cuda.DevicePtr, count int64, dt DataType, peer int, c Comm, s cuda.Stream) *Calls {
+func (q *Calls) Send(send gpurt.DevicePtr, count int64, dt DataType, peer int, c Comm, s gpurt.Stream) *Calls {
 	return q.add(&q.lib.send, uintptr(send), uintptr(count), uintptr(dt), uintptr(peer), uintptr(c), uintptr(s))
 }
 
-func (q *Calls) Recv(recv cuda.DevicePtr, count int64, dt DataType, peer int, c Comm, s cuda.Stream) *Calls {
+func (q *Calls) Recv(recv gpurt.DevicePtr, count int64, dt DataType, peer int, c Comm, s gpurt.Stream) *Calls {
 	return q.add(&q.lib.recv, uintptr(recv), uintptr(count), uintptr(dt), uintptr(peer), uintptr(c), uintptr(s))
 }

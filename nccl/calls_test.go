@@ -9,7 +9,7 @@ import (
 	"github.com/ebitengine/purego"
 
 	"github.com/rcclx-tests/rcclx-tests/collectives"
-	"github.com/rcclx-tests/rcclx-tests/cuda"
+	"github.com/rcclx-tests/rcclx-tests/gpurt"
 )
 
 // fakeLibrary stands libc's labs in for the group calls and ncclAllReduce: each returns the absolute value
@@ -41,7 +41,7 @@ func fakeLibrary(t *testing.T) *Library {
 func TestCallsRun(t *testing.T) {
 	l := fakeLibrary(t)
 	q := l.NewCalls()
-	ar := func(status cuda.DevicePtr) {
+	ar := func(status gpurt.DevicePtr) {
 		q.AllReduce(0, 0, 1, Float32, OpSum, 0, 0)
 		q.AllReduce(status, 0, 1, Float32, OpSum, 0, 0)
 	}
@@ -57,7 +57,7 @@ func TestCallsRun(t *testing.T) {
 	// ncclInProgress from one call does not stop the others, and is what Run reports.
 	q.Reset()
 	q.GroupStart()
-	ar(cuda.DevicePtr(InProgress))
+	ar(gpurt.DevicePtr(InProgress))
 	ar(0)
 	if err := q.GroupEnd().Run(); !IsInProgress(err) {
 		t.Fatalf("a call in progress: Run = %v", err)
@@ -67,7 +67,7 @@ func TestCallsRun(t *testing.T) {
 	q.Reset()
 	q.GroupStart()
 	ar(0)
-	ar(cuda.DevicePtr(InvalidUsage))
+	ar(gpurt.DevicePtr(InvalidUsage))
 	var e *Error
 	if err := q.GroupEnd().Run(); !errors.As(err, &e) || e.Call != "ncclAllReduce" || e.Code != InvalidUsage {
 		t.Fatalf("a failing call: Run = %v", err)

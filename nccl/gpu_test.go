@@ -11,14 +11,14 @@ import (
 	"time"
 	"unsafe"
 
-	"github.com/rcclx-tests/rcclx-tests/cuda"
+	"github.com/rcclx-tests/rcclx-tests/gpurt"
 )
 
 // rig is one communicator per GPU, made by ncclCommInitRank in one group (the by-value unique id path).
 type rig struct {
 	lib     *Library
-	ctxs    []*cuda.Context
-	streams []cuda.Stream
+	ctxs    []*gpurt.Context
+	streams []gpurt.Stream
 	comms   []Comm
 }
 
@@ -38,10 +38,10 @@ func newRigWith(t *testing.T, cfg *Config) *rig {
 	if cfg != nil && !lib.Has("ncclCommInitRankConfig") {
 		t.Skipf("%s lacks ncclCommInitRankConfig", lib.File)
 	}
-	if err := cuda.Load(); err != nil {
+	if err := gpurt.Load(); err != nil {
 		t.Skip("no CUDA driver: " + err.Error())
 	}
-	n, err := cuda.DeviceCount()
+	n, err := gpurt.DeviceCount()
 	if err != nil || n == 0 {
 		t.Skipf("no CUDA device: %d, %v", n, err)
 	}
@@ -57,12 +57,12 @@ func newRigWith(t *testing.T, cfg *Config) *rig {
 		t.Fatal(err)
 	}
 	for d := range min(n, 4) {
-		ctx, err := cuda.Device(d).RetainPrimaryContext()
+		ctx, err := gpurt.Device(d).RetainPrimaryContext()
 		if err != nil {
 			t.Fatal(err)
 		}
 		ctx.SetCurrent()
-		s, err := cuda.StreamCreate(true)
+		s, err := gpurt.StreamCreate(true)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -161,7 +161,7 @@ func TestGPUNonBlockingConfig(t *testing.T) {
 func allReducePreMulSumAlltoAll(t *testing.T, r *rig) {
 	n, count := len(r.comms), 1024*len(r.comms)
 	in := make([][]float32, n)
-	send, recv := make([]cuda.DevicePtr, n), make([]cuda.DevicePtr, n)
+	send, recv := make([]gpurt.DevicePtr, n), make([]gpurt.DevicePtr, n)
 	for d := range n {
 		r.ctxs[d].SetCurrent()
 		in[d] = make([]float32, count)
@@ -169,22 +169,22 @@ func allReducePreMulSumAlltoAll(t *testing.T, r *rig) {
 			in[d][i] = float32(rand.IntN(1000))
 		}
 		var err error
-		if send[d], err = cuda.MemAlloc(int64(4 * count)); err != nil {
+		if send[d], err = gpurt.MemAlloc(int64(4 * count)); err != nil {
 			t.Fatal(err)
 		}
-		if recv[d], err = cuda.MemAlloc(int64(4 * count)); err != nil {
+		if recv[d], err = gpurt.MemAlloc(int64(4 * count)); err != nil {
 			t.Fatal(err)
 		}
-		defer cuda.MemFree(send[d])
-		defer cuda.MemFree(recv[d])
-		cuda.MemcpyHtoD(send[d], floats(in[d]))
+		defer gpurt.MemFree(send[d])
+		defer gpurt.MemFree(recv[d])
+		gpurt.MemcpyHtoD(send[d], floats(in[d]))
 	}
 	verify := func(what string, want func(d, i int) float32) {
 		t.Helper()
 		r.sync(t)
 		for d := range n {
 			got := make([]byte, 4*count)
-			cuda.MemcpyDtoH(got, recv[d])
+			gpurt.MemcpyDtoH(got, recv[d])
 			for i := range count {
 				if g := math.Float32frombits(binary.LittleEndian.Uint32(got[4*i:])); g != want(d, i) {
 					t.Fatalf("%s: rank %d element %d = %v, want %v", what, d, i, g, want(d, i))
@@ -232,16 +232,16 @@ func allReducePreMulSumAlltoAll(t *testing.T, r *rig) {
 }
 
 // buffers allocates bytes of device memory per rank, freed when the test ends.
-func (r *rig) buffers(t *testing.T, bytes int64) []cuda.DevicePtr {
+func (r *rig) buffers(t *testing.T, bytes int64) []gpurt.DevicePtr {
 	t.Helper()
-	buf := make([]cuda.DevicePtr, len(r.comms))
+	buf := make([]gpurt.DevicePtr, len(r.comms))
 	for d := range r.comms {
 		r.ctxs[d].SetCurrent()
 		var err error
-		if buf[d], err = cuda.MemAlloc(bytes); err != nil {
+		if buf[d], err = gpurt.MemAlloc(bytes); err != nil {
 			t.Fatal(err)
 		}
-		t.Cleanup(func() { r.ctxs[d].SetCurrent(); cuda.MemFree(buf[d]) })
+		t.Cleanup(func() { r.ctxs[d].SetCurrent(); gpurt.MemFree(buf[d]) })
 	}
 	return buf
 }
@@ -253,7 +253,7 @@ func TestGPUCallsFailure(t *testing.T) {
 	buf := r.buffers(t, 4)
 	for d := range r.comms {
 		r.ctxs[d].SetCurrent()
-		cuda.MemcpyHtoD(buf[d], floats([]float32{1}))
+		gpurt.MemcpyHtoD(buf[d], floats([]float32{1}))
 	}
 	q := r.lib.NewCalls().GroupStart().GroupStart()
 	for d, c := range r.comms {
@@ -267,12 +267,12 @@ func TestGPUCallsFailure(t *testing.T) {
 	r.sync(t)
 	for d := range r.comms { // should the library have run the valid calls of the failed group
 		r.ctxs[d].SetCurrent()
-		cuda.MemcpyHtoD(buf[d], floats([]float32{1}))
+		gpurt.MemcpyHtoD(buf[d], floats([]float32{1}))
 	}
 	r.group(t, func(q *Calls, d int) { q.AllReduce(buf[d], buf[d], 1, Float32, OpSum, r.comms[d], r.streams[d]) })
 	r.sync(t)
 	got := make([]byte, 4)
-	cuda.MemcpyDtoH(got, buf[0])
+	gpurt.MemcpyDtoH(got, buf[0])
 	if v := math.Float32frombits(binary.LittleEndian.Uint32(got)); v != float32(len(r.comms)) {
 		t.Errorf("the group after the failed one: %v, want %d", v, len(r.comms))
 	}

@@ -14,7 +14,7 @@ import (
 	"sync/atomic"
 	"testing"
 
-	"github.com/rcclx-tests/rcclx-tests/cuda"
+	"github.com/rcclx-tests/rcclx-tests/gpurt"
 )
 
 // hwKernel is a PTX kernel: thread i converts the float32 with bits base+i
@@ -78,33 +78,33 @@ func hwPTX() string {
 // hwRunner launches the check's kernels on GPU 0.
 type hwRunner struct {
 	t   *testing.T
-	mod *cuda.Module
-	buf cuda.DevicePtr // device buffer for one chunk
+	mod *gpurt.Module
+	buf gpurt.DevicePtr // device buffer for one chunk
 }
 
 const hwChunk = 1 << 28 // float32 inputs per launch
 
 func newHWRunner(t *testing.T) *hwRunner {
-	if err := cuda.Load(); err != nil {
+	if err := gpurt.Load(); err != nil {
 		t.Skipf("no CUDA driver: %v", err)
 	}
 	runtime.LockOSThread()
 	t.Cleanup(runtime.UnlockOSThread)
 	r := &hwRunner{t: t}
-	major, minor, err := cuda.Device(0).ComputeCapability()
+	major, minor, err := gpurt.Device(0).ComputeCapability()
 	r.check(err)
 	if major*10+minor < 89 {
 		t.Skipf("no FP8 cvt: GPU is sm_%d%d, needs sm_89+", major, minor)
 	}
-	ctx, err := cuda.Device(0).RetainPrimaryContext()
+	ctx, err := gpurt.Device(0).RetainPrimaryContext()
 	r.check(err)
 	t.Cleanup(func() { ctx.Release() })
 	r.check(ctx.SetCurrent())
-	r.mod, err = cuda.ModuleLoadData(append([]byte(hwPTX()), 0)) // the driver JIT-compiles PTX text
+	r.mod, err = gpurt.ModuleLoadData(append([]byte(hwPTX()), 0)) // the driver JIT-compiles PTX text
 	r.check(err)
-	r.buf, err = cuda.MemAlloc(4 * hwChunk)
+	r.buf, err = gpurt.MemAlloc(4 * hwChunk)
 	r.check(err)
-	t.Cleanup(func() { cuda.MemFree(r.buf) })
+	t.Cleanup(func() { gpurt.MemFree(r.buf) })
 	return r
 }
 
@@ -119,9 +119,9 @@ func (r *hwRunner) check(err error) {
 func (r *hwRunner) run(k hwKernel, base uint32, n int, out []byte) {
 	fn, err := r.mod.Function(k.name)
 	r.check(err)
-	r.check(cuda.Launch(fn, [3]uint32{uint32(n / 256), 1, 1}, [3]uint32{256, 1, 1}, 0, 0, r.buf, base))
-	r.check(cuda.Stream(0).Synchronize())
-	r.check(cuda.MemcpyDtoH(out[:n*k.size], r.buf))
+	r.check(gpurt.Launch(fn, [3]uint32{uint32(n / 256), 1, 1}, [3]uint32{256, 1, 1}, 0, 0, r.buf, base))
+	r.check(gpurt.Stream(0).Synchronize())
+	r.check(gpurt.MemcpyDtoH(out[:n*k.size], r.buf))
 }
 
 // hwMismatches collects disagreements from many goroutines, keeping a few.

@@ -8,7 +8,7 @@ import (
 	"time"
 
 	"github.com/rcclx-tests/rcclx-tests/collectives"
-	"github.com/rcclx-tests/rcclx-tests/cuda"
+	"github.com/rcclx-tests/rcclx-tests/gpurt"
 	"github.com/rcclx-tests/rcclx-tests/nccl"
 )
 
@@ -40,9 +40,9 @@ type comm struct {
 // rank is one local rank: its device, context, stream and communicator.
 type rank struct {
 	global int
-	dev    cuda.Device
-	ctx    *cuda.Context
-	stream cuda.Stream // 0 with -y: the legacy default stream
+	dev    gpurt.Device
+	ctx    *gpurt.Context
+	stream gpurt.Stream // 0 with -y: the legacy default stream
 	comm   nccl.Comm
 	sm90   bool // FP8 needs sm_90 or later
 }
@@ -61,7 +61,7 @@ func (r *rank) open(streamNull bool) error {
 	}
 	r.sm90 = major >= 9
 	if !streamNull {
-		r.stream, err = cuda.StreamCreate(true)
+		r.stream, err = gpurt.StreamCreate(true)
 	}
 	return err
 }

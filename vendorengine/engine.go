@@ -11,7 +11,7 @@ import (
 	"fmt"
 
 	"github.com/rcclx-tests/rcclx-tests/collectives"
-	"github.com/rcclx-tests/rcclx-tests/cuda"
+	"github.com/rcclx-tests/rcclx-tests/gpurt"
 	"github.com/rcclx-tests/rcclx-tests/nccl"
 )
 
@@ -31,10 +31,10 @@ func (engine) Available() error {
 	if _, err := nccl.Open(""); err != nil {
 		return &collectives.LibraryError{Err: err}
 	}
-	if err := cuda.Load(); err != nil {
+	if err := gpurt.Load(); err != nil {
 		return runtimeError(err)
 	}
-	if n, err := cuda.DeviceCount(); err != nil || n == 0 {
+	if n, err := gpurt.DeviceCount(); err != nil || n == 0 {
 		return runtimeError(fmt.Errorf("vendor: no GPU (%d devices, %v)", n, err))
 	}
 	return nil

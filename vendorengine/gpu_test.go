@@ -14,7 +14,7 @@ import (
 	"time"
 
 	"github.com/rcclx-tests/rcclx-tests/collectives"
-	"github.com/rcclx-tests/rcclx-tests/cuda"
+	"github.com/rcclx-tests/rcclx-tests/gpurt"
 	"github.com/rcclx-tests/rcclx-tests/internal/devmem"
 	"github.com/rcclx-tests/rcclx-tests/nccl"
 )
@@ -27,7 +27,7 @@ func gpuConfig(t *testing.T, cfg collectives.Config) collectives.Config {
 	}
 	runtime.LockOSThread()
 	t.Cleanup(runtime.UnlockOSThread)
-	n, _ := cuda.DeviceCount()
+	n, _ := gpurt.DeviceCount()
 	cfg.NThreads, cfg.NGpus = 1, min(n, 4)
 	cfg.Library = os.Getenv("RCCLX_TESTS_LIB")
 	return cfg
@@ -386,7 +386,7 @@ func TestGPUSkippedFirstCollectiveTimesOut(t *testing.T) {
 func TestGPUCorruptHookWrongOnThatRankOnly(t *testing.T) {
 	for _, timeout := range []time.Duration{0, time.Minute} {
 		t.Run(fmt.Sprintf("T=%v", timeout), func(t *testing.T) {
-			n, _ := cuda.DeviceCount()
+			n, _ := gpurt.DeviceCount()
 			hooked := rand.IntN(max(min(n, 4), 1))
 			c := openGPU(t, collectives.Config{Timeout: timeout,
 				Env: map[string]string{collectives.EnvCorruptRank: strconv.Itoa(hooked)}})
@@ -556,10 +556,10 @@ func TestGPULoopCost(t *testing.T) {
 			return errors.Join(launch(), g.Wait())
 		}
 	}
-	loop(50)() // the library's first calls, which may leave stream queries slow (see cuda.MemcpyHtoD)
+	loop(50)() // the library's first calls, which may leave stream queries slow (see gpurt.MemcpyHtoD)
 	waitFirst := per(2000, g.Wait)
 	for l := range g.ranks { // as writing a half's inputs does
-		if err := errors.Join(g.on(l), cuda.Synchronize()); err != nil {
+		if err := errors.Join(g.on(l), gpurt.Synchronize()); err != nil {
 			t.Fatal(err)
 		}
 	}

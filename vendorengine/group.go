@@ -5,7 +5,7 @@ import (
 	"fmt"
 
 	"github.com/rcclx-tests/rcclx-tests/collectives"
-	"github.com/rcclx-tests/rcclx-tests/cuda"
+	"github.com/rcclx-tests/rcclx-tests/gpurt"
 	"github.com/rcclx-tests/rcclx-tests/internal/memkind"
 	"github.com/rcclx-tests/rcclx-tests/nccl"
 )
@@ -53,7 +53,7 @@ func (g *group) on(l int) error { return runtimeError(g.ranks[l].ctx.SetCurrent(
 
 // buffer is device memory of one local rank, registered with its communicator under -R.
 type buffer struct {
-	ptr    cuda.DevicePtr
+	ptr    gpurt.DevicePtr
 	n      int64
 	local  int
 	handle uintptr // ncclCommRegister's, or 0
@@ -62,7 +62,9 @@ type buffer struct {
 
 func (b *buffer) Len() int64 { return b.n }
 
-func devicePtr(v collectives.View) cuda.DevicePtr { return v.Buf.(*buffer).ptr + cuda.DevicePtr(v.Off) }
+func devicePtr(v collectives.View) gpurt.DevicePtr {
+	return v.Buf.(*buffer).ptr + gpurt.DevicePtr(v.Off)
+}
 
 func (g *group) Alloc(local int, bytes int64) (collectives.Buffer, error) {
 	if err := g.on(local); err != nil {
@@ -86,13 +88,13 @@ func (g *group) Alloc(local int, bytes int64) (collectives.Buffer, error) {
 // memAlloc allocates as nccl-tests does: with ncclMemAlloc where the library has it (NCCL 2.19+; the
 // library may treat such buffers differently from cuMemAlloc's), else cuMemAlloc; -Y host and managed as
 // rccl-tests does. It returns the function that frees the memory.
-func (g *group) memAlloc(bytes int64) (cuda.DevicePtr, func() error, error) {
+func (g *group) memAlloc(bytes int64) (gpurt.DevicePtr, func() error, error) {
 	kind := memkind.Of(g.c.memory)
-	if kind == cuda.MemDevice && g.c.lib.Has("ncclMemAlloc") && g.c.lib.Has("ncclMemFree") {
+	if kind == gpurt.MemDevice && g.c.lib.Has("ncclMemAlloc") && g.c.lib.Has("ncclMemFree") {
 		p, err := g.c.lib.MemAlloc(bytes)
 		return p, func() error { return g.c.lib.MemFree(p) }, err
 	}
-	return cuda.AllocKind(kind, bytes)
+	return gpurt.AllocKind(kind, bytes)
 }
 
 func (g *group) Free(buf collectives.Buffer) error {
@@ -107,20 +109,20 @@ func (g *group) Free(buf collectives.Buffer) error {
 	return errors.Join(append(errs, runtimeError(b.free()))...)
 }
 
-// Write copies host bytes in and waits for the copy and the rest of the device's work (cuda.MemcpyHtoD).
+// Write copies host bytes in and waits for the copy and the rest of the device's work (gpurt.MemcpyHtoD).
 func (g *group) Write(dst collectives.View, src []byte) error {
 	b := dst.Buf.(*buffer)
 	if err := g.on(b.local); err != nil {
 		return err
 	}
-	return runtimeError(cuda.MemcpyHtoD(devicePtr(dst), src))
+	return runtimeError(gpurt.MemcpyHtoD(devicePtr(dst), src))
 }
 
 func (g *group) Read(dst []byte, src collectives.View) error {
 	if err := g.on(src.Buf.(*buffer).local); err != nil {
 		return err
 	}
-	return runtimeError(cuda.MemcpyDtoH(dst, devicePtr(src)))
+	return runtimeError(gpurt.MemcpyDtoH(dst, devicePtr(src)))
 }
 
 // FreeMemory is the device memory local rank may still allocate.
@@ -128,7 +130,7 @@ func (g *group) FreeMemory(local int) (int64, error) {
 	if err := g.on(local); err != nil {
 		return 0, err
 	}
-	free, _, err := cuda.MemGetInfo()
+	free, _, err := gpurt.MemGetInfo()
 	return free, runtimeError(err)
 }
 

@@ -7,7 +7,7 @@ import (
 	"time"
 
 	"github.com/rcclx-tests/rcclx-tests/collectives"
-	"github.com/rcclx-tests/rcclx-tests/cuda"
+	"github.com/rcclx-tests/rcclx-tests/gpurt"
 	"github.com/rcclx-tests/rcclx-tests/nccl"
 )
 
@@ -208,7 +208,7 @@ func (g *group) queueOne(q *nccl.Calls, c *collectives.Call, l int, r *rank) {
 	case collectives.AllReduce:
 		q.AllReduce(send, recv, count, dt, g.ops[l], r.comm, r.stream)
 	case collectives.AllReduceBias: // the bias follows the input in the send view
-		q.AllReduceWithBias(send, recv, count, dt, g.ops[l], r.comm, r.stream, send+cuda.DevicePtr(count*int64(c.DType.Size())))
+		q.AllReduceWithBias(send, recv, count, dt, g.ops[l], r.comm, r.stream, send+gpurt.DevicePtr(count*int64(c.DType.Size())))
 	case collectives.AllGather:
 		q.AllGather(send, recv, count, dt, r.comm, r.stream)
 	case collectives.ReduceScatter:

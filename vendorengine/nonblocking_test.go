@@ -11,7 +11,7 @@ import (
 	"github.com/ebitengine/purego"
 
 	"github.com/rcclx-tests/rcclx-tests/collectives"
-	"github.com/rcclx-tests/rcclx-tests/cuda"
+	"github.com/rcclx-tests/rcclx-tests/gpurt"
 	"github.com/rcclx-tests/rcclx-tests/nccl"
 )
 
@@ -162,8 +162,8 @@ func fakeGroup(t *testing.T, n int, nonBlocking bool, skip int, coll *collective
 		g.global = append(g.global, r)
 		k := coll.Counts(1<<20, n, r, collectives.Float)
 		call.Counts = append(call.Counts, k)
-		send := &buffer{ptr: cuda.DevicePtr(2*r+1) << 32, n: 4 * k.Send}
-		recv := &buffer{ptr: cuda.DevicePtr(2*r+2) << 32, n: 4 * k.Recv}
+		send := &buffer{ptr: gpurt.DevicePtr(2*r+1) << 32, n: 4 * k.Send}
+		recv := &buffer{ptr: gpurt.DevicePtr(2*r+2) << 32, n: 4 * k.Recv}
 		call.Send = append(call.Send, collectives.View{Buf: send})
 		call.Recv = append(call.Recv, collectives.View{Buf: recv})
 	}

@@ -11,7 +11,7 @@ import (
 
 	"github.com/rcclx-tests/rcclx-tests/bootstrap"
 	"github.com/rcclx-tests/rcclx-tests/collectives"
-	"github.com/rcclx-tests/rcclx-tests/cuda"
+	"github.com/rcclx-tests/rcclx-tests/gpurt"
 	"github.com/rcclx-tests/rcclx-tests/nccl"
 )
 
@@ -25,7 +25,7 @@ func (engine) Open(cfg collectives.Config) (collectives.Comm, error) {
 	if cfg.Register && !lib.Has("ncclCommRegister") {
 		return nil, &collectives.LibraryError{Err: fmt.Errorf("vendor: -R: %s does not export ncclCommRegister", lib.File)}
 	}
-	if err := cuda.Load(); err != nil {
+	if err := gpurt.Load(); err != nil {
 		return nil, runtimeError(err)
 	}
 	runtime.LockOSThread()
@@ -68,7 +68,7 @@ func (engine) Open(cfg collectives.Config) (collectives.Comm, error) {
 		c.Close()
 		return nil, err
 	}
-	watch := cuda.MemWatch{}
+	watch := gpurt.MemWatch{}
 	for _, r := range c.ranks {
 		if err := watch.Start(r.dev, r.ctx); err != nil {
 			c.Close()
@@ -119,7 +119,7 @@ func exchange(world collectives.World, id *nccl.UniqueID) (hostIndex int, err er
 
 // openRanks retains each local rank's device context and creates its stream.
 func (c *comm) openRanks(cfg collectives.Config, firstRank, hostIndex, nlocal, ngpus int) error {
-	ndev, err := cuda.DeviceCount()
+	ndev, err := gpurt.DeviceCount()
 	if err != nil {
 		return runtimeError(err)
 	}
@@ -132,7 +132,7 @@ func (c *comm) openRanks(cfg collectives.Config, firstRank, hostIndex, nlocal, n
 		if err != nil {
 			return runtimeError(fmt.Errorf("vendor: %w", err))
 		}
-		r := &rank{global: firstRank + l, dev: cuda.Device(dev)}
+		r := &rank{global: firstRank + l, dev: gpurt.Device(dev)}
 		c.ranks = append(c.ranks, r)
 		if err := r.open(cfg.StreamNull); err != nil {
 			return runtimeError(fmt.Errorf("vendor: rank %d on device %d: %w", r.global, r.dev, err))
@@ -145,9 +145,9 @@ func (c *comm) openRanks(cfg collectives.Config, firstRank, hostIndex, nlocal, n
 }
 
 // busID is the device's PCI domain:bus:device as nccl-tests prints it ("0000:00:06").
-func busID(d cuda.Device) string {
+func busID(d gpurt.Device) string {
 	var id [3]int
-	for i, a := range []cuda.DeviceAttribute{cuda.PCIDomainID, cuda.PCIBusIDAttr, cuda.PCIDeviceID} {
+	for i, a := range []gpurt.DeviceAttribute{gpurt.PCIDomainID, gpurt.PCIBusIDAttr, gpurt.PCIDeviceID} {
 		id[i], _ = d.Attribute(a)
 	}
 	return fmt.Sprintf("%04x:%02x:%02x", id[0], id[1], id[2])

@@ -2,14 +2,14 @@ package vendorengine
 
 import (
 	"github.com/rcclx-tests/rcclx-tests/collectives"
-	"github.com/rcclx-tests/rcclx-tests/cuda"
+	"github.com/rcclx-tests/rcclx-tests/gpurt"
 	"github.com/rcclx-tests/rcclx-tests/nccl"
 )
 
 // p2p is one ncclSend or ncclRecv of a collective moved as point-to-point calls, as nccl-tests moves it.
 type p2p struct {
 	recv  bool
-	ptr   cuda.DevicePtr
+	ptr   gpurt.DevicePtr
 	count int64 // elements
 	peer  int
 }
@@ -26,19 +26,19 @@ func (p p2p) queue(q *nccl.Calls, dt nccl.DataType, r *rank) {
 // and recv: alltoall (a send and a receive per peer, in place too), gather and scatter without the library's
 // own calls (to and from the root; none when empty), sendrecv (to me+1, from me-1) and alltoallv (the
 // non-empty per-peer parts).
-func p2ps(c *collectives.Call, l, me, n int, send, recv cuda.DevicePtr) []p2p {
+func p2ps(c *collectives.Call, l, me, n int, send, recv gpurt.DevicePtr) []p2p {
 	k := c.Counts[l]
-	es := cuda.DevicePtr(c.DType.Size())
-	block := cuda.DevicePtr(k.Param) * es
+	es := gpurt.DevicePtr(c.DType.Size())
+	block := gpurt.DevicePtr(k.Param) * es
 	var out []p2p
-	add := func(isRecv bool, ptr cuda.DevicePtr, count int64, peer int) {
+	add := func(isRecv bool, ptr gpurt.DevicePtr, count int64, peer int) {
 		out = append(out, p2p{recv: isRecv, ptr: ptr, count: count, peer: peer})
 	}
 	switch c.Coll.Base() {
 	case collectives.AllToAll:
 		for p := range n {
-			add(false, send+cuda.DevicePtr(p)*block, k.Param, p)
-			add(true, recv+cuda.DevicePtr(p)*block, k.Param, p)
+			add(false, send+gpurt.DevicePtr(p)*block, k.Param, p)
+			add(true, recv+gpurt.DevicePtr(p)*block, k.Param, p)
 		}
 	case collectives.Gather:
 		if k.Param == 0 {
@@ -47,7 +47,7 @@ func p2ps(c *collectives.Call, l, me, n int, send, recv cuda.DevicePtr) []p2p {
 		add(false, send, k.Param, c.Root)
 		if me == c.Root {
 			for p := range n {
-				add(true, recv+cuda.DevicePtr(p)*block, k.Param, p)
+				add(true, recv+gpurt.DevicePtr(p)*block, k.Param, p)
 			}
 		}
 	case collectives.Scatter:
@@ -56,7 +56,7 @@ func p2ps(c *collectives.Call, l, me, n int, send, recv cuda.DevicePtr) []p2p {
 		}
 		if me == c.Root {
 			for p := range n {
-				add(false, send+cuda.DevicePtr(p)*block, k.Param, p)
+				add(false, send+gpurt.DevicePtr(p)*block, k.Param, p)
 			}
 		}
 		add(true, recv, k.Param, c.Root)
@@ -66,10 +66,10 @@ func p2ps(c *collectives.Call, l, me, n int, send, recv cuda.DevicePtr) []p2p {
 	case collectives.AllToAllV:
 		for p := range n {
 			if k.SendCounts[p] > 0 {
-				add(false, send+cuda.DevicePtr(k.SendDispls[p])*es, k.SendCounts[p], p)
+				add(false, send+gpurt.DevicePtr(k.SendDispls[p])*es, k.SendCounts[p], p)
 			}
 			if k.RecvCounts[p] > 0 {
-				add(true, recv+cuda.DevicePtr(k.RecvDispls[p])*es, k.RecvCounts[p], p)
+				add(true, recv+gpurt.DevicePtr(k.RecvDispls[p])*es, k.RecvCounts[p], p)
 			}
 		}
 	}
@@ -81,19 +81,19 @@ func p2ps(c *collectives.Call, l, me, n int, send, recv cuda.DevicePtr) []p2p {
 // Out of place, its own block reaches the receive buffer as a send to itself in the first step (nccl-tests
 // copies it with cudaMemcpyAsync before the steps), and that step sends from the send buffer, which holds the
 // same block. One rank makes only that copy.
-func hyperCubeStep(c *collectives.Call, l, me, n, mask int, send, recv cuda.DevicePtr) []p2p {
+func hyperCubeStep(c *collectives.Call, l, me, n, mask int, send, recv gpurt.DevicePtr) []p2p {
 	count := c.Counts[l].Param
-	block := cuda.DevicePtr(count) * cuda.DevicePtr(c.DType.Size())
-	src := recv + cuda.DevicePtr(me&^(mask-1))*block
+	block := gpurt.DevicePtr(count) * gpurt.DevicePtr(c.DType.Size())
+	src := recv + gpurt.DevicePtr(me&^(mask-1))*block
 	var out []p2p
 	if mask == 1 && !c.InPlace(l) {
 		out = append(out, p2p{ptr: send, count: count, peer: me},
-			p2p{recv: true, ptr: recv + cuda.DevicePtr(me)*block, count: count, peer: me})
+			p2p{recv: true, ptr: recv + gpurt.DevicePtr(me)*block, count: count, peer: me})
 		src = send
 	}
 	if peer := me ^ mask; mask < n {
 		out = append(out, p2p{ptr: src, count: count * int64(mask), peer: peer},
-			p2p{recv: true, ptr: recv + cuda.DevicePtr(peer&^(mask-1))*block, count: count * int64(mask), peer: peer})
+			p2p{recv: true, ptr: recv + gpurt.DevicePtr(peer&^(mask-1))*block, count: count * int64(mask), peer: peer})
 	}
 	return out
 }

@@ -6,12 +6,12 @@ import (
 	"testing"
 
 	"github.com/rcclx-tests/rcclx-tests/collectives"
-	"github.com/rcclx-tests/rcclx-tests/cuda"
+	"github.com/rcclx-tests/rcclx-tests/gpurt"
 )
 
 // simBuf is a rank's buffer in the simulation: host bytes at a made-up device address.
 type simBuf struct {
-	addr cuda.DevicePtr
+	addr gpurt.DevicePtr
 	b    []byte
 }
 
@@ -25,10 +25,10 @@ type simulation struct {
 	bufs []*simBuf
 }
 
-func (s *simulation) at(p cuda.DevicePtr, n int64) []byte {
+func (s *simulation) at(p gpurt.DevicePtr, n int64) []byte {
 	for _, b := range s.bufs {
-		if p >= b.addr && p+cuda.DevicePtr(n) <= b.addr+cuda.DevicePtr(len(b.b)) {
-			return b.b[p-b.addr : p-b.addr+cuda.DevicePtr(n)]
+		if p >= b.addr && p+gpurt.DevicePtr(n) <= b.addr+gpurt.DevicePtr(len(b.b)) {
+			return b.b[p-b.addr : p-b.addr+gpurt.DevicePtr(n)]
 		}
 	}
 	s.t.Fatalf("%d bytes at %#x are in no buffer", n, p)
@@ -48,7 +48,7 @@ func (s *simulation) group(ops [][]p2p, es int64) {
 		}
 	}
 	type write struct {
-		dst  cuda.DevicePtr
+		dst  gpurt.DevicePtr
 		data []byte
 	}
 	var writes []write
@@ -115,7 +115,7 @@ func simulate(t *testing.T, coll *collectives.Collective, n int, dt collectives.
 	s := &simulation{t: t}
 	c := &collectives.Call{Coll: coll, DType: dt, Op: collectives.Sum, Root: root}
 	newBuf := func(elems int64) *simBuf {
-		b := &simBuf{addr: cuda.DevicePtr(len(s.bufs)+1) << 32, b: make([]byte, elems*es)}
+		b := &simBuf{addr: gpurt.DevicePtr(len(s.bufs)+1) << 32, b: make([]byte, elems*es)}
 		for i := range b.b {
 			b.b[i] = 0xA5
 		}
@@ -134,7 +134,7 @@ func simulate(t *testing.T, coll *collectives.Collective, n int, dt collectives.
 		c.Recv = append(c.Recv, collectives.View{Buf: recv, Off: recvOff})
 		copy(send.b[sendOff:], coll.Input(dt, c.Op, r, n, k, seed))
 	}
-	ptr := func(v collectives.View) cuda.DevicePtr { return v.Buf.(*simBuf).addr + cuda.DevicePtr(v.Off) }
+	ptr := func(v collectives.View) gpurt.DevicePtr { return v.Buf.(*simBuf).addr + gpurt.DevicePtr(v.Off) }
 	steps := [][][]p2p{}
 	if coll == collectives.HyperCube {
 		for _, mask := range hyperCubeMasks(n) {

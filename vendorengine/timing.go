@@ -6,25 +6,25 @@ import (
 	"time"
 
 	"github.com/rcclx-tests/rcclx-tests/collectives"
-	"github.com/rcclx-tests/rcclx-tests/cuda"
+	"github.com/rcclx-tests/rcclx-tests/gpurt"
 )
 
 // mark is one Mark: an event recorded on each local rank's stream.
-type mark []cuda.Event
+type mark []gpurt.Event
 
 // markPool keeps each local rank's timing events (created in its context). A series of marks ends when the
 // harness reads it (Elapsed); the next Mark starts a new series and reuses the earlier events.
 type markPool struct {
-	free, used [][]cuda.Event // per local rank
+	free, used [][]gpurt.Event // per local rank
 	read       bool
 }
 
 func (p *markPool) init(nlocal int) {
-	p.free, p.used = make([][]cuda.Event, nlocal), make([][]cuda.Event, nlocal)
+	p.free, p.used = make([][]gpurt.Event, nlocal), make([][]gpurt.Event, nlocal)
 }
 
-func (p *markPool) take(g *group, l int) (cuda.Event, error) {
-	var e cuda.Event
+func (p *markPool) take(g *group, l int) (gpurt.Event, error) {
+	var e gpurt.Event
 	if n := len(p.free[l]); n > 0 {
 		e, p.free[l] = p.free[l][n-1], p.free[l][:n-1]
 	} else {
@@ -32,7 +32,7 @@ func (p *markPool) take(g *group, l int) (cuda.Event, error) {
 			return 0, err
 		}
 		var err error
-		if e, err = cuda.EventCreate(true); err != nil {
+		if e, err = gpurt.EventCreate(true); err != nil {
 			return 0, runtimeError(err)
 		}
 	}
@@ -83,7 +83,7 @@ func (g *group) Elapsed(from, to collectives.Event) (time.Duration, error) {
 	a, b := from.(mark), to.(mark)
 	var longest time.Duration
 	for l := range a {
-		d, err := cuda.EventElapsed(a[l], b[l])
+		d, err := gpurt.EventElapsed(a[l], b[l])
 		if err != nil {
 			return 0, runtimeError(err)
 		}
@@ -95,7 +95,7 @@ func (g *group) Elapsed(from, to collectives.Event) (time.Duration, error) {
 // graph is one captured graph per local rank, replayed on its stream.
 type graph struct {
 	g     *group
-	execs []cuda.GraphExec
+	execs []gpurt.GraphExec
 }
 
 // Capture records the library calls that record makes into one graph per local rank. Every capture ends
@@ -117,7 +117,7 @@ func (g *group) Capture(record func() error) (collectives.Graph, error) {
 		first = record()
 		g.capturing = false
 	}
-	captured := make([]cuda.Graph, 0, begun)
+	captured := make([]gpurt.Graph, 0, begun)
 	for _, r := range g.ranks[:begun] {
 		cg, err := r.stream.EndCapture()
 		if err == nil {
@@ -129,7 +129,7 @@ func (g *group) Capture(record func() error) (collectives.Graph, error) {
 	gr := &graph{g: g}
 	for _, cg := range captured {
 		if first == nil {
-			var exec cuda.GraphExec
+			var exec gpurt.GraphExec
 			if exec, first = cg.Instantiate(); first == nil {
 				gr.execs = append(gr.execs, exec)
 			}

@@ -9,7 +9,7 @@ import (
 
 	"github.com/ebitengine/purego"
 
-	"github.com/rcclx-tests/rcclx-tests/cuda"
+	"github.com/rcclx-tests/rcclx-tests/gpurt"
 	"github.com/rcclx-tests/rcclx-tests/internal/ccall"
 )
 
@@ -65,12 +65,12 @@ func measureCallCosts(g *gpu, iters int) []result {
 	d, err = perCall(iters/64, func() error { batch.Run(0); return nil }, noDrain)
 	add("ccall.Batch of 64 libc labs, per call", d/64, err)
 
-	s, err := cuda.StreamCreate(true)
+	s, err := gpurt.StreamCreate(true)
 	if err != nil {
 		return append(out, result{"call costs", "", err})
 	}
 	defer s.Destroy()
-	ev, err := cuda.EventCreate(false)
+	ev, err := gpurt.EventCreate(false)
 	if err != nil {
 		return append(out, result{"call costs", "", err})
 	}
@@ -81,11 +81,11 @@ func measureCallCosts(g *gpu, iters int) []result {
 	add("Event.Record", d, err)
 
 	one := [3]uint32{1, 1, 1}
-	d, err = perCall(iters, func() error { return cuda.Launch(g.nop, one, one, 0, s) }, s.Synchronize)
-	add("cuda.Launch nop, 0 args", d, err)
-	a, b := cuda.DevicePtr(0x1000), cuda.DevicePtr(0x2000)
-	d, err = perCall(iters, func() error { return cuda.Launch(g.nop5, one, one, 0, s, a, b, uint32(3), int64(4), float32(5)) }, s.Synchronize)
-	add("cuda.Launch nop5, 5 args", d, err)
+	d, err = perCall(iters, func() error { return gpurt.Launch(g.nop, one, one, 0, s) }, s.Synchronize)
+	add("gpurt.Launch nop, 0 args", d, err)
+	a, b := gpurt.DevicePtr(0x1000), gpurt.DevicePtr(0x2000)
+	d, err = perCall(iters, func() error { return gpurt.Launch(g.nop5, one, one, 0, s, a, b, uint32(3), int64(4), float32(5)) }, s.Synchronize)
+	add("gpurt.Launch nop5, 5 args", d, err)
 	out = append(out, rawLaunchCosts(g, s, iters)...)
 	return append(out, deviceLaunchTimes(g, s)...)
 }
@@ -107,7 +107,7 @@ func libcLabs() (uintptr, func(int64) int64, error) {
 
 // rawLaunchCosts calls cuLaunchKernel with a prebuilt parameter block through
 // SyscallN and through RegisterFunc, to compare the two calling mechanisms.
-func rawLaunchCosts(g *gpu, s cuda.Stream, iters int) []result {
+func rawLaunchCosts(g *gpu, s gpurt.Stream, iters int) []result {
 	h, err := purego.Dlopen("libcuda.so.1", purego.RTLD_NOW|purego.RTLD_GLOBAL)
 	if err != nil {
 		return []result{{"raw cuLaunchKernel", "", err}}
@@ -151,12 +151,12 @@ func rawLaunchCosts(g *gpu, s cuda.Stream, iters int) []result {
 
 // deviceLaunchTimes measures GPU time per empty kernel, launched one by one
 // from a stream and replayed from a captured graph.
-func deviceLaunchTimes(g *gpu, s cuda.Stream) []result {
+func deviceLaunchTimes(g *gpu, s gpurt.Stream) []result {
 	const n = 1000
 	one := [3]uint32{1, 1, 1}
-	launchN := func(s cuda.Stream) error {
+	launchN := func(s gpurt.Stream) error {
 		for range n {
-			if err := cuda.Launch(g.nop, one, one, 0, s); err != nil {
+			if err := gpurt.Launch(g.nop, one, one, 0, s); err != nil {
 				return err
 			}
 		}
@@ -176,7 +176,7 @@ func deviceLaunchTimes(g *gpu, s cuda.Stream) []result {
 	if err := firstErr(exec.Launch(s), s.Synchronize()); err != nil { // warm up the upload
 		return append(out, result{"nop kernels from a graph", "", err})
 	}
-	dt, err = timeOnStream(func(s cuda.Stream) error { return exec.Launch(s) })
+	dt, err = timeOnStream(func(s gpurt.Stream) error { return exec.Launch(s) })
 	add("nop kernels from a graph", dt, err)
 	return out
 }

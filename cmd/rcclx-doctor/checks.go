@@ -12,7 +12,7 @@ import (
 	"strings"
 	"time"
 
-	"github.com/rcclx-tests/rcclx-tests/cuda"
+	"github.com/rcclx-tests/rcclx-tests/gpurt"
 )
 
 const kernels = `
@@ -26,9 +26,9 @@ extern "C" __global__ void add_iota(unsigned* y, unsigned base, unsigned n) {
 
 // gpu is one device with its context current on the main thread when used.
 type gpu struct {
-	dev                cuda.Device
-	ctx                *cuda.Context
-	nop, nop5, addIota cuda.Function
+	dev                gpurt.Device
+	ctx                *gpurt.Context
+	nop, nop5, addIota gpurt.Function
 }
 
 func (g *gpu) use() error { return g.ctx.SetCurrent() }
@@ -40,21 +40,21 @@ func runChecks() ([]result, []*gpu) {
 		out = append(out, result{step, detail, err})
 		return err == nil
 	}
-	if !add(stepDriver, "", cuda.Load()) {
+	if !add(stepDriver, "", gpurt.Load()) {
 		return out, nil
 	}
-	v, err := cuda.DriverVersion()
-	n, err2 := cuda.DeviceCount()
+	v, err := gpurt.DriverVersion()
+	n, err2 := gpurt.DeviceCount()
 	if err == nil && err2 == nil && n == 0 {
 		err = fmt.Errorf("the driver sees no GPU")
 	}
 	if !add(stepDevices, fmt.Sprintf("CUDA driver API %d, %d device(s)", v, n), firstErr(err, err2)) {
 		return out, nil
 	}
-	if !add(stepNVRTC, "", cuda.LoadNVRTC()) {
+	if !add(stepNVRTC, "", gpurt.LoadNVRTC()) {
 		return out, nil
 	}
-	major, minor, err := cuda.NVRTCVersion()
+	major, minor, err := gpurt.NVRTCVersion()
 	add("NVRTC version", fmt.Sprintf("%d.%d", major, minor), err)
 	cubin, detail, err := compileTwice()
 	if !add(stepCompile, detail, err) {
@@ -62,7 +62,7 @@ func runChecks() ([]result, []*gpu) {
 	}
 	var gpus []*gpu
 	for i := range n {
-		g, detail, err := openGPU(cuda.Device(i), cubin)
+		g, detail, err := openGPU(gpurt.Device(i), cubin)
 		if !add(fmt.Sprintf("device %d", i), detail, err) {
 			return out, nil
 		}
@@ -102,18 +102,18 @@ func compileTwice() ([]byte, string, error) {
 	}
 	defer os.RemoveAll(dir)
 	os.Setenv("RCCLX_TESTS_KERNEL_CACHE", dir)
-	major, minor, err := cuda.Device(0).ComputeCapability()
+	major, minor, err := gpurt.Device(0).ComputeCapability()
 	if err != nil {
 		return nil, "", err
 	}
 	arch := major*10 + minor
 	t0 := time.Now()
-	cold, err := cuda.CompileCached(kernels, "smoke.cu", arch)
+	cold, err := gpurt.CompileCached(kernels, "smoke.cu", arch)
 	if err != nil {
 		return nil, "", err
 	}
 	t1 := time.Now()
-	warm, err := cuda.CompileCached(kernels, "smoke.cu", arch)
+	warm, err := gpurt.CompileCached(kernels, "smoke.cu", arch)
 	if err != nil {
 		return nil, "", err
 	}
@@ -124,11 +124,11 @@ func compileTwice() ([]byte, string, error) {
 	return cold, fmt.Sprintf("sm_%d, %d B CUBIN, compiled in %v, from the cache in %v", arch, len(cold), t1.Sub(t0).Round(time.Millisecond), t2.Sub(t1).Round(time.Microsecond)), nil
 }
 
-func openGPU(d cuda.Device, cubin []byte) (*gpu, string, error) {
+func openGPU(d gpurt.Device, cubin []byte) (*gpu, string, error) {
 	name, err := d.Name()
 	bus, err2 := d.PCIBusID()
 	major, minor, err3 := d.ComputeCapability()
-	sms, err4 := d.Attribute(cuda.MultiprocessorCount)
+	sms, err4 := d.Attribute(gpurt.MultiprocessorCount)
 	mem, err5 := d.TotalMem()
 	if err := firstErr(err, err2, err3, err4, err5); err != nil {
 		return nil, "", err
@@ -140,11 +140,11 @@ func openGPU(d cuda.Device, cubin []byte) (*gpu, string, error) {
 	if err := g.use(); err != nil {
 		return nil, "", err
 	}
-	m, err := cuda.ModuleLoadData(cubin)
+	m, err := gpurt.ModuleLoadData(cubin)
 	if err != nil {
 		return nil, "", err
 	}
-	for name, f := range map[string]*cuda.Function{"nop": &g.nop, "nop5": &g.nop5, "add_iota": &g.addIota} {
+	for name, f := range map[string]*gpurt.Function{"nop": &g.nop, "nop5": &g.nop5, "add_iota": &g.addIota} {
 		if *f, err = m.Function(name); err != nil {
 			return nil, "", err
 		}
@@ -167,7 +167,7 @@ func copyRoundTrip(g *gpu) (string, error) {
 	}
 	defer free()
 	out := bytes.Repeat([]byte{0xCD}, n)
-	err = firstErr(cuda.MemsetD8(b, 0xAB, n), cuda.MemcpyHtoD(a, in), cuda.MemcpyDtoD(b, a, n), cuda.MemcpyDtoH(out, b))
+	err = firstErr(gpurt.MemsetD8(b, 0xAB, n), gpurt.MemcpyHtoD(a, in), gpurt.MemcpyDtoD(b, a, n), gpurt.MemcpyDtoH(out, b))
 	if err != nil {
 		return "", err
 	}
@@ -178,29 +178,29 @@ func copyRoundTrip(g *gpu) (string, error) {
 }
 
 // alloc2 allocates two device buffers in the current context.
-func alloc2(n int64) (a, b cuda.DevicePtr, free func(), err error) {
-	if a, err = cuda.MemAlloc(n); err != nil {
+func alloc2(n int64) (a, b gpurt.DevicePtr, free func(), err error) {
+	if a, err = gpurt.MemAlloc(n); err != nil {
 		return 0, 0, nil, err
 	}
-	if b, err = cuda.MemAlloc(n); err != nil {
-		cuda.MemFree(a)
+	if b, err = gpurt.MemAlloc(n); err != nil {
+		gpurt.MemFree(a)
 		return 0, 0, nil, err
 	}
-	return a, b, func() { cuda.MemFree(a); cuda.MemFree(b) }, nil
+	return a, b, func() { gpurt.MemFree(a); gpurt.MemFree(b) }, nil
 }
 
 // fillIota zeroes y and adds base+i to each of its n words on s.
-func fillIota(g *gpu, y cuda.DevicePtr, base uint32, n int, s cuda.Stream) error {
-	if err := cuda.MemsetD32Async(y, 0, int64(n), s); err != nil {
+func fillIota(g *gpu, y gpurt.DevicePtr, base uint32, n int, s gpurt.Stream) error {
+	if err := gpurt.MemsetD32Async(y, 0, int64(n), s); err != nil {
 		return err
 	}
-	return cuda.Launch(g.addIota, [3]uint32{uint32((n + 255) / 256), 1, 1}, [3]uint32{256, 1, 1}, 0, s, y, base, uint32(n))
+	return gpurt.Launch(g.addIota, [3]uint32{uint32((n + 255) / 256), 1, 1}, [3]uint32{256, 1, 1}, 0, s, y, base, uint32(n))
 }
 
 // checkIota downloads n words of y and checks y[i] == k*(base+i).
-func checkIota(y cuda.DevicePtr, base uint32, k uint32, n int) error {
+func checkIota(y gpurt.DevicePtr, base uint32, k uint32, n int) error {
 	buf := make([]byte, 4*n)
-	if err := cuda.MemcpyDtoH(buf, y); err != nil {
+	if err := gpurt.MemcpyDtoH(buf, y); err != nil {
 		return err
 	}
 	for i := range n {
@@ -216,13 +216,13 @@ func launchAndCheck(g *gpu) (string, error) {
 		return "", err
 	}
 	const n = 1<<20 + 3
-	y, err := cuda.MemAlloc(4 * n)
+	y, err := gpurt.MemAlloc(4 * n)
 	if err != nil {
 		return "", err
 	}
-	defer cuda.MemFree(y)
+	defer gpurt.MemFree(y)
 	base := rand.Uint32() >> 4
-	if err := firstErr(fillIota(g, y, base, n, 0), cuda.Stream(0).Synchronize()); err != nil {
+	if err := firstErr(fillIota(g, y, base, n, 0), gpurt.Stream(0).Synchronize()); err != nil {
 		return "", err
 	}
 	return fmt.Sprintf("add_iota over %d words checked", n), checkIota(y, base, 1, n)
@@ -238,9 +238,9 @@ func copyBandwidth(g *gpu) (string, error) {
 		return "", err
 	}
 	defer free()
-	dt, err := timeOnStream(func(s cuda.Stream) error {
+	dt, err := timeOnStream(func(s gpurt.Stream) error {
 		for range reps {
-			if err := cuda.MemcpyDtoDAsync(b, a, n, s); err != nil {
+			if err := gpurt.MemcpyDtoDAsync(b, a, n, s); err != nil {
 				return err
 			}
 		}
@@ -253,18 +253,18 @@ func copyBandwidth(g *gpu) (string, error) {
 }
 
 // timeOnStream times the work that enqueue puts on a fresh stream with events.
-func timeOnStream(enqueue func(s cuda.Stream) error) (time.Duration, error) {
-	s, err := cuda.StreamCreate(true)
+func timeOnStream(enqueue func(s gpurt.Stream) error) (time.Duration, error) {
+	s, err := gpurt.StreamCreate(true)
 	if err != nil {
 		return 0, err
 	}
 	defer s.Destroy()
-	start, err := cuda.EventCreate(true)
+	start, err := gpurt.EventCreate(true)
 	if err != nil {
 		return 0, err
 	}
 	defer start.Destroy()
-	end, err := cuda.EventCreate(true)
+	end, err := gpurt.EventCreate(true)
 	if err != nil {
 		return 0, err
 	}
@@ -272,7 +272,7 @@ func timeOnStream(enqueue func(s cuda.Stream) error) (time.Duration, error) {
 	if err := firstErr(start.Record(s), enqueue(s), end.Record(s), end.Synchronize()); err != nil {
 		return 0, err
 	}
-	return cuda.EventElapsed(start, end)
+	return gpurt.EventElapsed(start, end)
 }
 
 func graphReplay(g *gpu) (string, error) {
@@ -280,18 +280,18 @@ func graphReplay(g *gpu) (string, error) {
 		return "", err
 	}
 	const n, launches, replays = 1 << 16, 4, 3
-	y, err := cuda.MemAlloc(4 * n)
+	y, err := gpurt.MemAlloc(4 * n)
 	if err != nil {
 		return "", err
 	}
-	defer cuda.MemFree(y)
+	defer gpurt.MemFree(y)
 	base := rand.Uint32() >> 8
-	if err := firstErr(cuda.MemsetD32Async(y, 0, n, 0), cuda.Stream(0).Synchronize()); err != nil {
+	if err := firstErr(gpurt.MemsetD32Async(y, 0, n, 0), gpurt.Stream(0).Synchronize()); err != nil {
 		return "", err
 	}
-	exec, err := capture(func(s cuda.Stream) error {
+	exec, err := capture(func(s gpurt.Stream) error {
 		for range launches {
-			err := cuda.Launch(g.addIota, [3]uint32{n / 256, 1, 1}, [3]uint32{256, 1, 1}, 0, s, y, base, uint32(n))
+			err := gpurt.Launch(g.addIota, [3]uint32{n / 256, 1, 1}, [3]uint32{256, 1, 1}, 0, s, y, base, uint32(n))
 			if err != nil {
 				return err
 			}
@@ -307,15 +307,15 @@ func graphReplay(g *gpu) (string, error) {
 			return "", err
 		}
 	}
-	if err := cuda.Stream(0).Synchronize(); err != nil {
+	if err := gpurt.Stream(0).Synchronize(); err != nil {
 		return "", err
 	}
 	return fmt.Sprintf("%d launches captured, replayed %d times, result checked", launches, replays), checkIota(y, base, launches*replays, n)
 }
 
 // capture records what enqueue puts on a capture stream and instantiates it.
-func capture(enqueue func(s cuda.Stream) error) (cuda.GraphExec, error) {
-	s, err := cuda.StreamCreate(true)
+func capture(enqueue func(s gpurt.Stream) error) (gpurt.GraphExec, error) {
+	s, err := gpurt.StreamCreate(true)
 	if err != nil {
 		return 0, err
 	}
@@ -341,15 +341,15 @@ func ipcRoundTrip(owner, peer *gpu) (string, error) {
 	for i := 0; i < n; i += 8 {
 		binary.LittleEndian.PutUint64(in[i:], rand.Uint64())
 	}
-	p, err := cuda.MemAlloc(n)
+	p, err := gpurt.MemAlloc(n)
 	if err != nil {
 		return "", err
 	}
-	defer cuda.MemFree(p)
-	if err := cuda.MemcpyHtoD(p, in); err != nil {
+	defer gpurt.MemFree(p)
+	if err := gpurt.MemcpyHtoD(p, in); err != nil {
 		return "", err
 	}
-	h, err := cuda.IpcGetMemHandle(p)
+	h, err := gpurt.IpcGetMemHandle(p)
 	if err != nil {
 		return "", err
 	}
@@ -372,15 +372,15 @@ func ipcRoundTrip(owner, peer *gpu) (string, error) {
 
 func runIPCChild(handleHex string, dev int, n int64) error {
 	raw, err := hex.DecodeString(handleHex)
-	if err != nil || len(raw) != len(cuda.IpcMemHandle{}) {
+	if err != nil || len(raw) != len(gpurt.IpcMemHandle{}) {
 		return fmt.Errorf("bad handle %q: %v", handleHex, err)
 	}
-	var h cuda.IpcMemHandle
+	var h gpurt.IpcMemHandle
 	copy(h[:], raw)
-	if err := cuda.Load(); err != nil {
+	if err := gpurt.Load(); err != nil {
 		return err
 	}
-	ctx, err := cuda.Device(dev).RetainPrimaryContext()
+	ctx, err := gpurt.Device(dev).RetainPrimaryContext()
 	if err != nil {
 		return err
 	}
@@ -388,13 +388,13 @@ func runIPCChild(handleHex string, dev int, n int64) error {
 	if err := ctx.SetCurrent(); err != nil {
 		return err
 	}
-	p, err := cuda.IpcOpenMemHandle(h)
+	p, err := gpurt.IpcOpenMemHandle(h)
 	if err != nil {
 		return err
 	}
-	defer cuda.IpcCloseMemHandle(p)
+	defer gpurt.IpcCloseMemHandle(p)
 	buf := make([]byte, n)
-	if err := cuda.MemcpyDtoH(buf, p); err != nil {
+	if err := gpurt.MemcpyDtoH(buf, p); err != nil {
 		return err
 	}
 	sum := sha256.Sum256(buf)
@@ -408,30 +408,30 @@ func peerCopy(src, dst *gpu) (string, error) {
 	if err := dst.use(); err != nil {
 		return "", err
 	}
-	to, err := cuda.MemAlloc(n)
+	to, err := gpurt.MemAlloc(n)
 	if err != nil {
 		return "", err
 	}
-	defer func() { _ = dst.use(); cuda.MemFree(to); _ = src.use() }()
-	if err := cuda.MemsetD8(to, 0xFF, n); err != nil {
+	defer func() { _ = dst.use(); gpurt.MemFree(to); _ = src.use() }()
+	if err := gpurt.MemsetD8(to, 0xFF, n); err != nil {
 		return "", err
 	}
 	if err := src.use(); err != nil {
 		return "", err
 	}
-	if err := cuda.EnablePeerAccess(dst.ctx); err != nil {
+	if err := gpurt.EnablePeerAccess(dst.ctx); err != nil {
 		return "", err
 	}
-	from, err := cuda.MemAlloc(n)
+	from, err := gpurt.MemAlloc(n)
 	if err != nil {
 		return "", err
 	}
-	defer cuda.MemFree(from)
+	defer gpurt.MemFree(from)
 	base := rand.Uint32() >> 4
-	if err := firstErr(fillIota(src, from, base, words, 0), cuda.Stream(0).Synchronize()); err != nil {
+	if err := firstErr(fillIota(src, from, base, words, 0), gpurt.Stream(0).Synchronize()); err != nil {
 		return "", err
 	}
-	dt, err := timeOnStream(func(s cuda.Stream) error { return cuda.MemcpyPeerAsync(to, dst.ctx, from, src.ctx, n, s) })
+	dt, err := timeOnStream(func(s gpurt.Stream) error { return gpurt.MemcpyPeerAsync(to, dst.ctx, from, src.ctx, n, s) })
 	if err != nil {
 		return "", err
 	}

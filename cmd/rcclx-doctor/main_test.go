@@ -8,12 +8,12 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/rcclx-tests/rcclx-tests/cuda"
+	"github.com/rcclx-tests/rcclx-tests/gpurt"
 )
 
 // TestNoGPUExplains: without a driver the first check fails with a fix that names the host engine.
 func TestNoGPUExplains(t *testing.T) {
-	if cuda.Load() == nil {
+	if gpurt.Load() == nil {
 		t.Skip("a CUDA driver is installed here: the no-GPU path cannot be shown")
 	}
 	results, gpus := runChecks()

@@ -5,13 +5,13 @@ package devmem
 import (
 	"testing"
 
-	"github.com/rcclx-tests/rcclx-tests/cuda"
+	"github.com/rcclx-tests/rcclx-tests/gpurt"
 )
 
 // Meter holds a retained primary context per device (released when the test ends).
 type Meter struct {
 	t    testing.TB
-	ctxs []*cuda.Context
+	ctxs []*gpurt.Context
 }
 
 // New retains the primary contexts of devices 0..n-1.
@@ -19,7 +19,7 @@ func New(t testing.TB, n int) *Meter {
 	t.Helper()
 	m := &Meter{t: t}
 	for d := range n {
-		ctx, err := cuda.Device(d).RetainPrimaryContext()
+		ctx, err := gpurt.Device(d).RetainPrimaryContext()
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -37,7 +37,7 @@ func (m *Meter) Free() []int64 {
 		if err := ctx.SetCurrent(); err != nil {
 			m.t.Fatal(err)
 		}
-		free, _, err := cuda.MemGetInfo()
+		free, _, err := gpurt.MemGetInfo()
 		if err != nil {
 			m.t.Fatal(err)
 		}

@@ -4,19 +4,19 @@ package memkind
 
 import (
 	"github.com/rcclx-tests/rcclx-tests/collectives"
-	"github.com/rcclx-tests/rcclx-tests/cuda"
+	"github.com/rcclx-tests/rcclx-tests/gpurt"
 )
 
 // Of is where rank buffers of kind k go: pinned host memory mapped for the device, managed memory, or device
 // memory (coarse and fine are AMD's two kinds of device memory; NVIDIA GPUs have one).
-func Of(k collectives.MemoryKind) cuda.MemKind {
+func Of(k collectives.MemoryKind) gpurt.MemKind {
 	switch k {
 	case collectives.MemoryHost:
-		return cuda.MemHostMapped
+		return gpurt.MemHostMapped
 	case collectives.MemoryManaged:
-		return cuda.MemManaged
+		return gpurt.MemManaged
 	}
-	return cuda.MemDevice
+	return gpurt.MemDevice
 }
 
 // Note is the header line about k ("" for the default).

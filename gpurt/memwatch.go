@@ -1,4 +1,4 @@
-package cuda
+package gpurt
 
 // MemWatch says how much device memory some work took: the free memory of each device before it (Start),
 // against the free memory after (Used). nccl-tests' -M "Initialization" is this around communicator creation.

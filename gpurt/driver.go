@@ -3,7 +3,7 @@
 // Every call returns *Error naming the C function on failure. The current
 // context is per OS thread: drive each GPU from one goroutine that called
 // runtime.LockOSThread and Context.SetCurrent.
-package cuda
+package gpurt
 
 import (
 	"fmt"
