@@ -82,8 +82,8 @@ func TestKernelParamsRejects(t *testing.T) {
 	}{
 		{[]any{DevicePtr(1), 7}, "argument 1 has type int"},
 		{[]any{nil}, "argument 0 has type nil"},
-		{[]any{nilStruct}, "argument 0 has type *cuda.triple"},
-		{[]any{triple{}}, "has type cuda.triple"},
+		{[]any{nilStruct}, "argument 0 has type *gpurt.triple"},
+		{[]any{triple{}}, "has type gpurt.triple"},
 		{[]any{&struct{ B [maxKernelBytes + 1]byte }{}}, "exceed"},
 		{[]any{&struct{ B [maxKernelBytes]byte }{}, uint32(1)}, "exceed"},
 		{make([]any, maxKernelArgs+1), "at most"},

@@ -55,7 +55,7 @@
 #        bound     FP8 alltoall's bytes at 1 GiB streamed with no arithmetic and no synchronization, on one GPU and
 #                  on two at once, and as a pipeline in 8-64 chunks, with and without each block waiting for the
 #                  other GPU's between steps, pushing the codes in 1-16 chunks, and with each block's halves
-#                  decoupled (one writes codes, the other waits for the peer's only) (cuda's TestGPUStreamBound):
+#                  decoupled (one writes codes, the other waits for the peer's only) (gpurt's TestGPUStreamBound):
 #                  the bounds docs/TUNING.md holds alltoall against
 #        profile   Nsight Compute on the FP8 LP kernels at 1 GiB (float, and bfloat16 all_reduce): 2 processes x 1
 #                  GPU, rank 0 under ncu with counters that fit in one pass; per launch the HBM bytes read and
@@ -98,7 +98,7 @@ COLL_BINS=(broadcast_perf reduce_perf gather_perf scatter_perf sendrecv_perf all
 
 if [[ ${1:-} == --build ]]; then
 	mkdir -p "$BIN"
-	for pkg in gpuengine vendorengine nccl cuda; do
+	for pkg in gpuengine vendorengine nccl gpurt; do
 		CGO_ENABLED=0 go test -c -ldflags="-s -w" -o "$BIN/$pkg.test" "./$pkg" || exit 1
 	done
 	for b in "${PERF_BINS[@]}" "${COLL_BINS[@]}" rcclx-doctor rcclx-results; do
@@ -161,7 +161,7 @@ step_test() {
 gpu_engine_known() { "$BIN/all_reduce_perf" --engine gpu -g 1 -b 8 -e 8 -n 1 -w 0 >/dev/null 2>&1; }
 
 step_bound() {
-	RCCLX_TESTS_GPU_PERF=1 run_step bound bound.log "$BIN/cuda.test" -test.v -test.run TestGPUStreamBound
+	RCCLX_TESTS_GPU_PERF=1 run_step bound bound.log "$BIN/gpurt.test" -test.v -test.run TestGPUStreamBound
 	grep -E '^ +(kernel|cuMemcpy|a2a|staged|push|decoupled|best)' "$OUT/bound.log"
 }
 
