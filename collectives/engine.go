@@ -234,6 +234,19 @@ type Prober interface {
 	Available() error
 }
 
+// RuntimeNamer is an Engine that runs on a GPU runtime. After Open, Runtime names it: RuntimeCUDA or
+// RuntimeHIP. The harness picks the output dialect (nccl-tests' on CUDA, rccl-tests' on HIP) and the header's
+// runtime line from it.
+type RuntimeNamer interface {
+	Runtime() string
+}
+
+// The GPU runtimes an engine can run on.
+const (
+	RuntimeCUDA = "cuda"
+	RuntimeHIP  = "hip"
+)
+
 // Preparer is a Comm with first-use work per (type, operation) that it can do for a whole run at once (the
 // GPU engine compiles its kernels). The harness calls Prepare before the first measurement with the types and
 // operations the sweep will run of collective coll; note prints a line on stderr (the engine says what takes
