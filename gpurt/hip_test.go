@@ -59,7 +59,7 @@ func TestHIPEntryPointsResolve(t *testing.T) {
 // cudaOnly are the entry points HIP has no counterpart of; the layer branches around them.
 var cudaOnly = map[string]bool{
 	"cuGetErrorName": true, "cuGetErrorString": true, // hipGetErrorName/String return the text
-	"cuDeviceGet":              true, // HIP takes the ordinal
+	"cuDeviceGet":              true,                                       // HIP takes the ordinal
 	"cuDevicePrimaryCtxRetain": true, "cuDevicePrimaryCtxRelease_v2": true, // no contexts on HIP
 	"cuFuncSetAttribute": true, // no dynamic shared memory opt-in on AMD
 	"cuLaunchKernelEx":   true, // no programmatic dependent launch
