@@ -2,6 +2,7 @@ package gpurt
 
 import (
 	"os"
+	"path/filepath"
 	"strings"
 	"testing"
 
@@ -92,4 +93,29 @@ func TestHIPLoadWithoutGPU(t *testing.T) {
 		t.Errorf("a failed Load left %s bound", Loaded().Title())
 	}
 	t.Log(msg)
+}
+
+// Where no runtime sees a GPU, FindGPUs (what --engine auto asks) names what it tried of both runtimes, in one
+// line.
+func TestFindGPUsWithoutGPUNamesBothRuntimes(t *testing.T) {
+	openDebianHIP(t)
+	if Loaded() != None {
+		t.Skipf("%s is loaded already", Loaded().Title())
+	}
+	t.Setenv(RuntimeVariable, "")
+	t.Setenv("RCCLX_TESTS_LIBCUDA", "/nonexistent/rcclx/libcuda.so.1")
+	g := FindGPUs()
+	if g.Count > 0 {
+		Unload()
+		t.Skipf("%s sees %d GPUs here", g.Runtime, g.Count)
+	}
+	msg := g.Tried
+	for _, want := range []string{"CUDA: cannot load the CUDA driver", "/nonexistent/rcclx/libcuda.so.1", "HIP: " + filepath.Base(debianHIP), "HIP 5.2."} {
+		if !strings.Contains(msg, want) {
+			t.Errorf("FindGPUs lacks %q:\n%s", want, msg)
+		}
+	}
+	if strings.Contains(msg, "\n") || g.Runtime != "" {
+		t.Errorf("FindGPUs = %+v; want no runtime and one line", g)
+	}
 }
