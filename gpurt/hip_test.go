@@ -119,3 +119,27 @@ func TestFindGPUsWithoutGPUNamesBothRuntimes(t *testing.T) {
 		t.Errorf("FindGPUs = %+v; want no runtime and one line", g)
 	}
 }
+
+// The HIP-over-CUDA shim the GPU machine's HIP runs use (testdata/hipshim) defines every entry point gpurt binds
+// under HIP; one it lacks would fail that run's load.
+func TestHIPShimDefinesEveryEntryPoint(t *testing.T) {
+	src, err := os.ReadFile("testdata/hipshim/hipshim.cpp")
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, lib := range []*library{&driverLib, &compilerLib} {
+		for _, f := range lib.funcs {
+			names := f.names[HIP]
+			if len(names) == 0 {
+				continue
+			}
+			ok := false
+			for _, n := range names {
+				ok = ok || strings.Contains(string(src), " "+n+"(")
+			}
+			if !ok {
+				t.Errorf("the shim defines none of %s", strings.Join(names, ", "))
+			}
+		}
+	}
+}
