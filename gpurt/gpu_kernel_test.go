@@ -90,7 +90,7 @@ func TestGPULaunchPassesEveryArgumentType(t *testing.T) {
 	}
 	if err := Launch(f, one, [3]uint32{4096, 1, 1}, 0, 0, out); err == nil {
 		t.Error("a 4096-thread block launched")
-	} else if e, ok := err.(*Error); !ok || e.Call != "cuLaunchKernel" {
+	} else if e, ok := err.(*Error); !ok || e.Call != cuLaunchKernel.name {
 		t.Errorf("bad launch error = %v", err)
 	}
 }
@@ -100,7 +100,11 @@ func TestGPUCompileErrorHasLog(t *testing.T) {
 	if err := LoadCompiler(); err != nil {
 		t.Skip("no kernel compiler: " + err.Error())
 	}
-	_, log, err := Compile(`extern "C" __global__ void k() { undeclared_thing(); }`, "bad.cu", "sm_90")
+	arch, err := Device(0).Arch()
+	if err != nil {
+		t.Fatal(err)
+	}
+	_, log, err := Compile(`extern "C" __global__ void k() { undeclared_thing(); }`, "bad.cu", arch)
 	if err == nil || !strings.Contains(log, "undeclared_thing") || !strings.Contains(err.Error(), "undeclared_thing") {
 		t.Fatalf("compile error = %v, log = %q", err, log)
 	}
