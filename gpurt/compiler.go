@@ -180,7 +180,9 @@ func checkHIPArch(arch string, ver int) error {
 	return fmt.Errorf("gpu runtime: hiprtc of HIP %d.%d does not know the architecture %s; not calling it, as it would abort the process", ver/100, ver%100, arch)
 }
 
-// hiprtcMu keeps hiprtc to one compile at a time: two at once crashed ROCm 5.2's inside hiprtcCompileProgram.
+// hiprtcMu keeps hiprtc to one compile at a time: two at once crashed ROCm 5.2's inside hiprtcCompileProgram,
+// and newer ones run compiles one after another anyway (ROCm/hip#3826), so nothing is lost; only separate
+// processes compile in parallel there.
 var hiprtcMu sync.Mutex
 
 // baseOptions are the compiler options of every kernel for arch: the target, C++17 and no multiply-add
