@@ -181,7 +181,7 @@ func checkHIPArch(arch string, ver int) error {
 }
 
 // hiprtcMu keeps hiprtc to one compile at a time: two at once crashed ROCm 5.2's inside hiprtcCompileProgram,
-// and newer ones run compiles one after another anyway (ROCm/hip#3826), so nothing is lost; only separate
+// and newer ones run compiles one after another anyway (so ROCm's HIP maintainers say), so nothing is lost; only separate
 // processes compile in parallel there.
 var hiprtcMu sync.Mutex
 
