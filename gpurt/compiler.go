@@ -181,8 +181,8 @@ func checkHIPArch(arch string, ver int) error {
 }
 
 // hiprtcMu keeps hiprtc to one compile at a time: two at once crashed ROCm 5.2's inside hiprtcCompileProgram,
-// and newer ones run compiles one after another anyway (so ROCm's HIP maintainers say), so nothing is lost; only separate
-// processes compile in parallel there.
+// and newer ones compile one after another anyway (so ROCm's HIP maintainers say): nothing is lost. Only
+// separate processes compile in parallel there.
 var hiprtcMu sync.Mutex
 
 // baseOptions are the compiler options of every kernel for arch: the target, C++17 and no multiply-add
