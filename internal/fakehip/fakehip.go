@@ -124,9 +124,9 @@ func Start(t testing.TB, h *HIP) *HIP {
 		gpurt.Unload()
 		h.mu.Lock()
 		for p, m := range h.mapped {
-			syscall.Munmap(m)
+			_ = syscall.Munmap(m)
 			if fd, ok := h.fds[p]; ok {
-				syscall.Close(fd)
+				_ = syscall.Close(fd)
 			}
 		}
 		h.mapped, h.fds = map[uintptr][]byte{}, map[uintptr]int{}
@@ -207,12 +207,12 @@ func (h *HIP) alloc(bytes uintptr) (uintptr, int, error) {
 	}
 	size := max(int(bytes), 1)
 	if err := syscall.Ftruncate(int(fd), int64(size)); err != nil {
-		syscall.Close(int(fd))
+		_ = syscall.Close(int(fd))
 		return 0, 0, err
 	}
 	m, err := syscall.Mmap(int(fd), 0, size, syscall.PROT_READ|syscall.PROT_WRITE, syscall.MAP_SHARED)
 	if err != nil {
-		syscall.Close(int(fd))
+		_ = syscall.Close(int(fd))
 		return 0, 0, err
 	}
 	p := uintptr(unsafe.Pointer(&m[0]))
@@ -242,10 +242,10 @@ func (h *HIP) free(p uintptr) uintptr {
 	}
 	delete(h.mapped, p)
 	if fd, ok := h.fds[p]; ok {
-		syscall.Close(fd)
+		_ = syscall.Close(fd)
 		delete(h.fds, p)
 	}
-	syscall.Munmap(m)
+	_ = syscall.Munmap(m)
 	return success
 }
 
