@@ -1,8 +1,8 @@
 // Package gpuengine is the "gpu" engine: RCCLX's algorithms (ring, direct alltoall, DDA flat and tree, FP8 low
-// precision) as this suite's own CUDA kernels (package kernels), compiled at first use with NVRTC and driven
+// precision) as this suite's own GPU kernels (package kernels), compiled at first use with NVRTC or hiprtc and driven
 // from Go through package gpurt. Each rank has one peer-visible buffer, allocated once per communicator: control
 // words (barrier mailboxes, ring flags, counters that persist across calls), the ring FIFOs, and two data
-// halves for DDA, LP and direct alltoall. Peers reach it through peer access (one process) or CUDA IPC
+// halves for DDA, LP and direct alltoall. Peers reach it through peer access (one process) or IPC
 // handles exchanged through the World (several processes). The bits each algorithm produces are those of
 // package hostengine for the same algorithm (see each kernel file's reduction order).
 package gpuengine
@@ -37,7 +37,7 @@ func (engine) Available() error {
 	return gpurt.LoadCompiler()
 }
 
-// runtimeError marks a CUDA failure (exit code 2), naming the rank and device; timeouts and unsupported
+// runtimeError marks a GPU runtime failure (exit code 2), naming the rank and device; timeouts and unsupported
 // requests pass through.
 func runtimeError(r *rank, err error) error {
 	if err == nil {

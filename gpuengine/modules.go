@@ -60,7 +60,7 @@ func compileOptions(t target, dt collectives.DType, op collectives.Op) []string 
 	return append(opts, plantedDefines...)
 }
 
-// plantedDefines are more NVRTC options of every module, set by tests that plant a fault in the kernels
+// plantedDefines are more compiler options of every module, set by tests that plant a fault in the kernels
 // (kernels/lowprec.cu's RX_LP_LAG_BLOCK); nil otherwise.
 var plantedDefines []string
 
