@@ -37,6 +37,14 @@ func (engine) Available() error {
 	return gpurt.LoadCompiler()
 }
 
+// Runtime names the GPU runtime the kernels run on, once Open has bound it (collectives.RuntimeNamer).
+func (engine) Runtime() string {
+	if gpurt.Loaded() == gpurt.HIP {
+		return collectives.RuntimeHIP
+	}
+	return collectives.RuntimeCUDA
+}
+
 // runtimeError marks a GPU runtime failure (exit code 2), naming the rank and device; timeouts and unsupported
 // requests pass through.
 func runtimeError(r *rank, err error) error {

@@ -39,6 +39,9 @@ func startFakeHIP(t *testing.T, h *fakehip.HIP) *fakehip.HIP {
 func TestFakeHIPGPUEngineOnMI300X(t *testing.T) {
 	h := startFakeHIP(t, &fakehip.HIP{Devices: []fakehip.Device{fakehip.MI300X, fakehip.MI300X}})
 	c := open(t, New(), 2, nil, 0).(*comm)
+	if rt := New().(collectives.RuntimeNamer).Runtime(); rt != collectives.RuntimeHIP {
+		t.Errorf("the engine says it runs on %s", rt)
+	}
 	for _, r := range c.ranks {
 		want := gpurt.Caps{Runtime: gpurt.HIP, Arch: fakehip.MI300X.Arch, WarpSize: 64, FP8: gpurt.FP8FNUZ}
 		if r.caps != want {
