@@ -143,3 +143,26 @@ func TestHIPShimDefinesEveryEntryPoint(t *testing.T) {
 		}
 	}
 }
+
+// LoadHIP takes exactly the library an NCCL-ABI library links; it refuses where the user forced CUDA, and names
+// the library and HIP's error where that HIP finds no GPU.
+func TestLoadHIPExactLibrary(t *testing.T) {
+	openDebianHIP(t)
+	if Loaded() != None {
+		t.Skipf("%s is loaded already", Loaded().Title())
+	}
+	t.Setenv(RuntimeVariable, "cuda")
+	if err := LoadHIP(debianHIP); err == nil || !strings.Contains(err.Error(), RuntimeVariable+"=cuda") {
+		t.Errorf("LoadHIP with %s=cuda: %v", RuntimeVariable, err)
+	}
+	t.Setenv(RuntimeVariable, "")
+	t.Setenv("RCCLX_TESTS_LIBAMDHIP64", "/nonexistent/rcclx/libamdhip64.so.6") // not a candidate when a library is named
+	err := LoadHIP(debianHIP)
+	if err == nil {
+		Unload()
+		t.Skip("HIP found a GPU here")
+	}
+	if msg := err.Error(); !strings.Contains(msg, "HIP: "+debianHIP) || strings.Contains(msg, "/nonexistent/") {
+		t.Errorf("LoadHIP(%s) = %v", debianHIP, err)
+	}
+}
