@@ -1,6 +1,7 @@
 package gpurt
 
 import (
+	"cmp"
 	"fmt"
 	"os"
 	"path/filepath"
@@ -32,7 +33,7 @@ var (
 
 func compilerError(call string, code int) *Error {
 	e := &Error{Call: call, Code: code, Name: fmt.Sprintf("%s_ERROR_%d", strings.ToUpper(compilerName()), code)}
-	e.Name = cmpOr(cStringResult(nvrtcGetErrorString, code), e.Name)
+	e.Name = cmp.Or(cStringResult(nvrtcGetErrorString, code), e.Name)
 	return e
 }
 

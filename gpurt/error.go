@@ -1,6 +1,7 @@
 package gpurt
 
 import (
+	"cmp"
 	"fmt"
 	"strings"
 	"unsafe"
@@ -35,7 +36,7 @@ func driverError(call string, code int) *Error {
 	e := &Error{Call: strings.TrimSuffix(call, "_v2"), Code: code}
 	if Loaded() == HIP {
 		e.Name = fmt.Sprintf("hipError%d", code)
-		e.Name = cmpOr(cStringResult(hipGetErrorName, code), e.Name)
+		e.Name = cmp.Or(cStringResult(hipGetErrorName, code), e.Name)
 		e.Msg = cStringResult(hipGetErrorString, code)
 		return e
 	}

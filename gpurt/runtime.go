@@ -1,6 +1,7 @@
 package gpurt
 
 import (
+	"cmp"
 	"fmt"
 	"os"
 	"path/filepath"
@@ -122,7 +123,7 @@ func LoadHIP(lib string) error {
 		return err
 	}
 	if want == CUDA {
-		return fmt.Errorf("gpu runtime: %s=cuda, but %s needs HIP", RuntimeVariable, cmpOr(lib, "this"))
+		return fmt.Errorf("gpu runtime: %s=cuda, but %s needs HIP", RuntimeVariable, cmp.Or(lib, "this"))
 	}
 	cands := hipCandidates(os.Getenv)
 	if lib != "" {
@@ -134,7 +135,7 @@ func LoadHIP(lib string) error {
 	case None:
 		return prefix(loadHIP(cands))
 	case CUDA:
-		return fmt.Errorf("gpu runtime: CUDA is already loaded in this process (%s); cannot also load HIP (%s)", state.path, cmpOr(lib, "libamdhip64"))
+		return fmt.Errorf("gpu runtime: CUDA is already loaded in this process (%s); cannot also load HIP (%s)", state.path, cmp.Or(lib, "libamdhip64"))
 	}
 	if lib == "" || state.handle == 0 {
 		return nil
@@ -147,13 +148,6 @@ func LoadHIP(lib string) error {
 		return fmt.Errorf("gpu runtime: HIP is already loaded from %s; %s is another HIP runtime, and two in one process hand each other invalid handles", state.path, lib)
 	}
 	return nil
-}
-
-func cmpOr(s, def string) string {
-	if s == "" {
-		return def
-	}
-	return s
 }
 
 // driverCandidates lists where Load looks for libcuda, in order. The toolkit's
