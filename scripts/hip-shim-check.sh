@@ -14,10 +14,22 @@
 # (NVRTC for the real GPU), so what runs on the GPU is the CUDA branch of the kernels, built with the HIP
 # path's options (wave64 crews: the shim reports 64-lane warps, as AMD Instinct does).
 set -uo pipefail
+usage() { sed -n '2,/^set /{/^#/s/^# \{0,1\}//p}' "$0"; }
+for a in "$@"; do
+	case $a in
+	-h | --help) usage && exit 0 ;;
+	bins | vendor | tests) ;;
+	*) usage >&2 && exit 2 ;;
+	esac
+done
+if [[ -z ${BIN:-} || -z ${HIPINC:-} ]]; then
+	usage >&2
+	exit 2
+fi
 ROOT=$(cd "$(dirname "$0")/.." && pwd)
-BIN=$(cd "${BIN:?BIN: the folder of the binaries}" && pwd)
-VBIN=$(cd "${VBIN:-$BIN}" && pwd)
-HIPINC=$(cd "${HIPINC:?HIPINC: a folder holding AMD hip/ headers}" && pwd)
+BIN=$(cd "$BIN" && pwd) || exit 2
+VBIN=$(cd "${VBIN:-$BIN}" && pwd) || exit 2
+HIPINC=$(cd "$HIPINC" && pwd) || exit 2
 OUT=${OUT:-/tmp/hip-shim-check}
 mkdir -p "$OUT/shim"
 export NCCL_NVLS_ENABLE=0 TORCH_SYMM_MEM_DISABLE_MULTICAST=1 NVSHMEM_DISABLE_NVLS=1
