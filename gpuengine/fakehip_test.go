@@ -6,6 +6,7 @@ import (
 	"runtime"
 	"slices"
 	"strings"
+	"sync"
 	"testing"
 
 	"github.com/rcclx-tests/rcclx-tests/collectives"
@@ -136,5 +137,68 @@ func TestFakeHIPGatesByRuntimeNotArchNumber(t *testing.T) {
 	must(t, c.Prepare(collectives.AllReduce, []collectives.DType{collectives.F8E4M3}, []collectives.Op{collectives.Sum}, nil))
 	if opts := h.Compiles[0].Opts; slices.Contains(opts, "-DRX_FP8_FNUZ=1") || !slices.Contains(opts, "--offload-arch="+mi250.Arch) {
 		t.Errorf("gfx90a options %q", opts)
+	}
+}
+
+// pairWorld is one of two processes of a run, played by goroutines of the test process.
+type pairWorld struct {
+	rank    int
+	out, in chan []byte
+}
+
+func (w pairWorld) Rank() int      { return w.rank }
+func (w pairWorld) Size() int      { return 2 }
+func (w pairWorld) Barrier() error { _, err := w.AllGather(nil); return err }
+func (w pairWorld) AllGather(data []byte) ([][]byte, error) {
+	w.out <- append([]byte(nil), data...)
+	other := <-w.in
+	if w.rank == 0 {
+		return [][]byte{data, other}, nil
+	}
+	return [][]byte{other, data}, nil
+}
+
+// Two processes (goroutines with Worlds of their own) exchange their buffers' 64-byte IPC handles through HIP:
+// each maps the other's buffer, which then holds what the other wrote.
+func TestFakeHIPIPCBetweenProcesses(t *testing.T) {
+	h := startFakeHIP(t, &fakehip.HIP{Devices: []fakehip.Device{fakehip.MI300X, fakehip.MI300X}})
+	a, b := make(chan []byte, 1), make(chan []byte, 1)
+	worlds := []pairWorld{{0, a, b}, {1, b, a}}
+	comms := make([]*comm, 2)
+	errs := make([]error, 2)
+	var wg sync.WaitGroup
+	for p := range worlds {
+		wg.Go(func() {
+			runtime.LockOSThread()
+			defer runtime.UnlockOSThread()
+			c, err := New().Open(collectives.Config{NThreads: 1, NGpus: 1, World: worlds[p]})
+			if err == nil {
+				comms[p] = c.(*comm)
+			}
+			errs[p] = err
+		})
+	}
+	wg.Wait()
+	for p, err := range errs {
+		if err != nil {
+			t.Fatalf("process %d: %v", p, err)
+		}
+		t.Cleanup(func() { comms[p].Close() })
+	}
+	if h.IpcOpened != 2 {
+		t.Fatalf("%d IPC handles opened, want each process's of the other", h.IpcOpened)
+	}
+	r0, r1 := comms[0].ranks[0], comms[1].ranks[0]
+	if r0.dev == r1.dev || len(r1.mapped) != 1 {
+		t.Fatalf("devices %d and %d, process 1 mapped %d buffers", r0.dev, r1.dev, len(r1.mapped))
+	}
+	want := []byte("written by process 0")
+	must(t, r0.ctx.SetCurrent())
+	must(t, gpurt.MemcpyHtoD(r0.buf+dataOffset, want))
+	must(t, r1.ctx.SetCurrent())
+	got := make([]byte, len(want))
+	must(t, gpurt.MemcpyDtoH(got, r1.mapped[0]+dataOffset))
+	if string(got) != string(want) {
+		t.Errorf("process 1 reads %q through its mapping, want %q", got, want)
 	}
 }
