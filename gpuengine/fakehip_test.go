@@ -118,12 +118,15 @@ func TestFakeHIPGPUEngineOnMI300X(t *testing.T) {
 	}
 }
 
-// RCCLX_TESTS_GPU_LL128=1 lets LL128 run on HIP; a gfx90a's FP8 is OCP and its modules get no FNUZ define; a
+// RCCLX_TESTS_GPU_LL128=1 lets LL128 run on HIP, RCCLX_TESTS_GPU_CE_BYTES the copy engines; a gfx90a's FP8 is OCP and its modules get no FNUZ define; a
 // device that reports compute capability 9.0 on HIP still gets no early launch.
 func TestFakeHIPGatesByRuntimeNotArchNumber(t *testing.T) {
 	mi250 := fakehip.Device{Name: "AMD Instinct MI250X", Arch: "gfx90a:sramecc+:xnack-", CUs: 110, WarpSize: 64, CC: [2]int{9, 0}, Mem: 64 << 30}
 	h := startFakeHIP(t, &fakehip.HIP{Devices: []fakehip.Device{mi250, mi250}, R0600: true})
-	c := open(t, New(), 2, map[string]string{LL128Variable: "1"}, 0).(*comm)
+	c := open(t, New(), 2, map[string]string{LL128Variable: "1", "RCCLX_TESTS_GPU_CE_BYTES": "8M"}, 0).(*comm)
+	if c.tuning.CEBytes != 8<<20 {
+		t.Errorf("copy-engine bytes %d with RCCLX_TESTS_GPU_CE_BYTES=8M: the variable turns them on on HIP", c.tuning.CEBytes)
+	}
 	if r := c.ranks[0]; r.caps.FP8 != gpurt.FP8OCP || r.caps.Arch != mi250.Arch || r.caps.EarlyLaunch || r.caps.BulkCopy {
 		t.Errorf("gfx90a caps %+v", r.caps)
 	}
