@@ -261,33 +261,30 @@ func algorithmChanges(b, c sideSamples, keys []rowKey, names labeler) []string {
 	return out
 }
 
-// compare fills the change of chk from baseline and current times and gives its verdict: FAIL where the
-// median regressed beyond hard, or the mean beyond the threshold and the interval excludes no change; PASS where
-// the interval excludes a regression beyond the threshold; else INCONCLUSIVE. It returns false when the
-// baseline time is not positive (nothing to compare against).
+// compare fills the change of chk from baseline and current times and gives its verdict. The change is the
+// one estimator of this package (SpeedupEstimator: the ratio of geometric-mean times), its interval the Welch
+// interval of the difference of mean log times. FAIL where the median regressed beyond hard, or the change is
+// beyond the threshold and the interval excludes no change; PASS where the interval excludes a regression beyond
+// the threshold; else INCONCLUSIVE. It returns false when a side has no time above 0 (nothing to compare).
 func (chk *GateCheck) compare(bt, ct []float64, metric string, hard float64) bool {
-	diff, dlo, dhi, noise := diffInterval(bt, ct)
-	mb := stat.Mean(bt, nil)
-	if mb <= 0 {
+	lb, lc := logs(bt), logs(ct)
+	if len(lb) == 0 || len(lc) == 0 {
 		return false
 	}
-	chk.BaseUs, chk.CurUs, chk.Noise, chk.Hard, chk.nb, chk.nc = mb, mb+diff, noise, hard, len(bt), len(ct)
-	medB, medC := Median(bt), Median(ct)
-	// limit is the threshold as a change of the mean time.
-	var regression, worst, limit, medRegression float64
-	if metric == MetricTime {
-		chk.Change, chk.Lo, chk.Hi = diff/mb, dlo/mb, dhi/mb
-		regression, worst, limit = chk.Change, chk.Hi, chk.Threshold*mb
-		chk.MedianChange = medC/medB - 1
-		medRegression = chk.MedianChange
-	} else {
-		chk.Change, chk.Lo, chk.Hi = inverseChange(mb, diff), inverseChange(mb, dhi), inverseChange(mb, dlo)
-		regression, worst, limit = -chk.Change, -chk.Lo, mb*chk.Threshold/(1-chk.Threshold)
-		chk.MedianChange = inverseChange(medB, medC-medB)
-		medRegression = -chk.MedianChange
+	diff, dlo, dhi, noise := diffInterval(lb, lc) // of log times: current over baseline
+	chk.BaseUs, chk.CurUs = math.Exp(stat.Mean(lb, nil)), math.Exp(stat.Mean(lc, nil))
+	chk.Noise, chk.Hard, chk.nb, chk.nc = noise, hard, len(bt), len(ct)
+	medRatio := Median(ct) / Median(bt)
+	// sign turns a log time ratio into a log regression (time: a rise; busbw: a drop); limit is the threshold so.
+	sign, limit := 1.0, math.Log1p(chk.Threshold)
+	chk.Change, chk.Lo, chk.Hi, chk.MedianChange = math.Expm1(diff), math.Expm1(dlo), math.Expm1(dhi), medRatio-1
+	if metric != MetricTime {
+		sign, limit = -1, -math.Log1p(-chk.Threshold)
+		chk.Change, chk.Lo, chk.Hi, chk.MedianChange = math.Expm1(-diff), math.Expm1(-dhi), math.Expm1(-dlo), 1/medRatio-1
 	}
+	regression, worst := sign*chk.Change, max(sign*chk.Lo, sign*chk.Hi)
 	switch {
-	case medRegression > hard, regression > chk.Threshold && (!noise || dlo > 0):
+	case sign*chk.MedianChange > hard, regression > chk.Threshold && (!noise || dlo > 0):
 		chk.Verdict = GateFail // dlo > 0: the current time is higher beyond the noise
 	case !noise || worst <= chk.Threshold:
 		chk.Verdict = GatePass
@@ -306,14 +303,6 @@ func (chk *GateCheck) compare(bt, ct []float64, metric string, hard float64) boo
 	}
 	chk.Failed = chk.Verdict == GateFail
 	return true
-}
-
-// inverseChange is the busbw change when the time moves from mb to mb+d.
-func inverseChange(mb, d float64) float64 {
-	if mb+d <= 0 {
-		return math.Inf(1)
-	}
-	return mb/(mb+d) - 1
 }
 
 // Passed reports whether the verdict is PASS.
@@ -495,7 +484,7 @@ func (r *GateReport) describe(c GateCheck) string {
 			}
 			s += fmt.Sprintf("; median %s, beyond the hard limit %s whatever the noise", pct(c.MedianChange), pct(hard))
 		}
-		parts = append(parts, s+fmt.Sprintf("), time %.2f -> %.2f us", c.BaseUs, c.CurUs))
+		parts = append(parts, s+fmt.Sprintf("), time %.2f -> %.2f us (geomean)", c.BaseUs, c.CurUs))
 	}
 	if c.Wrong > 0 {
 		parts = append(parts, fmt.Sprintf("%g wrong elements", c.Wrong))
@@ -504,10 +493,11 @@ func (r *GateReport) describe(c GateCheck) string {
 }
 
 func pct(f float64) string {
-	if math.IsInf(f, 0) {
-		return "unbounded" // busbw's bound when the time's interval reaches zero
+	v := 100 * f
+	if math.Abs(v) < 0.05 {
+		v = 0 // no "-0.0%"
 	}
-	return fmt.Sprintf("%+.1f%%", 100*f)
+	return fmt.Sprintf("%+.1f%%", v)
 }
 
 // abbreviate joins at most n labels and says how many more there are.

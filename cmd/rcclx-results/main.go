@@ -78,7 +78,7 @@ func compareCmd() *cobra.Command {
 	var opt results.CompareOptions
 	cmd := &cobra.Command{
 		Use:   "compare RUN [RUN ...]",
-		Short: "One row per size: median time, spread and busbw of each run (engine, A/B arm), speedup over the first column",
+		Short: "One row per size: median time, spread and busbw of each run (engine, A/B arm), speedup over the first column (geomean of per-cycle time ratios)",
 		Args:  cobra.MinimumNArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			runs, err := results.LoadRuns(args)
@@ -109,7 +109,9 @@ func gateCmd() *cobra.Command {
 		Long: `Compare current runs against baseline runs, size by size and half by half.
 
 Each half gets one of three verdicts on its busbw drop (--metric busbw) or
-time rise (--metric time), against the threshold of its size range:
+time rise (--metric time) between the geometric-mean times of each side (the
+estimator of every speedup rcclx-results and the A/B table print), against
+the threshold of its size range:
   FAIL          the mean changed beyond the threshold and, where several runs
                 on a side give a spread (-N cycles in a record, or several
                 files), the 95% Welch interval of that run-to-run noise
