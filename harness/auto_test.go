@@ -16,18 +16,24 @@ func withChoice(eng collectives.Engine, note string, err error) engineSource {
 	return src
 }
 
+// onCUDA is a fake engine that says it runs on CUDA.
+type onCUDA struct{ *fakeEngine }
+
+func (onCUDA) Runtime() string { return collectives.RuntimeCUDA }
+
 // What auto picked other than the library is one stderr line; the header names the engine and its runtime.
 func TestAutoNote(t *testing.T) {
 	seed := rand.Uint64()
-	f := newFake(seed)
-	r := runWith(t, collectives.AllReduce, seedArgs(seed, small...), withChoice(f, "no GPU found (tried x): measuring the CPU", nil), nil)
+	f := onCUDA{newFake(seed)}
+	r := runWith(t, collectives.AllReduce, seedArgs(seed, append(small, "-g", "2")...), withChoice(f, "no GPU found (tried x): measuring the CPU", nil), nil)
 	if r.code != exitOK {
 		t.Fatalf("exit %d\n%s", r.code, r.stderr)
 	}
 	if want := "all_reduce_perf: --engine auto: no GPU found (tried x): measuring the CPU\n"; r.stderr != want {
 		t.Errorf("stderr %q, want %q", r.stderr, want)
 	}
-	for _, want := range []string{" engine=fake\n", "# Engine: fake (auto)"} {
+	for _, want := range []string{"# rcclx-tests version " + Version + " fake-library=1 engine=fake runtime=cuda\n",
+		"# Engine: fake (auto) on CUDA: 2 x Fake Device\n"} {
 		if !strings.Contains(r.stdout, want) {
 			t.Errorf("output lacks %q:\n%s", want, r.stdout)
 		}
