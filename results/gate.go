@@ -442,7 +442,7 @@ func (r *GateReport) summary() string {
 		if known {
 			more = fmt.Sprintf("about %d more samples on each side", need)
 		}
-		tail = fmt.Sprintf("%d of %s undecided, worst %s; %s (-N cycles in the current run, or more "+
+		tail = fmt.Sprintf("%d undecided in %s, worst %s; %s (-N cycles in the current run, or more "+
 			"baseline runs) would decide", len(und), compared, strings.Join(worstOnes, ", "), more)
 	default:
 		tail = compared + tail

@@ -147,7 +147,7 @@ func TestGateDropInsideNoiseIsInconclusive(t *testing.T) {
 	lines := strings.Split(strings.TrimSpace(out), "\n")
 	if len(lines) != 3 || !strings.HasPrefix(lines[0], "INCONCLUSIVE 8B out-of-place: busbw -16.7% (limit -10.0%, 95% CI ") ||
 		!strings.Contains(lines[0], "more samples on each side (now 3 baseline, 3 current") ||
-		!strings.HasPrefix(lines[2], "gate: INCONCLUSIVE (1 of 1 sizes undecided, worst 8B out-of-place -16.7%; about ") {
+		!strings.HasPrefix(lines[2], "gate: INCONCLUSIVE (1 undecided in 1 sizes, worst 8B out-of-place -16.7%; about ") {
 		t.Fatalf("report:\n%s", out)
 	}
 }

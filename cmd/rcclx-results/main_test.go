@@ -207,7 +207,7 @@ func withRounds(t *testing.T, name string, factors ...float64) string {
 func TestGateVerdictExitCodes(t *testing.T) {
 	base := withRounds(t, "base.json", 0.6, 1, 1.4)
 	code, out, _ := runCLI(t, "gate", "--baseline", base, withRounds(t, "noisy.json", 0.72, 1.2, 1.68))
-	if code != exitGateInconclusive || !strings.Contains(out, "\ngate: INCONCLUSIVE (1 of 28 sizes undecided, worst 64MiB out-of-place -16.7%") {
+	if code != exitGateInconclusive || !strings.Contains(out, "\ngate: INCONCLUSIVE (1 undecided in 28 sizes, worst 64MiB out-of-place -16.7%") {
 		t.Errorf("noisy drop: exit %d\n%s", code, out)
 	}
 	code, out, _ = runCLI(t, "gate", "--baseline", base, withRounds(t, "x50.json", 1, 50, 50))
