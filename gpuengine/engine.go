@@ -28,18 +28,12 @@ func New() collectives.Engine { return engine{} }
 
 func (engine) Name() string { return Name }
 
-// Available reports whether the CUDA driver and NVRTC load and a GPU exists.
+// Available reports whether a GPU is seen and NVRTC, which compiles the kernels, loads.
 func (engine) Available() error {
-	if err := gpurt.Load(); err != nil {
-		return err
+	if g := gpurt.FindGPUs(); g.Count == 0 {
+		return fmt.Errorf("gpu: no GPU (%s)", g.Tried)
 	}
-	if err := gpurt.LoadNVRTC(); err != nil {
-		return err
-	}
-	if n, err := gpurt.DeviceCount(); err != nil || n == 0 {
-		return fmt.Errorf("gpu: no GPU (%d devices, %v)", n, err)
-	}
-	return nil
+	return gpurt.LoadNVRTC()
 }
 
 // runtimeError marks a CUDA failure (exit code 2), naming the rank and device; timeouts and unsupported

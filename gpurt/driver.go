@@ -112,6 +112,24 @@ func Load() error {
 		unresolve(driverLib.funcs)
 		return fmt.Errorf("cuda: %w", err)
 	}
+	return initDriver(path)
+}
+
+// BindDriver makes the functions sym finds by name (0 where there is none) the CUDA driver and calls cuInit(0),
+// as Load does with the library it opens; path names the driver in messages. A test stands Go functions in for
+// a driver so (purego.NewCallback).
+func BindDriver(path string, sym func(name string) uintptr) error {
+	driver.Lock()
+	defer driver.Unlock()
+	if err := resolveSym(path, sym, driverLib.funcs); err != nil {
+		unresolve(driverLib.funcs)
+		return fmt.Errorf("cuda: %w", err)
+	}
+	return initDriver(path)
+}
+
+// initDriver calls cuInit(0) on the resolved driver at path; the caller holds driver's lock.
+func initDriver(path string) error {
 	if err := cuInit.call(0); err != nil {
 		unresolve(driverLib.funcs)
 		if e, ok := err.(*Error); ok && e.Code == errorStubLibrary {

@@ -77,11 +77,19 @@ func (f *cfunc) call(args ...uintptr) error {
 func resolve(lib string, handle uintptr, fns []*cfunc) error {
 	runtime.LockOSThread()
 	defer runtime.UnlockOSThread()
+	return resolveSym(lib, func(name string) uintptr {
+		a, _ := purego.Dlsym(handle, name)
+		return a
+	}, fns)
+}
+
+// resolveSym is resolve with the addresses sym finds by name (0 where there is none).
+func resolveSym(lib string, sym func(name string) uintptr, fns []*cfunc) error {
 	var missing []string
 	for _, f := range fns {
 		f.addr, f.name = 0, f.names[0]
 		for _, n := range f.names {
-			if a, err := purego.Dlsym(handle, n); err == nil && a != 0 {
+			if a := sym(n); a != 0 {
 				f.addr, f.name = a, n
 				break
 			}

@@ -43,6 +43,9 @@ type engineSource struct {
 	// readers lists the engines an --engine name may create, when all of them read only registered variables
 	// (nil: unknown, no name is refused).
 	readers func(name string) ([]string, bool)
+	// choose is --engine auto for the library --lib names: the engine, and the stderr line saying why it is not
+	// the library where it is not (nil: open("auto"), silently).
+	choose func(lib string) (collectives.Engine, string, error)
 }
 
 // app is one invocation of a perf binary.
@@ -74,8 +77,9 @@ var stopGrace = time.Second
 // SIGINT and 143 after SIGTERM, as a shell reports a process killed by them.
 func Main(coll *collectives.Collective, args []string) int {
 	a := &app{coll: coll, stdout: os.Stdout, stderr: os.Stderr, getenv: os.Getenv, environ: os.Environ,
-		engines: engineSource{names: engines.Names, open: engines.New, readers: engines.Readers},
-		argv:    append([]string{os.Args[0]}, args...), now: time.Now, world: openWorld, stderrTTY: isTerminal(os.Stderr),
+		engines: engineSource{names: engines.Names, open: engines.New, readers: engines.Readers,
+			choose: engines.Choose},
+		argv: append([]string{os.Args[0]}, args...), now: time.Now, world: openWorld, stderrTTY: isTerminal(os.Stderr),
 		exit: os.Exit}
 	if os.Getenv(abWorkerEnv) != "" {
 		// An A/B worker ends when its launching process says so (a Ctrl-C at a terminal reaches both).

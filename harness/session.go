@@ -6,6 +6,7 @@ import (
 	"io"
 
 	"github.com/rcclx-tests/rcclx-tests/collectives"
+	"github.com/rcclx-tests/rcclx-tests/engines"
 )
 
 // session is the run of one engine: its communicator, threads and buffers, the sweep and its report.
@@ -16,6 +17,7 @@ type session struct {
 	seed       uint64
 	out        io.Writer
 	engineName string // as --engine spells it (may be "auto")
+	autoNote   string // auto: why it did not pick the library (empty where it did)
 	multi      bool   // one of several engines: a "# Engine:" line precedes the whole table instead
 
 	eng      collectives.Engine
@@ -145,7 +147,7 @@ func finish(out io.Writer, t trailer, stopped bool) int {
 
 // open creates the engine, the threads and the communicator (on thread 0, which drives group 0).
 func (s *session) open() error {
-	eng, err := s.a.engines.open(s.engineName)
+	eng, err := s.openEngine()
 	if err != nil {
 		return err
 	}
@@ -173,6 +175,21 @@ func (s *session) open() error {
 		return err
 	}
 	return nil
+}
+
+// openEngine creates the engine of --engine; for auto, rank 0 says on stderr why it is not the library where
+// it is not (an A/B worker leaves that to its launcher, through ready).
+func (s *session) openEngine() (collectives.Engine, error) {
+	src := s.a.engines
+	if s.engineName != engines.Auto || src.choose == nil {
+		return src.open(s.engineName)
+	}
+	eng, note, err := src.choose(s.o.Library)
+	s.autoNote = note
+	if note != "" && s.a.getenv(abWorkerEnv) == "" && (s.world == nil || s.world.Rank() == 0) {
+		fmt.Fprintf(s.a.stderr, "%s: --engine auto: %s\n", s.a.binary(), note)
+	}
+	return eng, err
 }
 
 func (s *session) openComm(cfg collectives.Config) (collectives.Comm, error) {
@@ -283,8 +300,8 @@ func (s *session) bufferBytes() int64 {
 
 // header describes this session for the lines before the table.
 func (s *session) header() header {
-	return header{binary: s.a.programName(), library: s.comm.Library(), graph: s.graph, perIter: s.perIter,
-		notes: s.notes, devices: s.devices, reduced: s.reduced}
+	return header{binary: s.a.programName(), library: s.comm.Library(), engine: s.versionFields(), graph: s.graph,
+		perIter: s.perIter, notes: s.notes, devices: s.devices, reduced: s.reduced}
 }
 
 // trailer sums up the table.

@@ -31,11 +31,8 @@ func (engine) Available() error {
 	if _, err := nccl.Open(""); err != nil {
 		return &collectives.LibraryError{Err: err}
 	}
-	if err := gpurt.Load(); err != nil {
-		return runtimeError(err)
-	}
-	if n, err := gpurt.DeviceCount(); err != nil || n == 0 {
-		return runtimeError(fmt.Errorf("vendor: no GPU (%d devices, %v)", n, err))
+	if g := gpurt.FindGPUs(); g.Count == 0 {
+		return runtimeError(fmt.Errorf("vendor: no GPU (%s)", g.Tried))
 	}
 	return nil
 }

@@ -36,22 +36,28 @@ func (g *gpu) use() error { return g.ctx.SetCurrent() }
 // runChecks runs every functional check; gpus is nil if no device is usable.
 func runChecks() ([]result, []*gpu) {
 	var out []result
-	add := func(step, detail string, err error) bool {
-		out = append(out, result{step, detail, err})
+	add := func(step, detail string, err error, provides ...string) bool {
+		out = append(out, result{step: step, detail: detail, err: err, provides: provides})
 		return err == nil
 	}
-	if !add(stepDriver, "", gpurt.Load()) {
+	// absent: a piece that is not there is said, not failed.
+	absent := func(step, detail string, err error) bool {
+		out = append(out, result{step: step, detail: detail, err: err, absent: err != nil})
+		return err == nil
+	}
+	if !absent(stepDriver, "", gpurt.Load()) {
 		return out, nil
 	}
 	v, err := gpurt.DriverVersion()
 	n, err2 := gpurt.DeviceCount()
 	if err == nil && err2 == nil && n == 0 {
-		err = fmt.Errorf("the driver sees no GPU")
-	}
-	if !add(stepDevices, fmt.Sprintf("CUDA driver API %d, %d device(s)", v, n), firstErr(err, err2)) {
+		absent(stepDevices, "", fmt.Errorf("the CUDA driver (API %d) sees no GPU", v))
 		return out, nil
 	}
-	if !add(stepNVRTC, "", gpurt.LoadNVRTC()) {
+	if !add(stepDevices, fmt.Sprintf("CUDA driver API %d, %d device(s)", v, n), firstErr(err, err2), "cuda") {
+		return out, nil
+	}
+	if !absent(stepNVRTC, "", gpurt.LoadNVRTC()) {
 		return out, nil
 	}
 	major, minor, err := gpurt.NVRTCVersion()
@@ -70,7 +76,7 @@ func runChecks() ([]result, []*gpu) {
 		detail, err = copyRoundTrip(g)
 		add(fmt.Sprintf("copy round trip dev%d", i), detail, err)
 		detail, err = launchAndCheck(g)
-		add(fmt.Sprintf("NVRTC kernel dev%d", i), detail, err)
+		add(fmt.Sprintf("NVRTC kernel dev%d", i), detail, err, "gpu")
 	}
 	detail, err = copyBandwidth(gpus[0])
 	add("DtoD bandwidth dev0", detail, err)
