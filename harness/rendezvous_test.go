@@ -1,0 +1,90 @@
+package harness
+
+import (
+	"fmt"
+	"strings"
+	"syscall"
+	"testing"
+	"time"
+)
+
+// TestRendezvousSignalAtStart: a signal while the processes meet (a peer that never comes) ends the process
+// within a second, with one line and the shell's code for the signal; it used to wait for -T.
+func TestRendezvousSignalAtStart(t *testing.T) {
+	for _, c := range []struct {
+		rank int
+		sig  syscall.Signal
+		code int
+	}{{0, syscall.SIGINT, 130}, {1, syscall.SIGTERM, 143}} {
+		port := freeTCPPort(t)
+		p := startChild(t, "all_reduce", launcherEnv(c.rank, 2, port), "--engine", "host", "-b", "8", "-e", "8",
+			"-T", "60")
+		time.Sleep(700 * time.Millisecond) // meeting
+		sent := time.Now()
+		if err := p.cmd.Process.Signal(c.sig); err != nil {
+			t.Fatal(err)
+		}
+		code, _ := p.exit(t, 20*time.Second)
+		took := time.Since(sent)
+		stderr := p.stderr.String()
+		if code != c.code || took > time.Second || !strings.Contains(stderr, "was interrupted while it waited") {
+			t.Errorf("rank %d, %v: exit %d %v after the signal, stderr %q", c.rank, c.sig, code, took, stderr)
+		}
+	}
+}
+
+// TestRendezvousBadLauncherVariables: partial launcher variables and a port inside MASTER_ADDR are refused at
+// start, one line, exit 1; they used to run lone processes that all exit 0, or fail only at -T.
+func TestRendezvousBadLauncherVariables(t *testing.T) {
+	for _, c := range []struct {
+		env  []string
+		want string
+	}{
+		{[]string{"WORLD_SIZE=2"}, "WORLD_SIZE=2 is set but RANK is not"},
+		{[]string{"RANK=1"}, "RANK=1 is set but WORLD_SIZE is not"},
+		{[]string{"RANK=1", "WORLD_SIZE=2", "MASTER_ADDR=127.0.0.1:29500", "MASTER_PORT=29500"},
+			"a port belongs in MASTER_PORT"},
+	} {
+		p := startChild(t, "all_reduce", c.env, "--engine", "host", "-b", "8", "-e", "8", "-T", "60")
+		code, took := p.exit(t, 20*time.Second)
+		stderr := p.stderr.String()
+		if code != exitUsage || strings.Count(stderr, "\n") != 1 || !strings.Contains(stderr, c.want) ||
+			p.stdout.String() != "" || took > 5*time.Second {
+			t.Errorf("%v: exit %d after %v, stdout %q, stderr %q", c.env, code, took, p.stdout.String(), stderr)
+		}
+	}
+}
+
+// TestRendezvousSwitchesDisagree: an RCCLX switch set differently in the processes' environments is refused
+// by every process before anything runs, naming the variable and the processes; it used to hang or time out
+// in a barrier.
+func TestRendezvousSwitchesDisagree(t *testing.T) {
+	port := freeTCPPort(t)
+	var procs [3]*proc
+	for rank := range procs {
+		env := launcherEnv(rank, 3, port)
+		if rank == 2 {
+			env = append(env, "RCCL_DDA_ENABLE=1")
+		}
+		procs[rank] = startChild(t, "all_reduce", env, "--engine", "host", "-b", "8", "-e", "8", "-T", "10")
+	}
+	want := `RCCL_DDA_ENABLE differs between the processes (processes 0,1 unset, process 2 "1")`
+	for rank, p := range procs {
+		code, _ := p.exit(t, 20*time.Second)
+		stderr := p.stderr.String()
+		if code != exitUsage || p.stdout.String() != "" || strings.Count(stderr, "\n") != 1 || !strings.Contains(stderr, want) {
+			t.Errorf("rank %d: exit %d, stdout %q, stderr %q", rank, code, p.stdout.String(), stderr)
+		}
+	}
+	// Two spellings of one setting agree.
+	port = freeTCPPort(t)
+	for rank := range 2 {
+		env := append(launcherEnv(rank, 2, port), fmt.Sprintf("RCCL_DDA_ENABLE=%s", []string{"1", "true"}[rank]))
+		procs[rank] = startChild(t, "all_reduce", env, "--engine", "host", "-b", "8", "-e", "8", "-T", "10")
+	}
+	for rank, p := range procs[:2] {
+		if code, _ := p.exit(t, 20*time.Second); code != exitOK {
+			t.Errorf("rank %d: exit %d, stderr %q", rank, code, p.stderr.String())
+		}
+	}
+}
