@@ -241,7 +241,7 @@ func (w *World) drop(a arrival, why, tell string) {
 	a.c.Close()
 	w.pmu.Lock()
 	w.strays++
-	w.lastStray = fmt.Sprintf("%v: %s", a.c.RemoteAddr(), printable(why))
+	w.lastStray = fmt.Sprintf("%v: %s", a.c.RemoteAddr(), Printable(why))
 	w.pmu.Unlock()
 }
 
@@ -299,7 +299,7 @@ func (w *World) askHolder() string {
 	if err != nil || f.kind != kindFail {
 		return ""
 	}
-	return printable(strings.TrimPrefix(string(f.payload), "bootstrap: "))
+	return Printable(strings.TrimPrefix(string(f.payload), "bootstrap: "))
 }
 
 // refuse tells the ranks that connected why the run cannot start (they wait for rank 0's word, see dial),
@@ -381,7 +381,7 @@ func (w *World) dial(timeout time.Duration) error {
 	case err != nil:
 		return fmt.Errorf("%s (%v): another program may hold the port", notUs, err)
 	case f.kind == kindFail:
-		return errors.New(printable(string(f.payload)))
+		return errors.New(Printable(string(f.payload)))
 	case f.kind != kindAck || len(f.payload) != n+4 || !bytes.Equal(f.payload[:n], magic):
 		return fmt.Errorf("%s (it answered something else): another program holds the port", notUs)
 	}

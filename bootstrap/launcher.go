@@ -49,7 +49,7 @@ func Detect(getenv func(string) string) (Launch, error) {
 				set, unset = v.size+"="+size, v.rank
 			}
 			return Launch{}, fmt.Errorf("bootstrap: %s is set but %s is not: a %s launch sets both (unset it, or "+
-				"set both)", printable(set), unset, v.name)
+				"set both)", Printable(set), unset, v.name)
 		}
 	}
 	for _, v := range launcherVars {

@@ -125,9 +125,9 @@ func deadline(timeout time.Duration) time.Time {
 	return time.Now().Add(timeout)
 }
 
-// printable is text another process sent, made safe to show and record: control characters (an escape
+// Printable is text another process sent, made safe to show and record: control characters (an escape
 // sequence would drive the terminal), invalid UTF-8 and other unprintable runes are escaped as Go quotes them.
-func printable(s string) string {
+func Printable(s string) string {
 	if !strings.ContainsFunc(s, func(r rune) bool { return r == utf8.RuneError || !unicode.IsPrint(r) && r != ' ' }) {
 		return s
 	}

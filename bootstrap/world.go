@@ -277,12 +277,12 @@ func frameError(kind byte, payload []byte) error {
 		if len(f) == 5 {
 			te.Rank, _ = strconv.Atoi(f[0])
 			after, _ := strconv.ParseInt(f[1], 10, 64)
-			te.After, te.Phase = time.Duration(after), printable(f[4])
+			te.After, te.Phase = time.Duration(after), Printable(f[4])
 			te.Missing, te.Processes = numbers(f[2]), numbers(f[3])
 			return te
 		}
 	}
-	return errors.New(printable(string(payload)))
+	return errors.New(Printable(string(payload)))
 }
 
 // numbers reads a list that collectives.JoinRanks wrote.
