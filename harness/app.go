@@ -215,8 +215,12 @@ func (a *app) parse(args []string) (o *Options, run bool, err error) {
 // run executes a validated command line: the A/B comparison, or each engine of --engine in turn.
 func (a *app) run(o *Options) int {
 	var started atomic.Bool
-	stop, endStop := worldStop(a.interrupted, started.Load)
-	defer endStop()
+	var stop <-chan struct{}
+	if l, err := bootstrap.Detect(a.parseEnv()); err == nil && l.Size > 1 { // only then is there anyone to wait for
+		var endStop func()
+		stop, endStop = worldStop(a.interrupted, started.Load)
+		defer endStop()
+	}
 	world, err := a.world(o.Timeout(), stop)
 	if err != nil {
 		return a.fail(err)
