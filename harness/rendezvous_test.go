@@ -88,3 +88,30 @@ func TestRendezvousSwitchesDisagree(t *testing.T) {
 		}
 	}
 }
+
+// TestRendezvousSignalWithStoppedPeer: SIGINT to rank 0 while its peer is stopped (SIGSTOP) in the middle of
+// the sweep, without -T, ends rank 0 promptly with 130; the waits on the peer used to have no end.
+func TestRendezvousSignalWithStoppedPeer(t *testing.T) {
+	port := freeTCPPort(t)
+	var procs [2]*proc
+	for rank := range procs {
+		procs[rank] = startChild(t, "all_reduce", launcherEnv(rank, 2, port), "--engine", "host", "-b", "8",
+			"-e", "1M", "-f", "2", "-n", "200", "-c", "1")
+	}
+	procs[0].waitOutput(t, firstRow, 30*time.Second)
+	if err := procs[1].cmd.Process.Signal(syscall.SIGSTOP); err != nil {
+		t.Fatal(err)
+	}
+	defer procs[1].cmd.Process.Signal(syscall.SIGCONT)
+	time.Sleep(200 * time.Millisecond)
+	sent := time.Now()
+	if err := procs[0].cmd.Process.Signal(syscall.SIGINT); err != nil {
+		t.Fatal(err)
+	}
+	code, _ := procs[0].exit(t, 20*time.Second)
+	took := time.Since(sent)
+	if code != exitInterrupted || took > time.Second {
+		t.Errorf("rank 0: exit %d %v after SIGINT, stderr %q", code, took, procs[0].stderr.String())
+	}
+	t.Logf("rank 0 ended %v after SIGINT: %q", took, procs[0].stderr.String())
+}
