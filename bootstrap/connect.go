@@ -103,22 +103,10 @@ func (w *World) accept(ln net.Listener, arrivals chan<- arrival) {
 // Connections that are not of this run are dropped (and told why, where they speak this protocol); the port
 // stays held for the whole run, so that a process of another run sharing it is turned away, not admitted.
 func (w *World) serve(timeout time.Duration) error {
-	host, port, _ := net.SplitHostPort(w.addr)
-	listen := net.JoinHostPort(host, port)
-	if ip := net.ParseIP(host); ip == nil || !ip.IsLoopback() {
-		listen = ":" + port // MASTER_ADDR names this host as the others reach it; accept on every interface
-	}
-	ln, err := net.Listen("tcp", listen)
-	if errors.Is(err, syscall.EADDRINUSE) {
-		if holder := w.askHolder(); holder != "" {
-			return fmt.Errorf("bootstrap: rank 0 cannot listen on %s: %s", listen, holder)
-		}
-		return fmt.Errorf("bootstrap: rank 0 cannot listen on %s: another program, or another process that says it is rank 0, holds the port (choose another MASTER_PORT, or check the ranks)", listen)
-	}
+	ln, listen, err := w.listen()
 	if err != nil {
-		return fmt.Errorf("bootstrap: rank 0 could not listen on %s: %v", listen, err)
+		return err
 	}
-	w.ln = ln
 	end := time.Now().Add(timeout)
 	arrivals := make(chan arrival)
 	go w.accept(ln, arrivals)
@@ -160,6 +148,31 @@ func (w *World) serve(timeout time.Duration) error {
 	}
 	go w.turnAway(arrivals)
 	return w.Err()
+}
+
+// listen is rank 0's listener at the rendezvous address (one Split made already, or a new one), and the
+// address as its messages name it.
+func (w *World) listen() (net.Listener, string, error) {
+	if w.ln != nil {
+		return w.ln, w.ln.Addr().String(), nil
+	}
+	host, port, _ := net.SplitHostPort(w.addr)
+	listen := net.JoinHostPort(host, port)
+	if ip := net.ParseIP(host); ip == nil || !ip.IsLoopback() {
+		listen = ":" + port // MASTER_ADDR names this host as the others reach it; accept on every interface
+	}
+	ln, err := net.Listen("tcp", listen)
+	if errors.Is(err, syscall.EADDRINUSE) {
+		if holder := w.askHolder(); holder != "" {
+			return nil, "", fmt.Errorf("bootstrap: rank 0 cannot listen on %s: %s", listen, holder)
+		}
+		return nil, "", fmt.Errorf("bootstrap: rank 0 cannot listen on %s: another program, or another process that says it is rank 0, holds the port (choose another MASTER_PORT, or check the ranks)", listen)
+	}
+	if err != nil {
+		return nil, "", fmt.Errorf("bootstrap: rank 0 could not listen on %s: %v", listen, err)
+	}
+	w.ln = ln
+	return ln, listen, nil
 }
 
 // admit takes a process into the run (ok), or drops a connection that is not of this run, telling it why
