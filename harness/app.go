@@ -241,7 +241,16 @@ func (a *app) run(o *Options) int {
 		}
 		return a.fail(err)
 	}
-	if err := a.prepareCollective(o, world.Size()*o.NThreads*o.NGpus); err != nil {
+	sp, commWorld, err := a.splitWorld(world)
+	if err != nil {
+		return a.fail(err)
+	}
+	if commWorld == nil {
+		commWorld = world
+	} else if l, ok := commWorld.(interface{ Leave() }); ok {
+		defer l.Leave()
+	}
+	if err := a.prepareCollective(o, commWorld.Size()*o.NThreads*o.NGpus); err != nil {
 		fmt.Fprintf(a.stderr, "%s: %v\n", a.binary(), err)
 		return exitUsage
 	}
@@ -279,7 +288,7 @@ func (a *app) run(o *Options) int {
 	if o.abKey != "" {
 		code = a.runAB(out, o, world, seed, j)
 	} else {
-		code = a.runEngines(out, o, world, seed, j)
+		code = a.runEngines(out, o, world, sp, commWorld, seed, j)
 	}
 	if err := j.finish(); err != nil {
 		fmt.Fprintf(a.stderr, "%s: %v\n", a.binary(), err)
@@ -313,14 +322,16 @@ func (a *app) probeEngines(o *Options) error {
 }
 
 // runEngines runs the sweep on each engine of --engine, one after the other, then compares their times.
-func (a *app) runEngines(out io.Writer, o *Options, world collectives.World, seed uint64, j *jsonOut) int {
+func (a *app) runEngines(out io.Writer, o *Options, world collectives.World, sp *split, commWorld collectives.World,
+	seed uint64, j *jsonOut) int {
 	code := exitOK
 	var runs []*session
 	for _, name := range o.engines {
 		if len(o.engines) > 1 {
 			fmt.Fprintf(out, "# Engine: %s\n", name)
 		}
-		s := &session{a: a, o: o, world: world, seed: seed, out: out, engineName: name, multi: len(o.engines) > 1}
+		s := &session{a: a, o: o, world: world, split: sp, commWorld: commWorld, seed: seed, out: out, engineName: name,
+			multi: len(o.engines) > 1}
 		c := s.run()
 		j.add(s.record())
 		runs = append(runs, s)

@@ -115,3 +115,43 @@ func TestRendezvousSignalWithStoppedPeer(t *testing.T) {
 	}
 	t.Logf("rank 0 ended %v after SIGINT: %q", took, procs[0].stderr.String())
 }
+
+// TestSplitCommunicators: NCCL_TESTS_SPLIT runs one communicator per colour, as nccl-tests does: rank 0
+// prints one table whose bus bandwidth is of its communicator's size (all_reduce on 2 ranks: busbw = algbw,
+// where 4 ranks would give 1.5 x algbw), validated, with every process's rank and colour in the device lines.
+// Such a split used to be refused.
+func TestSplitCommunicators(t *testing.T) {
+	for _, c := range []struct {
+		env    string
+		groups []int
+	}{{"NCCL_TESTS_SPLIT=MOD 2", []int{0, 1, 0, 1}}, {"NCCL_TESTS_SPLIT_MASK=0x2", []int{0, 0, 2, 2}}} {
+		port := freeTCPPort(t)
+		var procs [4]*proc
+		for rank := range procs {
+			procs[rank] = startChild(t, "all_reduce", append(launcherEnv(rank, 4, port), c.env), "--engine", "host",
+				"-b", "1M", "-e", "1M", "-c", "1", "-n", "2", "-w", "1", "-T", "20")
+		}
+		for rank, p := range procs {
+			if code, _ := p.exit(t, 60*time.Second); code != exitOK {
+				t.Fatalf("%s: rank %d: exit %d, stderr %q", c.env, rank, code, p.stderr.String())
+			}
+		}
+		out := procs[0].stdout.String()
+		for r, g := range c.groups {
+			if !strings.Contains(out, fmt.Sprintf("#  Rank %2d Group %2d Pid %6d ", r, g, procs[r].cmd.Process.Pid)) {
+				t.Errorf("%s: no device line for rank %d group %d:\n%s", c.env, r, g, out)
+			}
+		}
+		rows := tableRows(out)
+		if len(rows) != 1 {
+			t.Fatalf("%s: %d rows:\n%s", c.env, len(rows), out)
+		}
+		f := rows[0]
+		if len(f) != 13 || f[6] != f[7] || f[10] != f[11] || f[8] != "0" || f[12] != "0" || f[7] == "0.00" {
+			t.Errorf("%s: row %q: want busbw = algbw (2 ranks) and no wrong element", c.env, f)
+		}
+		if !strings.Contains(out, "2 communicators of 2 processes") {
+			t.Errorf("%s: no note of the split:\n%s", c.env, out)
+		}
+	}
+}
