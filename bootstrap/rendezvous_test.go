@@ -344,7 +344,7 @@ func TestStoppedProcessNamed(t *testing.T) {
 	kids := launch(t, 3, "stop", childVictim+"=2", childTimeout+"=1s")
 	for r, c := range kids[:2] {
 		err := c.cmd.Wait()
-		if out := c.out.String(); err != nil || !strings.Contains(out, "process 2 did not answer") {
+		if out := c.out.String(); err != nil || !strings.Contains(out, "process 2 did not answer (process 0 waited") {
 			t.Errorf("rank %d: %v, stdout %q, stderr %q", r, err, out, c.stderr.String())
 		}
 	}
