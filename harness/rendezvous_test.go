@@ -155,3 +155,22 @@ func TestSplitCommunicators(t *testing.T) {
 		}
 	}
 }
+
+// partsWorld is process 0 of a World whose AllGather returns fixed parts.
+type partsWorld [][]byte
+
+func (w partsWorld) Rank() int                          { return 0 }
+func (w partsWorld) Size() int                          { return len(w) }
+func (w partsWorld) AllGather([]byte) ([][]byte, error) { return w, nil }
+func (w partsWorld) Barrier() error                     { return nil }
+
+// TestPeerDevicesPrintable: another process's device text reaches the device lines and the JSON record with
+// its control bytes escaped.
+func TestPeerDevicesPrintable(t *testing.T) {
+	w := partsWorld{[]byte(`[{"Rank":0,"Hostname":"a","Name":"host"}]`),
+		[]byte(`[{"Rank":1,"Hostname":"b\u001b[2J","Name":"x\u0007","BusID":"\u001b]0;t"}]`)}
+	ds, err := gatherDevices(w, nil)
+	if err != nil || len(ds) != 2 || ds[1].Hostname != `b\x1b[2J` || ds[1].Name != `x\a` || ds[1].BusID != `\x1b]0;t` {
+		t.Errorf("devices %+v, %v", ds, err)
+	}
+}
