@@ -163,6 +163,7 @@ func (s *session) open() error {
 		ParallelInit: o.ParallelInit == 1, Oversubscribe: o.Oversubscribe, Library: o.Library,
 		Memory: o.RCCL.memoryKind(), CTAPolicy: o.RCCL.CTAPolicy}
 	cfg.FirstDevice, cfg.PinDevices, _ = firstDevice(s.a.parseEnv()) // checked before the run
+	s.splitDevices(&cfg)
 	s.team = newTeam(o.NThreads, s.world)
 	s.team.lost = s.a.lost
 	comm, err := s.openComm(cfg)
@@ -179,6 +180,16 @@ func (s *session) open() error {
 		return err
 	}
 	return nil
+}
+
+// splitDevices places the ranks of a split run as nccl-tests does: by the process's local rank among every
+// process of its host, not among its communicator's alone (two communicators would share the first devices).
+func (s *session) splitDevices(cfg *collectives.Config) {
+	l, ok := s.world.(interface{ LocalRank() int })
+	if s.split == nil || cfg.PinDevices || !ok || l.LocalRank() < 0 {
+		return
+	}
+	cfg.PinDevices, cfg.FirstDevice = true, l.LocalRank()*cfg.NThreads*cfg.NGpus
 }
 
 func (s *session) openComm(cfg collectives.Config) (collectives.Comm, error) {
