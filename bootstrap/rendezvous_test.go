@@ -107,7 +107,7 @@ func TestStrayConnectionsDropped(t *testing.T) {
 			t.Errorf("process %d: %v", i, err)
 		}
 	}
-	if took > 1500*time.Millisecond {
+	if took > 3*time.Second { // a silent connection held rank 0 for 5 s
 		t.Errorf("the run took %v to start, want it not held by the silent connections", took)
 	}
 	if grew := after.TotalAlloc - before.TotalAlloc; grew > 64<<20 {
@@ -320,9 +320,14 @@ func TestStopEndsWaits(t *testing.T) {
 func TestTwoRunsOnOnePort(t *testing.T) {
 	port := freePort(t)
 	a0 := launchAt(t, 1, "gather", port, "RANK=0", "WORLD_SIZE=2", EnvRunID+"=A", childNonce+"=a")
-	time.Sleep(300 * time.Millisecond)
+	dialUntil(t, "127.0.0.1:"+itoa(port)).Close() // run A's rank 0 listens (and drops this connection)
 	b := launchAt(t, 2, "gather", port, EnvRunID+"=B", childNonce+"=b")
-	time.Sleep(300 * time.Millisecond)
+	for r, c := range b {
+		err := c.cmd.Wait()
+		if line := c.stderr.String(); err == nil || !strings.Contains(line, "is the rendezvous of another run") {
+			t.Errorf("run B rank %d: %v, stdout %q, stderr %q", r, err, c.out.String(), line)
+		}
+	}
 	a1 := launchAt(t, 1, "gather", port, "RANK=1", "WORLD_SIZE=2", EnvRunID+"=A", childNonce+"=a")
 	for r, c := range append(a0, a1...) {
 		err := c.cmd.Wait()
@@ -331,17 +336,11 @@ func TestTwoRunsOnOnePort(t *testing.T) {
 			t.Errorf("run A rank %d: %v, stdout %q, stderr %q", r, err, c.out.String(), c.stderr.String())
 		}
 	}
-	for r, c := range b {
-		err := c.cmd.Wait()
-		if line := c.stderr.String(); err == nil || !strings.Contains(line, "is the rendezvous of another run") {
-			t.Errorf("run B rank %d: %v, stdout %q, stderr %q", r, err, c.out.String(), line)
-		}
-	}
 }
 
 // A process stopped by SIGSTOP in the middle of a run is named by every other process's timeout.
 func TestStoppedProcessNamed(t *testing.T) {
-	kids := launch(t, 3, "stop", childVictim+"=2", childTimeout+"=1s")
+	kids := launch(t, 3, "stop", childVictim+"=2", childTimeout+"=2s")
 	for r, c := range kids[:2] {
 		err := c.cmd.Wait()
 		if out := c.out.String(); err != nil || !strings.Contains(out, "process 2 did not answer (process 0 waited") {

