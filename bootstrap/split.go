@@ -8,18 +8,21 @@ import (
 	"strconv"
 )
 
+// splitMember is what each process says of itself when the World is split.
+type splitMember struct {
+	Color int64
+	Host  string
+	Port  int            // a colour's first process: where it listens
+	Addrs map[int]string // rank 0: each colour's first process's address, as rank 0 reaches it
+}
+
 // Split makes the World of this process's colour: the processes that called Split with the same colour, in
 // the order of their ranks here, as MPI_Comm_split with the rank as key. Every process must call it. The
 // colour's first process listens at a port of its own (on the host it reaches the others from) and the others
 // of the colour meet it there, as at the run's rendezvous; the new World fails once this one is lost.
 func (w *World) Split(color int64) (*World, error) {
 	host, _ := os.Hostname()
-	type member struct {
-		Color int64
-		Host  string
-		Port  int
-	}
-	all, err := gatherAll[member](w, member{Color: color, Host: host})
+	all, err := gatherAll(w, splitMember{Color: color, Host: host})
 	if err != nil {
 		return nil, err
 	}
@@ -51,7 +54,10 @@ func (w *World) Split(color int64) (*World, error) {
 		ip := net.ParseIP(h)
 		loopback = ip != nil && ip.IsLoopback()
 	}
-	me := member{Color: color}
+	me := splitMember{Color: color}
+	if w.Rank() == 0 && !loopback {
+		me.Addrs = w.leaderAddrs(all)
+	}
 	if l.Rank == 0 && l.Size > 1 {
 		listen := ":0"
 		if loopback {
@@ -62,19 +68,18 @@ func (w *World) Split(color int64) (*World, error) {
 		}
 		me.Port = sub.ln.Addr().(*net.TCPAddr).Port
 	}
-	if all, err = gatherAll[member](w, me); err != nil {
+	if all, err = gatherAll(w, me); err != nil {
 		sub.Close()
 		return nil, err
 	}
 	if l.Size == 1 {
 		return sub, nil
 	}
-	leader := all[group[0]]
 	leaderHost := "127.0.0.1"
 	if !loopback {
-		leaderHost = leader.Host
+		leaderHost = all[0].Addrs[group[0]]
 	}
-	sub.addr = net.JoinHostPort(leaderHost, strconv.Itoa(leader.Port))
+	sub.addr = net.JoinHostPort(leaderHost, strconv.Itoa(all[group[0]].Port))
 	go func() {
 		select {
 		case <-w.lost:
@@ -96,6 +101,25 @@ func (w *World) Split(color int64) (*World, error) {
 		return nil, err
 	}
 	return sub, nil
+}
+
+// leaderAddrs is, at rank 0, the address of each colour's first process: rank 0's own as the others reach
+// it, the others' as their connections come from (a name of the host may resolve elsewhere, or nowhere).
+func (w *World) leaderAddrs(all []splitMember) map[int]string {
+	out := map[int]string{}
+	seen := map[int64]bool{}
+	for r, m := range all {
+		if seen[m.Color] {
+			continue
+		}
+		seen[m.Color] = true
+		if r == 0 {
+			out[r], _, _ = net.SplitHostPort(w.addr)
+		} else if a, ok := w.peers[r].conn.RemoteAddr().(*net.TCPAddr); ok {
+			out[r] = a.IP.String()
+		}
+	}
+	return out
 }
 
 // gatherAll is AllGather of a value of every process.
