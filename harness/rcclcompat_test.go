@@ -266,6 +266,13 @@ func TestSplitVariables(t *testing.T) {
 	if !strings.Contains(r.stderr, "into communicators of unequal sizes (3, 1)") {
 		t.Errorf("stderr %q", r.stderr)
 	}
+	split := func(k string) string { return map[string]string{envSplit: "MOD 2"}[k] }
+	if err := checkSplit(split, 4, false); err != nil {
+		t.Errorf("MOD 2 on 4 processes: %v", err)
+	}
+	if err := checkSplit(split, 4, true); err == nil || !strings.Contains(err.Error(), "not supported with --ab") {
+		t.Errorf("MOD 2 on 4 processes with --ab: %v", err)
+	}
 	env = map[string]string{envSplit: "MOD 2"}
 	r = runWith(t, collectives.AllReduce, seedArgs(1, small...), fakeSource(newFake(1)),
 		func(a *app) { a.getenv = func(k string) string { return env[k] } })
