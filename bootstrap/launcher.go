@@ -17,7 +17,15 @@ type Launch struct {
 	Launcher             string // "torchrun", "mpirun", "pmi", "slurm", or "" for a single process
 	Rank, Size           int
 	LocalRank, LocalSize int
+	// RunID names this launch alike in every one of its processes and differently from any other launch (the
+	// launcher's job id, or RCCLX_TESTS_RUN_ID); "" when nothing does. The rendezvous refuses a process whose
+	// RunID differs from rank 0's.
+	RunID string
 }
+
+// EnvRunID names a run where the launcher gives no job id (processes started by hand): any text, the same in
+// every process of the run and different from any other run that may share its rendezvous address.
+const EnvRunID = "RCCLX_TESTS_RUN_ID"
 
 // launcherVars are the variables each launcher sets, in the order Detect tries them: the innermost launcher
 // wins, and torchrun is usually started by one of the others (its children carry the outer launcher's
@@ -31,8 +39,19 @@ var launcherVars = []struct {
 	{"slurm", "SLURM_PROCID", "SLURM_NTASKS", "SLURM_LOCALID", ""},
 }
 
-// Detect reads the launcher's variables through getenv. No launcher means a single process (Size 1).
+// Detect reads the launcher's variables through getenv. No launcher means a single process (Size 1). A rank
+// without its world size (or the reverse) is refused: each process would otherwise run alone.
 func Detect(getenv func(string) string) (Launch, error) {
+	for _, v := range launcherVars[:3] { // Slurm sets SLURM_NTASKS in a batch script too, where no task has a rank
+		if rank, size := getenv(v.rank), getenv(v.size); (rank == "") != (size == "") {
+			set, unset := v.rank+"="+rank, v.size
+			if rank == "" {
+				set, unset = v.size+"="+size, v.rank
+			}
+			return Launch{}, fmt.Errorf("bootstrap: %s is set but %s is not: a %s launch sets both (unset it, or "+
+				"set both)", Printable(set), unset, v.name)
+		}
+	}
 	for _, v := range launcherVars {
 		size := v.size
 		if v.name == "slurm" && getenv("SLURM_STEP_NUM_TASKS") != "" {
@@ -65,6 +84,9 @@ func Detect(getenv func(string) string) (Launch, error) {
 		if v.name == "slurm" && getenv("SLURM_NNODES") == "1" {
 			l.LocalSize = l.Size
 		}
+		if l.RunID, err = runID(getenv, v.name); err != nil {
+			return Launch{}, err
+		}
 		return l, nil
 	}
 	return Launch{Rank: 0, Size: 1, LocalRank: 0, LocalSize: 1}, nil
@@ -84,6 +106,35 @@ var jobIDVars = []string{
 	"TORCHELASTIC_RUN_ID",
 }
 
+// runID is the identity of this launch: RCCLX_TESTS_RUN_ID, else the first job id of the launchers that give
+// one the same in every process (PMI_PORT is a node's own), else "". torchrun's default run id ("none") names
+// nothing.
+func runID(getenv func(string) string, launcher string) (string, error) {
+	if id := getenv(EnvRunID); id != "" {
+		if len(id) > maxRunID {
+			return "", fmt.Errorf("bootstrap: %s is %d bytes long, at most %d", EnvRunID, len(id), maxRunID)
+		}
+		return id, nil
+	}
+	for _, key := range jobIDVars {
+		id := getenv(key)
+		if id == "" || key == "PMI_PORT" || key == "TORCHELASTIC_RUN_ID" && (id == "none" || launcher != "torchrun") {
+			continue
+		}
+		if key == "SLURM_JOB_ID" {
+			id += "." + getenv("SLURM_STEP_ID")
+		}
+		id = key + "=" + id
+		if len(id) > maxRunID {
+			h := fnv.New64a()
+			h.Write([]byte(id))
+			id = fmt.Sprintf("%s#%016x", key, h.Sum64())
+		}
+		return id, nil
+	}
+	return "", nil
+}
+
 // Rendezvous is the address rank 0 listens on and the others connect to: MASTER_ADDR:MASTER_PORT, else
 // RCCLX_TESTS_BOOTSTRAP, else, when every process runs on this node, 127.0.0.1 and a port derived from the
 // launcher's job id.
@@ -92,7 +143,12 @@ func Rendezvous(getenv func(string) string, l Launch) (string, error) {
 		if host == "" || port == "" {
 			return "", fmt.Errorf("bootstrap: MASTER_ADDR=%q and MASTER_PORT=%q: set both", host, port)
 		}
-		return checkAddr("MASTER_ADDR/MASTER_PORT", net.JoinHostPort(host, port))
+		bare := strings.TrimSuffix(strings.TrimPrefix(host, "["), "]")
+		if strings.Contains(bare, ":") && net.ParseIP(bare) == nil {
+			return "", fmt.Errorf("bootstrap: MASTER_ADDR=%q is not a host name or address (a port belongs in "+
+				"MASTER_PORT)", host)
+		}
+		return checkAddr("MASTER_ADDR/MASTER_PORT", net.JoinHostPort(bare, port))
 	}
 	if addr := getenv(EnvBootstrap); addr != "" {
 		return checkAddr(EnvBootstrap, addr)

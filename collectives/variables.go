@@ -102,6 +102,7 @@ func buildVariables() []Variable {
 		Variable{Name: EnvDelayUS, Check: ValidateDelay, Meaning: meaning(parseDelay, 0)},
 		Variable{Name: "RCCLX_TESTS_SEED"},
 		Variable{Name: "RCCLX_TESTS_BOOTSTRAP"},
+		Variable{Name: "RCCLX_TESTS_RUN_ID"},
 		Variable{Name: "RCCLX_TESTS_AB_WORKER"}, // set by --ab in its workers
 		Variable{Name: envVSpread, Colls: alltoallv, Overridable: true, Check: checkOf(vSpread), Meaning: meaning(vSpread, 1)},
 		Variable{Name: envVMatrix, Colls: alltoallv, Overridable: true},

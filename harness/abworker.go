@@ -112,7 +112,7 @@ func (a *app) abWorker(o *Options, key string) int {
 		o.env = map[string]string{}
 	}
 	o.env[key] = a.getenv(key)
-	world, err := a.world(o.Timeout())
+	world, err := a.world(o.Timeout(), nil) // a worker ends when its launching process says so
 	if err != nil {
 		return fail(err)
 	}

@@ -15,6 +15,7 @@ import (
 
 	"github.com/spf13/cobra"
 
+	"github.com/rcclx-tests/rcclx-tests/bootstrap"
 	"github.com/rcclx-tests/rcclx-tests/collectives"
 	"github.com/rcclx-tests/rcclx-tests/engines"
 	"github.com/rcclx-tests/rcclx-tests/internal/version"
@@ -61,7 +62,7 @@ type app struct {
 	// engine is then abandoned, and the run reports what it has (nil: never).
 	stopNow   <-chan struct{}
 	now       func() time.Time
-	world     func(timeout time.Duration) (collectives.World, error)
+	world     func(timeout time.Duration, stop <-chan struct{}) (collectives.World, error)
 	stderrTTY bool     // stderr is a terminal: show the progress line
 	workerEnv []string // variables added to A/B workers' environments (tests re-execute their own binary)
 	runWorld  collectives.World
@@ -189,6 +190,7 @@ func (a *app) parse(args []string) (o *Options, run bool, err error) {
 				return err
 			}
 			o.args = newRunArgs(a.binary(), cmd.Flags())
+			o.args.Switches = switchEnv(overlay(o.env, a.parseEnv())) // as the engines will read them
 			if err := o.checkVariables(cmd.Flags(), a.engines.readers); err != nil || o.abKey == "" {
 				return err
 			}
@@ -216,10 +218,18 @@ func (a *app) parse(args []string) (o *Options, run bool, err error) {
 
 // run executes a validated command line: the A/B comparison, or each engine of --engine in turn.
 func (a *app) run(o *Options) int {
-	world, err := a.world(o.Timeout())
+	var started atomic.Bool
+	var stop <-chan struct{}
+	if l, err := bootstrap.Detect(a.parseEnv()); err == nil && l.Size > 1 { // only then is there anyone to wait for
+		var endStop func()
+		stop, endStop = worldStop(a.interrupted, started.Load)
+		defer endStop()
+	}
+	world, err := a.world(o.Timeout(), stop)
 	if err != nil {
 		return a.fail(err)
 	}
+	started.Store(true)
 	// A process that ends its run says so, so that the others do not take its going for a loss; until then a
 	// loss anywhere ends this process's run promptly (lost.go).
 	if l, ok := world.(interface{ Leave() }); ok {
@@ -235,7 +245,16 @@ func (a *app) run(o *Options) int {
 		}
 		return a.fail(err)
 	}
-	if err := a.prepareCollective(o, world.Size()*o.NThreads*o.NGpus); err != nil {
+	sp, commWorld, err := a.splitWorld(world)
+	if err != nil {
+		return a.fail(err)
+	}
+	if commWorld == nil {
+		commWorld = world
+	} else if l, ok := commWorld.(interface{ Leave() }); ok {
+		defer l.Leave()
+	}
+	if err := a.prepareCollective(o, commWorld.Size()*o.NThreads*o.NGpus); err != nil {
 		fmt.Fprintf(a.stderr, "%s: %v\n", a.binary(), err)
 		return exitUsage
 	}
@@ -273,7 +292,7 @@ func (a *app) run(o *Options) int {
 	if o.abKey != "" {
 		code = a.runAB(out, o, world, seed, j)
 	} else {
-		code = a.runEngines(out, o, world, seed, j)
+		code = a.runEngines(out, o, world, sp, commWorld, seed, j)
 	}
 	if err := j.finish(); err != nil {
 		fmt.Fprintf(a.stderr, "%s: %v\n", a.binary(), err)
@@ -307,14 +326,16 @@ func (a *app) probeEngines(o *Options) error {
 }
 
 // runEngines runs the sweep on each engine of --engine, one after the other, then compares their times.
-func (a *app) runEngines(out io.Writer, o *Options, world collectives.World, seed uint64, j *jsonOut) int {
+func (a *app) runEngines(out io.Writer, o *Options, world collectives.World, sp *split, commWorld collectives.World,
+	seed uint64, j *jsonOut) int {
 	code := exitOK
 	var runs []*session
 	for _, name := range o.engines {
 		if len(o.engines) > 1 {
 			fmt.Fprintf(out, "# Engine: %s\n", name)
 		}
-		s := &session{a: a, o: o, world: world, seed: seed, out: out, engineName: name, multi: len(o.engines) > 1}
+		s := &session{a: a, o: o, world: world, split: sp, commWorld: commWorld, seed: seed, out: out, engineName: name,
+			multi: len(o.engines) > 1}
 		c := s.run()
 		j.add(s.record())
 		runs = append(runs, s)
@@ -402,6 +423,8 @@ func exitCode(err error) int {
 		return exitOK
 	case errors.As(err, &te):
 		return exitTimeout
+	case errors.Is(err, bootstrap.ErrInterrupted):
+		return exitInterrupted
 	case errors.As(err, &ae):
 		return ae.code
 	case errors.As(err, &le):
@@ -413,6 +436,11 @@ func exitCode(err error) int {
 // timeoutLine is the one line printed for a timeout; size is the row's size column, or -1 when unknown. It
 // names the ranks that never arrived when the engine knows them, else the rank that gave up waiting.
 func timeoutLine(c *collectives.Collective, te *collectives.TimeoutError, size int64) string {
+	if len(te.Processes) > 0 {
+		return fmt.Sprintf("timeout: %s %s did not answer at %s size %d (process %d waited in %s) after %v",
+			collectives.ProcessesWord(te.Processes), collectives.JoinRanks(te.Processes), c.Name, size, te.Rank,
+			te.Phase, te.After)
+	}
 	if len(te.Missing) > 0 {
 		return fmt.Sprintf("timeout: %s %s did not arrive at %s size %d (rank %d waited in phase %s) after %v",
 			collectives.RanksWord(te.Missing), collectives.JoinRanks(te.Missing), c.Name, size, te.Rank, te.Phase,

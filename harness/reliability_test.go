@@ -468,7 +468,7 @@ func TestReliabilityPeerProcessFails(t *testing.T) {
 	}{
 		{"die:5", 1, "bootstrap: rank 1 died or left the run", exitRuntime, 5 * time.Second},
 		{"die:5", 0, "bootstrap: rank 1 lost rank 0 (127.0.0.1:", exitRuntime, 5 * time.Second},
-		{"hang:5", 1, "timeout: rank 0 all_reduce size ", exitTimeout, 8 * time.Second},
+		{"hang:5", 1, "timeout: process 1 did not answer at all_reduce size ", exitTimeout, 8 * time.Second},
 	} {
 		t.Run(fmt.Sprintf("%s-rank%d", c.fault, c.victim), func(t *testing.T) {
 			port := freeTCPPort(t)

@@ -13,7 +13,9 @@ import (
 type session struct {
 	a          *app
 	o          *Options
-	world      collectives.World
+	world      collectives.World // every process of the run: the harness's barriers and gathers
+	split      *split            // NCCL_TESTS_SPLIT's, when it divides the processes
+	commWorld  collectives.World // the processes of this process's communicator (nil: every process)
 	seed       uint64
 	out        io.Writer
 	engineName string // as --engine spells it (may be "auto")
@@ -154,11 +156,16 @@ func (s *session) open() error {
 	// "auto" has already probed the engine it chose; a named engine says what is missing when it opens.
 	s.eng = eng
 	o := s.o
-	cfg := collectives.Config{NThreads: o.NThreads, NGpus: o.NGpus, World: s.world, Env: o.env,
+	commWorld := s.commWorld
+	if commWorld == nil {
+		commWorld = s.world
+	}
+	cfg := collectives.Config{NThreads: o.NThreads, NGpus: o.NGpus, World: commWorld, Env: o.env,
 		Timeout: o.Timeout(), StreamNull: o.StreamNull == 1, Register: o.Register > 0,
 		ParallelInit: o.ParallelInit == 1, Oversubscribe: o.Oversubscribe, Library: o.Library,
 		Memory: o.RCCL.memoryKind(), CTAPolicy: o.RCCL.CTAPolicy}
 	cfg.FirstDevice, cfg.PinDevices, _ = firstDevice(s.a.parseEnv()) // checked before the run
+	s.splitDevices(&cfg)
 	s.team = newTeam(o.NThreads, s.world)
 	s.team.lost = s.a.lost
 	comm, err := s.openComm(cfg)
@@ -190,6 +197,16 @@ func (s *session) openEngine() (collectives.Engine, error) {
 		fmt.Fprintf(s.a.stderr, "%s: --engine auto: %s\n", s.a.binary(), note)
 	}
 	return eng, err
+}
+
+// splitDevices places the ranks of a split run as nccl-tests does: by the process's local rank among every
+// process of its host, not among its communicator's alone (two communicators would share the first devices).
+func (s *session) splitDevices(cfg *collectives.Config) {
+	l, ok := s.world.(interface{ LocalRank() int })
+	if s.split == nil || cfg.PinDevices || !ok || l.LocalRank() < 0 {
+		return
+	}
+	cfg.PinDevices, cfg.FirstDevice = true, l.LocalRank()*cfg.NThreads*cfg.NGpus
 }
 
 func (s *session) openComm(cfg collectives.Config) (collectives.Comm, error) {
@@ -252,6 +269,12 @@ func (s *session) prepare() error {
 	var err error
 	if s.devices, err = gatherDevices(s.world, s.comm.Devices()); err != nil {
 		return err
+	}
+	if s.split != nil { // nccl-tests numbers the ranks over every process and shows each one's colour as Group
+		nlocal := s.o.NThreads * s.o.NGpus
+		for i := range s.devices {
+			s.devices[i].Rank, s.devices[i].Group = i, int(s.split.color(i/nlocal))
+		}
 	}
 	if err := s.fitMemory(); err != nil {
 		return err
