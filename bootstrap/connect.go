@@ -19,7 +19,10 @@ func (w *World) serve(timeout time.Duration) error {
 	if ip := net.ParseIP(host); ip == nil || !ip.IsLoopback() {
 		listen = ":" + port // MASTER_ADDR names this host as the others reach it; accept on every interface
 	}
-	ln, err := net.Listen("tcp", listen)
+	ln, err := w.ln, error(nil) // an MPI meeting already listens
+	if ln == nil {
+		ln, err = net.Listen("tcp", listen)
+	}
 	if errors.Is(err, syscall.EADDRINUSE) {
 		return fmt.Errorf("bootstrap: rank 0 cannot listen on %s: another program, or another process that says it is rank 0, holds the port (choose another MASTER_PORT, or check the ranks)", listen)
 	}
