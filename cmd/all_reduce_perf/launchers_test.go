@@ -1,0 +1,254 @@
+package main
+
+import (
+	"context"
+	"fmt"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"testing"
+	"time"
+)
+
+// These tests start the binary through the real launchers, with nothing set by hand (no MASTER_ADDR, no
+// port): Open MPI's and MPICH's mpirun, torchrun; and across two simulated nodes, network namespaces the
+// test makes with a veth pair between them, where 127.0.0.1 cannot carry the meeting.
+
+// sweep is a tiny validated sweep on the host engine: three rows.
+var sweep = []string{"--engine", "host", "-g", "1", "-b", "1K", "-e", "4K", "-f", "2", "-n", "2", "-w", "1", "-T", "30"}
+
+// tool is the path of a launcher, or skips the test naming the Debian package that brings it.
+func tool(t *testing.T, name, pkg string) string {
+	t.Helper()
+	path, err := exec.LookPath(name)
+	if err != nil {
+		t.Skipf("%s not found (Debian package %s)", name, pkg)
+	}
+	return path
+}
+
+// runLauncher runs argv (a launcher's command line) with the environment cleaned of every launcher's
+// variables and returns its output; the binary's path replaces "BIN".
+func runLauncher(t *testing.T, ctx context.Context, argv ...string) (stdout, stderr string, err error) {
+	t.Helper()
+	bin := binary(t)
+	for i, a := range argv {
+		if a == "BIN" {
+			argv[i] = bin
+		}
+	}
+	cmd := exec.CommandContext(ctx, argv[0], argv[1:]...)
+	cmd.Dir = t.TempDir()
+	for _, kv := range baseEnv() {
+		if !strings.HasPrefix(kv, "TORCHELASTIC_") && !strings.HasPrefix(kv, "PMIX_") {
+			cmd.Env = append(cmd.Env, kv)
+		}
+	}
+	var out, errb strings.Builder
+	cmd.Stdout, cmd.Stderr = &out, &errb
+	err = cmd.Run()
+	return out.String(), errb.String(), err
+}
+
+// checkTable checks rank 0's table: n processes listed, and the sweep's three rows validated and right.
+func checkTable(t *testing.T, n int, stdout, stderr string, err error) {
+	t.Helper()
+	if err != nil {
+		t.Fatalf("%v\nstdout:\n%s\nstderr:\n%s", err, stdout, stderr)
+	}
+	ranks, rows := 0, 0
+	for _, line := range strings.Split(stdout, "\n") {
+		f := strings.Fields(line)
+		if len(f) > 2 && f[0] == "#" && f[1] == "Rank" {
+			ranks++
+		}
+		if len(f) == 13 && (f[0] == "1024" || f[0] == "2048" || f[0] == "4096") && f[8] == "0" && f[12] == "0" {
+			rows++
+		}
+	}
+	if ranks != n || rows != 3 {
+		t.Errorf("%d ranks and %d right rows, want %d and 3:\n%s\nstderr:\n%s", ranks, rows, n, stdout, stderr)
+	}
+}
+
+func TestMpirunOpenMPI(t *testing.T) {
+	mpirun := tool(t, "mpirun.openmpi", "openmpi-bin")
+	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
+	defer cancel()
+	start := time.Now()
+	out, errs, err := runLauncher(t, ctx, append([]string{mpirun, "--allow-run-as-root", "--oversubscribe", "-np", "3",
+		"BIN"}, sweep...)...)
+	checkTable(t, 3, out, errs, err)
+	t.Logf("%s: %v", launcherVersion(mpirun, "--version"), time.Since(start).Round(time.Millisecond))
+}
+
+func TestMpirunMPICH(t *testing.T) {
+	mpirun := tool(t, "mpirun.mpich", "mpich")
+	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
+	defer cancel()
+	start := time.Now()
+	out, errs, err := runLauncher(t, ctx, append([]string{mpirun, "-np", "3", "BIN"}, sweep...)...)
+	checkTable(t, 3, out, errs, err)
+	t.Logf("%s: %v", launcherVersion(mpirun, "--version"), time.Since(start).Round(time.Millisecond))
+}
+
+// torchrun's agent holds MASTER_PORT with its store: the workers meet beside it. Debian's torchrun (torch
+// 1.13) crashes when it collects its workers' exit unless their output is redirected (--redirects 2 --tee 2);
+// --monitor_interval shortens its 5 s polls of the workers.
+func torchrunArgs(torchrun string, port int, extra ...string) []string {
+	args := []string{torchrun, "--master_port", strconv.Itoa(port), "--monitor_interval", "0.2", "--redirects", "2",
+		"--tee", "2"}
+	return append(append(args, extra...), append([]string{"--no_python", "BIN"}, sweep...)...)
+}
+
+func TestTorchrun(t *testing.T) {
+	torchrun := tool(t, "torchrun", "python3-torch")
+	ctx, cancel := context.WithTimeout(context.Background(), 90*time.Second)
+	defer cancel()
+	start := time.Now()
+	out, errs, err := runLauncher(t, ctx, torchrunArgs(torchrun, freePort(t), "--nproc_per_node", "2")...)
+	checkTable(t, 2, out, errs, err)
+	t.Logf("torchrun of torch %s: %v", torchVersion(torchrun), time.Since(start).Round(time.Millisecond))
+}
+
+// twoNodes makes two network namespaces joined by a veth pair, each with an address of the pair's network and
+// its own loopback, and removes them at the end; it skips where it cannot (not root, no ip netns).
+func twoNodes(t *testing.T) (ns, addrs [2]string) {
+	t.Helper()
+	if os.Geteuid() != 0 {
+		t.Skip("simulating a second node takes network namespaces: run as root")
+	}
+	ip, err := exec.LookPath("ip")
+	if err != nil {
+		t.Skip("simulating a second node takes ip netns (Debian package iproute2)")
+	}
+	run := func(args ...string) error {
+		if out, err := exec.Command(ip, args...).CombinedOutput(); err != nil {
+			return fmt.Errorf("ip %s: %v: %s", strings.Join(args, " "), err, out)
+		}
+		return nil
+	}
+	id := strconv.Itoa(os.Getpid())
+	ns = [2]string{"rcclx" + id + "a", "rcclx" + id + "b"}
+	addrs = [2]string{"10.213.58.1", "10.213.58.2"}
+	veth := [2]string{"rx" + id + "a", "rx" + id + "b"}
+	t.Cleanup(func() {
+		for _, n := range ns {
+			_ = run("netns", "del", n)
+		}
+	})
+	if err := run("netns", "add", ns[0]); err != nil {
+		t.Skipf("ip netns is unavailable here: %v", err)
+	}
+	steps := [][]string{{"netns", "add", ns[1]},
+		{"link", "add", veth[0], "netns", ns[0], "type", "veth", "peer", "name", veth[1], "netns", ns[1]}}
+	for i := range 2 {
+		steps = append(steps, []string{"-n", ns[i], "addr", "add", addrs[i] + "/24", "dev", veth[i]},
+			[]string{"-n", ns[i], "link", "set", veth[i], "up"}, []string{"-n", ns[i], "link", "set", "lo", "up"})
+	}
+	for _, s := range steps {
+		if err := run(s...); err != nil {
+			t.Fatal(err)
+		}
+	}
+	return ns, addrs
+}
+
+// remoteShell writes the program an mpirun uses instead of ssh: it runs the command in the namespace of the
+// host's address, and logs the namespace.
+func remoteShell(t *testing.T, ns, addrs [2]string) (path, log string) {
+	dir := t.TempDir()
+	path, log = filepath.Join(dir, "netns-rsh"), filepath.Join(dir, "log")
+	script := fmt.Sprintf(`#!/bin/sh
+while [ "${1#-}" != "$1" ]; do shift; done
+case $1 in %s) ns=%s;; %s) ns=%s;; *) echo "netns-rsh: unknown host $1" >&2; exit 1;; esac
+shift
+echo $ns >> %s
+exec ip netns exec $ns sh -c "$*"
+`, addrs[0], ns[0], addrs[1], ns[1], log)
+	if err := os.WriteFile(path, []byte(script), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	return path, log
+}
+
+// Each MPI's mpirun on one simulated node starts a process on the other through its remote shell: the
+// processes meet through MPI at rank 0's address on the veth network.
+func TestMpirunAcrossNodes(t *testing.T) {
+	for _, tc := range []struct{ name, pkg string }{{"mpirun.openmpi", "openmpi-bin"}, {"mpirun.mpich", "mpich"}} {
+		t.Run(tc.name, func(t *testing.T) {
+			mpirun := tool(t, tc.name, tc.pkg)
+			ns, addrs := twoNodes(t)
+			rsh, log := remoteShell(t, ns, addrs)
+			argv := []string{"ip", "netns", "exec", ns[0], mpirun}
+			if tc.name == "mpirun.openmpi" {
+				argv = append(argv, "--allow-run-as-root", "--mca", "plm_rsh_agent", rsh, "--mca", "plm_rsh_no_tree_spawn", "1",
+					"-H", addrs[0]+":1,"+addrs[1]+":1", "-np", "2")
+			} else {
+				argv = append(argv, "-launcher", "ssh", "-launcher-exec", rsh, "-hosts", addrs[0]+","+addrs[1], "-np", "2", "-ppn", "1")
+			}
+			ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
+			defer cancel()
+			start := time.Now()
+			out, errs, err := runLauncher(t, ctx, append(append(argv, "BIN"), sweep...)...)
+			checkTable(t, 2, out, errs, err)
+			if b, _ := os.ReadFile(log); !strings.Contains(string(b), ns[1]) {
+				t.Errorf("no process was started in the second namespace (%s): %q", ns[1], b)
+			}
+			t.Logf("%v", time.Since(start).Round(time.Millisecond))
+		})
+	}
+}
+
+// torchrun on each of two simulated nodes (static rendezvous at the first node's address): the workers meet
+// at MASTER_ADDR beside the agent's store.
+func TestTorchrunAcrossNodes(t *testing.T) {
+	torchrun := tool(t, "torchrun", "python3-torch")
+	ns, addrs := twoNodes(t)
+	ctx, cancel := context.WithTimeout(context.Background(), 90*time.Second)
+	defer cancel()
+	start := time.Now()
+	port := freePort(t)
+	type result struct {
+		out, errs string
+		err       error
+	}
+	binary(t) // built before the goroutine needs it
+	node1 := make(chan result, 1)
+	agent := func(node int) []string {
+		return append([]string{"ip", "netns", "exec", ns[node]}, torchrunArgs(torchrun, port, "--nnodes", "2",
+			"--node_rank", strconv.Itoa(node), "--nproc_per_node", "1", "--master_addr", addrs[0])...)
+	}
+	go func() {
+		var r result
+		r.out, r.errs, r.err = runLauncher(t, ctx, agent(1)...)
+		node1 <- r
+	}()
+	out, errs, err := runLauncher(t, ctx, agent(0)...)
+	checkTable(t, 2, out, errs, err)
+	if r := <-node1; r.err != nil {
+		t.Errorf("the second node's torchrun: %v\n%s", r.err, r.errs)
+	}
+	t.Logf("%v", time.Since(start).Round(time.Millisecond))
+}
+
+// launcherVersion is the first line of a launcher's version output.
+func launcherVersion(path string, arg string) string {
+	out, _ := exec.Command(path, arg).CombinedOutput()
+	for _, line := range strings.Split(string(out), "\n") {
+		if s := strings.Join(strings.Fields(line), " "); s != "" && !strings.HasPrefix(s, "HYDRA build") {
+			return s
+		}
+	}
+	return path
+}
+
+// torchVersion asks the Python that runs torchrun (its #! line) for torch's version.
+func torchVersion(torchrun string) string {
+	b, _ := os.ReadFile(torchrun)
+	python, _, _ := strings.Cut(strings.TrimPrefix(string(b), "#!"), "\n")
+	out, _ := exec.Command(strings.TrimSpace(python), "-c", "import torch; print(torch.__version__)").Output()
+	return strings.TrimSpace(string(out))
+}
