@@ -8,6 +8,7 @@ import (
 	"path/filepath"
 	"strconv"
 	"strings"
+	"syscall"
 	"testing"
 	"time"
 )
@@ -251,4 +252,62 @@ func torchVersion(torchrun string) string {
 	python, _, _ := strings.Cut(strings.TrimPrefix(string(b), "#!"), "\n")
 	out, _ := exec.Command(strings.TrimSpace(python), "-c", "import torch; print(torch.__version__)").Output()
 	return strings.TrimSpace(string(out))
+}
+
+// The MPI library's calls block: a process whose peer never joins (here a second program of the MPI job that
+// is not an MPI program) ends at -T naming the call, and within a second of SIGTERM.
+func TestMPIMeetingBounded(t *testing.T) {
+	mpirun := tool(t, "mpirun.mpich", "mpich")
+	bin := binary(t)
+	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
+	defer cancel()
+	argv := func(timeout string) []string {
+		return []string{mpirun, "-np", "1", "BIN", "--engine", "host", "-g", "1", "-b", "1K", "-e", "1K", "-T", timeout,
+			":", "-np", "1", "sleep", "30"}
+	}
+	start := time.Now()
+	_, errs, err := runLauncher(t, ctx, argv("2")...)
+	if took := time.Since(start); err == nil || !strings.Contains(errs, "bootstrap: rank 0: MPICH's MPI_Init did not return within 2s") || took > 8*time.Second {
+		t.Errorf("-T 2: %v after %v, stderr %q: want MPI_Init named after about 2 s", err, took, errs)
+	}
+
+	done := make(chan string, 1)
+	go func() {
+		_, errs, _ := runLauncher(t, ctx, argv("60")...)
+		done <- errs
+	}()
+	pid := 0
+	for deadline := time.Now().Add(20 * time.Second); pid == 0 && time.Now().Before(deadline); time.Sleep(50 * time.Millisecond) {
+		pid = processOf(bin)
+	}
+	if pid == 0 {
+		t.Fatal("the launched process did not appear within 20 s")
+	}
+	time.Sleep(500 * time.Millisecond) // in MPI_Init by now
+	syscall.Kill(pid, syscall.SIGTERM)
+	signalled := time.Now()
+	for syscall.Kill(pid, 0) == nil && time.Since(signalled) < 5*time.Second {
+		time.Sleep(10 * time.Millisecond)
+	}
+	if took := time.Since(signalled); took > time.Second {
+		t.Errorf("the process ended %v after SIGTERM, want within 1 s", took)
+	}
+	if errs := <-done; !strings.Contains(errs, "interrupted (terminated) in MPICH's MPI_Init") {
+		t.Errorf("stderr %q: want the interrupted MPI call named", errs)
+	}
+}
+
+// processOf is the pid of a process running the executable at path, or 0.
+func processOf(path string) int {
+	entries, _ := os.ReadDir("/proc")
+	for _, e := range entries {
+		pid, err := strconv.Atoi(e.Name())
+		if err != nil {
+			continue
+		}
+		if exe, err := os.Readlink(filepath.Join("/proc", e.Name(), "exe")); err == nil && exe == path {
+			return pid
+		}
+	}
+	return 0
 }
