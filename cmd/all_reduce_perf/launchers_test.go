@@ -6,6 +6,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"runtime"
 	"strconv"
 	"strings"
 	"syscall"
@@ -31,8 +32,8 @@ func tool(t *testing.T, name, pkg string) string {
 }
 
 // runLauncher runs argv (a launcher's command line) with the environment cleaned of every launcher's
-// variables and returns its output; the binary's path replaces "BIN".
-func runLauncher(t *testing.T, ctx context.Context, argv ...string) (stdout, stderr string, err error) {
+// variables, plus env, and returns its output; the binary's path replaces "BIN".
+func runLauncher(t *testing.T, ctx context.Context, env []string, argv ...string) (stdout, stderr string, err error) {
 	t.Helper()
 	bin := binary(t)
 	for i, a := range argv {
@@ -47,6 +48,7 @@ func runLauncher(t *testing.T, ctx context.Context, argv ...string) (stdout, std
 			cmd.Env = append(cmd.Env, kv)
 		}
 	}
+	cmd.Env = append(cmd.Env, env...)
 	var out, errb strings.Builder
 	cmd.Stdout, cmd.Stderr = &out, &errb
 	err = cmd.Run()
@@ -79,7 +81,7 @@ func TestMpirunOpenMPI(t *testing.T) {
 	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
 	defer cancel()
 	start := time.Now()
-	out, errs, err := runLauncher(t, ctx, append([]string{mpirun, "--allow-run-as-root", "--oversubscribe", "-np", "3",
+	out, errs, err := runLauncher(t, ctx, nil, append([]string{mpirun, "--allow-run-as-root", "--oversubscribe", "-np", "3",
 		"BIN"}, sweep...)...)
 	checkTable(t, 3, out, errs, err)
 	t.Logf("%s: %v", launcherVersion(mpirun, "--version"), time.Since(start).Round(time.Millisecond))
@@ -90,7 +92,7 @@ func TestMpirunMPICH(t *testing.T) {
 	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
 	defer cancel()
 	start := time.Now()
-	out, errs, err := runLauncher(t, ctx, append([]string{mpirun, "-np", "3", "BIN"}, sweep...)...)
+	out, errs, err := runLauncher(t, ctx, nil, append([]string{mpirun, "-np", "3", "BIN"}, sweep...)...)
 	checkTable(t, 3, out, errs, err)
 	t.Logf("%s: %v", launcherVersion(mpirun, "--version"), time.Since(start).Round(time.Millisecond))
 }
@@ -109,7 +111,7 @@ func TestTorchrun(t *testing.T) {
 	ctx, cancel := context.WithTimeout(context.Background(), 90*time.Second)
 	defer cancel()
 	start := time.Now()
-	out, errs, err := runLauncher(t, ctx, torchrunArgs(torchrun, freePort(t), "--nproc_per_node", "2")...)
+	out, errs, err := runLauncher(t, ctx, nil, torchrunArgs(torchrun, freePort(t), "--nproc_per_node", "2")...)
 	checkTable(t, 2, out, errs, err)
 	t.Logf("torchrun of torch %s: %v", torchVersion(torchrun), time.Since(start).Round(time.Millisecond))
 }
@@ -193,7 +195,7 @@ func TestMpirunAcrossNodes(t *testing.T) {
 			ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
 			defer cancel()
 			start := time.Now()
-			out, errs, err := runLauncher(t, ctx, append(append(argv, "BIN"), sweep...)...)
+			out, errs, err := runLauncher(t, ctx, nil, append(append(argv, "BIN"), sweep...)...)
 			checkTable(t, 2, out, errs, err)
 			if b, _ := os.ReadFile(log); !strings.Contains(string(b), ns[1]) {
 				t.Errorf("no process was started in the second namespace (%s): %q", ns[1], b)
@@ -224,10 +226,10 @@ func TestTorchrunAcrossNodes(t *testing.T) {
 	}
 	go func() {
 		var r result
-		r.out, r.errs, r.err = runLauncher(t, ctx, agent(1)...)
+		r.out, r.errs, r.err = runLauncher(t, ctx, nil, agent(1)...)
 		node1 <- r
 	}()
-	out, errs, err := runLauncher(t, ctx, agent(0)...)
+	out, errs, err := runLauncher(t, ctx, nil, agent(0)...)
 	checkTable(t, 2, out, errs, err)
 	if r := <-node1; r.err != nil {
 		t.Errorf("the second node's torchrun: %v\n%s", r.err, r.errs)
@@ -266,14 +268,14 @@ func TestMPIMeetingBounded(t *testing.T) {
 			":", "-np", "1", "sleep", "30"}
 	}
 	start := time.Now()
-	_, errs, err := runLauncher(t, ctx, argv("2")...)
+	_, errs, err := runLauncher(t, ctx, nil, argv("2")...)
 	if took := time.Since(start); err == nil || !strings.Contains(errs, "bootstrap: rank 0: MPICH's MPI_Init did not return within 2s") || took > 8*time.Second {
 		t.Errorf("-T 2: %v after %v, stderr %q: want MPI_Init named after about 2 s", err, took, errs)
 	}
 
 	done := make(chan string, 1)
 	go func() {
-		_, errs, _ := runLauncher(t, ctx, argv("60")...)
+		_, errs, _ := runLauncher(t, ctx, nil, argv("60")...)
 		done <- errs
 	}()
 	pid := 0
@@ -310,4 +312,128 @@ func processOf(path string) int {
 		}
 	}
 	return 0
+}
+
+// slurmConf is a cluster of two nodes, n1 and n2, one per simulated node, with the controller on the first;
+// no munge (auth/none, cred/none) and no cgroup tracking, which a test box does without.
+const slurmConf = `ClusterName=rcclx
+SlurmctldHost=%[1]s(%[2]s)
+AuthType=auth/none
+CredType=cred/none
+SlurmUser=root
+SlurmdUser=root
+StateSaveLocation=%[4]s/state
+SlurmdSpoolDir=%[4]s/spool-%%n
+SlurmctldPidFile=%[4]s/slurmctld.pid
+SlurmdPidFile=%[4]s/slurmd-%%n.pid
+SlurmctldLogFile=%[4]s/slurmctld.log
+SlurmdLogFile=%[4]s/slurmd-%%n.log
+ProctrackType=proctrack/linuxproc
+TaskPlugin=task/none
+SelectType=select/linear
+SchedulerType=sched/builtin
+MpiDefault=none
+JobAcctGatherType=jobacct_gather/none
+AccountingStorageType=accounting_storage/none
+ReturnToService=2
+NodeName=n1 NodeAddr=%[2]s CPUs=%[5]d
+NodeName=n2 NodeAddr=%[3]s CPUs=%[5]d
+PartitionName=debug Nodes=n[1-2] Default=YES MaxTime=INFINITE State=UP OverSubscribe=YES
+`
+
+// cgroupV1 mounts in the namespace's own mount namespace (ip netns exec mounts a fresh /sys) the cgroup v1
+// hierarchies slurmd looks for at start, whether or not it tracks processes with them.
+const cgroupV1 = `mount -t tmpfs none /sys/fs/cgroup && for c in cpu cpuacct cpuset memory devices freezer blkio pids; do
+mkdir /sys/fs/cgroup/$c && mount -t cgroup -o $c cgroup /sys/fs/cgroup/$c || exit 1; done &&
+mkdir /sys/fs/cgroup/systemd && mount -t cgroup -o none,name=systemd cgroup /sys/fs/cgroup/systemd && exec "$@"`
+
+// startSlurm starts slurmctld and a slurmd on each simulated node and waits until both nodes are idle; the
+// node names resolve in the namespaces through /etc/netns/<namespace>/hosts, which ip netns exec mounts over
+// /etc/hosts. It returns the variables srun needs, and skips where the daemons cannot run.
+func startSlurm(t *testing.T, ns, addrs [2]string) []string {
+	t.Helper()
+	for _, name := range []string{"slurmctld", "slurmd", "srun", "sinfo"} {
+		tool(t, name, "slurm-wlm")
+	}
+	dir := t.TempDir()
+	host, _ := os.Hostname()
+	conf := filepath.Join(dir, "slurm.conf")
+	text := fmt.Sprintf(slurmConf, host, addrs[0], addrs[1], dir, runtime.NumCPU())
+	if err := os.WriteFile(conf, []byte(text), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	hosts := fmt.Sprintf("127.0.0.1 localhost\n%s n1\n%s n2\n", addrs[0], addrs[1])
+	for _, n := range ns {
+		etc := filepath.Join("/etc/netns", n)
+		t.Cleanup(func() { os.RemoveAll(etc) })
+		if err := os.MkdirAll(etc, 0o755); err != nil {
+			t.Skipf("cannot give the namespaces host names: %v", err)
+		}
+		if err := os.WriteFile(filepath.Join(etc, "hosts"), []byte(hosts), 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+	env := []string{"SLURM_CONF=" + conf}
+	daemon := func(args ...string) {
+		cmd := exec.Command("ip", args...)
+		cmd.Env = append(baseEnv(), env...)
+		if err := cmd.Start(); err != nil {
+			t.Fatal(err)
+		}
+		t.Cleanup(func() {
+			cmd.Process.Signal(syscall.SIGTERM)
+			cmd.Wait()
+		})
+	}
+	for _, d := range []string{"state", "spool-n1", "spool-n2"} {
+		os.Mkdir(filepath.Join(dir, d), 0o755)
+	}
+	daemon("netns", "exec", ns[0], "slurmctld", "-D", "-i")
+	for i, n := range []string{"n1", "n2"} {
+		daemon("netns", "exec", ns[i], "sh", "-c", cgroupV1, "sh", "slurmd", "-D", "-N", n)
+	}
+	var state []byte
+	for start := time.Now(); time.Since(start) < 30*time.Second; time.Sleep(200 * time.Millisecond) {
+		cmd := exec.Command("ip", "netns", "exec", ns[0], "sinfo", "-h", "-o", "%t %D")
+		cmd.Env = append(baseEnv(), env...)
+		state, _ = cmd.Output()
+		if strings.TrimSpace(string(state)) == "idle 2" {
+			return env
+		}
+	}
+	logs, _ := filepath.Glob(filepath.Join(dir, "*.log"))
+	var tail []string
+	for _, l := range logs {
+		b, _ := os.ReadFile(l)
+		lines := strings.Split(strings.TrimSpace(string(b)), "\n")
+		tail = append(tail, filepath.Base(l)+": "+lines[len(lines)-1])
+	}
+	t.Skipf("Slurm's daemons did not bring up both nodes within 30 s (sinfo: %q): %s", state, strings.Join(tail, "; "))
+	return nil
+}
+
+// srun on a cluster of two simulated nodes: the tasks meet at the step's first node, found in Slurm's node
+// list, on a port derived from the job and step; and on one node, at 127.0.0.1.
+func TestSrun(t *testing.T) {
+	ns, addrs := twoNodes(t)
+	env := startSlurm(t, ns, addrs)
+	version := exec.Command("srun", "--version")
+	version.Env = append(baseEnv(), env...)
+	out, _ := version.Output()
+	t.Logf("%s", strings.TrimSpace(string(out)))
+	for _, tc := range []struct {
+		name  string
+		n     int
+		nodes []string
+	}{{"two nodes", 2, []string{"-N", "2", "--ntasks-per-node", "1"}}, {"one node", 2, []string{"-N", "1", "-n", "2"}}} {
+		t.Run(tc.name, func(t *testing.T) {
+			ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
+			defer cancel()
+			start := time.Now()
+			argv := append(append([]string{"ip", "netns", "exec", ns[0], "srun", "--overcommit"}, tc.nodes...), "BIN")
+			stdout, stderr, err := runLauncher(t, ctx, env, append(argv, sweep...)...)
+			checkTable(t, tc.n, stdout, stderr, err)
+			t.Logf("%v", time.Since(start).Round(time.Millisecond))
+		})
+	}
 }
