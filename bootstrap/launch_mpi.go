@@ -169,13 +169,6 @@ func (lib *mpiLib) exchange(rank int, buf []byte, timeout time.Duration) error {
 	if timeout <= 0 {
 		timeout = ConnectTimeout
 	}
-	if lib.flavor.world != "" {
-		// Open MPI would replace the Go runtime's handlers of SIGSEGV, SIGBUS, SIGFPE and SIGABRT with its own
-		// (its opal_signal parameter), turning a Go panic into an abort.
-		if _, set := os.LookupEnv("OMPI_MCA_opal_signal"); !set {
-			os.Setenv("OMPI_MCA_opal_signal", "")
-		}
-	}
 	var step atomic.Pointer[string]
 	done := make(chan error, 1)
 	go func() {
