@@ -117,7 +117,7 @@ type mpiMessage struct {
 // process reaches it, rank 0's listener on that port (nil on the other ranks) and the run id, which rank 0
 // makes (the launcher's job id where there is one, and random bytes). The MPI calls block in C: they run on a
 // thread of their own, and the wait for them ends at timeout or at SIGINT/SIGTERM, whichever comes first.
-func mpiMeet(l Launch, timeout time.Duration) (string, net.Listener, string, error) {
+func mpiMeet(getenv func(string) string, l Launch, timeout time.Duration) (string, net.Listener, string, error) {
 	lib, err := loadMPI(l.Launcher)
 	if err != nil {
 		return "", nil, "", fmt.Errorf("bootstrap: rank %d: %v", l.Rank, err)
@@ -131,7 +131,7 @@ func mpiMeet(l Launch, timeout time.Duration) (string, net.Listener, string, err
 		nonce := make([]byte, 8)
 		rand.Read(nonce)
 		msg = mpiMessage{RunID: strings.TrimPrefix(l.RunID+"."+hex.EncodeToString(nonce), "."),
-			Port: ln.Addr().(*net.TCPAddr).Port, Addrs: ownAddrs()}
+			Port: ln.Addr().(*net.TCPAddr).Port, Addrs: ownAddrs(interfaceAddrs(), getenv("NCCL_SOCKET_IFNAME"))}
 	}
 	buf := make([]byte, mpiBcastBytes)
 	if l.Rank == 0 {
@@ -160,7 +160,7 @@ func mpiMeet(l Launch, timeout time.Duration) (string, net.Listener, string, err
 		return "", nil, "", fmt.Errorf("bootstrap: rank %d got %q from rank 0 through MPI, want its address", l.Rank,
 			buf[:min(end, 200)])
 	}
-	return net.JoinHostPort(pickAddr(msg.Addrs, ownNets()), strconv.Itoa(msg.Port)), nil, msg.RunID, nil
+	return net.JoinHostPort(pickAddr(msg.Addrs, interfaceAddrs()), strconv.Itoa(msg.Port)), nil, msg.RunID, nil
 }
 
 // exchange runs MPI_Init, MPI_Bcast of buf from rank 0 and MPI_Finalize on a locked thread, and waits for them
@@ -215,17 +215,56 @@ func (lib *mpiLib) exchange(rank int, buf []byte, timeout time.Duration) error {
 	}
 }
 
-// ownAddrs are this host's addresses as other hosts may reach them: IPv4 first, then global IPv6; 127.0.0.1
-// where it has no other.
-func ownAddrs() []string {
+// ifaceAddr is an address of one of this host's interfaces that are up.
+type ifaceAddr struct {
+	iface string
+	net   *net.IPNet
+}
+
+func interfaceAddrs() []ifaceAddr {
+	ifs, _ := net.Interfaces()
+	var out []ifaceAddr
+	for _, i := range ifs {
+		if i.Flags&net.FlagUp == 0 {
+			continue
+		}
+		addrs, _ := i.Addrs()
+		for _, a := range addrs {
+			if n, ok := a.(*net.IPNet); ok {
+				out = append(out, ifaceAddr{i.Name, n})
+			}
+		}
+	}
+	return out
+}
+
+// ownAddrs are the addresses rank 0 offers, IPv4 first, then global IPv6, of the interfaces that NCCL would
+// use for its own sockets: those NCCL_SOCKET_IFNAME names, as NCCL reads it (name prefixes, "^" to exclude
+// them, "=" for exact names), else every interface but docker* and lo* (NCCL's default) and virbr*: Docker's
+// and libvirt's default bridges have the same address on every host. 127.0.0.1 where none is left.
+func ownAddrs(addrs []ifaceAddr, ifname string) []string {
+	if ifname == "" {
+		ifname = "^docker,lo,virbr"
+	}
+	exclude := strings.HasPrefix(ifname, "^")
+	exact := strings.HasPrefix(strings.TrimPrefix(ifname, "^"), "=")
+	names := strings.Split(strings.TrimPrefix(strings.TrimPrefix(ifname, "^"), "="), ",")
+	listed := func(iface string) bool {
+		for _, n := range names {
+			if n != "" && (iface == n || !exact && strings.HasPrefix(iface, n)) {
+				return true
+			}
+		}
+		return false
+	}
 	var v4, v6 []string
-	for _, n := range ownNets() {
-		switch {
-		case n.IP.IsLoopback() || n.IP.IsLinkLocalUnicast():
-		case n.IP.To4() != nil:
-			v4 = append(v4, n.IP.String())
+	for _, a := range addrs {
+		switch ip := a.net.IP; {
+		case listed(a.iface) == exclude || ip.IsLoopback() || ip.IsLinkLocalUnicast():
+		case ip.To4() != nil:
+			v4 = append(v4, ip.String())
 		default:
-			v6 = append(v6, n.IP.String())
+			v6 = append(v6, ip.String())
 		}
 	}
 	if out := append(v4, v6...); len(out) > 0 {
@@ -234,37 +273,19 @@ func ownAddrs() []string {
 	return []string{"127.0.0.1"}
 }
 
-// ownNets are the addresses of this host's interfaces that are up, with their networks.
-func ownNets() []*net.IPNet {
-	ifs, _ := net.Interfaces()
-	var out []*net.IPNet
-	for _, i := range ifs {
-		if i.Flags&net.FlagUp == 0 {
-			continue
-		}
-		addrs, _ := i.Addrs()
-		for _, a := range addrs {
-			if n, ok := a.(*net.IPNet); ok {
-				out = append(out, n)
-			}
-		}
-	}
-	return out
-}
-
 // pickAddr chooses which of rank 0's addresses to connect to: one of this host's own (rank 0 runs here), else
 // one on a network this host is on, else the first.
-func pickAddr(addrs []string, own []*net.IPNet) string {
+func pickAddr(addrs []string, own []ifaceAddr) string {
 	for _, a := range addrs {
-		for _, n := range own {
-			if n.IP.Equal(net.ParseIP(a)) {
+		for _, o := range own {
+			if o.net.IP.Equal(net.ParseIP(a)) {
 				return a
 			}
 		}
 	}
 	for _, a := range addrs {
-		for _, n := range own {
-			if ip := net.ParseIP(a); ip != nil && !n.IP.IsLoopback() && n.Contains(ip) {
+		for _, o := range own {
+			if ip := net.ParseIP(a); ip != nil && !o.net.IP.IsLoopback() && o.net.Contains(ip) {
 				return a
 			}
 		}

@@ -130,11 +130,7 @@ func TestTorchrunRendezvous(t *testing.T) {
 }
 
 func TestPickAddr(t *testing.T) {
-	_, lan, _ := net.ParseCIDR("10.1.0.5/16")
-	lan.IP = net.ParseIP("10.1.0.5")
-	_, lo, _ := net.ParseCIDR("127.0.0.1/8")
-	lo.IP = net.ParseIP("127.0.0.1")
-	own := []*net.IPNet{lo, lan}
+	own := []ifaceAddr{addr(t, "lo", "127.0.0.1/8"), addr(t, "eth0", "10.1.0.5/16")}
 	cases := []struct {
 		addrs []string
 		want  string
@@ -149,8 +145,39 @@ func TestPickAddr(t *testing.T) {
 			t.Errorf("pickAddr(%v) = %s, want %s", c.addrs, got, c.want)
 		}
 	}
-	if a := ownAddrs(); len(a) == 0 || net.ParseIP(a[0]) == nil {
-		t.Errorf("ownAddrs() = %v", a)
+}
+
+func addr(t *testing.T, iface, cidr string) ifaceAddr {
+	ip, n, err := net.ParseCIDR(cidr)
+	if err != nil {
+		t.Fatal(err)
+	}
+	n.IP = ip
+	return ifaceAddr{iface, n}
+}
+
+// Rank 0 offers the addresses of the interfaces NCCL would use: never Docker's or libvirt's bridge, whose
+// address every host shares (a process elsewhere would connect to itself), and NCCL_SOCKET_IFNAME as NCCL reads it.
+func TestOwnAddrs(t *testing.T) {
+	addrs := []ifaceAddr{addr(t, "lo", "127.0.0.1/8"), addr(t, "docker0", "172.17.0.1/16"),
+		addr(t, "virbr0", "192.168.122.1/24"), addr(t, "ib0", "fd00::5/64"), addr(t, "eth0", "10.1.0.5/16"),
+		addr(t, "eth0", "fe80::1/64"), addr(t, "eth1", "10.2.0.5/16"), addr(t, "ens1", "10.3.0.5/16")}
+	cases := []struct{ ifname, want string }{
+		{"", "10.1.0.5 10.2.0.5 10.3.0.5 fd00::5"},
+		{"eth", "10.1.0.5 10.2.0.5"},
+		{"=eth1", "10.2.0.5"},
+		{"^eth,ib", "172.17.0.1 192.168.122.1 10.3.0.5"}, // the user's list replaces the default
+		{"^=eth0", "172.17.0.1 192.168.122.1 10.2.0.5 10.3.0.5 fd00::5"},
+		{"ib", "fd00::5"},
+		{"nothing", "127.0.0.1"},
+	}
+	for _, c := range cases {
+		if got := strings.Join(ownAddrs(addrs, c.ifname), " "); got != c.want {
+			t.Errorf("NCCL_SOCKET_IFNAME=%q: %s, want %s", c.ifname, got, c.want)
+		}
+	}
+	if a := ownAddrs(interfaceAddrs(), ""); len(a) == 0 || net.ParseIP(a[0]) == nil {
+		t.Errorf("this host's: %v", a)
 	}
 }
 

@@ -84,7 +84,7 @@ func FromEnv(timeout time.Duration) (*World, error) {
 		connectTimeout = ConnectTimeout
 	}
 	if w.addr == "" { // the MPI library carries rank 0's address (launch_mpi.go)
-		if w.addr, w.ln, w.launch.RunID, err = mpiMeet(l, connectTimeout); err != nil {
+		if w.addr, w.ln, w.launch.RunID, err = mpiMeet(os.Getenv, l, connectTimeout); err != nil {
 			return nil, err
 		}
 	}
