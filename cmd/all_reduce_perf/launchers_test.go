@@ -18,11 +18,11 @@ import (
 // port): Open MPI's and MPICH's mpirun, torchrun; and across two simulated nodes, network namespaces the
 // test makes with a veth pair between them, where 127.0.0.1 cannot carry the meeting.
 
-// sweep is a tiny validated sweep on the host engine: three rows.
-var sweep = []string{"--engine", "host", "-g", "1", "-b", "1K", "-e", "4K", "-f", "2", "-n", "2", "-w", "1", "-T", "30"}
+// tinySweep is a validated sweep of three sizes on the host engine.
+var tinySweep = []string{"--engine", "host", "-g", "1", "-b", "1K", "-e", "4K", "-f", "2", "-n", "2", "-w", "1", "-T", "30"}
 
-// tool is the path of a launcher, or skips the test naming the Debian package that brings it.
-func tool(t *testing.T, name, pkg string) string {
+// launcherPath is the path of a launcher, or skips the test naming the Debian package that brings it.
+func launcherPath(t *testing.T, name, pkg string) string {
 	t.Helper()
 	path, err := exec.LookPath(name)
 	if err != nil {
@@ -77,22 +77,22 @@ func checkTable(t *testing.T, n int, stdout, stderr string, err error) {
 }
 
 func TestMpirunOpenMPI(t *testing.T) {
-	mpirun := tool(t, "mpirun.openmpi", "openmpi-bin")
+	mpirun := launcherPath(t, "mpirun.openmpi", "openmpi-bin")
 	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
 	defer cancel()
 	start := time.Now()
 	out, errs, err := runLauncher(t, ctx, nil, append([]string{mpirun, "--allow-run-as-root", "--oversubscribe", "-np", "3",
-		"BIN"}, sweep...)...)
+		"BIN"}, tinySweep...)...)
 	checkTable(t, 3, out, errs, err)
 	t.Logf("%s: %v", launcherVersion(mpirun, "--version"), time.Since(start).Round(time.Millisecond))
 }
 
 func TestMpirunMPICH(t *testing.T) {
-	mpirun := tool(t, "mpirun.mpich", "mpich")
+	mpirun := launcherPath(t, "mpirun.mpich", "mpich")
 	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
 	defer cancel()
 	start := time.Now()
-	out, errs, err := runLauncher(t, ctx, nil, append([]string{mpirun, "-np", "3", "BIN"}, sweep...)...)
+	out, errs, err := runLauncher(t, ctx, nil, append([]string{mpirun, "-np", "3", "BIN"}, tinySweep...)...)
 	checkTable(t, 3, out, errs, err)
 	t.Logf("%s: %v", launcherVersion(mpirun, "--version"), time.Since(start).Round(time.Millisecond))
 }
@@ -103,11 +103,11 @@ func TestMpirunMPICH(t *testing.T) {
 func torchrunArgs(torchrun string, port int, extra ...string) []string {
 	args := []string{torchrun, "--master_port", strconv.Itoa(port), "--monitor_interval", "0.2", "--redirects", "2",
 		"--tee", "2"}
-	return append(append(args, extra...), append([]string{"--no_python", "BIN"}, sweep...)...)
+	return append(append(args, extra...), append([]string{"--no_python", "BIN"}, tinySweep...)...)
 }
 
 func TestTorchrun(t *testing.T) {
-	torchrun := tool(t, "torchrun", "python3-torch")
+	torchrun := launcherPath(t, "torchrun", "python3-torch")
 	ctx, cancel := context.WithTimeout(context.Background(), 90*time.Second)
 	defer cancel()
 	start := time.Now()
@@ -182,7 +182,7 @@ exec ip netns exec $ns sh -c "$*"
 func TestMpirunAcrossNodes(t *testing.T) {
 	for _, tc := range []struct{ name, pkg string }{{"mpirun.openmpi", "openmpi-bin"}, {"mpirun.mpich", "mpich"}} {
 		t.Run(tc.name, func(t *testing.T) {
-			mpirun := tool(t, tc.name, tc.pkg)
+			mpirun := launcherPath(t, tc.name, tc.pkg)
 			ns, addrs := twoNodes(t)
 			rsh, log := remoteShell(t, ns, addrs)
 			argv := []string{"ip", "netns", "exec", ns[0], mpirun}
@@ -195,7 +195,7 @@ func TestMpirunAcrossNodes(t *testing.T) {
 			ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
 			defer cancel()
 			start := time.Now()
-			out, errs, err := runLauncher(t, ctx, nil, append(append(argv, "BIN"), sweep...)...)
+			out, errs, err := runLauncher(t, ctx, nil, append(append(argv, "BIN"), tinySweep...)...)
 			checkTable(t, 2, out, errs, err)
 			if b, _ := os.ReadFile(log); !strings.Contains(string(b), ns[1]) {
 				t.Errorf("no process was started in the second namespace (%s): %q", ns[1], b)
@@ -208,7 +208,7 @@ func TestMpirunAcrossNodes(t *testing.T) {
 // torchrun on each of two simulated nodes (static rendezvous at the first node's address): the workers meet
 // at MASTER_ADDR beside the agent's store.
 func TestTorchrunAcrossNodes(t *testing.T) {
-	torchrun := tool(t, "torchrun", "python3-torch")
+	torchrun := launcherPath(t, "torchrun", "python3-torch")
 	ns, addrs := twoNodes(t)
 	ctx, cancel := context.WithTimeout(context.Background(), 90*time.Second)
 	defer cancel()
@@ -259,7 +259,7 @@ func torchVersion(torchrun string) string {
 // The MPI library's calls block: a process whose peer never joins (here a second program of the MPI job that
 // is not an MPI program) ends at -T naming the call, and within a second of SIGTERM.
 func TestMPIMeetingBounded(t *testing.T) {
-	mpirun := tool(t, "mpirun.mpich", "mpich")
+	mpirun := launcherPath(t, "mpirun.mpich", "mpich")
 	bin := binary(t)
 	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
 	defer cancel()
@@ -280,7 +280,7 @@ func TestMPIMeetingBounded(t *testing.T) {
 	}()
 	pid := 0
 	for deadline := time.Now().Add(20 * time.Second); pid == 0 && time.Now().Before(deadline); time.Sleep(50 * time.Millisecond) {
-		pid = processOf(bin)
+		pid = pidOfExecutable(bin)
 	}
 	if pid == 0 {
 		t.Fatal("the launched process did not appear within 20 s")
@@ -299,8 +299,8 @@ func TestMPIMeetingBounded(t *testing.T) {
 	}
 }
 
-// processOf is the pid of a process running the executable at path, or 0.
-func processOf(path string) int {
+// pidOfExecutable is the pid of a process running the executable at path, or 0.
+func pidOfExecutable(path string) int {
 	entries, _ := os.ReadDir("/proc")
 	for _, e := range entries {
 		pid, err := strconv.Atoi(e.Name())
@@ -353,7 +353,7 @@ mkdir /sys/fs/cgroup/systemd && mount -t cgroup -o none,name=systemd cgroup /sys
 func startSlurm(t *testing.T, ns, addrs [2]string) []string {
 	t.Helper()
 	for _, name := range []string{"slurmctld", "slurmd", "srun", "sinfo"} {
-		tool(t, name, "slurm-wlm")
+		launcherPath(t, name, "slurm-wlm")
 	}
 	dir := t.TempDir()
 	host, _ := os.Hostname()
@@ -431,7 +431,7 @@ func TestSrun(t *testing.T) {
 			defer cancel()
 			start := time.Now()
 			argv := append(append([]string{"ip", "netns", "exec", ns[0], "srun", "--overcommit"}, tc.nodes...), "BIN")
-			stdout, stderr, err := runLauncher(t, ctx, env, append(argv, sweep...)...)
+			stdout, stderr, err := runLauncher(t, ctx, env, append(argv, tinySweep...)...)
 			checkTable(t, tc.n, stdout, stderr, err)
 			t.Logf("%v", time.Since(start).Round(time.Millisecond))
 		})
