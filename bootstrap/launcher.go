@@ -26,11 +26,10 @@ type Launch struct {
 
 // launcherVars are the variables each launcher sets, in the order Detect tries them: the innermost launcher
 // wins, and torchrun is usually started by one of the others (its children carry the outer launcher's
-// variables too, naming the torchrun agent instead of themselves).
-// runID lists the variables that name the launch (see Launch.RunID): the values that are set, joined with ".",
-// once the first is set (torchrun's address and restart count only qualify its run id); partial
-// says whether one of rank and size without the other is an error rather than no launcher (an salloc or
-// sbatch shell has SLURM_NTASKS without being a task of a step).
+// variables too, naming the torchrun agent instead of themselves). runID lists the variables that name the
+// launch (Launch.RunID): the values that are set, joined with ".", once the first is set (torchrun's store
+// address and restart count only qualify its run id). partial says whether a rank without its size, or the
+// reverse, is an error rather than no launcher (an salloc shell has SLURM_NTASKS without being a task).
 var launcherVars = []struct {
 	name, rank, size, localRank, localSize string
 	runID                                  []string
