@@ -170,6 +170,8 @@ func (lib *mpiLib) exchange(rank int, buf []byte, timeout time.Duration) error {
 		timeout = ConnectTimeout
 	}
 	var step atomic.Pointer[string]
+	first := "MPI_Init"
+	step.Store(&first)
 	done := make(chan error, 1)
 	go func() {
 		runtime.LockOSThread() // MPI's calls belong to the thread that initialized it; this thread ends with them
@@ -181,7 +183,7 @@ func (lib *mpiLib) exchange(rank int, buf []byte, timeout time.Duration) error {
 		call := func(name string, fn uintptr, args ...uintptr) bool {
 			step.Store(&name)
 			if rc, _, _ := purego.SyscallN(fn, args...); int32(rc) != 0 {
-				done <- fmt.Errorf("bootstrap: rank %d: %s failed (%s error %d)", rank, name, lib.flavor.name, int32(rc))
+				done <- fmt.Errorf("bootstrap: rank %d: %s failed (error %d of %s)", rank, name, int32(rc), lib.path)
 				return false
 			}
 			return true
