@@ -52,7 +52,7 @@ func Detect(getenv func(string) string) (Launch, error) {
 		}
 		if getenv(v.rank) == "" || getenv(size) == "" {
 			if v.partial && (getenv(v.rank) != "" || getenv(size) != "") {
-				return Launch{}, partialError(getenv, v.name, v.rank, size)
+				return Launch{}, partialError(getenv, v.rank, size)
 			}
 			continue
 		}
@@ -87,9 +87,9 @@ func Detect(getenv func(string) string) (Launch, error) {
 
 // partialError is the one line for a launcher's rank without its size or the reverse: running on would start
 // independent single-process runs that all succeed.
-func partialError(getenv func(string) string, launcher, rank, size string) error {
-	return fmt.Errorf("bootstrap: %s=%q and %s=%q: a %s launch sets both (set both, or neither for a single "+
-		"process)", rank, getenv(rank), size, getenv(size), launcher)
+func partialError(getenv func(string) string, rank, size string) error {
+	return fmt.Errorf("bootstrap: %s=%q and %s=%q: a launcher sets both (set both, or neither for a single "+
+		"process)", rank, getenv(rank), size, getenv(size))
 }
 
 // runID joins the values of the variables that are set; "" unless the first is.

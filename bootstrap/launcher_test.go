@@ -61,7 +61,7 @@ func TestDetectRejects(t *testing.T) {
 		{map[string]string{"OMPI_COMM_WORLD_RANK": "0", "OMPI_COMM_WORLD_SIZE": "2", "OMPI_COMM_WORLD_LOCAL_RANK": "a"},
 			`OMPI_COMM_WORLD_LOCAL_RANK="a"`},
 		// A launcher's rank without its size, or the reverse, ran as independent single-process runs.
-		{map[string]string{"RANK": "1"}, `RANK="1" and WORLD_SIZE="": a torchrun launch sets both`},
+		{map[string]string{"RANK": "1"}, `RANK="1" and WORLD_SIZE="": a launcher sets both`},
 		{map[string]string{"WORLD_SIZE": "4"}, `RANK="" and WORLD_SIZE="4"`},
 		{map[string]string{"OMPI_COMM_WORLD_SIZE": "2"}, `OMPI_COMM_WORLD_RANK="" and OMPI_COMM_WORLD_SIZE="2"`},
 		{map[string]string{"PMI_RANK": "0"}, `PMI_RANK="0" and PMI_SIZE=""`},
