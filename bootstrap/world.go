@@ -130,6 +130,11 @@ func FromEnv(timeout time.Duration, opts ...Option) (*World, error) {
 	if connectTimeout <= 0 {
 		connectTimeout = ConnectTimeout
 	}
+	if w.addr == "" { // the MPI library carries rank 0's address (launch_mpi.go)
+		if w.addr, w.ln, w.launch.RunID, err = mpiMeet(os.Getenv, l, connectTimeout); err != nil {
+			return nil, err
+		}
+	}
 	if l.Rank == 0 {
 		err = w.serve(connectTimeout)
 	} else {

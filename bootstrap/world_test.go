@@ -229,7 +229,7 @@ func TestSubWorlds(t *testing.T) {
 		t.Errorf("single process: %q, %v", envs, err)
 	}
 	env := Isolate([]string{"RANK=1", "OMPI_COMM_WORLD_SIZE=2", "MASTER_PORT=1", "RCCLX_TESTS_BOOTSTRAP=h:1",
-		"HOME=/root", "SLURM_LOCALID=0"}, "X=1")
+		"HOME=/root", "SLURM_LOCALID=0", "TORCHELASTIC_RUN_ID=x", "PMIX_NAMESPACE=7", "SLURM_JOB_ID=3"}, "X=1")
 	if strings.Join(env, " ") != "HOME=/root X=1" {
 		t.Errorf("Isolate kept %q", env)
 	}
