@@ -113,6 +113,8 @@ func buildVariables() []Variable {
 		}},
 		Variable{Name: "RCCLX_TESTS_VENDOR_ALLTOALL", Engines: []string{EngineVendor}, Colls: []*Collective{AllToAll},
 			Check: oneOf("native", "sendrecv")},
+		Variable{Name: EnvFP8, Engines: []string{EngineHost}, Check: checkOf(ParseFP8Flavour),
+			Meaning: meaning(ParseFP8Flavour, FP8OCP)},
 		Variable{Name: "RCCLX_TESTS_LIBCUDA", Engines: gpuOnly},
 		Variable{Name: "RCCLX_TESTS_LIBNVRTC", Engines: gpuOnly},
 		Variable{Name: "RCCLX_TESTS_KERNEL_CACHE", Engines: gpuOnly},
