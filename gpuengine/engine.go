@@ -28,18 +28,13 @@ func New() collectives.Engine { return engine{} }
 
 func (engine) Name() string { return Name }
 
-// Available reports whether the CUDA driver and NVRTC load and a GPU exists.
+// Available reports whether a GPU runtime (CUDA or HIP, gpurt.Probe) sees a GPU and its kernel compiler loads;
+// the error names what was tried.
 func (engine) Available() error {
-	if err := gpurt.Load(); err != nil {
+	if _, _, err := gpurt.Probe(); err != nil {
 		return err
 	}
-	if err := gpurt.LoadNVRTC(); err != nil {
-		return err
-	}
-	if n, err := gpurt.DeviceCount(); err != nil || n == 0 {
-		return fmt.Errorf("gpu: no GPU (%d devices, %v)", n, err)
-	}
-	return nil
+	return gpurt.LoadCompiler()
 }
 
 // runtimeError marks a CUDA failure (exit code 2), naming the rank and device; timeouts and unsupported

@@ -129,6 +129,13 @@ RX_DEV void decode16(V16 v, float* f) {
   }
 }
 
+// The stages' crews are whole hardware warps of 1 << RX_WARP_SHIFT threads: 6 where a wavefront has 64 lanes (AMD
+// Instinct), whose half-wave crews would put two stages in one wavefront, which then runs both in turn. Every
+// block size of these kernels is a multiple of 64.
+#ifndef RX_WARP_SHIFT
+#define RX_WARP_SHIFT 5
+#endif
+
 // The element loops below take 16-element groups (a 16-byte vector of codes), one per thread of the stage's
 // crew (LP::tid, nt) per step. Every lane of a warp runs the same steps (groups past the end are marked off),
 // so the lanes of one LP block can combine their maxima with shuffles. (Four groups per thread per step in
@@ -168,12 +175,12 @@ struct LP {
   // Splits the block's warps between the stages, stage j taking warps[j] of them (the last stage the rest),
   // and makes this thread one of its stage's crew; returns that stage.
   RX_DEV int crew(const int* warps, int stages) {
-    const int warp = (int)(threadIdx.x >> 5), all = (int)(blockDim.x >> 5);
+    const int warp = (int)(threadIdx.x >> RX_WARP_SHIFT), all = (int)(blockDim.x >> RX_WARP_SHIFT);
     int first = 0, j = 0;
     for (; j < stages - 1 && warp >= first + warps[j]; j++) first += warps[j];
     const int count = j < stages - 1 ? warps[j] : all - first;
-    tid = (int)threadIdx.x - 32 * first;
-    nt = 32 * count;
+    tid = (int)threadIdx.x - (first << RX_WARP_SHIFT);
+    nt = count << RX_WARP_SHIFT;
     return j;
   }
   RX_DEV u8* codes(int owner) const { return c.data(owner, h) + sb; }
@@ -512,7 +519,7 @@ RX_DEV i64 lp_chunk(i64 s, int stage, i64 chunks) {
 #define RX_LP_SPLIT_CHUNKS 4
 RX_DEV int lp_split(LP& lp, i64 s, i64 chunks, const int* weight, int stages) {
   if (chunks < RX_LP_SPLIT_CHUNKS) return -1;
-  const int all = (int)(blockDim.x >> 5);
+  const int all = (int)(blockDim.x >> RX_WARP_SHIFT);
   int w[3], warps[3], sum = 0, left = 0, first = 0;
   for (int j = 0; j < stages; j++) {
     w[j] = lp_chunk(s, j, chunks) >= 0 ? weight[j] : 0;

@@ -51,11 +51,11 @@ func runChecks() ([]result, []*gpu) {
 	if !add(stepDevices, fmt.Sprintf("CUDA driver API %d, %d device(s)", v, n), firstErr(err, err2)) {
 		return out, nil
 	}
-	if !add(stepNVRTC, "", gpurt.LoadNVRTC()) {
+	if !add(stepNVRTC, "", gpurt.LoadCompiler()) {
 		return out, nil
 	}
-	major, minor, err := gpurt.NVRTCVersion()
-	add("NVRTC version", fmt.Sprintf("%d.%d", major, minor), err)
+	cv, err := gpurt.CompilerVersion()
+	add("NVRTC version", cv, err)
 	cubin, detail, err := compileTwice()
 	if !add(stepCompile, detail, err) {
 		return out, nil
@@ -102,11 +102,10 @@ func compileTwice() ([]byte, string, error) {
 	}
 	defer os.RemoveAll(dir)
 	os.Setenv("RCCLX_TESTS_KERNEL_CACHE", dir)
-	major, minor, err := gpurt.Device(0).ComputeCapability()
+	arch, err := gpurt.Device(0).Arch()
 	if err != nil {
 		return nil, "", err
 	}
-	arch := major*10 + minor
 	t0 := time.Now()
 	cold, err := gpurt.CompileCached(kernels, "smoke.cu", arch)
 	if err != nil {
@@ -121,7 +120,7 @@ func compileTwice() ([]byte, string, error) {
 	if !bytes.Equal(cold, warm) {
 		return nil, "", fmt.Errorf("cached CUBIN differs from the compiled one")
 	}
-	return cold, fmt.Sprintf("sm_%d, %d B CUBIN, compiled in %v, from the cache in %v", arch, len(cold), t1.Sub(t0).Round(time.Millisecond), t2.Sub(t1).Round(time.Microsecond)), nil
+	return cold, fmt.Sprintf("%s, %d B CUBIN, compiled in %v, from the cache in %v", arch, len(cold), t1.Sub(t0).Round(time.Millisecond), t2.Sub(t1).Round(time.Microsecond)), nil
 }
 
 func openGPU(d gpurt.Device, cubin []byte) (*gpu, string, error) {
