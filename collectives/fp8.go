@@ -10,7 +10,8 @@ import (
 
 // FP8Flavour is how a device encodes the two FP8 types: OCP (E4M3FN and E5M2, NVIDIA and AMD gfx950) or FNUZ
 // (E4M3FNUZ and E5M2FNUZ: no Inf, no -0, NaN 0x80; AMD gfx942, MI300), as RCCL reads ncclFloat8e4m3 and
-// ncclFloat8e5m2 on each, and as rccl-tests generates and checks them.
+// ncclFloat8e5m2 on each, and as rccl-tests generates and checks them. The GPU runtime layer tells a device's
+// (gpurt.Caps.FP8); this is the data's.
 type FP8Flavour int
 
 const (
@@ -37,16 +38,6 @@ func ParseFP8Flavour(s string) (FP8Flavour, error) {
 		return FP8FNUZ, nil
 	}
 	return FP8OCP, fmt.Errorf("%s=%q: want ocp or fnuz", EnvFP8, s)
-}
-
-// FP8FlavourOfArch is the flavour of a device with this architecture name (gcnArchName, "gfx942:sramecc+:xnack-";
-// "sm_90" on NVIDIA). The MI300 family (gfx940, gfx941, gfx942) computes FP8 in FNUZ: RCCL's rccl_float8 and
-// rccl-tests switch to it on gfx942 (the only one of the three that shipped); gfx950 and later use OCP.
-func FP8FlavourOfArch(arch string) FP8Flavour {
-	if strings.HasPrefix(arch, "gfx94") {
-		return FP8FNUZ
-	}
-	return FP8OCP
 }
 
 // Format is the numeric format of FP8 type dt in this flavour; it panics for other types.

@@ -13,15 +13,7 @@ func useFP8(t *testing.T, f FP8Flavour) {
 	t.Cleanup(func() { UseFP8Flavour(before) })
 }
 
-func TestFP8FlavourOfArch(t *testing.T) {
-	for arch, want := range map[string]FP8Flavour{
-		"gfx942:sramecc+:xnack-": FP8FNUZ, "gfx942": FP8FNUZ, "gfx940": FP8FNUZ,
-		"gfx950:sramecc+:xnack-": FP8OCP, "gfx90a:sramecc+:xnack-": FP8OCP, "sm_90": FP8OCP, "": FP8OCP,
-	} {
-		if got := FP8FlavourOfArch(arch); got != want {
-			t.Errorf("%q: %s, want %s", arch, got, want)
-		}
-	}
+func TestParseFP8Flavour(t *testing.T) {
 	for in, want := range map[string]FP8Flavour{"": FP8OCP, "ocp": FP8OCP, "FNUZ": FP8FNUZ, " fnuz": FP8FNUZ} {
 		if got, err := ParseFP8Flavour(in); err != nil || got != want {
 			t.Errorf("ParseFP8Flavour(%q) = %s, %v; want %s", in, got, err, want)
