@@ -7,6 +7,7 @@ import (
 	"runtime"
 	"slices"
 	"strings"
+	"sync"
 	"unsafe"
 
 	"github.com/rcclx-tests/rcclx-tests/pysite"
@@ -179,6 +180,9 @@ func checkHIPArch(arch string, ver int) error {
 	return fmt.Errorf("gpu runtime: hiprtc of HIP %d.%d does not know the architecture %s; not calling it, as it would abort the process", ver/100, ver%100, arch)
 }
 
+// hiprtcMu keeps hiprtc to one compile at a time: two at once crashed ROCm 5.2's inside hiprtcCompileProgram.
+var hiprtcMu sync.Mutex
+
 // baseOptions are the compiler options of every kernel for arch: the target, C++17 and no multiply-add
 // contraction (every product and sum rounds on its own, as in package hostengine).
 func baseOptions(arch string) []string {
@@ -199,6 +203,8 @@ func Compile(src, name, arch string, opts ...string) (image []byte, log string, 
 		if err := checkHIPArch(arch, hipVersion()); err != nil {
 			return nil, "", err
 		}
+		hiprtcMu.Lock()
+		defer hiprtcMu.Unlock()
 	}
 	var prog uintptr
 	csrc, cname := cString(src), cString(name)
