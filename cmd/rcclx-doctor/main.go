@@ -1,6 +1,7 @@
-// Command rcclx-doctor checks what the engines of the perf binaries need on this machine: the CUDA driver and
-// the GPUs it sees, NVRTC and a kernel compiled, launched and cached, copies, graphs, IPC between processes,
-// peer access between GPUs, and the NCCL-ABI library of the vendor engine. It prints one row per check, a fix
+// Command rcclx-doctor checks what the engines of the perf binaries need on this machine: the GPU runtime (the
+// CUDA driver, or HIP) and the GPUs it sees, the kernel compiler (NVRTC or hiprtc) and a kernel compiled,
+// launched and cached, copies, the memory kinds of -Y, graphs, IPC between processes, peer access between GPUs,
+// and the NCCL-ABI library of the vendor engine with the runtime it links. It prints one row per check, a fix
 // for each failure, and exits 1 when a check failed. Without a GPU it says so and which engine still works.
 package main
 
@@ -13,15 +14,16 @@ import (
 
 	"github.com/spf13/pflag"
 
+	"github.com/rcclx-tests/rcclx-tests/gpurt"
 	"github.com/rcclx-tests/rcclx-tests/internal/version"
 	"github.com/rcclx-tests/rcclx-tests/nccl"
 )
 
-func init() { runtime.LockOSThread() } // CUDA's current context is per OS thread
+func init() { runtime.LockOSThread() } // the current context (CUDA) or device (HIP) is per OS thread
 
-// Check names that carry a fix hint.
+// Check names that carry a fix hint (runtimes.go has those of HIP).
 const (
-	stepDriver  = "CUDA driver"
+	stepDriver  = "GPU driver" // where no runtime loads and the PCI bus shows no GPU of one maker
 	stepDevices = "GPUs"
 	stepNVRTC   = "NVRTC"
 	stepCompile = "kernel compile + cache"
@@ -30,9 +32,12 @@ const (
 	stepLibrary = "NCCL-ABI library"
 )
 
-// hints say what to do when the check of that name (or starting with it) fails.
+// hints say what to do when the check of that name (or starting with it) fails; on HIP, hipHints first.
 var hints = map[string]string{
-	stepDriver: "install the NVIDIA driver (it brings libcuda.so.1), or point RCCLX_TESTS_LIBCUDA at libcuda.so.1; " +
+	stepDriver: "install the NVIDIA driver (libcuda.so.1) for an NVIDIA GPU, or ROCm's HIP runtime (libamdhip64) " +
+		"for an AMD GPU (RCCLX_TESTS_LIBCUDA, RCCLX_TESTS_LIBAMDHIP64 point at them); without a GPU the perf " +
+		"binaries run with --engine host (auto picks it)",
+	stepCUDA: "install the NVIDIA driver (it brings libcuda.so.1), or point RCCLX_TESTS_LIBCUDA at libcuda.so.1; " +
 		"without a GPU the perf binaries run with --engine host (auto picks it)",
 	stepDevices: "the driver is there but sees no usable GPU: check nvidia-smi, CUDA_VISIBLE_DEVICES, and that " +
 		"the container was started with the GPUs",
@@ -46,6 +51,8 @@ var hints = map[string]string{
 		"PCIe P2P; check nvidia-smi topo -m); --engine vendor lets NCCL choose another path",
 	stepLibrary: "only --engine vendor needs it: install NCCL (libnccl2, or pip install nvidia-nccl-cu12), RCCL " +
 		"(/opt/rocm/lib), or pass --lib PATH",
+	stepMemory: "a kind of memory rccl-tests' -Y asks for cannot be allocated or does not hold data: -Y host needs " +
+		"pinned memory (check ulimit -l), -Y managed unified memory",
 }
 
 type result struct {
@@ -128,13 +135,15 @@ func main() {
 	}
 }
 
-// checkLibrary opens the vendor engine's library as it would (nccl.Open) and reports its file and version.
+// checkLibrary opens the vendor engine's library as it would (nccl.Open) and reports its file, version and the
+// GPU runtime it runs on, which must be this machine's.
 func checkLibrary(nameOrPath string) result {
 	l, err := nccl.Open(nameOrPath)
 	if err != nil {
 		return result{stepLibrary, "", err}
 	}
-	return result{stepLibrary, fmt.Sprintf("%s, version %d", l.File, l.Version()), nil}
+	rt, err := libraryRuntime(l.File, gpurt.Loaded())
+	return result{stepLibrary, fmt.Sprintf("%s, version %d, %s", l.File, l.Version(), rt), err}
 }
 
 func printTable(results []result) (failed int) {
@@ -155,11 +164,18 @@ func printTable(results []result) (failed int) {
 	return failed
 }
 
-// hintFor is the fix of the check named step ("IPC dev0 -> child dev1" takes IPC's).
+// hintFor is the fix of the check named step ("IPC dev0 -> child dev1" takes IPC's): the runtime's own
+// (hintTables), else the common one.
 func hintFor(step string) string {
-	for name, h := range hints {
-		if strings.HasPrefix(step, name) {
-			return h
+	for _, t := range hintTables(step) {
+		best := ""
+		for name := range t {
+			if strings.HasPrefix(step, name) && len(name) > len(best) {
+				best = name
+			}
+		}
+		if best != "" {
+			return t[best]
 		}
 	}
 	return ""
