@@ -7,14 +7,14 @@ import (
 	"testing"
 )
 
-// TestReadmeListsEveryGPUCheckStep: the README's list of scripts/gpu-check.sh steps is the script's, every one
+// TestDevelopingListsEveryGPUCheckStep: docs/DEVELOPING.md's list of scripts/gpu-check.sh steps is the script's, every one
 // in the order of its -h text.
-func TestReadmeListsEveryGPUCheckStep(t *testing.T) {
+func TestDevelopingListsEveryGPUCheckStep(t *testing.T) {
 	script, err := os.ReadFile("scripts/gpu-check.sh")
 	if err != nil {
 		t.Fatal(err)
 	}
-	readme, err := os.ReadFile("README.md")
+	readme, err := os.ReadFile("docs/DEVELOPING.md")
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -36,9 +36,9 @@ func TestReadmeListsEveryGPUCheckStep(t *testing.T) {
 	}
 	m := regexp.MustCompile("`scripts/gpu-check.sh STEP...` \\(steps: ([a-z0-9 \\n]+);").FindSubmatch(readme)
 	if m == nil {
-		t.Fatal("README lists no gpu-check.sh steps")
+		t.Fatal("docs/DEVELOPING.md lists no gpu-check.sh steps")
 	}
 	if got, want := strings.Fields(string(m[1])), help; strings.Join(got, " ") != strings.Join(want, " ") {
-		t.Errorf("README lists steps %v, gpu-check.sh -h %v", got, want)
+		t.Errorf("docs/DEVELOPING.md lists steps %v, gpu-check.sh -h %v", got, want)
 	}
 }

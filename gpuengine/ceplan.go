@@ -53,7 +53,7 @@ type cePlan struct {
 // All_reduce's reduction and gather go in chunks from a segment of ceGatherChunks chunks; a shorter one at 2
 // ranks is reduced whole, storing into the peer's output as it goes. On 2 H200s with 64 MiB chunks the chunks
 // took 1.3% off 512 MiB and 1.9% off 1 GiB (4 and 8 chunks a segment), and made 256 MiB 0.5% and 64-128 MiB
-// 10-11% slower (docs/TUNING.md).
+// 10-11% slower.
 const ceGatherChunks = 4
 
 // rotated is every rank in the order rank l sends to them: itself, then l+1, l+2, ... (mod n). All ranks copy

@@ -42,7 +42,7 @@ const (
 
 // defaultBlocks caps the grids of DDA's and the LP kernels unless a variable says otherwise: the grids they were
 // tuned on. On 2x H200 the LP kernels were no faster on all 132 multiprocessors, but for the all_gather that
-// pushes (lpBlocks; docs/TUNING.md). maxBlocks leaves room for a block on every multiprocessor.
+// pushes (lpBlocks). maxBlocks leaves room for a block on every multiprocessor.
 const defaultBlocks = 128
 
 // lpThreads is the block size of an LP kernel of elements of size bytes (RX_LP_RCCLX_THREADS and
@@ -57,8 +57,7 @@ func lpThreads(size int, scaled bool) int {
 // lpThreadsFor is the block size of an LP launch whose entry point is bound threads (lpThreads or
 // lpNarrowThreads). A float all_gather that pushes, in mode rcclx, runs on half its entry's 512 threads: on 2x
 // H200 that took 3-8% off it at 16-128 MiB, while the pushing bfloat16 and mode scaled calls were 1-17% slower
-// on 256 threads, and float all_reduce, reduce_scatter and alltoall 12-30% slower at 256 MiB
-// (docs/TUNING.md).
+// on 256 threads, and float all_reduce, reduce_scatter and alltoall 12-30% slower at 256 MiB.
 func lpThreadsFor(bound, size int, scaled, push bool) int {
 	if push && size == 4 && !scaled {
 		return lpPushThreads

@@ -182,7 +182,7 @@ func (c *comm) makePlan(coll *collectives.Collective, algo string, k collectives
 			// A call that fits one chunk of the pushed layout pushes: its codes cross the link as stores
 			// while it quantizes, and each rank decodes from its own buffer after one barrier. On 2x H200
 			// that took 12% off float at 64 MiB and 6-15% off bfloat16 at 16-64 MiB; pushed in several
-			// chunks, larger calls were 6-18% slower than pulled (docs/TUNING.md).
+			// chunks, larger calls were 6-18% slower than pulled.
 			if p.lpPush = longest <= lpChunkLen(lpBuffer(c.half), n, block, scaled); p.lpPush {
 				pieces = n
 			}
@@ -195,7 +195,7 @@ func (c *comm) makePlan(coll *collectives.Collective, algo string, k collectives
 		bulk := coll == collectives.AllToAll && size == 4 && !scaled && c.bulk()
 		// The bulk kernel splits no warps by stage (its blocks run their jobs one after another), so it takes the
 		// fewest chunks: one where the call fits, else what the buffer holds. On 2x H200 chunks of 4M elements
-		// were 8% slower at 1 GiB than one chunk (docs/TUNING.md).
+		// were 8% slower at 1 GiB than one chunk.
 		if least := lpLeastChunk(coll); least > 0 && !p.lpPush && !bulk {
 			per = lpSplitLen(longest, per, unit, least)
 		}
@@ -214,7 +214,7 @@ func (c *comm) makePlan(coll *collectives.Collective, algo string, k collectives
 		p.threads = lpThreadsFor(p.threads, size, scaled, p.lpPush)
 		// Launched early, an LP kernel's blocks take each SM as the call ahead leaves it, without the launch gap
 		// between kernels: 2-3.5% off bfloat16 all_reduce at 16-64 MiB on 2x H200, 2-5% off the bulk alltoall
-		// at 16-64 MiB and up to 2% from 256 MiB on 2x H100 (docs/TUNING.md).
+		// at 16-64 MiB and up to 2% from 256 MiB on 2x H100.
 		most := c.blockCap
 		if p.early = c.earlyCap > 0; p.early {
 			most = c.earlyCap
@@ -227,7 +227,7 @@ func (c *comm) makePlan(coll *collectives.Collective, algo string, k collectives
 // bulk says whether float LP alltoall in mode rcclx takes lp_alltoall_bulk (kernels/lowprec.cu), which moves its
 // bytes with the SMs' bulk copies: every GPU one with bulk copies (gpurt.Caps) whose blocks may take lpBulkShared (224 KiB,
 // more than sm_120's 99), each the GPU of one rank. On 2x H200 it took
-// 10% off float at 1 GiB and 12% at 256 MiB (docs/TUNING.md). Its blocks take most of an SM's shared memory,
+// 10% off float at 1 GiB and 12% at 256 MiB. Its blocks take most of an SM's shared memory,
 // so a block of it fits beside no other of its own and perhaps no block of another kernel: kernels of ranks
 // that share a GPU could then not all be resident at once (setCaps). Launched early, its blocks only wait for
 // the SMs the call ahead leaves: a grid lets its dependents launch once every block of it has started
@@ -244,7 +244,7 @@ func (c *comm) bulk() bool {
 // lpBlocks is the most blocks of an LP or direct kernel: RCCLX_TESTS_GPU_LP_BLOCKS where it is set, otherwise
 // defaultBlocks, or every multiprocessor for an all_gather that pushes. That one runs no pipeline, and neither
 // the link nor HBM holds it but each thread's chain of loads and stores, so more blocks share its work: on 2x
-// H200, 132 blocks against 128 took 1.5% off float at 64 MiB and 3% at 128 MiB (docs/TUNING.md).
+// H200, 132 blocks against 128 took 1.5% off float at 64 MiB and 3% at 128 MiB.
 func (c *comm) lpBlocks(push bool) int {
 	switch {
 	case c.tuning.LPBlocks > 0:

@@ -15,7 +15,7 @@ import (
 // two ranks, with none of its arithmetic or synchronization: its own piece read and written back (4 + 4
 // bytes an element), the peer's piece read and written as one byte an element (4 + 1), and one byte an
 // element of the peer's codes read and written as a float (1 + 4): 2.416 GB read plus written at 1 GiB. Its
-// fastest grid is the bound docs/TUNING.md holds FP8 alltoall against.
+// fastest grid is the bound FP8 alltoall is held against (docs/DESIGN.md, Tuning further).
 const streamKernel = `
 struct alignas(16) V { unsigned w[4]; };
 struct Bufs { const V* own_in; V* own_out; const V* peer_in; V* codes_out; const V* codes_in; V* peer_out; };
@@ -221,7 +221,6 @@ func newStreamGPU(t *testing.T, dev Device, cubin []byte) *streamGPU {
 // with its blocks waiting for the other GPU's between steps, the decoupled one with its readers waiting for
 // each chunk's codes, the staged one also pushing (each GPU storing its codes into the other's memory and
 // decoding its own); a wait that gives up fails the test.
-// docs/TUNING.md compares the best times with alltoall's.
 func TestGPUStreamBound(t *testing.T) {
 	if os.Getenv("RCCLX_TESTS_GPU_PERF") == "" {
 		t.Skip("set RCCLX_TESTS_GPU_PERF=1 to time the streaming bound (GPU machine)")

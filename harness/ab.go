@@ -102,7 +102,7 @@ func (a *app) runAB(out io.Writer, o *Options, world collectives.World, seed uin
 	if err != nil {
 		return r.abort(err)
 	}
-	// The arms' bandwidths are not one run's: NCCL_TESTS_MIN_BW is not checked (minBW -1), as the README says.
+	// The arms' bandwidths are not one run's: NCCL_TESTS_MIN_BW is not checked (minBW -1), as docs/REFERENCE.md says.
 	t := trailer{binary: a.programName(), oob: r.oob[0] + r.oob[1], minBW: -1, memory: memory}
 	if n := r.bwN[0] + r.bwN[1]; n > 0 {
 		t.avgBusBW = (r.bwSum[0] + r.bwSum[1]) / float64(n)

@@ -17,8 +17,8 @@ const (
 	// processors busy, so a barrier often completes without waking a sleeping OS thread (DDA's small calls
 	// stayed at ~7 us; parking at once cost ~10). Endless yield loops made small calls take 10-300x their
 	// median on a shared box, we think because they keep the global run queue full: a processor that never
-	// runs dry never steals the ranks queued behind a thread the OS has descheduled. docs/TUNING.md has
-	// the measurements (0, 4 and 16 yields).
+	// runs dry never steals the ranks queued behind a thread the OS has descheduled
+	// (0, 4 and 16 yields were measured).
 	yieldsBeforePark = 4
 	// firstNap and lastNap bound the sleeps of a wait across processes: it sleeps on its doorbell, which every
 	// publish to it rings, at most a nap at a time, then looks for failures outside (which ring no bell); a long

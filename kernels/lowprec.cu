@@ -347,8 +347,8 @@ struct LP {
   }
   // The sum loops (reduce, requantize) bring what sum_group reads at their next step into L2: its input group
   // (each 32-byte sector) and, where the codes were pushed (stride), the peers' codes. On 2 H100s that took
-  // 1-14% off float all_reduce from 64 MiB to 1 GiB and 3-6% off reduce_scatter from 256 MiB
-  // (docs/TUNING.md). The same hint in quantize's loop made all_gather 17% slower, two steps ahead was
+  // 1-14% off float all_reduce from 64 MiB to 1 GiB and 3-6% off reduce_scatter from 256 MiB.
+  // The same hint in quantize's loop made all_gather 17% slower, two steps ahead was
   // slower than one, and on a peer's memory (pulled codes) it made calls 20-26x slower: own memory only.
   RX_DEV void ahead(const T* in, i64 stride, i64 at, i64 g, i64 full) const {
     const i64 h = g + nt;
@@ -514,7 +514,7 @@ RX_DEV i64 lp_chunk(i64 s, int stage, i64 chunks) {
 // side rather than one after another in each step; in the steps that fill and drain the pipeline a stage
 // without a chunk leaves its warps to the others. A call of fewer chunks, where a split leaves warps idle in
 // more of its steps, runs every stage on every warp. lp_split returns the stage this thread runs at step s, or
-// -1 for every stage. The threshold and weights are what measured fastest on 2 ranks (docs/TUNING.md);
+// -1 for every stage. The threshold and weights are what measured fastest on 2 ranks;
 // gpuengine cuts a large call into that many chunks (lpSplitLen).
 #define RX_LP_SPLIT_CHUNKS 4
 RX_DEV int lp_split(LP& lp, i64 s, i64 chunks, const int* weight, int stages) {
@@ -732,7 +732,7 @@ RX_DEV void lp_alltoall_body(Args a) {
 // elements a thread: 0.5% off 256 threads at 1 GiB and 3% at 128 MiB on 2x H200; 1024 threads were 14% slower.
 // The loader issues the next step's leading encode loads before the step's barrier (they read only the
 // input), so the ring does not drain at each barrier: 1% off at 1 GiB on 2x H200, and a fifth input tile
-// (224 KiB of shared memory in all) 0.3% more. docs/TUNING.md has the figures.
+// (224 KiB of shared memory in all) 0.3% more.
 #define RX_BULK_TILE 8192
 #define RX_BULK_STAGES 5  // input tiles: the loads of RX_BULK_STAGES - 1 jobs in flight
 #define RX_BULK_OUTS 2    // output tiles: the store of the job before still reading one
@@ -890,7 +890,7 @@ RX_DEV void lp_alltoall_bulk_body(Args a) {
   block_sync();
   // The codes pushed into a peer's buffer are evicted last, so that as many as L2 holds are still there when it
   // decodes them one barrier later. The floats take no hint: evicted first, they made 1 GiB 3-5% slower on 2x
-  // H200 (docs/TUNING.md), where the codes kept took 2% off no policy.
+  // H200, where the codes kept took 2% off no policy.
   const u64 keep = l2_evict_last();
   // Job g of the launch (counted across steps) uses stage g % S, in phase g / S of its barrier.
   auto issue = [&](const BulkJob& jb, u32 g) {
@@ -966,8 +966,8 @@ extern "C" __global__ void __launch_bounds__(RX_BULK_THREADS) lp_alltoall_bulk(A
 // Each kernel has an entry point per mode, so that each mode's code has its own block size: one block per SM
 // either way (RCCLX_TESTS_GPU_LP_BLOCKS), but at 1024 threads ptxas holds a thread to 64 registers, and the
 // extra warps keep more loads in flight. That made every mode faster but rcclx on float, whose loops are the
-// lightest and which is fastest at 512 threads with up to 102 registers (docs/TUNING.md has the
-// figures). gpuengine's lpThreads says the same. A float all_gather that pushes launches the rcclx entry on 256
+// lightest and which is fastest at 512 threads with up to 102 registers.
+// gpuengine's lpThreads says the same. A float all_gather that pushes launches the rcclx entry on 256
 // of its 512 threads (gpuengine's lpThreadsFor says why).
 #if RX_DTYPE == RX_FLOAT
 #define RX_LP_RCCLX_THREADS 512

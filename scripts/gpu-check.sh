@@ -56,7 +56,7 @@
 #                  on two at once, and as a pipeline in 8-64 chunks, with and without each block waiting for the
 #                  other GPU's between steps, pushing the codes in 1-16 chunks, and with each block's halves
 #                  decoupled (one writes codes, the other waits for the peer's only) (gpurt's TestGPUStreamBound):
-#                  the bounds docs/TUNING.md holds alltoall against
+#                  the bounds FP8 alltoall is held against (docs/DESIGN.md)
 #        profile   Nsight Compute on the FP8 LP kernels at 1 GiB (float, and bfloat16 all_reduce): 2 processes x 1
 #                  GPU, rank 0 under ncu with counters that fit in one pass; per launch the HBM bytes read and
 #                  written, the kernel time, the HBM rate and the share of cycles that issued an instruction

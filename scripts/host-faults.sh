@@ -100,7 +100,7 @@ row "bad suite variable" "NCCL_TESTS_MIN_BW=abc all_reduce_perf" "TestParseTimeC
 run "$B/all_reduce_perf" "${H[@]}" -E RCCL_DDA_ENABLE=yes
 row "bad RCCLX switch (-E, --ab or the environment)" "all_reduce_perf -E RCCL_DDA_ENABLE=yes" "TestParseTimeChecks"
 run "$B/all_reduce_perf" "${H[@]}" --dda -E RCCL_DDA_ENABLE=0
-row "flags that contradict each other" "all_reduce_perf --dda -E RCCL_DDA_ENABLE=0" "TestParseTimeChecks (README: contradictions table)"
+row "flags that contradict each other" "all_reduce_perf --dda -E RCCL_DDA_ENABLE=0" "TestParseTimeChecks (docs/REFERENCE.md: contradictions table)"
 run "$B/all_reduce_perf" "${H[@]}" --ab RCCLX_TESTS_DELAY_US=0,00
 row "A/B arms that are the same" "all_reduce_perf --ab RCCLX_TESTS_DELAY_US=0,00" "TestABArmsThatMeanTheSame, TestParseTimeChecks"
 run "$B/all_reduce_perf" "${H[@]}" --ab RCCLX_TESTS_DELAY_US=0,2000 --ab RCCL_DDA_ENABLE=0,1
