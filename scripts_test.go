@@ -107,12 +107,14 @@ func TestAMDSmokeScript(t *testing.T) {
 	if regexp.MustCompile(`\.g8 |rcclx`).Match(table) || !strings.Contains(string(out), "RCCLX DDA A/B left out: no --rcclx") {
 		t.Errorf("2 GPUs and no RCCLX: 8-GPU or RCCLX rows ran:\n%s%s", table, out)
 	}
-	for name, want := range map[string]string{"doctor.log": "doctor --require hip", "procs.gpu.n2.rank1.log": "rank 1 of 2: --engine gpu -g 1"} {
+	logs := map[string]string{"doctor.log": "doctor --require hip", "procs.gpu.n2.rank1.log": "rank 1 of 2: --engine gpu -g 1"}
+	for name, want := range logs {
 		if b, _ := os.ReadFile(filepath.Join(run, "logs", name)); !strings.Contains(string(b), want) {
 			t.Errorf("logs/%s: %q, want %q", name, b, want)
 		}
 	}
-	if out, err := exec.Command("tar", "tzf", run+".tgz").CombinedOutput(); err != nil || !strings.Contains(string(out), "run/logs/procs.vendor.n2.rank0.log") {
+	out, err = exec.Command("tar", "tzf", run+".tgz").CombinedOutput()
+	if err != nil || !strings.Contains(string(out), "run/logs/procs.vendor.n2.rank0.log") {
 		t.Errorf("archive: %v\n%s", err, out)
 	}
 }

@@ -239,8 +239,8 @@ func TestCompareRMS(t *testing.T) {
 	var sumSq, most float64
 	for _, i := range []int64{3, 500, 999} {
 		rel := rand.Float64() * 1e-2
-		putFloat(RunFP8Flavour(), Float, got, i, getFloat(RunFP8Flavour(), Float, e.Want(), i)+rel*e.scale[i])
-		rel = math.Abs(getFloat(RunFP8Flavour(), Float, got, i)-getFloat(RunFP8Flavour(), Float, e.Want(), i)) / e.scale[i] // after rounding to fp32
+		putFloat(FP8OCP, Float, got, i, getFloat(FP8OCP, Float, e.Want(), i)+rel*e.scale[i])
+		rel = math.Abs(getFloat(FP8OCP, Float, got, i)-getFloat(FP8OCP, Float, e.Want(), i)) / e.scale[i] // after rounding to fp32
 		sumSq += rel * rel
 		most = max(most, rel)
 	}
@@ -269,7 +269,7 @@ func TestCompareSameOnAnyCPUCount(t *testing.T) {
 	got := append([]byte(nil), e.Want()...)
 	var planted int64
 	for _, i := range []int64{0, 7, compareBlock - 1, compareBlock, 3*compareBlock + 5, k.Recv - 1} {
-		putFloat(RunFP8Flavour(), Float, got, i, getFloat(RunFP8Flavour(), Float, e.Want(), i)+(1+rand.Float64())*e.scale[i]) // past the bound
+		putFloat(FP8OCP, Float, got, i, getFloat(FP8OCP, Float, e.Want(), i)+(1+rand.Float64())*e.scale[i]) // past the bound
 		planted++
 	}
 	var first Errors

@@ -42,7 +42,8 @@ func TestFNUZData(t *testing.T) {
 				t.Fatalf("%s %s: FNUZ data has OCP's bytes", dt, op)
 			}
 			ocp, fnuz := FP8OCP.Format(dt), FP8FNUZ.Format(dt)
-			for name, pair := range map[string][2][]byte{"input": {ocpIn, fnuzIn}, "expected": {ocpWant.Want(), fnuzWant.Want()}} {
+			pairs := map[string][2][]byte{"input": {ocpIn, fnuzIn}, "expected": {ocpWant.Want(), fnuzWant.Want()}}
+			for name, pair := range pairs {
 				for i := range pair[0] {
 					if a, b := ocp.Decode(pair[0][i]), fnuz.Decode(pair[1][i]); a != b {
 						t.Fatalf("%s %s %s element %d: OCP %#x = %g, FNUZ %#x = %g", dt, op, name, i, pair[0][i], a, pair[1][i], b)

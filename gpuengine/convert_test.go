@@ -66,7 +66,8 @@ func TestConversionsMatchNumeric(t *testing.T) {
 	}{{numeric.E4M3, numeric.E5M2, "-DRX_FP8_FNUZ=0"}, {numeric.E4M3FNUZ, numeric.E5M2FNUZ, "-DRX_FP8_FNUZ=1"}} {
 		t.Run(fl.e4.Name(), func(t *testing.T) {
 			bin := filepath.Join(dir, fl.e4.Name())
-			if out, err := exec.Command(cxx, "-O2", fl.define, "-o", bin, filepath.Join(dir, "main.cpp")).CombinedOutput(); err != nil {
+			cmd := exec.Command(cxx, "-O2", fl.define, "-o", bin, filepath.Join(dir, "main.cpp"))
+			if out, err := cmd.CombinedOutput(); err != nil {
 				t.Fatalf("g++: %v\n%s", err, out)
 			}
 			compareConversions(t, bin, stdin.String(), inputs, fl.e4, fl.e5)

@@ -8,7 +8,8 @@ import (
 	"github.com/rcclx-tests/rcclx-tests/numeric"
 )
 
-// Low precision (FP8 E4M3, OCP or FNUZ as RCCLX_TESTS_FP8 says) all_reduce, all_gather, reduce_scatter and alltoall on float and bfloat16, sum.
+// Low precision (FP8 E4M3, OCP or FNUZ as RCCLX_TESTS_FP8 says) all_reduce, all_gather, reduce_scatter and
+// alltoall on float and bfloat16, sum.
 //
 // Each rank quantizes its input into its own peer-visible FP8 buffer, all ranks pass a barrier, and each
 // dequantizes what it needs from its peers' buffers; a closing barrier ends the call.

@@ -136,7 +136,8 @@ func TestReducerMatchesReference(t *testing.T) {
 			for i := range n {
 				want := refCombine(dt, op, get(dt, a, i), get(dt, b, i), pa, pb)
 				if got := get(dt, dst, i); got != want {
-					t.Fatalf("seed %#x: %s (%s) %s element %d: %#x ⊕ %#x (pre %d, %d) = %#x, want %#x", seed, dt, fp8, op, i, get(dt, a, i), get(dt, b, i), pa, pb, got, want)
+					t.Fatalf("seed %#x: %s (%s) %s element %d: %#x ⊕ %#x (pre %d, %d) = %#x, want %#x", seed, dt, fp8,
+						op, i, get(dt, a, i), get(dt, b, i), pa, pb, got, want)
 				}
 			}
 			if (red.finish != nil) != (op == collectives.Avg) {

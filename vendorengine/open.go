@@ -47,8 +47,8 @@ func loadRuntime(file, hip string) error {
 		return fmt.Errorf("vendor: %s links no libamdhip64 (an NVIDIA NCCL, which needs the CUDA driver): %w", file, err)
 	}
 	if rt := gpurt.Loaded(); rt != gpurt.CUDA {
-		return fmt.Errorf("vendor: %s links no libamdhip64 (an NVIDIA NCCL, which needs the CUDA driver), but this process runs %s (%s); for AMD GPUs use RCCL or RCCLX (--lib librccl.so.1)",
-			file, rt.Title(), gpurt.Library())
+		return fmt.Errorf("vendor: %s links no libamdhip64 (an NVIDIA NCCL, which needs the CUDA driver), but this "+
+			"process runs %s (%s); for AMD GPUs use RCCL or RCCLX (--lib librccl.so.1)", file, rt.Title(), gpurt.Library())
 	}
 	return nil
 }
@@ -138,8 +138,8 @@ func fp8Flavour(ranks []*rank) (collectives.FP8Flavour, error) {
 	}
 	for _, r := range ranks[1:] {
 		if f(r) != f(ranks[0]) {
-			return 0, fmt.Errorf("vendor: device %d (%s) computes FP8 in %s, device %d (%s) in %s: run them in separate processes",
-				ranks[0].dev, ranks[0].caps.Arch, f(ranks[0]), r.dev, r.caps.Arch, f(r))
+			return 0, fmt.Errorf("vendor: device %d (%s) computes FP8 in %s, device %d (%s) in %s: run them in "+
+				"separate processes", ranks[0].dev, ranks[0].caps.Arch, f(ranks[0]), r.dev, r.caps.Arch, f(r))
 		}
 	}
 	return f(ranks[0]), nil

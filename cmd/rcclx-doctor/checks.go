@@ -141,7 +141,8 @@ func compileTwice() ([]byte, string, error) {
 	if !bytes.Equal(cold, warm) {
 		return nil, "", fmt.Errorf("the cached code object differs from the compiled one")
 	}
-	return cold, fmt.Sprintf("%s, %d B code object, compiled in %v, from the cache in %v", arch, len(cold), t1.Sub(t0).Round(time.Millisecond), t2.Sub(t1).Round(time.Microsecond)), nil
+	return cold, fmt.Sprintf("%s, %d B code object, compiled in %v, from the cache in %v", arch, len(cold),
+		t1.Sub(t0).Round(time.Millisecond), t2.Sub(t1).Round(time.Microsecond)), nil
 }
 
 func openGPU(d gpurt.Device, cubin []byte) (*gpu, string, error) {
@@ -273,7 +274,8 @@ func copyBandwidth(g *gpu) (string, error) {
 	if err != nil {
 		return "", err
 	}
-	return fmt.Sprintf("%d x %s in %v: %.0f GB/s read+write", reps, sizeText(n), dt.Round(time.Microsecond), 2*reps*float64(n)/dt.Seconds()/1e9), nil
+	return fmt.Sprintf("%d x %s in %v: %.0f GB/s read+write", reps, sizeText(n), dt.Round(time.Microsecond),
+		2*reps*float64(n)/dt.Seconds()/1e9), nil
 }
 
 // timeOnStream times the work that enqueue puts on a fresh stream with events.
@@ -466,5 +468,6 @@ func peerCopy(src, dst *gpu) (string, error) {
 	if err := checkIota(to, base, 1, words); err != nil {
 		return "", err
 	}
-	return fmt.Sprintf("%s in %v: %.0f GB/s, checked", sizeText(n), dt.Round(time.Microsecond), float64(n)/dt.Seconds()/1e9), src.use()
+	return fmt.Sprintf("%s in %v: %.0f GB/s, checked", sizeText(n), dt.Round(time.Microsecond),
+		float64(n)/dt.Seconds()/1e9), src.use()
 }

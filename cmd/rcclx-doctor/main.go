@@ -112,7 +112,8 @@ func main() {
 		os.Exit(code)
 	}
 	if o.showVersion {
-		fmt.Print(version.Text("rcclx-doctor", "loads the CUDA driver, NVRTC and an NCCL-ABI library only when checking"))
+		fmt.Print(version.Text("rcclx-doctor",
+			"loads the GPU runtime (CUDA or HIP), its kernel compiler and an NCCL-ABI library only when checking"))
 		return
 	}
 	if o.ipcChild != "" {
