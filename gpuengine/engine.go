@@ -28,11 +28,11 @@ func New() collectives.Engine { return engine{} }
 
 func (engine) Name() string { return Name }
 
-// Available reports whether a GPU runtime (CUDA or HIP, gpurt.Probe) sees a GPU and its kernel compiler loads;
-// the error names what was tried.
+// Available reports whether a GPU is seen (CUDA or HIP) and the runtime's compiler (NVRTC or hiprtc), which
+// compiles the kernels, loads.
 func (engine) Available() error {
-	if _, _, err := gpurt.Probe(); err != nil {
-		return err
+	if g := gpurt.FindGPUs(); g.Count == 0 {
+		return fmt.Errorf("gpu: no GPU (%s)", g.Tried)
 	}
 	return gpurt.LoadCompiler()
 }

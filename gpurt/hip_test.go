@@ -2,6 +2,7 @@ package gpurt
 
 import (
 	"os"
+	"path/filepath"
 	"strings"
 	"testing"
 
@@ -92,4 +93,53 @@ func TestHIPLoadWithoutGPU(t *testing.T) {
 		t.Errorf("a failed Load left %s bound", Loaded().Title())
 	}
 	t.Log(msg)
+}
+
+// Where no runtime sees a GPU, FindGPUs (what --engine auto asks) names what it tried of both runtimes, in one
+// line.
+func TestFindGPUsWithoutGPUNamesBothRuntimes(t *testing.T) {
+	openDebianHIP(t)
+	if Loaded() != None {
+		t.Skipf("%s is loaded already", Loaded().Title())
+	}
+	t.Setenv(RuntimeVariable, "")
+	t.Setenv("RCCLX_TESTS_LIBCUDA", "/nonexistent/rcclx/libcuda.so.1")
+	g := FindGPUs()
+	if g.Count > 0 {
+		Unload()
+		t.Skipf("%s sees %d GPUs here", g.Runtime, g.Count)
+	}
+	msg := g.Tried
+	for _, want := range []string{"CUDA: cannot load the CUDA driver", "/nonexistent/rcclx/libcuda.so.1", "HIP: " + filepath.Base(debianHIP), "HIP 5.2."} {
+		if !strings.Contains(msg, want) {
+			t.Errorf("FindGPUs lacks %q:\n%s", want, msg)
+		}
+	}
+	if strings.Contains(msg, "\n") || g.Runtime != "" {
+		t.Errorf("FindGPUs = %+v; want no runtime and one line", g)
+	}
+}
+
+// The HIP-over-CUDA shim the GPU machine's HIP runs use (testdata/hipshim) defines every entry point gpurt binds
+// under HIP; one it lacks would fail that run's load.
+func TestHIPShimDefinesEveryEntryPoint(t *testing.T) {
+	src, err := os.ReadFile("testdata/hipshim/hipshim.cpp")
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, lib := range []*library{&driverLib, &compilerLib} {
+		for _, f := range lib.funcs {
+			names := f.names[HIP]
+			if len(names) == 0 {
+				continue
+			}
+			ok := false
+			for _, n := range names {
+				ok = ok || strings.Contains(string(src), " "+n+"(")
+			}
+			if !ok {
+				t.Errorf("the shim defines none of %s", strings.Join(names, ", "))
+			}
+		}
+	}
 }

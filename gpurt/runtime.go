@@ -300,17 +300,3 @@ func hipVersion() int {
 }
 
 var sonameVersion = regexp.MustCompile(`\.so\.(\d+)`)
-
-// Probe loads a GPU runtime as Load does and counts its devices: an error, naming each runtime tried and what it
-// found, unless a GPU is visible. --engine auto and the engines' Available use it.
-func Probe() (Runtime, int, error) {
-	if err := Load(); err != nil {
-		return None, 0, err
-	}
-	rt := Loaded()
-	n, err := DeviceCount()
-	if err != nil || n == 0 {
-		return rt, n, fmt.Errorf("gpu runtime: %s (%s) sees no GPU (%d devices, %v)", rt.Title(), Library(), n, err)
-	}
-	return rt, n, nil
-}
