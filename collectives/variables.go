@@ -114,8 +114,14 @@ func buildVariables() []Variable {
 		}},
 		Variable{Name: "RCCLX_TESTS_VENDOR_ALLTOALL", Engines: []string{EngineVendor}, Colls: []*Collective{AllToAll},
 			Check: oneOf("native", "sendrecv")},
+		Variable{Name: EnvFP8, Engines: []string{EngineHost}, Check: checkOf(ParseFP8Flavour),
+			Meaning: meaning(ParseFP8Flavour, FP8OCP)},
 		Variable{Name: "RCCLX_TESTS_LIBCUDA", Engines: gpuOnly},
 		Variable{Name: "RCCLX_TESTS_LIBNVRTC", Engines: gpuOnly},
+		Variable{Name: "RCCLX_TESTS_GPU_RUNTIME", Engines: []string{EngineGPU, EngineVendor}, Check: oneOf("cuda", "hip")},
+		Variable{Name: "RCCLX_TESTS_LIBAMDHIP64", Engines: []string{EngineGPU, EngineVendor}},
+		Variable{Name: "RCCLX_TESTS_LIBHIPRTC", Engines: gpuOnly},
+		Variable{Name: "RCCLX_TESTS_GPU_LL128", Engines: []string{EngineGPU}, Check: oneOf("0", "1")},
 		Variable{Name: "RCCLX_TESTS_KERNEL_CACHE", Engines: gpuOnly},
 	)
 	// nccl-tests' and rccl-tests' variables this suite does not implement: the process reads them only to refuse

@@ -168,7 +168,7 @@ func TestStandInDriverWithoutNVRTC(t *testing.T) {
 	if g := gpurt.FindGPUs(); g.Count != 8 || g.Runtime != "cuda" || g.Driver != 13000 {
 		t.Fatalf("FindGPUs with the stand-in = %+v", g)
 	}
-	if err := gpurt.LoadNVRTC(); err == nil {
+	if err := gpurt.LoadCompiler(); err == nil {
 		t.Skip("NVRTC is installed here: the gpu engine could run")
 	}
 	o := openLibrary

@@ -24,6 +24,8 @@ type comm struct {
 	blockCap int   // most blocks per kernel: kernels of ranks that share a GPU must all fit at once
 	earlyCap int   // most blocks per kernel launched early (setCaps); 0: none is
 	ownGPUs  bool  // every rank has a GPU to itself (setCaps)
+	gatedOff gates // features some rank's GPU lacks (or that are off by default there), the same on every rank
+	ll128    *bool // RCCLX_TESTS_GPU_LL128, nil where unset
 	ranks    []*rank
 	groups   []*group
 	devices  []collectives.Device
@@ -45,7 +47,7 @@ type rank struct {
 	dev           gpurt.Device
 	ctx           *gpurt.Context
 	stream        gpurt.Stream // 0 with -y: the legacy default stream
-	arch          int          // compute capability as 90
+	caps          gpurt.Caps
 	sms           int
 	sharedOptin   int               // the most dynamic shared memory a block may opt in to
 	buf           gpurt.DevicePtr   // this rank's peer-visible buffer

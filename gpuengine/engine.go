@@ -28,12 +28,13 @@ func New() collectives.Engine { return engine{} }
 
 func (engine) Name() string { return Name }
 
-// Available reports whether a GPU is seen and NVRTC, which compiles the kernels, loads.
+// Available reports whether a GPU is seen (CUDA or HIP) and the runtime's compiler (NVRTC or hiprtc), which
+// compiles the kernels, loads.
 func (engine) Available() error {
 	if g := gpurt.FindGPUs(); g.Count == 0 {
 		return fmt.Errorf("gpu: no GPU (%s)", g.Tried)
 	}
-	return gpurt.LoadNVRTC()
+	return gpurt.LoadCompiler()
 }
 
 // runtimeError marks a CUDA failure (exit code 2), naming the rank and device; timeouts and unsupported

@@ -286,9 +286,9 @@ func TestGPUGraphReplayAndEvents(t *testing.T) {
 func compileAll(t *testing.T) {
 	t.Helper()
 	must(t, gpurt.Load())
-	major, minor, err := gpurt.Device(0).ComputeCapability()
+	caps, err := gpurt.Device(0).Caps()
 	must(t, err)
-	keys := modulesFor(collectives.AllReduce, collectives.AllDTypes(), collectives.AllOps(), []int{major*10 + minor})
+	keys := modulesFor(collectives.AllReduce, collectives.AllDTypes(), collectives.AllOps(), []target{targetOf(caps)})
 	start := time.Now()
 	must(t, precompile(keys, func(line string) { t.Log(line) }))
 	t.Logf("compiled %d modules in %v", len(keys), time.Since(start))
@@ -316,8 +316,10 @@ func hardwareMismatches(t *testing.T, arch int, kernel string) (uint64, uint64) 
 	onGPU(t)
 	c := open(t, New(), 1, nil, 0).(*comm)
 	r := c.ranks[0]
-	if r.arch < arch {
-		t.Skipf("sm_%d has no conversion instructions for %s (sm_%d)", r.arch, kernel, arch)
+	major, minor, err := r.dev.ComputeCapability()
+	must(t, err)
+	if r.caps.Runtime != gpurt.CUDA || major*10+minor < arch {
+		t.Skipf("%s has no conversion instructions for %s (CUDA sm_%d)", r.caps.Arch, kernel, arch)
 	}
 	must(t, r.ctx.SetCurrent())
 	f, err := c.modules.function(r, collectives.Float, collectives.Sum, kernel, 0)

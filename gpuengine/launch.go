@@ -97,7 +97,7 @@ func (c *comm) launchAlgo(r *rank, call *collectives.Call, l int, algo string, s
 		a.X0 = 1
 	}
 	shared := uint32(p.shared)
-	if p.early && r.arch >= 90 { // programmatic dependent launch needs sm_90
+	if p.early {
 		return gpurt.LaunchStructEarly(f, grid, block, shared, r.stream, r.args, &a)
 	}
 	return gpurt.LaunchStruct(f, grid, block, shared, r.stream, r.args, &a)

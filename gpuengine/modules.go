@@ -13,14 +13,29 @@ import (
 	"github.com/rcclx-tests/rcclx-tests/kernels"
 )
 
-// Kernels are compiled once per (architecture, dtype, op) with NVRTC (cached on disk by gpurt.CompileCached):
+// Kernels are compiled once per (target, dtype, op) with NVRTC or hiprtc (cached on disk by gpurt.CompileCached):
 // all those of a sweep at once and in parallel before its first measurement (comm.Prepare), any other at first
 // use. They are loaded once per (device, dtype, op), and their functions looked up once by name.
 
 type cubinKey struct {
-	arch int
-	dt   collectives.DType
-	op   collectives.Op
+	target target
+	dt     collectives.DType
+	op     collectives.Op
+}
+
+// target is what a device's kernels are compiled for: its full arch, and the defines its capabilities ask.
+type target struct {
+	arch      string
+	fnuz      bool // RX_FP8_FNUZ: the 8-bit floats are FNUZ (AMD gfx942)
+	warpShift int  // RX_WARP_SHIFT: log2 of the warp size (6 for AMD's 64-lane wavefronts)
+}
+
+func targetOf(caps gpurt.Caps) target {
+	shift := 5
+	if caps.WarpSize == 64 {
+		shift = 6
+	}
+	return target{arch: caps.Arch, fnuz: caps.FP8 == gpurt.FP8FNUZ, warpShift: shift}
 }
 
 var cubins sync.Map // cubinKey -> *cubinEntry
@@ -32,10 +47,16 @@ type cubinEntry struct {
 	ready atomic.Bool // image is set
 }
 
-// compileOptions are the NVRTC options of one module. --fmad=false: no multiply-add contraction, so every
-// product and sum rounds on its own as in package hostengine.
-func compileOptions(dt collectives.DType, op collectives.Op) []string {
-	opts := []string{fmt.Sprintf("-DRX_DTYPE=%d", dt), fmt.Sprintf("-DRX_OP=%d", op), "--fmad=false"}
+// compileOptions are the compiler options of one module, beyond gpurt's for the arch (which include no
+// multiply-add contraction, so that every product and sum rounds on its own as in package hostengine).
+func compileOptions(t target, dt collectives.DType, op collectives.Op) []string {
+	opts := []string{fmt.Sprintf("-DRX_DTYPE=%d", dt), fmt.Sprintf("-DRX_OP=%d", op)}
+	if t.fnuz {
+		opts = append(opts, "-DRX_FP8_FNUZ=1")
+	}
+	if t.warpShift != 5 {
+		opts = append(opts, fmt.Sprintf("-DRX_WARP_SHIFT=%d", t.warpShift))
+	}
 	return append(opts, plantedDefines...)
 }
 
@@ -44,8 +65,8 @@ func compileOptions(dt collectives.DType, op collectives.Op) []string {
 var plantedDefines []string
 
 func (k cubinKey) job() gpurt.CompileJob {
-	return gpurt.CompileJob{Src: kernels.Source(), Name: fmt.Sprintf("rcclx_%s_%s.cu", k.dt, k.op), Arch: k.arch,
-		Opts: compileOptions(k.dt, k.op)}
+	return gpurt.CompileJob{Src: kernels.Source(), Name: fmt.Sprintf("rcclx_%s_%s.cu", k.dt, k.op), Arch: k.target.arch,
+		Opts: compileOptions(k.target, k.dt, k.op)}
 }
 
 func cubin(k cubinKey) ([]byte, error) {
@@ -63,15 +84,15 @@ func cubinFor(k cubinKey) *cubinEntry {
 	return v.(*cubinEntry)
 }
 
-// modulesFor lists the modules a sweep of coll over dtypes and ops needs on ranks of the given architectures,
+// modulesFor lists the modules a sweep of coll over dtypes and ops needs on ranks of the given targets,
 // sorted by architecture, type and op, each once.
-func modulesFor(coll *collectives.Collective, dtypes []collectives.DType, ops []collectives.Op, arches []int) []cubinKey {
+func modulesFor(coll *collectives.Collective, dtypes []collectives.DType, ops []collectives.Op, targets []target) []cubinKey {
 	seen := map[cubinKey]bool{}
 	var out []cubinKey
-	for _, arch := range arches {
+	for _, t := range targets {
 		for _, dt := range dtypes {
 			for _, op := range ops {
-				k := cubinKey{arch, dt, moduleOp(coll, op)}
+				k := cubinKey{t, dt, moduleOp(coll, op)}
 				if !seen[k] {
 					seen[k] = true
 					out = append(out, k)
@@ -80,12 +101,12 @@ func modulesFor(coll *collectives.Collective, dtypes []collectives.DType, ops []
 		}
 	}
 	slices.SortFunc(out, func(a, b cubinKey) int {
-		return cmp.Or(cmp.Compare(a.arch, b.arch), cmp.Compare(a.dt, b.dt), cmp.Compare(a.op, b.op))
+		return cmp.Or(cmp.Compare(a.target.arch, b.target.arch), cmp.Compare(a.dt, b.dt), cmp.Compare(a.op, b.op))
 	})
 	return out
 }
 
-// precompile gets the CUBINs of keys that this process has not yet loaded from the disk cache or compiles
+// precompile gets the code objects of keys that this process has not yet loaded from the disk cache or compiles
 // them, in parallel, before their first use; note is told "compiling N kernels for sm_90, first run only"
 // when some must compile.
 func precompile(keys []cubinKey, note func(string)) error {
@@ -97,7 +118,7 @@ func precompile(keys []cubinKey, note func(string)) error {
 	var arches []string
 	for i, k := range keys {
 		jobs[i] = k.job()
-		if a := fmt.Sprintf("sm_%d", k.arch); !slices.Contains(arches, a) {
+		if a := k.target.arch; !slices.Contains(arches, a) {
 			arches = append(arches, a)
 		}
 	}
@@ -123,11 +144,11 @@ func precompile(keys []cubinKey, note func(string)) error {
 // Prepare compiles (or reads from the disk cache) every module a sweep of coll over dtypes and ops needs.
 func (c *comm) Prepare(coll *collectives.Collective, dtypes []collectives.DType, ops []collectives.Op,
 	note func(string)) error {
-	var arches []int
+	var targets []target
 	for _, r := range c.ranks {
-		arches = append(arches, r.arch)
+		targets = append(targets, targetOf(r.caps))
 	}
-	return runtimeError(nil, precompile(modulesFor(coll, dtypes, ops, arches), note))
+	return runtimeError(nil, precompile(modulesFor(coll, dtypes, ops, targets), note))
 }
 
 // moduleOp is the op whose module holds a collective's kernels: copies do not depend on it.
@@ -164,7 +185,7 @@ func (m *modules) function(r *rank, dt collectives.DType, op collectives.Op, nam
 	key := moduleKey{r.dev, dt, op}
 	mod := m.loaded[key]
 	if mod == nil {
-		image, err := cubin(cubinKey{r.arch, dt, op})
+		image, err := cubin(cubinKey{targetOf(r.caps), dt, op})
 		if err != nil {
 			return 0, err
 		}

@@ -11,20 +11,21 @@ import (
 // TestModulesForSweep: a sweep needs one module per architecture, type and op of its reduction; a collective
 // that does not reduce needs the sum module of each type only; ranks of one architecture share modules.
 func TestModulesForSweep(t *testing.T) {
+	sm80, sm90 := target{arch: "sm_80", warpShift: 5}, target{arch: "sm_90", warpShift: 5}
 	all, ops := collectives.AllDTypes(), collectives.AllOps()
 	cases := []struct {
 		coll   *collectives.Collective
 		dtypes []collectives.DType
 		ops    []collectives.Op
-		arches []int
+		arches []target
 		want   int
 	}{
-		{collectives.AllReduce, all, ops, []int{90, 90}, len(all) * len(ops)},
-		{collectives.ReduceScatter, all, ops, []int{90}, len(all) * len(ops)},
-		{collectives.AllGather, all, ops, []int{90, 90, 90}, len(all)},
-		{collectives.AllToAll, all, []collectives.Op{collectives.Sum}, []int{90}, len(all)},
-		{collectives.AllReduce, []collectives.DType{collectives.Float}, []collectives.Op{collectives.Max}, []int{90}, 1},
-		{collectives.AllReduce, all, ops, []int{90, 80, 90}, 2 * len(all) * len(ops)},
+		{collectives.AllReduce, all, ops, []target{sm90, sm90}, len(all) * len(ops)},
+		{collectives.ReduceScatter, all, ops, []target{sm90}, len(all) * len(ops)},
+		{collectives.AllGather, all, ops, []target{sm90, sm90, sm90}, len(all)},
+		{collectives.AllToAll, all, []collectives.Op{collectives.Sum}, []target{sm90}, len(all)},
+		{collectives.AllReduce, []collectives.DType{collectives.Float}, []collectives.Op{collectives.Max}, []target{sm90}, 1},
+		{collectives.AllReduce, all, ops, []target{sm90, sm80, sm90}, 2 * len(all) * len(ops)},
 	}
 	for _, c := range cases {
 		keys := modulesFor(c.coll, c.dtypes, c.ops, c.arches)
@@ -38,11 +39,11 @@ func TestModulesForSweep(t *testing.T) {
 				t.Errorf("%s: %v twice", c.coll.Name, k)
 			}
 			seen[k] = true
-			if !slices.Contains(c.arches, k.arch) || !slices.Contains(c.dtypes, k.dt) ||
+			if !slices.Contains(c.arches, k.target) || !slices.Contains(c.dtypes, k.dt) ||
 				(c.coll.Reduces && !slices.Contains(c.ops, k.op)) || (!c.coll.Reduces && k.op != collectives.Sum) {
 				t.Errorf("%s: module %v is not one the sweep runs", c.coll.Name, k)
 			}
-			if i > 0 && (keys[i-1].arch > k.arch || keys[i-1].arch == k.arch && keys[i-1].dt > k.dt) {
+			if i > 0 && (keys[i-1].target.arch > k.target.arch || keys[i-1].target.arch == k.target.arch && keys[i-1].dt > k.dt) {
 				t.Errorf("%s: %v before %v", c.coll.Name, keys[i-1], k)
 			}
 		}
@@ -62,20 +63,20 @@ func TestModulesForSweep(t *testing.T) {
 // TestModuleJobsDiffer: every module's compile job is the one source with its own name and macros (so its own
 // cache entry), and the macros are the numbers the kernels test.
 func TestModuleJobsDiffer(t *testing.T) {
-	keys := modulesFor(collectives.AllReduce, collectives.AllDTypes(), collectives.AllOps(), []int{90})
+	keys := modulesFor(collectives.AllReduce, collectives.AllDTypes(), collectives.AllOps(), []target{{arch: "sm_90", warpShift: 5}})
 	names := map[string]bool{}
 	opts := map[string]bool{}
 	for _, k := range keys {
 		j := k.job()
-		if j.Arch != 90 || j.Src != keys[0].job().Src || len(j.Src) == 0 {
-			t.Fatalf("%v: job %s for sm_%d with a different source", k, j.Name, j.Arch)
+		if j.Arch != "sm_90" || j.Src != keys[0].job().Src || len(j.Src) == 0 {
+			t.Fatalf("%v: job %s for %s with a different source", k, j.Name, j.Arch)
 		}
 		o := fmt.Sprint(j.Opts)
 		if names[j.Name] || opts[o] {
 			t.Errorf("%v: name %s or options %s repeat", k, j.Name, o)
 		}
 		names[j.Name], opts[o] = true, true
-		want := []string{fmt.Sprintf("-DRX_DTYPE=%d", k.dt), fmt.Sprintf("-DRX_OP=%d", k.op), "--fmad=false"}
+		want := []string{fmt.Sprintf("-DRX_DTYPE=%d", k.dt), fmt.Sprintf("-DRX_OP=%d", k.op)}
 		if !slices.Equal(j.Opts, want) {
 			t.Errorf("%v: options %q, want %q", k, j.Opts, want)
 		}

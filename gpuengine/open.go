@@ -19,7 +19,7 @@ func (engine) Open(cfg collectives.Config) (collectives.Comm, error) {
 	if err := gpurt.Load(); err != nil {
 		return nil, runtimeError(nil, err)
 	}
-	if err := gpurt.LoadNVRTC(); err != nil {
+	if err := gpurt.LoadCompiler(); err != nil {
 		return nil, runtimeError(nil, err)
 	}
 	getenv := func(k string) string { return cfg.Getenv(os.Getenv, k) }
@@ -45,11 +45,18 @@ func (engine) Open(cfg collectives.Config) (collectives.Comm, error) {
 	if c.hooks, err = collectives.HooksFromEnv(getenv, c.nranks); err != nil {
 		return nil, fmt.Errorf("gpu: %w", err)
 	}
+	if c.ll128, err = onOff(getenv, LL128Variable); err != nil {
+		return nil, fmt.Errorf("gpu: %w", err)
+	}
+	ceSet := getenv("RCCLX_TESTS_GPU_CE_BYTES") != ""
 	runtime.LockOSThread()
 	defer runtime.UnlockOSThread()
 	if err := c.open(cfg, world, nlocal); err != nil {
 		c.Close()
 		return nil, err
+	}
+	if !ceSet && c.gatedOff.CopyEngine {
+		c.tuning.CEBytes = -1
 	}
 	for t := range max(cfg.NThreads, 1) {
 		g := &group{c: c, ranks: c.ranks[t*max(cfg.NGpus, 1) : (t+1)*max(cfg.NGpus, 1)]}
@@ -131,11 +138,9 @@ func (c *comm) openRank(r *rank, streamNull bool, watch gpurt.MemWatch) error {
 	if err := watch.Start(r.dev, r.ctx); err != nil {
 		return err
 	}
-	major, minor, err := r.dev.ComputeCapability()
-	if err != nil {
+	if r.caps, err = r.dev.Caps(); err != nil {
 		return err
 	}
-	r.arch = major*10 + minor
 	if r.sms, err = r.dev.Attribute(gpurt.MultiprocessorCount); err != nil {
 		return err
 	}
@@ -183,11 +188,14 @@ func (c *comm) peerLocal(shared map[gpurt.Device]int) ([][]gpurt.DevicePtr, erro
 	}
 	row := make([]gpurt.DevicePtr, len(c.ranks))
 	sms, sharing := make([]int, len(c.ranks)), make([]int, len(c.ranks))
+	var off gates
 	for i, r := range c.ranks {
 		row[i] = r.buf
 		sms[i], sharing[i] = r.sms, shared[r.dev]
+		off = off.or(c.gatesOf(r.caps))
 	}
 	c.setCaps(sms, sharing)
+	c.setGates(off)
 	table := make([][]gpurt.DevicePtr, len(c.ranks))
 	for i := range table {
 		table[i] = row
@@ -225,6 +233,7 @@ type rankInfo struct {
 	Handle gpurt.IpcMemHandle
 	SMs    int32
 	BusID  [16]byte
+	Off    gates
 }
 
 // peerRemote exchanges IPC handles of every rank's buffer through the world and maps the other processes'
@@ -239,7 +248,7 @@ func (c *comm) peerRemote(world collectives.World, host string) ([][]gpurt.Devic
 		if err != nil {
 			return nil, runtimeError(r, err)
 		}
-		info := rankInfo{Handle: h, SMs: int32(r.sms)}
+		info := rankInfo{Handle: h, SMs: int32(r.sms), Off: c.gatesOf(r.caps)}
 		copy(info.BusID[:], host+"/"+busID(r.dev))
 		if err := binary.Write(&msg, binary.LittleEndian, info); err != nil {
 			return nil, fmt.Errorf("gpu: encoding rank %d's info: %w", r.global, err)
@@ -266,10 +275,13 @@ func (c *comm) peerRemote(world collectives.World, host string) ([][]gpurt.Devic
 		perGPU[in.BusID]++
 	}
 	sms, sharing := make([]int, len(infos)), make([]int, len(infos))
+	var off gates
 	for i, in := range infos {
 		sms[i], sharing[i] = int(in.SMs), perGPU[in.BusID]
+		off = off.or(in.Off)
 	}
 	c.setCaps(sms, sharing)
+	c.setGates(off)
 	table := make([][]gpurt.DevicePtr, len(c.ranks))
 	opened := map[[2]int]gpurt.DevicePtr{} // (device, global rank) -> mapping
 	first := c.ranks[0].global

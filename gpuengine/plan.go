@@ -137,7 +137,7 @@ func (c *comm) makePlan(coll *collectives.Collective, algo string, k collectives
 		}
 		most = min(most, defaultBlocks)
 		if algo != collectives.DDA && n == 2 {
-			p.kernel, p.blocks = twoRankAllReduce(total, c.tuning.LLMax, most)
+			p.kernel, p.blocks = twoRankAllReduce(total, c.tuning.LLMax, most, !c.gatedOff.LL128)
 			break
 		}
 		// A 16-byte vector per thread: DDA's peer loads are latency-bound, so the more in flight the better.
@@ -225,7 +225,7 @@ func (c *comm) makePlan(coll *collectives.Collective, algo string, k collectives
 }
 
 // bulk says whether float LP alltoall in mode rcclx takes lp_alltoall_bulk (kernels/lowprec.cu), which moves its
-// bytes with the SMs' bulk copies: every GPU an sm_90 or later whose blocks may take lpBulkShared (224 KiB,
+// bytes with the SMs' bulk copies: every GPU one with bulk copies (gpurt.Caps) whose blocks may take lpBulkShared (224 KiB,
 // more than sm_120's 99), each the GPU of one rank. On 2x H200 it took
 // 10% off float at 1 GiB and 12% at 256 MiB. Its blocks take most of an SM's shared memory,
 // so a block of it fits beside no other of its own and perhaps no block of another kernel: kernels of ranks
@@ -234,7 +234,7 @@ func (c *comm) makePlan(coll *collectives.Collective, algo string, k collectives
 // (grid_dep_sync), so none of those blocks waits for an SM.
 func (c *comm) bulk() bool {
 	for _, r := range c.ranks {
-		if r.arch < 90 || r.sharedOptin < lpBulkShared {
+		if c.gatedOff.Bulk || r.sharedOptin < lpBulkShared {
 			return false
 		}
 	}
@@ -261,11 +261,13 @@ func (c *comm) lpBlocks(push bool) int {
 // twoRankLLMax, LL128 up to the tuning's LL size (256 KiB-1 MiB: 3.5-6.5 us against the LL two-shot's 4.8-9.5),
 // then the push one-shot (2-4 MiB: 12.2-19.5 us against the push two-shot's 14.5-22.3). Grids are bounded by
 // the GPU: each LL word or LL128 line has its own wait, and the push kernel's stores are what is in flight.
-func twoRankAllReduce(total, llMax int64, most int) (string, int) {
+//
+// Without LL128 (ll128 false), LL takes the sizes up to the tuning's LL size that fit its single-shot layout.
+func twoRankAllReduce(total, llMax int64, most int, ll128 bool) (string, int) {
 	switch {
-	case total <= min(llMax, twoRankLLMax):
+	case total <= min(llMax, twoRankLLMax) || !ll128 && total <= min(llMax, llBytes):
 		return llFlatKernel, gridForUnit(total, llBytesPerBlock, most)
-	case total <= min(llMax, ll128Bytes):
+	case ll128 && total <= min(llMax, ll128Bytes):
 		return ll128Kernel, gridForUnit(total, ll128BytesPerBlock, most)
 	}
 	return pushKernel, gridForUnit(total, ddaBytesPerBlock, most)

@@ -2,9 +2,11 @@ package gpuengine
 
 import (
 	"errors"
+	"fmt"
 	"testing"
 
 	"github.com/rcclx-tests/rcclx-tests/collectives"
+	"github.com/rcclx-tests/rcclx-tests/gpurt"
 )
 
 func TestRoundsCoverEveryElementOnce(t *testing.T) {
@@ -477,8 +479,9 @@ func TestLPAllToAllBulk(t *testing.T) {
 			return ""
 		})
 		c := &comm{nranks: 2, policy: p, tuning: collectives.DefaultGPUTuning, half: halfBytes(p.SendBuf),
-			ranks: []*rank{{arch: 90, sharedOptin: hopperOptin}, {arch: x.arch, sharedOptin: x.optin}}}
+			ranks: []*rank{{caps: cudaCaps(90), sharedOptin: hopperOptin}, {caps: cudaCaps(x.arch), sharedOptin: x.optin}}}
 		c.setCaps([]int{132, 132}, []int{x.sharing, x.sharing})
+		c.setGates(c.gatesOf(c.ranks[0].caps).or(c.gatesOf(c.ranks[1].caps)))
 		gib := collectives.AllToAll.Counts(1<<30, 2, 0, x.dt)
 		pl, err := c.makePlan(collectives.AllToAll, collectives.LowPrecision, gib, x.dt.Size())
 		// At 1 GiB, too long for one chunk, the bulk kernel takes as few chunks as its buffer allows.
@@ -500,4 +503,10 @@ func TestLPAllToAllBulk(t *testing.T) {
 				x.arch, x.sharing, x.dt, x.mode, pl.kernel, chunks, pl.early, err)
 		}
 	}
+}
+
+// cudaCaps are the capabilities of a CUDA GPU of compute capability arch/10.arch%10, as gpurt reports them.
+func cudaCaps(arch int) gpurt.Caps {
+	return gpurt.Caps{Runtime: gpurt.CUDA, Arch: fmt.Sprintf("sm_%d", arch), WarpSize: 32, EarlyLaunch: arch >= 90,
+		BulkCopy: arch >= 90, LL128: true, CopyEngine: true}
 }

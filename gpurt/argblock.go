@@ -42,7 +42,7 @@ const cuLaunchAttributeProgrammaticStreamSerialization = 6
 func NewArgBlock() (*ArgBlock, error) {
 	mem, err := syscall.Mmap(-1, 0, argBlockBytes, syscall.PROT_READ|syscall.PROT_WRITE, syscall.MAP_PRIVATE|syscall.MAP_ANON)
 	if err != nil {
-		return nil, fmt.Errorf("cuda: kernel parameter block: mmap: %w", err)
+		return nil, fmt.Errorf("gpu runtime: kernel parameter block: mmap: %w", err)
 	}
 	*(*uintptr)(unsafe.Pointer(&mem[0])) = uintptr(unsafe.Pointer(&mem[argBlockStruct]))
 	return &ArgBlock{mem: mem}, nil
@@ -61,7 +61,7 @@ func (b *ArgBlock) Free() error {
 func put[T any](b *ArgBlock, a *T) (uintptr, error) {
 	size := int(unsafe.Sizeof(*a))
 	if size > argBlockConfig-argBlockStruct {
-		return 0, fmt.Errorf("cuda: a %d-byte kernel argument exceeds the %d-byte block", size, argBlockConfig-argBlockStruct)
+		return 0, fmt.Errorf("gpu runtime: a %d-byte kernel argument exceeds the %d-byte block", size, argBlockConfig-argBlockStruct)
 	}
 	copy(b.mem[argBlockStruct:argBlockStruct+size], unsafe.Slice((*byte)(unsafe.Pointer(a)), size))
 	return uintptr(unsafe.Pointer(&b.mem[0])), nil
@@ -82,8 +82,13 @@ func LaunchStruct[T any](f Function, grid, block [3]uint32, sharedMem uint32, s 
 // LaunchStructEarly is LaunchStruct with programmatic dependent launch: the GPU may start f while the kernel
 // ahead of it on s still runs, which hides a launch's latency in a chain of small kernels. f must wait for
 // that kernel (griddepcontrol.wait: kernels/prelude.cuh's grid_dep_sync) before it touches memory.
+//
+// Only where the device's Caps.EarlyLaunch says so.
 func LaunchStructEarly[T any](f Function, grid, block [3]uint32, sharedMem uint32, s Stream, b *ArgBlock, a *T) error {
 	if cuLaunchKernelEx.addr == 0 {
+		if rt := Loaded(); rt != CUDA {
+			return fmt.Errorf("gpu runtime: %s has no early (programmatic dependent) launch", rt.Title())
+		}
 		return errNotLoaded
 	}
 	params, err := put(b, a)

@@ -25,32 +25,34 @@ func kernelCacheDir(getenv func(string) string, home func() (string, error)) (st
 	}
 	h, err := home()
 	if err != nil {
-		return "", fmt.Errorf("cuda: kernel cache: no RCCLX_TESTS_KERNEL_CACHE, XDG_CACHE_HOME or home directory: %w", err)
+		return "", fmt.Errorf("gpu runtime: kernel cache: no RCCLX_TESTS_KERNEL_CACHE, XDG_CACHE_HOME or home directory: %w", err)
 	}
 	return filepath.Join(h, ".cache", "rcclx-tests", "kernels"), nil
 }
 
-type compileFunc func(src, name string, arch int, opts ...string) ([]byte, string, error)
+type compileFunc func(src, name, arch string, opts ...string) ([]byte, string, error)
 
 // kernelCache keeps compiled kernels in files named by a hash of everything
-// that affects the output. An entry is the CUBIN followed by its SHA-256.
+// that affects the output. An entry is the code object followed by its SHA-256.
 type kernelCache struct {
 	dir     string
-	version string // of the compiler, part of the key
+	runtime Runtime
+	version string // of the compiler (and runtime), part of the key
 	compile compileFunc
 }
 
-func (c kernelCache) key(src, name string, arch int, opts []string) string {
+func (c kernelCache) key(src, name, arch string, opts []string) string {
 	h := sha256.New()
 	field := func(s string) {
 		_ = binary.Write(h, binary.LittleEndian, uint64(len(s)))
 		h.Write([]byte(s))
 	}
-	field("rcclx-tests kernel cache v1")
+	field("rcclx-tests kernel cache v2")
+	field(c.runtime.String())
+	field(c.version)
+	field(arch)
 	field(src)
 	field(name)
-	field(fmt.Sprint(arch))
-	field(c.version)
 	for _, o := range opts {
 		field(o)
 	}
@@ -59,17 +61,21 @@ func (c kernelCache) key(src, name string, arch int, opts []string) string {
 
 // CompileJob is one module to compile: Compile's arguments.
 type CompileJob struct {
-	Src, Name string
-	Arch      int
-	Opts      []string
+	Src, Name, Arch string
+	Opts            []string
 }
 
+// path is the job's entry: a code object, or an AMDGPU code object (.hsaco) on HIP.
 func (c kernelCache) path(j CompileJob) string {
-	return filepath.Join(c.dir, c.key(j.Src, j.Name, j.Arch, j.Opts)+".cubin")
+	ext := ".cubin"
+	if c.runtime == HIP {
+		ext = ".hsaco"
+	}
+	return filepath.Join(c.dir, c.key(j.Src, j.Name, j.Arch, j.Opts)+ext)
 }
 
-// get returns the cached CUBIN or compiles and stores it.
-func (c kernelCache) get(src, name string, arch int, opts []string) ([]byte, error) {
+// get returns the cached code object or compiles and stores it.
+func (c kernelCache) get(src, name, arch string, opts []string) ([]byte, error) {
 	images, err := c.getAll([]CompileJob{{src, name, arch, opts}}, 1, nil)
 	if err != nil {
 		return nil, err
@@ -77,7 +83,7 @@ func (c kernelCache) get(src, name string, arch int, opts []string) ([]byte, err
 	return images[0], nil
 }
 
-// getAll returns every job's CUBIN: cached entries first, then the rest compiled by up to workers goroutines
+// getAll returns every job's code object: cached entries first, then the rest compiled by up to workers goroutines
 // at once (NVRTC programs are independent) and stored. announce, when not nil, is told how many jobs compile,
 // before they start and only when there are some. After a failed compile no further job starts; the error is
 // that of the first failed job in jobs' order and names it. Failing to store is not an error: the cache only
@@ -115,7 +121,7 @@ func (c kernelCache) getAll(jobs []CompileJob, workers int, announce func(compil
 				j := jobs[i]
 				cubin, _, err := c.compile(j.Src, j.Name, j.Arch, j.Opts...)
 				if err != nil {
-					errs[i] = fmt.Errorf("cuda: compiling %s for sm_%d: %w", j.Name, j.Arch, err)
+					errs[i] = fmt.Errorf("gpu runtime: compiling %s for %s: %w", j.Name, j.Arch, err)
 					failed.Store(true)
 					return
 				}
@@ -140,7 +146,7 @@ func firstError(errs []error) error {
 	return nil
 }
 
-var errCorruptEntry = errors.New("cuda: corrupt kernel cache entry")
+var errCorruptEntry = errors.New("gpu runtime: corrupt kernel cache entry")
 
 func readEntry(path string) ([]byte, error) {
 	b, err := os.ReadFile(path)
@@ -182,10 +188,9 @@ func writeEntry(path string, payload []byte) error {
 	return nil
 }
 
-// CompileCached is Compile with an on-disk cache keyed by the source, name,
-// arch, options and NVRTC version. Unreadable or corrupt entries are
-// recompiled and replaced.
-func CompileCached(src, name string, arch int, opts ...string) ([]byte, error) {
+// CompileCached is Compile with an on-disk cache keyed by the runtime, the compiler's version, the full arch,
+// the source, name and options. Unreadable or corrupt entries are recompiled and replaced.
+func CompileCached(src, name, arch string, opts ...string) ([]byte, error) {
 	images, err := CompileAllCached([]CompileJob{{src, name, arch, opts}}, nil)
 	if err != nil {
 		return nil, err
@@ -196,10 +201,10 @@ func CompileCached(src, name string, arch int, opts ...string) ([]byte, error) {
 // CompileAllCached is CompileCached for several jobs, those not in the cache compiled in parallel, one per
 // CPU. announce is as in kernelCache.getAll: told how many jobs compile, only when some do.
 func CompileAllCached(jobs []CompileJob, announce func(compiling int)) ([][]byte, error) {
-	if err := LoadNVRTC(); err != nil {
+	if err := LoadCompiler(); err != nil {
 		return nil, err
 	}
-	major, minor, err := NVRTCVersion()
+	version, err := CompilerVersion()
 	if err != nil {
 		return nil, err
 	}
@@ -207,6 +212,6 @@ func CompileAllCached(jobs []CompileJob, announce func(compiling int)) ([][]byte
 	if err != nil {
 		return nil, err
 	}
-	c := kernelCache{dir: dir, version: fmt.Sprintf("nvrtc %d.%d", major, minor), compile: Compile}
+	c := kernelCache{dir: dir, runtime: Loaded(), version: version, compile: Compile}
 	return c.getAll(jobs, runtime.NumCPU(), announce)
 }

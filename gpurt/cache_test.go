@@ -26,7 +26,7 @@ type fakeCompiler struct {
 	compiled []string
 }
 
-func (f *fakeCompiler) compile(src, name string, arch int, opts ...string) ([]byte, string, error) {
+func (f *fakeCompiler) compile(src, name, arch string, opts ...string) ([]byte, string, error) {
 	f.mu.Lock()
 	f.calls++
 	f.running++
@@ -49,20 +49,20 @@ func (f *fakeCompiler) compile(src, name string, arch int, opts ...string) ([]by
 
 func newTestCache(t *testing.T) (kernelCache, *fakeCompiler) {
 	f := &fakeCompiler{}
-	return kernelCache{dir: filepath.Join(t.TempDir(), "k"), version: "nvrtc 13.0", compile: f.compile}, f
+	return kernelCache{dir: filepath.Join(t.TempDir(), "k"), runtime: CUDA, version: "nvrtc 13.0", compile: f.compile}, f
 }
 
-func entryPath(c kernelCache, src, name string, arch int, opts []string) string {
+func entryPath(c kernelCache, src, name, arch string, opts []string) string {
 	return filepath.Join(c.dir, c.key(src, name, arch, opts)+".cubin")
 }
 
 func TestCacheHitAfterMiss(t *testing.T) {
 	c, f := newTestCache(t)
-	a, err := c.get("src", "k.cu", 90, []string{"-DX=1"})
+	a, err := c.get("src", "k.cu", "sm_90", []string{"-DX=1"})
 	if err != nil || f.calls != 1 {
 		t.Fatalf("first get: %v, %d compiles", err, f.calls)
 	}
-	b, err := c.get("src", "k.cu", 90, []string{"-DX=1"})
+	b, err := c.get("src", "k.cu", "sm_90", []string{"-DX=1"})
 	if err != nil || f.calls != 1 || !bytes.Equal(a, b) {
 		t.Fatalf("second get: %v, %d compiles, same=%v", err, f.calls, bytes.Equal(a, b))
 	}
@@ -74,25 +74,29 @@ func TestCacheHitAfterMiss(t *testing.T) {
 
 func TestCacheKeyCoversInputs(t *testing.T) {
 	c, _ := newTestCache(t)
-	base := c.key("src", "k.cu", 90, []string{"-DX=1"})
+	base := c.key("src", "k.cu", "sm_90", []string{"-DX=1"})
 	other := c
 	other.version = "nvrtc 13.1"
+	hip := c
+	hip.runtime = HIP
 	variants := map[string]string{
-		"src":     c.key("src2", "k.cu", 90, []string{"-DX=1"}),
-		"name":    c.key("src", "j.cu", 90, []string{"-DX=1"}),
-		"arch":    c.key("src", "k.cu", 100, []string{"-DX=1"}),
-		"opts":    c.key("src", "k.cu", 90, []string{"-DX=2"}),
-		"no opts": c.key("src", "k.cu", 90, nil),
-		"split":   c.key("src", "k.cu", 90, []string{"-DX", "=1"}),
-		"shift":   c.key("sr", "ck.cu", 90, []string{"-DX=1"}),
-		"version": other.key("src", "k.cu", 90, []string{"-DX=1"}),
+		"src":     c.key("src2", "k.cu", "sm_90", []string{"-DX=1"}),
+		"name":    c.key("src", "j.cu", "sm_90", []string{"-DX=1"}),
+		"arch":    c.key("src", "k.cu", "sm_100", []string{"-DX=1"}),
+		"opts":    c.key("src", "k.cu", "sm_90", []string{"-DX=2"}),
+		"no opts": c.key("src", "k.cu", "sm_90", nil),
+		"split":   c.key("src", "k.cu", "sm_90", []string{"-DX", "=1"}),
+		"shift":   c.key("sr", "ck.cu", "sm_90", []string{"-DX=1"}),
+		"version": other.key("src", "k.cu", "sm_90", []string{"-DX=1"}),
+		"runtime": hip.key("src", "k.cu", "sm_90", []string{"-DX=1"}),
+		"flags":   c.key("src", "k.cu", "sm_90:x", []string{"-DX=1"}),
 	}
 	for what, k := range variants {
 		if k == base {
 			t.Errorf("changing %s keeps the key", what)
 		}
 	}
-	if c.key("src", "k.cu", 90, []string{"-DX=1"}) != base {
+	if c.key("src", "k.cu", "sm_90", []string{"-DX=1"}) != base {
 		t.Error("key is not deterministic")
 	}
 }
@@ -112,13 +116,13 @@ func TestCacheRecompilesBadEntries(t *testing.T) {
 	}
 	for what, hurt := range damage {
 		c, f := newTestCache(t)
-		first, _ := c.get("s", "n", 90, nil)
-		hurt(entryPath(c, "s", "n", 90, nil))
-		got, err := c.get("s", "n", 90, nil)
+		first, _ := c.get("s", "n", "sm_90", nil)
+		hurt(entryPath(c, "s", "n", "sm_90", nil))
+		got, err := c.get("s", "n", "sm_90", nil)
 		if err != nil || f.calls != 2 || bytes.Equal(got, first) {
 			t.Errorf("%s: err=%v compiles=%d (want a fresh compile)", what, err, f.calls)
 		}
-		if again, _ := c.get("s", "n", 90, nil); f.calls != 2 || !bytes.Equal(again, got) {
+		if again, _ := c.get("s", "n", "sm_90", nil); f.calls != 2 || !bytes.Equal(again, got) {
 			t.Errorf("%s: the recompiled entry was not stored", what)
 		}
 	}
@@ -126,12 +130,12 @@ func TestCacheRecompilesBadEntries(t *testing.T) {
 
 func TestCacheUnreadableEntryStillCompiles(t *testing.T) {
 	c, f := newTestCache(t)
-	p := entryPath(c, "s", "n", 90, nil)
+	p := entryPath(c, "s", "n", "sm_90", nil)
 	if err := os.MkdirAll(p, 0o755); err != nil { // a directory where the file belongs
 		t.Fatal(err)
 	}
 	for range 2 {
-		if b, err := c.get("s", "n", 90, nil); err != nil || len(b) == 0 {
+		if b, err := c.get("s", "n", "sm_90", nil); err != nil || len(b) == 0 {
 			t.Fatalf("get with an unreadable entry: %v", err)
 		}
 	}
@@ -149,10 +153,10 @@ func TestCacheUnreadableEntryStillCompiles(t *testing.T) {
 func TestCacheCompileErrorNotStored(t *testing.T) {
 	c, f := newTestCache(t)
 	f.fail = errors.New("syntax error")
-	if _, err := c.get("s", "n", 90, nil); err == nil || !strings.Contains(err.Error(), "syntax error") {
+	if _, err := c.get("s", "n", "sm_90", nil); err == nil || !strings.Contains(err.Error(), "syntax error") {
 		t.Fatalf("compile error lost: %v", err)
 	}
-	if _, err := os.Stat(entryPath(c, "s", "n", 90, nil)); !os.IsNotExist(err) {
+	if _, err := os.Stat(entryPath(c, "s", "n", "sm_90", nil)); !os.IsNotExist(err) {
 		t.Errorf("a failed compile left an entry: %v", err)
 	}
 }
@@ -210,7 +214,7 @@ func TestNVRTCCandidates(t *testing.T) {
 func jobs(n int) []CompileJob {
 	out := make([]CompileJob, n)
 	for i := range out {
-		out[i] = CompileJob{Src: "src", Name: fmt.Sprintf("k%d.cu", i), Arch: 90, Opts: []string{fmt.Sprintf("-DK=%d", i)}}
+		out[i] = CompileJob{Src: "src", Name: fmt.Sprintf("k%d.cu", i), Arch: "sm_90", Opts: []string{fmt.Sprintf("-DK=%d", i)}}
 	}
 	return out
 }

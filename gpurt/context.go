@@ -2,7 +2,8 @@ package gpurt
 
 import "unsafe"
 
-// Context is a device's primary context.
+// Context is a device's primary context on CUDA. On HIP, whose devices have no context the API shows, it is the
+// device: SetCurrent is hipSetDevice, and h the ordinal, which every call taking a context takes instead.
 type Context struct {
 	h   uintptr
 	dev Device
@@ -15,6 +16,10 @@ func (d Device) RetainPrimaryContext() (*Context, error) {
 		return nil, err
 	}
 	c := &Context{dev: d}
+	if Loaded() == HIP {
+		c.h = h
+		return c, nil
+	}
 	if err := cuDevicePrimaryCtxRetain.call(uintptr(unsafe.Pointer(&c.h)), h); err != nil {
 		return nil, err
 	}
@@ -27,11 +32,14 @@ func (c *Context) SetCurrent() error {
 	return cuCtxSetCurrent.call(c.h)
 }
 
-// Synchronize waits for all work of the calling thread's current context, on every stream.
+// Synchronize waits for all work of the calling thread's current context (device on HIP), on every stream.
 func Synchronize() error { return cuCtxSynchronize.call() }
 
 // Release drops the reference taken by RetainPrimaryContext.
 func (c *Context) Release() error {
+	if Loaded() == HIP {
+		return nil
+	}
 	h, err := c.dev.handle()
 	if err != nil {
 		return err
@@ -42,7 +50,7 @@ func (c *Context) Release() error {
 // Device returns the device the context belongs to.
 func (c *Context) Device() Device { return c.dev }
 
-// EnablePeerAccess lets the current context access memory of peer's device.
+// EnablePeerAccess lets the current context (device) access memory of peer's device.
 // Access that is already enabled is not an error.
 func EnablePeerAccess(peer *Context) error {
 	err := cuCtxEnablePeerAccess.call(peer.h, 0)

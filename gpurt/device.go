@@ -2,55 +2,89 @@ package gpurt
 
 import (
 	"bytes"
+	"fmt"
 	"unsafe"
 )
 
-// Device is a CUDA device ordinal.
+// Device is a GPU's ordinal among those the process sees.
 type Device int
 
-// DeviceAttribute is a CUdevice_attribute.
+// DeviceAttribute is a device property; Attribute asks the runtime for it by that runtime's number.
 type DeviceAttribute int32
 
-// Device attributes (values of CUdevice_attribute).
+// Device attributes.
 const (
-	MaxThreadsPerBlock               DeviceAttribute = 1
-	MaxSharedMemoryPerBlock          DeviceAttribute = 8
-	WarpSize                         DeviceAttribute = 10
-	ClockRate                        DeviceAttribute = 13 // kHz
-	MultiprocessorCount              DeviceAttribute = 16
-	CanMapHostMemory                 DeviceAttribute = 19
-	ConcurrentKernels                DeviceAttribute = 31
-	PCIBusIDAttr                     DeviceAttribute = 33
-	PCIDeviceID                      DeviceAttribute = 34
-	MemoryClockRate                  DeviceAttribute = 36 // kHz
-	GlobalMemoryBusWidth             DeviceAttribute = 37 // bits
-	L2CacheSize                      DeviceAttribute = 38 // bytes
-	MaxThreadsPerMultiprocessor      DeviceAttribute = 39
-	AsyncEngineCount                 DeviceAttribute = 40
-	UnifiedAddressing                DeviceAttribute = 41
-	PCIDomainID                      DeviceAttribute = 50
-	ComputeCapabilityMajor           DeviceAttribute = 75
-	ComputeCapabilityMinor           DeviceAttribute = 76
-	MaxSharedMemoryPerMultiprocessor DeviceAttribute = 81
-	CooperativeLaunch                DeviceAttribute = 95
-	MaxSharedMemoryPerBlockOptin     DeviceAttribute = 97
+	MaxThreadsPerBlock DeviceAttribute = iota
+	MaxSharedMemoryPerBlock
+	WarpSize
+	ClockRate // kHz
+	MultiprocessorCount
+	CanMapHostMemory
+	ConcurrentKernels
+	PCIBusIDAttr
+	PCIDeviceID
+	MemoryClockRate      // kHz
+	GlobalMemoryBusWidth // bits
+	L2CacheSize          // bytes
+	MaxThreadsPerMultiprocessor
+	AsyncEngineCount
+	UnifiedAddressing
+	PCIDomainID
+	ComputeCapabilityMajor
+	ComputeCapabilityMinor
+	MaxSharedMemoryPerMultiprocessor
+	CooperativeLaunch
+	MaxSharedMemoryPerBlockOptin
+	deviceAttributes
 )
 
-// DeviceCount returns the number of CUDA devices visible to this process.
+// attributeNumbers are each attribute's CUdevice_attribute and hipDeviceAttribute_t values (cuda.h;
+// hip_runtime_api.h, the same from HIP 5.2 to 7.x; checked against the installed header by a test).
+var attributeNumbers = [deviceAttributes][runtimes]int32{
+	MaxThreadsPerBlock:               {CUDA: 1, HIP: 56},
+	MaxSharedMemoryPerBlock:          {CUDA: 8, HIP: 74},
+	WarpSize:                         {CUDA: 10, HIP: 87},
+	ClockRate:                        {CUDA: 13, HIP: 5},
+	MultiprocessorCount:              {CUDA: 16, HIP: 63},
+	CanMapHostMemory:                 {CUDA: 19, HIP: 3},
+	ConcurrentKernels:                {CUDA: 31, HIP: 8},
+	PCIBusIDAttr:                     {CUDA: 33, HIP: 67},
+	PCIDeviceID:                      {CUDA: 34, HIP: 68},
+	MemoryClockRate:                  {CUDA: 36, HIP: 60},
+	GlobalMemoryBusWidth:             {CUDA: 37, HIP: 59},
+	L2CacheSize:                      {CUDA: 38, HIP: 19},
+	MaxThreadsPerMultiprocessor:      {CUDA: 39, HIP: 57},
+	AsyncEngineCount:                 {CUDA: 40, HIP: 2},
+	UnifiedAddressing:                {CUDA: 41, HIP: 85},
+	PCIDomainID:                      {CUDA: 50, HIP: 69},
+	ComputeCapabilityMajor:           {CUDA: 75, HIP: 23},
+	ComputeCapabilityMinor:           {CUDA: 76, HIP: 61},
+	MaxSharedMemoryPerMultiprocessor: {CUDA: 81, HIP: 10002},
+	CooperativeLaunch:                {CUDA: 95, HIP: 10},
+	MaxSharedMemoryPerBlockOptin:     {CUDA: 97, HIP: 75},
+}
+
+// DeviceCount returns the number of GPUs visible to this process; 0 and no error where the runtime has none.
 func DeviceCount() (int, error) {
 	var n int32
 	err := cuDeviceGetCount.call(uintptr(unsafe.Pointer(&n)))
+	if e, ok := err.(*Error); ok && e.Code == errorNoDevice {
+		return 0, nil
+	}
 	return int(n), err
 }
 
-// handle returns the driver's CUdevice for the ordinal.
+// handle returns the runtime's device handle: CUdevice, or the ordinal itself on HIP.
 func (d Device) handle() (uintptr, error) {
+	if Loaded() == HIP {
+		return uintptr(d), nil
+	}
 	var h int32
 	err := cuDeviceGet.call(uintptr(unsafe.Pointer(&h)), uintptr(d))
 	return uintptr(h), err
 }
 
-// Name returns the product name, e.g. "NVIDIA H200".
+// Name returns the product name, e.g. "NVIDIA H200" or "AMD Instinct MI300X".
 func (d Device) Name() (string, error) {
 	return d.stringQuery(cuDeviceGetName)
 }
@@ -82,12 +116,16 @@ func (d Device) Attribute(a DeviceAttribute) (int, error) {
 	if err != nil {
 		return 0, err
 	}
+	if a < 0 || a >= deviceAttributes {
+		return 0, fmt.Errorf("gpu runtime: no device attribute %d", a)
+	}
 	var v int32
-	err = cuDeviceGetAttribute.call(uintptr(unsafe.Pointer(&v)), uintptr(a), h)
+	err = cuDeviceGetAttribute.call(uintptr(unsafe.Pointer(&v)), uintptr(attributeNumbers[a][Loaded()]), h)
 	return int(v), err
 }
 
-// ComputeCapability returns the SM version, e.g. 9, 0 for Hopper.
+// ComputeCapability returns the SM version, e.g. 9, 0 for Hopper (AMD GPUs report one too: 9.4 for gfx942;
+// gate nothing on it, see Caps).
 func (d Device) ComputeCapability() (major, minor int, err error) {
 	if major, err = d.Attribute(ComputeCapabilityMajor); err != nil {
 		return 0, 0, err

@@ -1,147 +1,90 @@
-// Package cuda binds the CUDA driver API and NVRTC through purego (no cgo).
+// Package gpurt is the GPU runtime layer: the CUDA driver API and NVRTC, or HIP and hiprtc, bound through purego
+// (no cgo) and chosen at run time (Load). Both runtimes pass through one API: each entry point is declared
+// once with its CUDA and its HIP name, and the few calls that differ branch on the loaded runtime. Features
+// that only some GPUs have are told by Device.Caps, never by a compute-capability number (AMD's gfx942 reports
+// 9.4).
 //
-// Every call returns *Error naming the C function on failure. The current
-// context is per OS thread: drive each GPU from one goroutine that called
-// runtime.LockOSThread and Context.SetCurrent.
+// Every call returns *Error naming the C function on failure. The current device is per OS thread (a context
+// on CUDA, the device ordinal on HIP): drive each GPU from one goroutine that called runtime.LockOSThread and
+// Context.SetCurrent.
 package gpurt
 
 import (
-	"fmt"
-	"os"
-	"path/filepath"
-	"sync"
 	"unsafe"
 )
 
+// driverLib is libcuda or libamdhip64.
 var driverLib library
 
 func init() { driverLib.newError = driverError }
 
 var (
-	cuInit                      = driverLib.fn("cuInit")
-	cuDriverGetVersion          = driverLib.fn("cuDriverGetVersion")
-	cuGetErrorName              = driverLib.fn("cuGetErrorName")
-	cuGetErrorString            = driverLib.fn("cuGetErrorString")
-	cuDeviceGetCount            = driverLib.fn("cuDeviceGetCount")
-	cuDeviceGet                 = driverLib.fn("cuDeviceGet")
-	cuDeviceGetName             = driverLib.fn("cuDeviceGetName")
-	cuDeviceGetPCIBusId         = driverLib.fn("cuDeviceGetPCIBusId")
-	cuDeviceGetAttribute        = driverLib.fn("cuDeviceGetAttribute")
-	cuDeviceTotalMem            = driverLib.fn("cuDeviceTotalMem_v2")
-	cuDeviceCanAccessPeer       = driverLib.fn("cuDeviceCanAccessPeer")
-	cuDevicePrimaryCtxRetain    = driverLib.fn("cuDevicePrimaryCtxRetain")
-	cuDevicePrimaryCtxRelease   = driverLib.fn("cuDevicePrimaryCtxRelease_v2")
-	cuCtxSetCurrent             = driverLib.fn("cuCtxSetCurrent")
-	cuCtxSynchronize            = driverLib.fn("cuCtxSynchronize")
-	cuCtxEnablePeerAccess       = driverLib.fn("cuCtxEnablePeerAccess")
-	cuMemAlloc                  = driverLib.fn("cuMemAlloc_v2")
-	cuMemFree                   = driverLib.fn("cuMemFree_v2")
-	cuMemAllocManaged           = driverLib.fn("cuMemAllocManaged")
-	cuMemGetInfo                = driverLib.fn("cuMemGetInfo_v2")
-	cuMemcpyHtoD                = driverLib.fn("cuMemcpyHtoD_v2")
-	cuMemcpyHtoDAsync           = driverLib.fn("cuMemcpyHtoDAsync_v2")
-	cuMemcpyDtoH                = driverLib.fn("cuMemcpyDtoH_v2")
-	cuMemcpyDtoD                = driverLib.fn("cuMemcpyDtoD_v2")
-	cuMemcpyDtoDAsync           = driverLib.fn("cuMemcpyDtoDAsync_v2")
-	cuMemcpyPeerAsync           = driverLib.fn("cuMemcpyPeerAsync")
-	cuMemsetD8                  = driverLib.fn("cuMemsetD8_v2")
-	cuMemsetD32Async            = driverLib.fn("cuMemsetD32Async")
-	cuMemHostAlloc              = driverLib.fn("cuMemHostAlloc")
-	cuMemFreeHost               = driverLib.fn("cuMemFreeHost")
-	cuMemHostGetDevicePointer   = driverLib.fn("cuMemHostGetDevicePointer_v2")
-	cuStreamCreate              = driverLib.fn("cuStreamCreate")
-	cuStreamSynchronize         = driverLib.fn("cuStreamSynchronize")
-	cuStreamQuery               = driverLib.fn("cuStreamQuery")
-	cuStreamDestroy             = driverLib.fn("cuStreamDestroy_v2")
-	cuStreamWaitEvent           = driverLib.fn("cuStreamWaitEvent")
-	cuStreamBeginCapture        = driverLib.fn("cuStreamBeginCapture_v2")
-	cuStreamEndCapture          = driverLib.fn("cuStreamEndCapture")
-	cuEventCreate               = driverLib.fn("cuEventCreate")
-	cuEventRecord               = driverLib.fn("cuEventRecord")
-	cuEventSynchronize          = driverLib.fn("cuEventSynchronize")
-	cuEventQuery                = driverLib.fn("cuEventQuery")
-	cuEventDestroy              = driverLib.fn("cuEventDestroy_v2")
-	cuEventElapsedTime          = driverLib.fn("cuEventElapsedTime_v2", "cuEventElapsedTime")
-	cuIpcGetMemHandle           = driverLib.fn("cuIpcGetMemHandle")
-	cuIpcOpenMemHandle          = driverLib.fn("cuIpcOpenMemHandle_v2")
-	cuIpcCloseMemHandle         = driverLib.fn("cuIpcCloseMemHandle")
-	cuModuleLoadData            = driverLib.fn("cuModuleLoadData")
-	cuModuleGetFunction         = driverLib.fn("cuModuleGetFunction")
-	cuModuleUnload              = driverLib.fn("cuModuleUnload")
-	cuFuncSetAttribute          = driverLib.fn("cuFuncSetAttribute")
-	cuLaunchKernel              = driverLib.fn("cuLaunchKernel")
-	cuLaunchKernelEx            = driverLib.fn("cuLaunchKernelEx")
-	cuGraphInstantiateWithFlags = driverLib.fn("cuGraphInstantiateWithFlags")
-	cuGraphLaunch               = driverLib.fn("cuGraphLaunch")
-	cuGraphExecDestroy          = driverLib.fn("cuGraphExecDestroy")
-	cuGraphDestroy              = driverLib.fn("cuGraphDestroy")
+	cuInit                      = driverLib.fn("cuInit", "hipInit")
+	cuDriverGetVersion          = driverLib.fn("cuDriverGetVersion", "hipDriverGetVersion")
+	hipRuntimeGetVersion        = driverLib.fn("", "hipRuntimeGetVersion")
+	cuGetErrorName              = driverLib.fn("cuGetErrorName", "")
+	cuGetErrorString            = driverLib.fn("cuGetErrorString", "")
+	hipGetErrorName             = driverLib.fn("", "hipGetErrorName")
+	hipGetErrorString           = driverLib.fn("", "hipGetErrorString")
+	cuDeviceGetCount            = driverLib.fn("cuDeviceGetCount", "hipGetDeviceCount")
+	cuDeviceGet                 = driverLib.fn("cuDeviceGet", "")
+	cuDeviceGetName             = driverLib.fn("cuDeviceGetName", "hipDeviceGetName")
+	cuDeviceGetPCIBusId         = driverLib.fn("cuDeviceGetPCIBusId", "hipDeviceGetPCIBusId")
+	cuDeviceGetAttribute        = driverLib.fn("cuDeviceGetAttribute", "hipDeviceGetAttribute")
+	hipGetDeviceProperties      = driverLib.fn("", "hipGetDevicePropertiesR0600|hipGetDeviceProperties")
+	cuDeviceTotalMem            = driverLib.fn("cuDeviceTotalMem_v2", "hipDeviceTotalMem")
+	cuDeviceCanAccessPeer       = driverLib.fn("cuDeviceCanAccessPeer", "hipDeviceCanAccessPeer")
+	cuDevicePrimaryCtxRetain    = driverLib.fn("cuDevicePrimaryCtxRetain", "")
+	cuDevicePrimaryCtxRelease   = driverLib.fn("cuDevicePrimaryCtxRelease_v2", "")
+	cuCtxSetCurrent             = driverLib.fn("cuCtxSetCurrent", "hipSetDevice")
+	cuCtxSynchronize            = driverLib.fn("cuCtxSynchronize", "hipDeviceSynchronize")
+	cuCtxEnablePeerAccess       = driverLib.fn("cuCtxEnablePeerAccess", "hipDeviceEnablePeerAccess")
+	cuMemAlloc                  = driverLib.fn("cuMemAlloc_v2", "hipMalloc")
+	hipExtMallocWithFlags       = driverLib.fn("", "hipExtMallocWithFlags")
+	cuMemFree                   = driverLib.fn("cuMemFree_v2", "hipFree")
+	cuMemAllocManaged           = driverLib.fn("cuMemAllocManaged", "hipMallocManaged")
+	cuMemGetInfo                = driverLib.fn("cuMemGetInfo_v2", "hipMemGetInfo")
+	cuMemcpyHtoD                = driverLib.fn("cuMemcpyHtoD_v2", "hipMemcpyHtoD")
+	cuMemcpyHtoDAsync           = driverLib.fn("cuMemcpyHtoDAsync_v2", "hipMemcpyHtoDAsync")
+	cuMemcpyDtoH                = driverLib.fn("cuMemcpyDtoH_v2", "hipMemcpyDtoH")
+	cuMemcpyDtoD                = driverLib.fn("cuMemcpyDtoD_v2", "hipMemcpyDtoD")
+	cuMemcpyDtoDAsync           = driverLib.fn("cuMemcpyDtoDAsync_v2", "hipMemcpyDtoDAsync")
+	cuMemcpyPeerAsync           = driverLib.fn("cuMemcpyPeerAsync", "hipMemcpyPeerAsync")
+	cuMemsetD8                  = driverLib.fn("cuMemsetD8_v2", "hipMemsetD8")
+	cuMemsetD32Async            = driverLib.fn("cuMemsetD32Async", "hipMemsetD32Async")
+	cuMemHostAlloc              = driverLib.fn("cuMemHostAlloc", "hipHostMalloc")
+	cuMemFreeHost               = driverLib.fn("cuMemFreeHost", "hipHostFree")
+	cuMemHostGetDevicePointer   = driverLib.fn("cuMemHostGetDevicePointer_v2", "hipHostGetDevicePointer")
+	cuStreamCreate              = driverLib.fn("cuStreamCreate", "hipStreamCreateWithFlags")
+	cuStreamSynchronize         = driverLib.fn("cuStreamSynchronize", "hipStreamSynchronize")
+	cuStreamQuery               = driverLib.fn("cuStreamQuery", "hipStreamQuery")
+	cuStreamDestroy             = driverLib.fn("cuStreamDestroy_v2", "hipStreamDestroy")
+	cuStreamWaitEvent           = driverLib.fn("cuStreamWaitEvent", "hipStreamWaitEvent")
+	cuStreamBeginCapture        = driverLib.fn("cuStreamBeginCapture_v2", "hipStreamBeginCapture")
+	cuStreamEndCapture          = driverLib.fn("cuStreamEndCapture", "hipStreamEndCapture")
+	cuEventCreate               = driverLib.fn("cuEventCreate", "hipEventCreateWithFlags")
+	cuEventRecord               = driverLib.fn("cuEventRecord", "hipEventRecord")
+	cuEventSynchronize          = driverLib.fn("cuEventSynchronize", "hipEventSynchronize")
+	cuEventQuery                = driverLib.fn("cuEventQuery", "hipEventQuery")
+	cuEventDestroy              = driverLib.fn("cuEventDestroy_v2", "hipEventDestroy")
+	cuEventElapsedTime          = driverLib.fn("cuEventElapsedTime_v2|cuEventElapsedTime", "hipEventElapsedTime")
+	cuIpcGetMemHandle           = driverLib.fn("cuIpcGetMemHandle", "hipIpcGetMemHandle")
+	cuIpcOpenMemHandle          = driverLib.fn("cuIpcOpenMemHandle_v2", "hipIpcOpenMemHandle")
+	cuIpcCloseMemHandle         = driverLib.fn("cuIpcCloseMemHandle", "hipIpcCloseMemHandle")
+	cuModuleLoadData            = driverLib.fn("cuModuleLoadData", "hipModuleLoadData")
+	cuModuleGetFunction         = driverLib.fn("cuModuleGetFunction", "hipModuleGetFunction")
+	cuModuleUnload              = driverLib.fn("cuModuleUnload", "hipModuleUnload")
+	cuFuncSetAttribute          = driverLib.fn("cuFuncSetAttribute", "")
+	cuLaunchKernel              = driverLib.fn("cuLaunchKernel", "hipModuleLaunchKernel")
+	cuLaunchKernelEx            = driverLib.fn("cuLaunchKernelEx", "")
+	cuGraphInstantiateWithFlags = driverLib.fn("cuGraphInstantiateWithFlags", "hipGraphInstantiateWithFlags")
+	cuGraphLaunch               = driverLib.fn("cuGraphLaunch", "hipGraphLaunch")
+	cuGraphExecDestroy          = driverLib.fn("cuGraphExecDestroy", "hipGraphExecDestroy")
+	cuGraphDestroy              = driverLib.fn("cuGraphDestroy", "hipGraphDestroy")
 )
 
-var driver struct {
-	sync.Mutex
-	path string // set once Load succeeded
-}
-
-// driverCandidates lists where Load looks for libcuda, in order. The toolkit's
-// stubs directory is left out on purpose: its libcuda only fails every call.
-func driverCandidates(getenv func(string) string) []string {
-	var c []string
-	if p := getenv("RCCLX_TESTS_LIBCUDA"); p != "" {
-		c = append(c, p)
-	}
-	c = append(c, "libcuda.so.1", "libcuda.so")
-	for _, dir := range []string{"/usr/lib/x86_64-linux-gnu", "/usr/lib64", "/usr/local/nvidia/lib64", "/usr/lib/wsl/lib"} {
-		c = append(c, filepath.Join(dir, "libcuda.so.1"))
-	}
-	return c
-}
-
-// Load opens libcuda, resolves every entry point and calls cuInit(0).
-// It is safe to call many times and from many goroutines.
-func Load() error {
-	driver.Lock()
-	defer driver.Unlock()
-	if driver.path != "" {
-		return nil
-	}
-	h, path, err := openFirst("the CUDA driver (libcuda.so.1)", driverCandidates(os.Getenv))
-	if err != nil {
-		return fmt.Errorf("cuda: %w", err)
-	}
-	if err := resolve(path, h, driverLib.funcs); err != nil {
-		unresolve(driverLib.funcs)
-		return fmt.Errorf("cuda: %w", err)
-	}
-	return initDriver(path)
-}
-
-// BindDriver makes the functions sym finds by name (0 where there is none) the CUDA driver and calls cuInit(0),
-// as Load does with the library it opens; path names the driver in messages. A test stands Go functions in for
-// a driver so (purego.NewCallback).
-func BindDriver(path string, sym func(name string) uintptr) error {
-	driver.Lock()
-	defer driver.Unlock()
-	if err := resolveSym(path, sym, driverLib.funcs); err != nil {
-		unresolve(driverLib.funcs)
-		return fmt.Errorf("cuda: %w", err)
-	}
-	return initDriver(path)
-}
-
-// initDriver calls cuInit(0) on the resolved driver at path; the caller holds driver's lock.
-func initDriver(path string) error {
-	if err := cuInit.call(0); err != nil {
-		unresolve(driverLib.funcs)
-		if e, ok := err.(*Error); ok && e.Code == errorStubLibrary {
-			return fmt.Errorf("cuda: %s is the toolkit's stub, not a driver: %w", path, err)
-		}
-		return fmt.Errorf("cuda: %s: %w", path, err)
-	}
-	driver.path = path
-	return nil
-}
-
-// DriverVersion returns the driver API version, e.g. 13000 for CUDA 13.0.
+// DriverVersion returns the driver's version: the CUDA driver API version (13000 for CUDA 13.0), or HIP's
+// driver version.
 func DriverVersion() (int, error) {
 	var v int32
 	err := cuDriverGetVersion.call(uintptr(unsafe.Pointer(&v)))

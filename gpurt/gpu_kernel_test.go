@@ -39,15 +39,15 @@ type pair struct {
 
 func loadTestKernels(t *testing.T) *Module {
 	t.Helper()
-	if err := LoadNVRTC(); err != nil {
-		t.Skip("no NVRTC: " + err.Error())
+	if err := LoadCompiler(); err != nil {
+		t.Skip("no kernel compiler: " + err.Error())
 	}
-	major, minor, err := Device(0).ComputeCapability()
+	arch, err := Device(0).Arch()
 	if err != nil {
 		t.Fatal(err)
 	}
 	t.Setenv("RCCLX_TESTS_KERNEL_CACHE", t.TempDir())
-	cubin, err := CompileCached(testKernels, "test_kernels.cu", major*10+minor)
+	cubin, err := CompileCached(testKernels, "test_kernels.cu", arch)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -97,10 +97,10 @@ func TestGPULaunchPassesEveryArgumentType(t *testing.T) {
 
 func TestGPUCompileErrorHasLog(t *testing.T) {
 	onGPU(t)
-	if err := LoadNVRTC(); err != nil {
-		t.Skip("no NVRTC: " + err.Error())
+	if err := LoadCompiler(); err != nil {
+		t.Skip("no kernel compiler: " + err.Error())
 	}
-	_, log, err := Compile(`extern "C" __global__ void k() { undeclared_thing(); }`, "bad.cu", 90)
+	_, log, err := Compile(`extern "C" __global__ void k() { undeclared_thing(); }`, "bad.cu", "sm_90")
 	if err == nil || !strings.Contains(log, "undeclared_thing") || !strings.Contains(err.Error(), "undeclared_thing") {
 		t.Fatalf("compile error = %v, log = %q", err, log)
 	}

@@ -7,13 +7,18 @@ import (
 	"github.com/ebitengine/purego"
 )
 
-// IpcMemHandle names a device allocation to other processes.
+// IpcMemHandle names a device allocation to other processes (CUipcMemHandle, hipIpcMemHandle_t: 64 bytes).
 type IpcMemHandle [64]byte
 
 // ipcHandleArg is CUipcMemHandle as a C struct, for passing by value.
 type ipcHandleArg struct{ Reserved [64]byte }
 
-const ipcMemLazyEnablePeerAccess = 0x1
+// ipcMemLazyEnablePeerAccess is the one flag cuIpcOpenMemHandle and hipIpcOpenMemHandle take, 1 in both; HIP's
+// headers up to ROCm 5.2 said 0, and newer HIP runtimes refuse any other value.
+const (
+	ipcMemLazyEnablePeerAccess = 0x1
+	hipIpcMemLazyOld           = 0x0
+)
 
 // cuIpcOpenMemHandle takes the 64-byte handle by value, which ccall cannot
 // pass; purego's RegisterFunc places it on the stack as the C ABI wants.
@@ -36,7 +41,11 @@ func IpcOpenMemHandle(h IpcMemHandle) (DevicePtr, error) {
 	}
 	ipcOpen.once.Do(func() { purego.RegisterFunc(&ipcOpen.fn, cuIpcOpenMemHandle.addr) })
 	var p DevicePtr
-	if r := ipcOpen.fn(&p, ipcHandleArg{Reserved: h}, ipcMemLazyEnablePeerAccess); r != 0 {
+	r := ipcOpen.fn(&p, ipcHandleArg{Reserved: h}, ipcMemLazyEnablePeerAccess)
+	if r == errorInvalidValue && Loaded() == HIP {
+		r = ipcOpen.fn(&p, ipcHandleArg{Reserved: h}, hipIpcMemLazyOld)
+	}
+	if r != 0 {
 		return 0, driverError(cuIpcOpenMemHandle.name, int(r))
 	}
 	return p, nil

@@ -30,7 +30,7 @@ var paramPool = sync.Pool{New: func() any { return new(kernelParams) }}
 // set copies the arguments into the block.
 func (k *kernelParams) set(args []any) error {
 	if len(args) > maxKernelArgs {
-		return fmt.Errorf("cuda: %d kernel arguments, at most %d", len(args), maxKernelArgs)
+		return fmt.Errorf("gpu runtime: %d kernel arguments, at most %d", len(args), maxKernelArgs)
 	}
 	k.n = len(args)
 	off := 0 // in 8-byte words
@@ -63,7 +63,7 @@ func (k *kernelParams) set(args []any) error {
 			continue
 		}
 		if off >= len(k.data) {
-			return fmt.Errorf("cuda: kernel arguments exceed %d bytes", maxKernelBytes)
+			return fmt.Errorf("gpu runtime: kernel arguments exceed %d bytes", maxKernelBytes)
 		}
 		k.data[off] = v
 		k.ptrs[i] = unsafe.Pointer(&k.data[off])
@@ -77,12 +77,12 @@ func (k *kernelParams) set(args []any) error {
 func (k *kernelParams) putStruct(i int, a any, off int) (int, error) {
 	v := reflect.ValueOf(a)
 	if !v.IsValid() || v.Kind() != reflect.Pointer || v.Type().Elem().Kind() != reflect.Struct || v.IsNil() {
-		return 0, fmt.Errorf("cuda: kernel argument %d has type %s; want DevicePtr, uintptr, int32, uint32, int64, uint64, float32, float64 or a non-nil pointer to a struct", i, typeName(v))
+		return 0, fmt.Errorf("gpu runtime: kernel argument %d has type %s; want DevicePtr, uintptr, int32, uint32, int64, uint64, float32, float64 or a non-nil pointer to a struct", i, typeName(v))
 	}
 	size := int(v.Type().Elem().Size())
 	words := (size + 7) / 8
 	if off+words > len(k.data) {
-		return 0, fmt.Errorf("cuda: kernel arguments exceed %d bytes", maxKernelBytes)
+		return 0, fmt.Errorf("gpu runtime: kernel arguments exceed %d bytes", maxKernelBytes)
 	}
 	dst := unsafe.Slice((*byte)(unsafe.Pointer(&k.data[off])), size)
 	copy(dst, unsafe.Slice((*byte)(v.UnsafePointer()), size))

@@ -4,6 +4,7 @@ import (
 	"errors"
 	"fmt"
 	"runtime"
+	"slices"
 	"strings"
 
 	"github.com/ebitengine/purego"
@@ -34,25 +35,42 @@ func openFirst(what string, candidates []string) (handle uintptr, path string, e
 	return 0, "", fmt.Errorf("cannot load %s; tried %s", what, strings.Join(tried, "; "))
 }
 
-// library is the set of entry points bound from one shared library.
+// library is the set of entry points bound from one shared library: libcuda or libamdhip64 for the driver,
+// NVRTC or hiprtc for the compiler.
 type library struct {
 	funcs    []*cfunc
 	newError func(call string, code int) *Error // turns a non-zero result into *Error
 }
 
-// fn declares an entry point; later names are fallbacks for older libraries.
-func (l *library) fn(names ...string) *cfunc {
-	f := &cfunc{lib: l, names: names, name: names[0]}
+// fn declares an entry point by its CUDA and its HIP name, each a list of alternatives separated by "|" (later
+// ones are fallbacks for older libraries); "" where that runtime has no such entry point.
+func (l *library) fn(cuda, hip string) *cfunc {
+	f := &cfunc{lib: l, names: [runtimes][]string{CUDA: splitNames(cuda), HIP: splitNames(hip)}}
+	f.name = f.firstName(CUDA)
 	l.funcs = append(l.funcs, f)
 	return f
 }
 
-// cfunc is one C entry point, resolved by the first of its names the library exports.
+func splitNames(s string) []string {
+	if s == "" {
+		return nil
+	}
+	return strings.Split(s, "|")
+}
+
+// cfunc is one C entry point, resolved by the first of the loaded runtime's names the library exports.
 type cfunc struct {
 	lib   *library
-	names []string
-	name  string // the name that resolved, or names[0]
+	names [runtimes][]string
+	name  string // the name that resolved, or the first name
 	addr  uintptr
+}
+
+func (f *cfunc) firstName(rt Runtime) string {
+	if n := f.names[rt]; len(n) > 0 {
+		return n[0]
+	}
+	return ""
 }
 
 // raw calls f with integer/pointer arguments and returns the C result.
@@ -73,29 +91,33 @@ func (f *cfunc) call(args ...uintptr) error {
 	return nil
 }
 
-// resolve looks up every function in fns; missing ones are reported together.
-func resolve(lib string, handle uintptr, fns []*cfunc) error {
-	runtime.LockOSThread()
-	defer runtime.UnlockOSThread()
-	return resolveSym(lib, func(name string) uintptr {
-		a, _ := purego.Dlsym(handle, name)
+// dlsym returns a symbol lookup in the library handle; 0 for a symbol it lacks.
+func dlsym(handle uintptr) func(string) uintptr {
+	return func(name string) uintptr {
+		a, err := purego.Dlsym(handle, name)
+		if err != nil {
+			return 0
+		}
 		return a
-	}, fns)
+	}
 }
 
-// resolveSym is resolve with the addresses sym finds by name (0 where there is none).
-func resolveSym(lib string, sym func(name string) uintptr, fns []*cfunc) error {
+// resolve looks up every function of fns that runtime rt has, by its rt names, through sym; missing ones are
+// reported together, except those optional names.
+func resolve(lib string, rt Runtime, sym func(string) uintptr, fns []*cfunc, optional ...*cfunc) error {
+	runtime.LockOSThread() // dlerror is per thread
+	defer runtime.UnlockOSThread()
 	var missing []string
 	for _, f := range fns {
-		f.addr, f.name = 0, f.names[0]
-		for _, n := range f.names {
+		f.addr, f.name = 0, f.firstName(rt)
+		for _, n := range f.names[rt] {
 			if a := sym(n); a != 0 {
 				f.addr, f.name = a, n
 				break
 			}
 		}
-		if f.addr == 0 {
-			missing = append(missing, strings.Join(f.names, "|"))
+		if f.addr == 0 && len(f.names[rt]) > 0 && !slices.Contains(optional, f) {
+			missing = append(missing, strings.Join(f.names[rt], "|"))
 		}
 	}
 	if len(missing) > 0 {
@@ -111,4 +133,4 @@ func unresolve(fns []*cfunc) {
 	}
 }
 
-var errNotLoaded = errors.New("cuda: library not loaded (call cuda.Load / cuda.LoadNVRTC first)")
+var errNotLoaded = errors.New("gpu runtime: not loaded (call gpurt.Load first)")

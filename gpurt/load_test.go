@@ -55,10 +55,13 @@ func TestOpenFirstLoadsLibc(t *testing.T) {
 		t.Fatalf("openFirst = %x, %q, %v", h, path, err)
 	}
 	var libc library
-	fns := []*cfunc{libc.fn("labs"), libc.fn("no_such_fn_v2", "llabs"), libc.fn("no_such_fn")}
-	err = resolve("libc", h, libc.funcs)
+	fns := []*cfunc{libc.fn("labs", ""), libc.fn("no_such_fn_v2|llabs", ""), libc.fn("no_such_fn", ""), libc.fn("", "hip_only")}
+	err = resolve("libc", CUDA, dlsym(h), libc.funcs)
 	if err == nil || !strings.Contains(err.Error(), "no_such_fn") || strings.Contains(err.Error(), "labs") {
 		t.Fatalf("resolve error should name only the missing symbol: %v", err)
+	}
+	if fns[3].addr != 0 {
+		t.Errorf("an entry point without a CUDA name resolved under CUDA: %+v", fns[3])
 	}
 	if fns[1].name != "llabs" || fns[1].addr == 0 {
 		t.Errorf("fallback name not used: %+v", fns[1])
@@ -80,7 +83,7 @@ func TestErrorText(t *testing.T) {
 }
 
 func TestCallBeforeLoad(t *testing.T) {
-	f := new(library).fn("cuNothing")
+	f := new(library).fn("cuNothing", "")
 	if err := f.call(1); !errors.Is(err, errNotLoaded) {
 		t.Errorf("call on an unresolved symbol = %v, want errNotLoaded", err)
 	}
@@ -99,7 +102,7 @@ func TestQuery(t *testing.T) {
 	if err != nil {
 		t.Skip("no libc to stand in for the driver:", err)
 	}
-	f := (&library{newError: driverError}).fn("cuStreamQuery")
+	f := (&library{newError: driverError}).fn("cuStreamQuery", "")
 	if f.addr, err = purego.Dlsym(h, "labs"); err != nil {
 		t.Fatal(err)
 	}
@@ -113,7 +116,7 @@ func TestQuery(t *testing.T) {
 	if d, err := query(f, 700); d || !errors.As(err, &e) || e.Code != 700 || e.Call != "cuStreamQuery" {
 		t.Errorf("700: %v, %v; want the error", d, err)
 	}
-	if _, err := query(new(library).fn("cuNothing"), 0); !errors.Is(err, errNotLoaded) {
+	if _, err := query(new(library).fn("cuNothing", ""), 0); !errors.Is(err, errNotLoaded) {
 		t.Errorf("unresolved: %v", err)
 	}
 }
@@ -130,12 +133,12 @@ func TestLoadErrorsNameEveryPath(t *testing.T) {
 			}
 		}
 	}
-	if err := LoadNVRTC(); err == nil {
-		t.Log("NVRTC loaded; its failure text is not checked")
+	if err := LoadCompiler(); err == nil || Loaded() != CUDA {
+		t.Log("NVRTC loaded, or no CUDA driver to load it for; its failure text is not checked")
 	} else {
 		for _, want := range []string{"/nonexistent/rcclx/libnvrtc.so", "libnvrtc.so.13", "/usr/local/cuda/lib64/libnvrtc.so.13"} {
 			if !strings.Contains(err.Error(), want) {
-				t.Errorf("LoadNVRTC error does not name %s:\n%v", want, err)
+				t.Errorf("LoadCompiler error does not name %s:\n%v", want, err)
 			}
 		}
 	}

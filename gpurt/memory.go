@@ -6,7 +6,7 @@ import (
 	"unsafe"
 )
 
-// DevicePtr is a device address (CUdeviceptr).
+// DevicePtr is a device address (CUdeviceptr, or a HIP device pointer).
 type DevicePtr uintptr
 
 // MemAlloc allocates device memory in the current context.
@@ -84,7 +84,7 @@ func MemcpyDtoDAsync(dst, src DevicePtr, bytes int64, s Stream) error {
 	return cuMemcpyDtoDAsync.call(uintptr(dst), uintptr(src), uintptr(bytes), uintptr(s))
 }
 
-// MemcpyPeerAsync enqueues a copy between memory of two contexts on s.
+// MemcpyPeerAsync enqueues a copy between memory of two contexts (devices on HIP) on s.
 func MemcpyPeerAsync(dst DevicePtr, dstCtx *Context, src DevicePtr, srcCtx *Context, bytes int64, s Stream) error {
 	return cuMemcpyPeerAsync.call(uintptr(dst), dstCtx.h, uintptr(src), srcCtx.h, uintptr(bytes), uintptr(s))
 }
@@ -131,6 +131,15 @@ const (
 	MemDevice     MemKind = iota // device memory (cuMemAlloc)
 	MemHostMapped                // pinned host memory mapped for every context (cuMemHostAlloc)
 	MemManaged                   // managed memory (cuMemAllocManaged, attached globally)
+	// MemFine is device memory that peers and the host see coherently, as rccl-tests' -Y fine allocates it:
+	// uncached (hipDeviceMallocUncached) from HIP 5.7, fine-grained before; plain device memory on CUDA.
+	MemFine
+)
+
+// hipExtMallocWithFlags flags (hip_runtime_api.h).
+const (
+	hipDeviceMallocFinegrained = 0x1
+	hipDeviceMallocUncached    = 0x3
 )
 
 const memAttachGlobal = 0x1
@@ -148,6 +157,19 @@ func AllocKind(kind MemKind, bytes int64) (DevicePtr, func() error, error) {
 	case MemManaged:
 		var p DevicePtr
 		if err := cuMemAllocManaged.call(uintptr(unsafe.Pointer(&p)), uintptr(bytes), memAttachGlobal); err != nil {
+			return 0, nil, err
+		}
+		return p, func() error { return MemFree(p) }, nil
+	case MemFine:
+		if Loaded() != HIP {
+			break
+		}
+		flags := uintptr(hipDeviceMallocUncached)
+		if hipVersion() < 507 {
+			flags = hipDeviceMallocFinegrained
+		}
+		var p DevicePtr
+		if err := hipExtMallocWithFlags.call(uintptr(unsafe.Pointer(&p)), uintptr(bytes), flags); err != nil {
 			return 0, nil, err
 		}
 		return p, func() error { return MemFree(p) }, nil

@@ -2,7 +2,7 @@ package gpurt
 
 import "unsafe"
 
-// Module is a loaded CUBIN or PTX image.
+// Module is a loaded code object: a CUBIN or PTX image on CUDA, an AMDGPU ELF (.hsaco) on HIP.
 type Module struct{ h uintptr }
 
 // Function is a kernel of a loaded module.
@@ -33,7 +33,10 @@ func (m *Module) Unload() error { return cuModuleUnload.call(m.h) }
 const funcAttributeMaxDynamicSharedSizeBytes = 8
 
 // SetMaxDynamicSharedMem allows launches of f with up to bytes of dynamic
-// shared memory (needed above 48 KiB).
+// shared memory (needed above 48 KiB on CUDA; HIP has no opt-in, and a launch asking too much fails).
 func (f Function) SetMaxDynamicSharedMem(bytes int) error {
+	if Loaded() == HIP {
+		return nil
+	}
 	return cuFuncSetAttribute.call(uintptr(f), funcAttributeMaxDynamicSharedSizeBytes, uintptr(bytes))
 }

@@ -226,12 +226,12 @@ func TestGPUStreamBound(t *testing.T) {
 		t.Skip("set RCCLX_TESTS_GPU_PERF=1 to time the streaming bound (GPU machine)")
 	}
 	onGPU(t)
-	if err := LoadNVRTC(); err != nil {
-		t.Skip("no NVRTC: " + err.Error())
+	if err := LoadCompiler(); err != nil {
+		t.Skip("no kernel compiler: " + err.Error())
 	}
-	major, minor, err := Device(0).ComputeCapability()
+	arch, err := Device(0).Arch()
 	must(t, err)
-	cubin, err := CompileCached(streamKernel, "stream_bound.cu", major*10+minor)
+	cubin, err := CompileCached(streamKernel, "stream_bound.cu", arch)
 	must(t, err)
 	n, err := DeviceCount()
 	must(t, err)

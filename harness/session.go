@@ -174,6 +174,7 @@ func (s *session) open() error {
 		return err
 	}
 	s.comm = comm
+	collectives.UseFP8Flavour(collectives.FP8FlavourOf(comm)) // before any data is generated
 	s.a.lost.track(comm)
 	if err := s.attach(); err != nil {
 		s.a.lost.untrack(comm)

@@ -4,11 +4,12 @@
 // the engine passes 0) and 1 for mode scaled (lp_*_scaled, which sets it); x0 is 1 where all_gather pushes.
 //
 // As hostengine's lowprec.go: mode rcclx quantizes with a plain saturating cast to E4M3; mode scaled keeps one
-// fp32 scale per LP block (scale = block amax / 448, or 1 where that is 0; code = E4M3(x / scale); value =
-// decode(code) * scale). Blocks count from the start of each piece (all_reduce: each rank's slice; the others:
-// each per-rank piece), so chunks start at multiples of the block. Ranks exchange codes and scales, dequantize
-// and accumulate in fp32 in rank order 0..n-1. all_reduce re-quantizes the reduced slice (new scales) for its
-// gather phase and every rank dequantizes every slice, its own included, so all ranks hold the same bits.
+// fp32 scale per LP block (scale = block amax / RX_E4M3_MAX, 448 or 240 in FNUZ, or 1 where that is 0;
+// code = E4M3(x / scale); value = decode(code) * scale). Blocks count from the start of each piece
+// (all_reduce: each rank's slice; the others: each per-rank piece), so chunks start at multiples of the block.
+// Ranks exchange codes and scales, dequantize and accumulate in fp32 in rank order 0..n-1. all_reduce
+// re-quantizes the reduced slice (new scales) for its gather phase and every rank dequantizes every slice, its
+// own included, so all ranks hold the same bits.
 // reduce_scatter rounds the fp32 sum to T directly; all_gather and alltoall dequantize what they receive.
 //
 // all_reduce pushes: codes go straight from registers into the half of the rank that sums or decodes them
@@ -27,7 +28,7 @@
 
 RX_DEV float abs32(float x) { return bits_f32(f32_bits(x) & 0x7fffffffu); }
 RX_DEV float scale_of(float amax) {
-  float s = amax / 448.0f;
+  float s = amax / RX_E4M3_MAX;
   return s == 0 ? 1.0f : s;
 }
 
@@ -128,6 +129,13 @@ RX_DEV void decode16(V16 v, float* f) {
   }
 }
 
+// The stages' crews are whole hardware warps of 1 << RX_WARP_SHIFT threads: 6 where a wavefront has 64 lanes (AMD
+// Instinct), whose half-wave crews would put two stages in one wavefront, which then runs both in turn. Every
+// block size of these kernels is a multiple of 64.
+#ifndef RX_WARP_SHIFT
+#define RX_WARP_SHIFT 5
+#endif
+
 // The element loops below take 16-element groups (a 16-byte vector of codes), one per thread of the stage's
 // crew (LP::tid, nt) per step. Every lane of a warp runs the same steps (groups past the end are marked off),
 // so the lanes of one LP block can combine their maxima with shuffles. (Four groups per thread per step in
@@ -167,12 +175,12 @@ struct LP {
   // Splits the block's warps between the stages, stage j taking warps[j] of them (the last stage the rest),
   // and makes this thread one of its stage's crew; returns that stage.
   RX_DEV int crew(const int* warps, int stages) {
-    const int warp = (int)(threadIdx.x >> 5), all = (int)(blockDim.x >> 5);
+    const int warp = (int)(threadIdx.x >> RX_WARP_SHIFT), all = (int)(blockDim.x >> RX_WARP_SHIFT);
     int first = 0, j = 0;
     for (; j < stages - 1 && warp >= first + warps[j]; j++) first += warps[j];
     const int count = j < stages - 1 ? warps[j] : all - first;
-    tid = (int)threadIdx.x - 32 * first;
-    nt = 32 * count;
+    tid = (int)threadIdx.x - (first << RX_WARP_SHIFT);
+    nt = count << RX_WARP_SHIFT;
     return j;
   }
   RX_DEV u8* codes(int owner) const { return c.data(owner, h) + sb; }
@@ -384,8 +392,8 @@ struct LP {
     const i64 group = tid >> 5, groups = nt >> 5;
     for (i64 s0 = lo + group * B; s0 < hi; s0 += groups * B) f(s0, s0 + B < hi ? s0 + B : hi);
   }
-  // The scale of the LP block [s0, s1) of values x(i): its largest magnitude maps to 448. Max is exact, so the
-  // lanes' order does not change it.
+  // The scale of the LP block [s0, s1) of values x(i): its largest magnitude maps to RX_E4M3_MAX. Max is exact,
+  // so the lanes' order does not change it.
   template <class X>
   RX_DEV float block_scale(i64 s0, i64 s1, X x) const {
     float amax = 0;
@@ -511,7 +519,7 @@ RX_DEV i64 lp_chunk(i64 s, int stage, i64 chunks) {
 #define RX_LP_SPLIT_CHUNKS 4
 RX_DEV int lp_split(LP& lp, i64 s, i64 chunks, const int* weight, int stages) {
   if (chunks < RX_LP_SPLIT_CHUNKS) return -1;
-  const int all = (int)(blockDim.x >> 5);
+  const int all = (int)(blockDim.x >> RX_WARP_SHIFT);
   int w[3], warps[3], sum = 0, left = 0, first = 0;
   for (int j = 0; j < stages; j++) {
     w[j] = lp_chunk(s, j, chunks) >= 0 ? weight[j] : 0;

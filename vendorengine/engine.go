@@ -50,7 +50,15 @@ func libraryError(err error) error {
 	return &collectives.LibraryError{Err: err}
 }
 
-// runtimeError marks a CUDA failure (exit code 2).
+// Runtime names the GPU runtime the library runs on, once Open has bound it (collectives.RuntimeNamer).
+func (engine) Runtime() string {
+	if gpurt.Loaded() == gpurt.HIP {
+		return collectives.RuntimeHIP
+	}
+	return collectives.RuntimeCUDA
+}
+
+// runtimeError marks a GPU runtime failure (exit code 2).
 func runtimeError(err error) error {
 	if err == nil {
 		return nil

@@ -1,6 +1,7 @@
-// Command rcclx-doctor checks what the engines of the perf binaries need on this machine: the CUDA driver and
-// the GPUs it sees, NVRTC and a kernel compiled, launched and cached, copies, graphs, IPC between processes,
-// peer access between GPUs, and the NCCL-ABI library of the vendor engine. It prints one row per check, a fix
+// Command rcclx-doctor checks what the engines of the perf binaries need on this machine: the GPU runtime (the
+// CUDA driver, or HIP) and the GPUs it sees, the kernel compiler (NVRTC or hiprtc) and a kernel compiled,
+// launched and cached, copies, the memory kinds of -Y, graphs, IPC between processes, peer access between GPUs,
+// and the NCCL-ABI library of the vendor engine with the runtime it links. It prints one row per check, a fix
 // for each failure, and a summary line of what this machine can measure. A piece that is not there (no GPU,
 // no library) is a row that says so, not a failure: it exits 1 when something it found does not work, or
 // when a piece --require names is missing.
@@ -17,15 +18,16 @@ import (
 	"github.com/spf13/pflag"
 
 	"github.com/rcclx-tests/rcclx-tests/engines"
+	"github.com/rcclx-tests/rcclx-tests/gpurt"
 	"github.com/rcclx-tests/rcclx-tests/internal/version"
 	"github.com/rcclx-tests/rcclx-tests/nccl"
 )
 
-func init() { runtime.LockOSThread() } // CUDA's current context is per OS thread
+func init() { runtime.LockOSThread() } // the current context (CUDA) or device (HIP) is per OS thread
 
-// Check names that carry a fix hint.
+// Check names that carry a fix hint (runtimes.go has those of HIP).
 const (
-	stepDriver  = "CUDA driver"
+	stepDriver  = "GPU driver" // where no runtime loads and the PCI bus shows no GPU of one maker
 	stepDevices = "GPUs"
 	stepNVRTC   = "NVRTC"
 	stepCompile = "kernel compile + cache"
@@ -35,9 +37,12 @@ const (
 	stepAuto    = "engine auto"
 )
 
-// hints say what to do when the check of that name (or starting with it) fails.
+// hints say what to do when the check of that name (or starting with it) fails; on HIP, hipHints first.
 var hints = map[string]string{
-	stepDriver: "install the NVIDIA driver (it brings libcuda.so.1), or point RCCLX_TESTS_LIBCUDA at libcuda.so.1; " +
+	stepDriver: "install the NVIDIA driver (libcuda.so.1) for an NVIDIA GPU, or ROCm's HIP runtime (libamdhip64) " +
+		"for an AMD GPU (RCCLX_TESTS_LIBCUDA, RCCLX_TESTS_LIBAMDHIP64 point at them); without a GPU the perf " +
+		"binaries run with --engine host (auto picks it)",
+	stepCUDA: "install the NVIDIA driver (it brings libcuda.so.1), or point RCCLX_TESTS_LIBCUDA at libcuda.so.1; " +
 		"without a GPU the perf binaries run with --engine host (auto picks it)",
 	stepDevices: "the driver is there but sees no usable GPU: check nvidia-smi, CUDA_VISIBLE_DEVICES, and that " +
 		"the container was started with the GPUs",
@@ -53,6 +58,8 @@ var hints = map[string]string{
 		"(/opt/rocm/lib), or pass --lib PATH",
 	stepAuto: "a GPU is seen but neither the library nor this suite's kernels can run on it: install one of them " +
 		"(the rows above say what is missing), or measure the CPU with --engine host",
+	stepMemory: "a kind of memory rccl-tests' -Y asks for cannot be allocated or does not hold data: -Y host needs " +
+		"pinned memory (check ulimit -l), -Y managed unified memory",
 }
 
 type result struct {
@@ -132,7 +139,8 @@ func main() {
 		os.Exit(code)
 	}
 	if o.showVersion {
-		fmt.Print(version.Text("rcclx-doctor", "loads the CUDA driver, NVRTC and an NCCL-ABI library only when checking"))
+		fmt.Print(version.Text("rcclx-doctor",
+			"loads the GPU runtime (CUDA or HIP), its kernel compiler and an NCCL-ABI library only when checking"))
 		return
 	}
 	if o.ipcChild != "" {
@@ -203,15 +211,16 @@ func seesGPU(results []result) bool {
 	return slices.ContainsFunc(runtimes, func(r string) bool { return has[r] })
 }
 
-// checkLibrary opens the vendor engine's library as it would (nccl.Open) and reports its file and version; with
-// a GPU seen, the vendor engine can run.
+// checkLibrary opens the vendor engine's library as it would (nccl.Open) and reports its file, version and the
+// GPU runtime it runs on, which must be this machine's; with a GPU seen, the vendor engine can run.
 func checkLibrary(nameOrPath string, gpuSeen bool) result {
 	l, err := nccl.Open(nameOrPath)
 	if err != nil {
 		return result{step: stepLibrary, err: err, absent: true}
 	}
-	r := result{step: stepLibrary, detail: fmt.Sprintf("%s, version %d", l.File, l.Version())}
-	if gpuSeen {
+	rt, err := libraryRuntime(l.File, gpurt.Loaded())
+	r := result{step: stepLibrary, detail: fmt.Sprintf("%s, version %d, %s", l.File, l.Version(), rt), err: err}
+	if gpuSeen && err == nil {
 		r.provides = []string{"vendor"}
 	}
 	return r
@@ -240,11 +249,18 @@ func printTable(results []result) (failed int) {
 	return failed
 }
 
-// hintFor is the fix of the check named step ("IPC dev0 -> child dev1" takes IPC's).
+// hintFor is the fix of the check named step ("IPC dev0 -> child dev1" takes IPC's): the runtime's own
+// (hintTables), else the common one.
 func hintFor(step string) string {
-	for name, h := range hints {
-		if strings.HasPrefix(step, name) {
-			return h
+	for _, t := range hintTables(step) {
+		best := ""
+		for name := range t {
+			if strings.HasPrefix(step, name) && len(name) > len(best) {
+				best = name
+			}
+		}
+		if best != "" {
+			return t[best]
 		}
 	}
 	return ""

@@ -23,7 +23,7 @@ func TestNoGPUExplains(t *testing.T) {
 	}
 	var code int
 	out := captureStdout(t, func() { code = finish(options{}, results, gpus) })
-	if code != 0 || !strings.Contains(out, "none  cuda: cannot load the CUDA driver") ||
+	if code != 0 || !strings.Contains(out, "none  gpu runtime: none found: CUDA: cannot load the CUDA driver") ||
 		!strings.Contains(out, "add:  install the NVIDIA driver") || !strings.Contains(out, "--engine host") ||
 		!strings.Contains(out, "\nsummary: this machine can measure --engine host (the CPU); --engine auto measures host\n") {
 		t.Errorf("exit %d:\n%s", code, out)
