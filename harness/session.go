@@ -55,6 +55,9 @@ func (s *session) run() int {
 	writeHeader(s.out, s.o, s.header())
 	if err := s.alloc(); err != nil {
 		s.a.lost.setBusy(false)
+		if errors.Is(err, errInterrupted) {
+			return s.abort(err)
+		}
 		s.err = err
 		return s.a.fail(err)
 	}
@@ -98,10 +101,10 @@ func (s *session) alloc() error {
 		return err
 	}
 	var err error
-	if s.poison, err = poisonBuffer(bufBytes, s.a.lost); err != nil {
+	if s.poison, err = poisonBuffer(bufBytes, s.a.lost, s.a.signalled); err != nil {
 		return err
 	}
-	if err := s.team.each(func(t int) error { return s.threads[t].touch(s.poison) }); err != nil {
+	if err := s.team.each(func(t int) error { return s.threads[t].touch(s.poison, s.a.signalled) }); err != nil {
 		return err
 	}
 	if s.o.Check > 0 {
