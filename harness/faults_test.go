@@ -131,7 +131,7 @@ func TestSecondSignalWaitsForTheWrite(t *testing.T) {
 	sig := make(chan os.Signal, 2)
 	exited := make(chan int, 1)
 	a.handleSignals(sig, func(code int) { exited <- code }, func() bool { return false })
-	a.outputs.mu.Lock() // finish is writing
+	a.outputs.mu.Lock()    // finish is writing
 	sig <- syscall.SIGPIPE // stdout is fine: a connection's SIGPIPE is no signal to stop
 	sig <- syscall.SIGTERM
 	sig <- syscall.SIGINT
