@@ -211,3 +211,46 @@ func TestInterruptedRowCountsOnce(t *testing.T) {
 		t.Errorf("no trailer:\n%s", p.stdout.String())
 	}
 }
+
+// TestResultFileDiskFull: a -J record that does not fit on its file system (a tmpfs of 8 KiB the test mounts;
+// root only) fails with one line saying the file system is full, and leaves no file under the name.
+func TestResultFileDiskFull(t *testing.T) {
+	dir := t.TempDir()
+	if err := syscall.Mount("tmpfs", dir, "tmpfs", 0, "size=8k"); err != nil {
+		t.Skip("cannot mount a tmpfs (needs root):", err)
+	}
+	t.Cleanup(func() { syscall.Unmount(dir, syscall.MNT_DETACH) })
+	file := filepath.Join(dir, "r.json")
+	r := hostRun(t, collectives.AllReduce, "-b", "8", "-e", "1M", "-f", "2", "-n", "1", "-J", file)
+	if r.code != exitRuntime || !strings.Contains(r.stderr, "file system is full") {
+		t.Errorf("exit %d\nstderr:\n%s", r.code, r.stderr)
+	}
+	if entries, _ := os.ReadDir(dir); len(entries) != 0 {
+		t.Errorf("left on the full file system: %v", entries)
+	}
+}
+
+// TestRCCLFileNamedPipeWithoutReader: --csv to a named pipe nobody reads waits for a reader no longer than -T,
+// then says the pipe has no reader (exit 1); without -T a signal ends the wait.
+func TestRCCLFileNamedPipeWithoutReader(t *testing.T) {
+	dir := t.TempDir()
+	fifo := filepath.Join(dir, "pipe")
+	if err := syscall.Mkfifo(fifo, 0o600); err != nil {
+		t.Skip("no named pipes here:", err)
+	}
+	start := time.Now()
+	r := hostRun(t, collectives.AllReduce, "-b", "8", "-e", "8", "-T", "1", "--csv", fifo)
+	if took := time.Since(start); r.code != exitUsage || !strings.Contains(r.stderr, "no reader") || took > 3*time.Second {
+		t.Errorf("-T 1: exit %d after %v\nstderr:\n%s", r.code, took, r.stderr)
+	}
+	p := startChild(t, "all_reduce", nil, "--engine", "host", "-b", "8", "-e", "8", "--csv", fifo)
+	time.Sleep(300 * time.Millisecond)
+	sent := time.Now()
+	if err := p.cmd.Process.Signal(syscall.SIGTERM); err != nil {
+		t.Fatal(err)
+	}
+	code, _ := p.exit(t, 10*time.Second)
+	if took := time.Since(sent); code != 143 || !strings.Contains(p.stderr.String(), "no reader") || took > time.Second {
+		t.Errorf("SIGTERM: exit %d after %v\nstderr:\n%s", code, took, p.stderr.String())
+	}
+}

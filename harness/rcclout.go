@@ -61,7 +61,7 @@ func (a *app) startRCCL(out io.Writer, o *Options, world collectives.World) (*rc
 		if r.csvAlias {
 			flag = "--csv"
 		}
-		return nil, fmt.Errorf("invalid value %q for %s: %v", r.File, flag, err)
+		return nil, fmt.Errorf("invalid value %q for %s: %w", r.File, flag, err)
 	}
 	return w, nil
 }
