@@ -1,6 +1,7 @@
 package collectives
 
 import (
+	"bufio"
 	"errors"
 	"fmt"
 	"math"
@@ -130,20 +131,32 @@ func vNumber(s string, def float64) (float64, error) {
 	return f, nil
 }
 
-// readMatrix reads the matrix file; every error names the file and what is wrong, in one line.
+// maxMatrixLine bounds a line of the matrix file: 1024 ranks of 20-character entries fit many times over.
+const maxMatrixLine = 1 << 20
+
+// readMatrix reads the matrix file, a line at a time (a file that is no matrix, /dev/zero or a large binary
+// one, fails at its first line, read no further); every error names the file and what is wrong, in one line.
+// The matrix has one row and one column per rank, and sends something.
 func (v *vPattern) readMatrix(nranks int) error {
-	data, err := os.ReadFile(v.file)
+	f, err := os.Open(v.file)
 	if err != nil {
 		return fmt.Errorf("alltoallv: cannot read %s: %v", envVMatrix, err)
 	}
+	defer f.Close()
+	sc := bufio.NewScanner(f)
+	sc.Buffer(make([]byte, 0, 64<<10), maxMatrixLine)
 	var rows [][]int64
-	for line := range strings.SplitSeq(string(data), "\n") {
-		fields := strings.Fields(line)
+	var sum int64
+	for sc.Scan() {
+		fields := strings.Fields(sc.Text())
 		if len(fields) == 0 {
 			continue
 		}
 		if len(rows) > 0 && len(fields) != len(rows[0]) {
 			return fmt.Errorf("alltoallv matrix %s: row %d has %d columns, row 0 has %d", v.file, len(rows), len(fields), len(rows[0]))
+		}
+		if len(rows) >= nranks || len(fields) > nranks {
+			return fmt.Errorf("alltoallv matrix %s has more rows or columns than the %d ranks: one row and one column per rank", v.file, nranks)
 		}
 		row := make([]int64, len(fields))
 		for j, f := range fields {
@@ -158,8 +171,15 @@ func (v *vPattern) readMatrix(nranks int) error {
 				return fmt.Errorf("alltoallv matrix %s: row %d column %d: %q times scale %g overflows", v.file, len(rows), j, f, v.scale)
 			}
 			row[j] = int64(scaled) &^ 15
+			sum = min(sum+row[j], math.MaxInt64/2)
 		}
 		rows = append(rows, row)
+	}
+	if err := sc.Err(); err != nil {
+		if errors.Is(err, bufio.ErrTooLong) {
+			err = fmt.Errorf("a line is longer than %d bytes", maxMatrixLine)
+		}
+		return fmt.Errorf("alltoallv matrix %s: after row %d: %v: not a matrix", v.file, len(rows), err)
 	}
 	switch {
 	case len(rows) == 0:
@@ -168,6 +188,8 @@ func (v *vPattern) readMatrix(nranks int) error {
 		return fmt.Errorf("alltoallv matrix %s must be square, got %dx%d", v.file, len(rows), len(rows[0]))
 	case len(rows) < nranks:
 		return fmt.Errorf("alltoallv matrix %s is %dx%d, smaller than the %d ranks", v.file, len(rows), len(rows), nranks)
+	case sum == 0:
+		return fmt.Errorf("alltoallv matrix %s sends nothing: every entry is 0 once scaled by %g and rounded down to 16 bytes", v.file, v.scale)
 	}
 	v.matrix = rows
 	return nil
