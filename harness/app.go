@@ -192,7 +192,7 @@ func (a *app) parse(args []string) (o *Options, run bool, err error) {
 		Long: "Measure and validate " + a.coll.Name + " like nccl-tests' " + a.binary() + ".\n\n" +
 			"Exit codes: 0 ok, 1 bad arguments, 2 runtime error (device, memory, a lost process), 3 collective\n" +
 			"library error, 4 timeout (-T), 7 wrong results or average bus bandwidth under NCCL_TESTS_MIN_BW x 0.9,\n" +
-			"130 interrupted (SIGINT), 143 terminated (SIGTERM).",
+			"130 interrupted (SIGINT), 143 terminated (SIGTERM), 129 hung up (SIGHUP), 141 standard output closed.",
 		Args:          cobra.NoArgs,
 		SilenceErrors: true,
 		SilenceUsage:  true,
