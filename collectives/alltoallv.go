@@ -85,6 +85,10 @@ func prepareAllToAllV(c *Collective, getenv func(string) string, nranks int, min
 	p := *c
 	p.counts, p.source, p.checked, p.base = v.counts, v.source, v.checked, c
 	p.summary = v.summaryLines
+	if v.matrix != nil && len(v.matrix) > nranks {
+		n := len(v.matrix)
+		p.note = fmt.Sprintf("alltoallv matrix %s is %dx%d: its first %d rows and columns are used, one per rank", v.file, n, n, nranks)
+	}
 	return &p, nil
 }
 
@@ -134,9 +138,13 @@ func vNumber(s string, def float64) (float64, error) {
 // maxMatrixLine bounds a line of the matrix file: 1024 ranks of 20-character entries fit many times over.
 const maxMatrixLine = 1 << 20
 
+// maxMatrixRanks bounds the rows of a matrix file (more ranks than any run has).
+const maxMatrixRanks = 1 << 16
+
 // readMatrix reads the matrix file, a line at a time (a file that is no matrix, /dev/zero or a large binary
 // one, fails at its first line, read no further); every error names the file and what is wrong, in one line.
-// The matrix has one row and one column per rank, and sends something.
+// The matrix has a row and a column for each rank (a larger one is used in part: Note says so), and sends
+// something among the ranks.
 func (v *vPattern) readMatrix(nranks int) error {
 	f, err := os.Open(v.file)
 	if err != nil {
@@ -146,7 +154,6 @@ func (v *vPattern) readMatrix(nranks int) error {
 	sc := bufio.NewScanner(f)
 	sc.Buffer(make([]byte, 0, 64<<10), maxMatrixLine)
 	var rows [][]int64
-	var sum int64
 	for sc.Scan() {
 		fields := strings.Fields(sc.Text())
 		if len(fields) == 0 {
@@ -155,8 +162,8 @@ func (v *vPattern) readMatrix(nranks int) error {
 		if len(rows) > 0 && len(fields) != len(rows[0]) {
 			return fmt.Errorf("alltoallv matrix %s: row %d has %d columns, row 0 has %d", v.file, len(rows), len(fields), len(rows[0]))
 		}
-		if len(rows) >= nranks || len(fields) > nranks {
-			return fmt.Errorf("alltoallv matrix %s has more rows or columns than the %d ranks: one row and one column per rank", v.file, nranks)
+		if len(rows) >= maxMatrixRanks {
+			return fmt.Errorf("alltoallv matrix %s has more than %d rows", v.file, maxMatrixRanks)
 		}
 		row := make([]int64, len(fields))
 		for j, f := range fields {
@@ -171,7 +178,6 @@ func (v *vPattern) readMatrix(nranks int) error {
 				return fmt.Errorf("alltoallv matrix %s: row %d column %d: %q times scale %g overflows", v.file, len(rows), j, f, v.scale)
 			}
 			row[j] = int64(scaled) &^ 15
-			sum = min(sum+row[j], math.MaxInt64/2)
 		}
 		rows = append(rows, row)
 	}
@@ -188,8 +194,15 @@ func (v *vPattern) readMatrix(nranks int) error {
 		return fmt.Errorf("alltoallv matrix %s must be square, got %dx%d", v.file, len(rows), len(rows[0]))
 	case len(rows) < nranks:
 		return fmt.Errorf("alltoallv matrix %s is %dx%d, smaller than the %d ranks", v.file, len(rows), len(rows), nranks)
-	case sum == 0:
-		return fmt.Errorf("alltoallv matrix %s sends nothing: every entry is 0 once scaled by %g and rounded down to 16 bytes", v.file, v.scale)
+	}
+	var sum int64
+	for _, row := range rows[:nranks] {
+		for _, x := range row[:nranks] {
+			sum = min(sum+x, math.MaxInt64/2)
+		}
+	}
+	if sum == 0 {
+		return fmt.Errorf("alltoallv matrix %s sends nothing among %d ranks: every entry used is 0 once scaled by %g and rounded down to 16 bytes", v.file, nranks, v.scale)
 	}
 	v.matrix = rows
 	return nil

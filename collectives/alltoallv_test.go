@@ -58,15 +58,13 @@ func TestAllToAllVMatrixCheckOrder(t *testing.T) {
 	}
 }
 
-// A matrix is refused, naming the file, when it has more rows than the run has ranks, when it sends nothing
-// (all zeros, or a scale that rounds every entry to 0), and when the file is no matrix: /dev/zero and
-// /dev/urandom fail at once, read no further than their first line.
+// A matrix is refused, naming the file, when it sends nothing (all zeros, or a scale that rounds every entry
+// to 0), and when the file is no matrix: /dev/zero and /dev/urandom fail at once, read no further than their
+// first line. One larger than the run is used in part, and the header says so (Note).
 func TestAllToAllVMatrixRefused(t *testing.T) {
-	five := strings.Repeat("16 16 16 16 16\n", 5)
 	for _, c := range []struct {
 		name, text, scale, file, want string
 	}{
-		{"5x5 for 4 ranks", five, "", "", "more rows or columns than the 4 ranks"},
 		{"zeros", strings.Repeat("0 0 0 0\n", 4), "", "", "sends nothing"},
 		{"scale 1e-300", strings.Repeat("1024 1024 1024 1024\n", 4), "1e-300", "", "sends nothing"},
 		{"/dev/zero", "", "", "/dev/zero", "not a matrix"},
@@ -86,6 +84,16 @@ func TestAllToAllVMatrixRefused(t *testing.T) {
 		_, err := AllToAllV.Prepare(getenv, 4, 1<<20, 1<<20)
 		if err == nil || !strings.Contains(err.Error(), c.want) || time.Since(start) > 2*time.Second {
 			t.Errorf("%s: %v after %v", c.name, err, time.Since(start))
+		}
+	}
+	five := matrixEnv(t, strings.Repeat("16 16 16 16 16\n", 5))
+	for nranks, want := range map[int]string{4: "is 5x5: its first 4 rows and columns are used", 5: ""} {
+		c, err := AllToAllV.Prepare(five, nranks, 1<<20, 1<<20)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if note := c.Note(); (want == "" && note != "") || !strings.Contains(note, want) {
+			t.Errorf("5x5 for %d ranks: note %q", nranks, note)
 		}
 	}
 }

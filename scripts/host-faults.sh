@@ -166,11 +166,13 @@ row "a process killed in the middle of a 1 GiB size" "RANK=0,1 WORLD_SIZE=2 all_
 	EXTRA="$(grep -m1 '^# Reducing' "$W/out"), JSON incomplete: $(grep -c '"incomplete": true' "$W"/as.json*)"
 	row "address space limit (RLIMIT_AS)" "ulimit -v 3000000; all_reduce_perf -g 4 -b 1M -e 1G -f 32" "TestMemoryPlanUnderAddressSpaceLimit"
 })
-# matrix FAULT FILE SCALE COMMAND: alltoallv_perf on 4 ranks with the matrix FILE (scaled by SCALE).
+# matrix FAULT FILE SCALE COMMAND: alltoallv_perf on 4 ranks with the matrix FILE (scaled by SCALE); 1 MiB
+# covers every matrix here.
 matrix() {
 	run env NCCL_TESTS_ALLTOALLV_MATRIX_FILE="$2" NCCL_TESTS_ALLTOALLV_MATRIX_SCALE="$3" "$B/alltoallv_perf" "${H[@]}" \
 		-g 4 -b 1M -e 1M
 	sed -i "s|$W/||" "$W/err"
+	EXTRA=$(grep -m1 '^# alltoallv matrix' "$W/out" | sed "s|$W/||")
 	row "alltoallv matrix $1" "$4" "TestAllToAllVMatrixRefused"
 }
 matrix "file that is no matrix" /dev/zero "" "NCCL_TESTS_ALLTOALLV_MATRIX_FILE=/dev/zero alltoallv_perf -g 4"
