@@ -239,7 +239,11 @@ func (a *app) parse(args []string) (o *Options, run bool, err error) {
 
 // run executes a validated command line: the A/B comparison, or each engine of --engine in turn.
 func (a *app) run(o *Options) int {
-	world, err := a.world(o.Timeout())
+	world, err := a.join(o.Timeout())
+	if errors.Is(err, errInterrupted) {
+		fmt.Fprintf(a.stderr, "%s: interrupted while waiting for the run's other processes\n", a.binary())
+		return exitInterrupted
+	}
 	if err != nil {
 		return a.fail(err)
 	}
@@ -302,6 +306,29 @@ func (a *app) run(o *Options) int {
 		code = max(code, exitRuntime)
 	}
 	return code
+}
+
+// join meets the run's other processes (a.world), or gives up at the first signal: without -T the rendezvous
+// waits for them as long as it takes.
+func (a *app) join(timeout time.Duration) (collectives.World, error) {
+	if a.signalled == nil {
+		return a.world(timeout)
+	}
+	type joined struct {
+		w   collectives.World
+		err error
+	}
+	done := make(chan joined, 1)
+	go func() {
+		w, err := a.world(timeout)
+		done <- joined{w, err}
+	}()
+	select {
+	case j := <-done:
+		return j.w, j.err
+	case <-a.signalled:
+		return nil, errInterrupted // the process exits next, leaving the rendezvous to its exit
+	}
 }
 
 // probeEngines finds, before any file is claimed, an engine of an --engine list that cannot run here, so that

@@ -254,3 +254,21 @@ func TestRCCLFileNamedPipeWithoutReader(t *testing.T) {
 		t.Errorf("SIGTERM: exit %d after %v\nstderr:\n%s", code, took, p.stderr.String())
 	}
 }
+
+// TestSignalDuringRendezvous: a process waiting for the run's other processes (without -T: for minutes) ends
+// within a second of SIGINT, exit 130, saying what it was waiting for.
+func TestSignalDuringRendezvous(t *testing.T) {
+	for rank := range 2 {
+		p := startChild(t, "all_reduce", launcherEnv(rank, 2, freeTCPPort(t)), "--engine", "host", "-T", "0")
+		time.Sleep(500 * time.Millisecond)
+		sent := time.Now()
+		if err := p.cmd.Process.Signal(os.Interrupt); err != nil {
+			t.Fatal(err)
+		}
+		code, _ := p.exit(t, 10*time.Second)
+		if took := time.Since(sent); code != exitInterrupted || took > time.Second ||
+			!strings.Contains(p.stderr.String(), "interrupted while waiting for the run's other processes") {
+			t.Errorf("rank %d: exit %d %v after SIGINT\nstderr:\n%s", rank, code, took, p.stderr.String())
+		}
+	}
+}

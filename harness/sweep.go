@@ -323,7 +323,7 @@ func (s *session) validate(tr *truth, inPlace bool, h *halfResult) error {
 		calls := make([]*collectives.Call, len(s.threads))
 		err := s.team.each(func(t int) error {
 			var err error
-			calls[t], err = s.threads[t].writeInputs(tr, inPlace, s.poison, s.a.signalled)
+			calls[t], err = s.threads[t].writeInputs(tr, inPlace, s.poison, nil) // checked: stopNow bounds it
 			return err
 		})
 		// No rank may start (and write into a peer's buffers) before every process has poisoned its own.
