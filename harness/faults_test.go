@@ -272,3 +272,38 @@ func TestSignalDuringRendezvous(t *testing.T) {
 		}
 	}
 }
+
+// slowPrepare is an engine whose first-use work (Preparer: the GPU engine's kernel compilation) takes a minute.
+type slowPrepare struct{ collectives.Engine }
+
+func (e slowPrepare) Open(cfg collectives.Config) (collectives.Comm, error) {
+	c, err := e.Engine.Open(cfg)
+	return slowPrepareComm{c}, err
+}
+
+type slowPrepareComm struct{ collectives.Comm }
+
+func (slowPrepareComm) Prepare(*collectives.Collective, []collectives.DType, []collectives.Op, func(string)) error {
+	time.Sleep(time.Minute)
+	return nil
+}
+
+// TestSignalDuringEnginePreparation: a signal while the engine does its first-use work (minutes of kernel
+// compilation on a GPU) ends the run at once, exit 130, the JSON marked incomplete.
+func TestSignalDuringEnginePreparation(t *testing.T) {
+	file := filepath.Join(t.TempDir(), "r.json")
+	seed := uint64(7)
+	start := time.Now()
+	r := runWith(t, collectives.AllReduce, seedArgs(seed, "-b", "8", "-e", "8", "-J", file),
+		fakeSource(slowPrepare{newFake(seed)}), func(a *app) {
+			sig := make(chan os.Signal, 1)
+			a.handleSignals(sig, func(int) {}, func() bool { return false })
+			time.AfterFunc(300*time.Millisecond, func() { sig <- os.Interrupt })
+		})
+	if took := time.Since(start); r.code != exitInterrupted || took > 5*time.Second {
+		t.Errorf("exit %d after %v\nstdout:\n%s\nstderr:\n%s", r.code, took, r.stdout, r.stderr)
+	}
+	if rec := loadRecord(t, file); !rec.Incomplete {
+		t.Errorf("JSON not marked incomplete")
+	}
+}
