@@ -29,11 +29,18 @@ func newRealCgroup(t *testing.T, limit int64) *realCgroup {
 	name := fmt.Sprintf("rcclx-tests-%d-%d", os.Getpid(), time.Now().UnixNano())
 	var c *realCgroup
 	for _, root := range []string{"/sys/fs/cgroup", "/sys/fs/cgroup/unified"} {
-		if ctl, err := os.ReadFile(filepath.Join(root, "cgroup.controllers")); err == nil &&
-			strings.Contains(" "+string(ctl)+" ", " memory ") {
-			c = &realCgroup{dir: filepath.Join(root, name), v2: true}
-			break
+		ctl, err := os.ReadFile(filepath.Join(root, "cgroup.controllers"))
+		if err != nil || !strings.Contains(" "+strings.TrimSpace(string(ctl))+" ", " memory ") {
+			continue
 		}
+		// The children of root get the memory controller only where root hands it down.
+		sub := filepath.Join(root, "cgroup.subtree_control")
+		if on, _ := os.ReadFile(sub); !strings.Contains(string(on), "memory") &&
+			os.WriteFile(sub, []byte("+memory"), 0o644) != nil {
+			continue
+		}
+		c = &realCgroup{dir: filepath.Join(root, name), v2: true}
+		break
 	}
 	if c == nil {
 		if _, err := os.Stat("/sys/fs/cgroup/memory/memory.limit_in_bytes"); err != nil {
