@@ -16,8 +16,9 @@ import (
 // realCgroup is a memory cgroup a test created (cgroup v2 where the unified hierarchy has the memory
 // controller, else v1); the test's cleanup removes it.
 type realCgroup struct {
-	dir string
-	v2  bool
+	dir    string
+	v2     bool
+	handed string // the subtree_control file the test turned the memory controller on in, to turn it off after
 }
 
 // newRealCgroup creates a memory cgroup limited to limit bytes, or skips the test saying why it cannot.
@@ -35,11 +36,14 @@ func newRealCgroup(t *testing.T, limit int64) *realCgroup {
 		}
 		// The children of root get the memory controller only where root hands it down.
 		sub := filepath.Join(root, "cgroup.subtree_control")
-		if on, _ := os.ReadFile(sub); !strings.Contains(string(on), "memory") &&
-			os.WriteFile(sub, []byte("+memory"), 0o644) != nil {
-			continue
-		}
 		c = &realCgroup{dir: filepath.Join(root, name), v2: true}
+		if on, _ := os.ReadFile(sub); !strings.Contains(string(on), "memory") {
+			if os.WriteFile(sub, []byte("+memory"), 0o644) != nil {
+				c = nil
+				continue
+			}
+			c.handed = sub
+		}
 		break
 	}
 	if c == nil {
@@ -49,9 +53,15 @@ func newRealCgroup(t *testing.T, limit int64) *realCgroup {
 		c = &realCgroup{dir: filepath.Join("/sys/fs/cgroup/memory", name)}
 	}
 	if err := os.Mkdir(c.dir, 0o755); err != nil {
+		if c.handed != "" {
+			_ = os.WriteFile(c.handed, []byte("-memory"), 0o644)
+		}
 		t.Skip("cannot create a memory cgroup:", err)
 	}
 	t.Cleanup(func() {
+		if c.handed != "" {
+			defer os.WriteFile(c.handed, []byte("-memory"), 0o644)
+		}
 		for range 50 { // the last process may still be leaving
 			if err := os.Remove(c.dir); err == nil || os.IsNotExist(err) {
 				return
