@@ -70,12 +70,6 @@ func (j *jsonOut) announce(out io.Writer) {
 	}
 }
 
-// discard gives the -J name up unwritten (the run ended before it began).
-func (j *jsonOut) discard() {
-	j.file.Discard()
-	j.file, j.rec = nil, nil
-}
-
 // envList is the JSON env key: the collective libraries' and device selection variables of the process, the
 // communicator overrides, and the seed.
 func (a *app) envList(o *Options, seed uint64) []string {
