@@ -7,6 +7,7 @@ import (
 	"io"
 	"math"
 	"os"
+	"syscall"
 )
 
 // Load reads a run from path, detecting its format: JSON written by this
@@ -29,9 +30,11 @@ const maxFileBytes = 256 << 20
 const sniffBytes = 64 << 10
 
 // ReadFile reads a result file whole, within bounds: a file with a NUL byte in its first 64 KiB (/dev/zero,
-// binary data) is refused before more is read, and so is one above 256 MiB, each with an error naming it.
+// binary data) is refused before more is read, and so is one above 256 MiB, each with an error naming it; a
+// named pipe nobody writes to reads as empty.
 func ReadFile(path string) ([]byte, error) {
-	f, err := os.Open(path)
+	// Non-blocking: a named pipe without a writer reads as empty instead of waiting for one for ever.
+	f, err := os.OpenFile(path, os.O_RDONLY|syscall.O_NONBLOCK, 0)
 	if err != nil {
 		return nil, err
 	}

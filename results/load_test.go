@@ -4,6 +4,7 @@ import (
 	"os"
 	"path/filepath"
 	"strings"
+	"syscall"
 	"testing"
 	"time"
 )
@@ -161,5 +162,13 @@ func TestReadFileBounds(t *testing.T) {
 			time.Since(start) > 5*time.Second {
 			t.Errorf("%s: %v after %v", path, err, time.Since(start))
 		}
+	}
+	fifo := filepath.Join(t.TempDir(), "fifo")
+	if err := syscall.Mkfifo(fifo, 0o600); err != nil {
+		t.Skip("no named pipes here:", err)
+	}
+	start := time.Now()
+	if _, err := Load(fifo); err == nil || !strings.Contains(err.Error(), fifo) || time.Since(start) > 2*time.Second {
+		t.Errorf("named pipe without a writer: %v after %v", err, time.Since(start))
 	}
 }
