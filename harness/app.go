@@ -60,7 +60,11 @@ type app struct {
 	interrupted    func() bool // SIGINT/SIGTERM received: stop between iterations
 	// stopNow is closed stopGrace after the first signal if the run has not ended: a thread stuck in the
 	// engine is then abandoned, and the run reports what it has (nil: never).
-	stopNow   <-chan struct{}
+	stopNow <-chan struct{}
+	// signalled is closed at the first signal: the harness's own set-up work (touching buffers, generating
+	// inputs) is left unfinished at once (nil: never).
+	signalled <-chan struct{}
+	outputs   outputs // the result files, which a second signal must not leave half-written
 	now       func() time.Time
 	world     func(timeout time.Duration, stop <-chan struct{}) (collectives.World, error)
 	stderrTTY bool     // stderr is a terminal: show the progress line
@@ -74,8 +78,13 @@ type app struct {
 // waiting for threads stuck in the engine and prints its trailer and JSON.
 var stopGrace = time.Second
 
+// stopSignals end a run as Ctrl-C does: SIGINT, SIGTERM, SIGHUP (a closed terminal, a dropped ssh
+// connection) and SIGPIPE when standard output has no reader any more (`| head -1`).
+var stopSignals = []os.Signal{syscall.SIGINT, syscall.SIGTERM, syscall.SIGHUP, syscall.SIGPIPE}
+
 // Main runs the perf binary of coll with the command-line arguments args and returns its exit code: 130 after
-// SIGINT and 143 after SIGTERM, as a shell reports a process killed by them.
+// SIGINT, 143 after SIGTERM, 129 after SIGHUP and 141 after a closed standard output, as a shell reports a
+// process killed by them.
 func Main(coll *collectives.Collective, args []string) int {
 	a := &app{coll: coll, stdout: os.Stdout, stderr: os.Stderr, getenv: os.Getenv, environ: os.Environ,
 		engines: engineSource{names: engines.Names, open: engines.New, readers: engines.Readers,
@@ -84,14 +93,14 @@ func Main(coll *collectives.Collective, args []string) int {
 		exit: os.Exit}
 	if os.Getenv(abWorkerEnv) != "" {
 		// An A/B worker ends when its launching process says so (a Ctrl-C at a terminal reaches both).
-		signal.Ignore(syscall.SIGINT, syscall.SIGTERM)
+		signal.Ignore(syscall.SIGINT, syscall.SIGTERM, syscall.SIGHUP)
 		a.interrupted = func() bool { return false }
 		return a.main(args)
 	}
 	sig := make(chan os.Signal, 2)
-	signal.Notify(sig, syscall.SIGINT, syscall.SIGTERM)
+	signal.Notify(sig, stopSignals...)
 	defer signal.Stop(sig)
-	first := a.handleSignals(sig, os.Exit)
+	first := a.handleSignals(sig, os.Exit, stdoutClosed)
 	code := a.main(args)
 	if s := first.Load(); code == exitInterrupted && s != nil {
 		code = signalExit(*s)
@@ -99,27 +108,45 @@ func Main(coll *collectives.Collective, args []string) int {
 	return code
 }
 
-// handleSignals watches sig: the first signal stops the run between iterations (interrupted), and stopNow
-// closes stopGrace later; a second signal calls exit at once. It returns where the first signal is recorded.
-func (a *app) handleSignals(sig <-chan os.Signal, exit func(int)) *atomic.Pointer[os.Signal] {
+// handleSignals watches sig: the first signal stops the run between iterations (interrupted) and its set-up
+// at once (signalled), and stopNow closes stopGrace later; a second signal calls exit at once, once a result
+// file being written is complete (outputs). A SIGPIPE counts only when standard output has lost its reader
+// (pipeClosed), and only once: every later write to it raises another. It returns where the first signal is
+// recorded.
+func (a *app) handleSignals(sig <-chan os.Signal, exit func(int), pipeClosed func() bool) *atomic.Pointer[os.Signal] {
 	var first atomic.Pointer[os.Signal]
-	stopNow := make(chan struct{})
+	stopNow, signalled := make(chan struct{}), make(chan struct{})
 	a.interrupted = func() bool { return first.Load() != nil }
-	a.stopNow = stopNow
+	a.stopNow, a.signalled = stopNow, signalled
+	next := func() os.Signal {
+		for s := range sig {
+			if s != syscall.SIGPIPE || (first.Load() == nil && pipeClosed()) {
+				return s
+			}
+		}
+		return nil
+	}
 	go func() {
-		s := <-sig
+		s := next()
 		first.Store(&s)
-		fmt.Fprintf(a.stderr, "%s: interrupted: stopping after the current iteration (interrupt again to exit now)\n",
-			a.binary())
+		close(signalled)
+		if s == syscall.SIGPIPE {
+			fmt.Fprintf(a.stderr, "%s: standard output closed: stopping after the current iteration\n", a.binary())
+		} else {
+			fmt.Fprintf(a.stderr, "%s: interrupted: stopping after the current iteration (interrupt again to exit now)\n",
+				a.binary())
+		}
 		time.AfterFunc(stopGrace, func() { close(stopNow) })
-		s = <-sig
+		s = next()
 		fmt.Fprintf(a.stderr, "%s: interrupted again: exiting now\n", a.binary())
+		a.outputs.abandon()
 		exit(signalExit(s))
 	}()
 	return &first
 }
 
-// signalExit is the exit code of a run stopped by s: 128 + the signal's number (SIGINT 130, SIGTERM 143).
+// signalExit is the exit code of a run stopped by s: 128 + the signal's number (SIGINT 130, SIGTERM 143,
+// SIGHUP 129, SIGPIPE 141).
 func signalExit(s os.Signal) int {
 	if n, ok := s.(syscall.Signal); ok {
 		return 128 + int(n)
@@ -170,7 +197,7 @@ func (a *app) parse(args []string) (o *Options, run bool, err error) {
 		Long: "Measure and validate " + a.coll.Name + " like nccl-tests' " + a.binary() + ".\n\n" +
 			"Exit codes: 0 ok, 1 bad arguments, 2 runtime error (device, memory, a lost process), 3 collective\n" +
 			"library error, 4 timeout (-T), 7 wrong results or average bus bandwidth under NCCL_TESTS_MIN_BW x 0.9,\n" +
-			"130 interrupted (SIGINT), 143 terminated (SIGTERM).",
+			"130 interrupted (SIGINT), 143 terminated (SIGTERM), 129 hung up (SIGHUP), 141 standard output closed.",
 		Args:          cobra.NoArgs,
 		SilenceErrors: true,
 		SilenceUsage:  true,
@@ -265,9 +292,12 @@ func (a *app) run(o *Options) int {
 	if world.Rank() != 0 {
 		out = io.Discard
 	}
-	rccl, err := startRCCL(out, o, a.coll, world)
+	rccl, err := a.startRCCL(out, o, world)
 	if err != nil {
 		fmt.Fprintf(a.stderr, "%s: %v\n", a.binary(), err)
+		if errors.Is(err, errInterrupted) {
+			return exitInterrupted
+		}
 		return exitUsage
 	}
 	seed, err := agreeSeed(world, o.Seed.resolve())
@@ -282,11 +312,7 @@ func (a *app) run(o *Options) int {
 		return exitUsage
 	}
 	j.rccl = rccl
-	if err := rccl.announce(out); err != nil {
-		j.discard()
-		rccl.discard()
-		return a.fail(err)
-	}
+	rccl.announce(out)
 	j.announce(out)
 	var code int
 	if o.abKey != "" {

@@ -43,6 +43,9 @@ func (s *session) makeNotes() error {
 		}
 		s.note("Env: %s", strings.Join(kv, " "))
 	}
+	if n := s.a.coll.Note(); n != "" {
+		s.note("%s", n)
+	}
 	algos, err := s.algorithms()
 	if err != nil {
 		return err

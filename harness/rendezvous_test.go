@@ -42,8 +42,8 @@ func TestRendezvousBadLauncherVariables(t *testing.T) {
 		env  []string
 		want string
 	}{
-		{[]string{"WORLD_SIZE=2"}, "WORLD_SIZE=2 is set but RANK is not"},
-		{[]string{"RANK=1"}, "RANK=1 is set but WORLD_SIZE is not"},
+		{[]string{"WORLD_SIZE=2"}, `RANK="" and WORLD_SIZE="2": a launcher sets both`},
+		{[]string{"RANK=1"}, `RANK="1" and WORLD_SIZE="": a launcher sets both`},
 		{[]string{"RANK=1", "WORLD_SIZE=2", "MASTER_ADDR=127.0.0.1:29500", "MASTER_PORT=29500"},
 			"a port belongs in MASTER_PORT"},
 	} {

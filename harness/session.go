@@ -53,12 +53,19 @@ func (s *session) run() int {
 	s.a.lost.setBusy(true)
 	if err := s.start(); err != nil {
 		s.a.lost.setBusy(false)
+		if errors.Is(err, errInterrupted) { // before the header: nothing to sum up
+			s.err, s.stopped = nil, true
+			return exitInterrupted
+		}
 		return s.a.fail(err)
 	}
 	defer s.close()
 	writeHeader(s.out, s.o, s.header())
 	if err := s.alloc(); err != nil {
 		s.a.lost.setBusy(false)
+		if errors.Is(err, errInterrupted) {
+			return s.abort(err)
+		}
 		s.err = err
 		return s.a.fail(err)
 	}
@@ -102,10 +109,10 @@ func (s *session) alloc() error {
 		return err
 	}
 	var err error
-	if s.poison, err = poisonBuffer(bufBytes, s.a.lost); err != nil {
+	if s.poison, err = poisonBuffer(bufBytes, s.a.lost, s.a.signalled); err != nil {
 		return err
 	}
-	if err := s.team.each(func(t int) error { return s.threads[t].touch(s.poison) }); err != nil {
+	if err := s.team.each(func(t int) error { return s.threads[t].touch(s.poison, s.a.signalled) }); err != nil {
 		return err
 	}
 	if s.o.Check > 0 {
@@ -292,6 +299,7 @@ func (s *session) prepare() error {
 
 // prepareEngine lets an engine do its first-use work for every type and operation of the sweep at once
 // (the GPU engine compiles its kernels), so that none of it falls into a measurement; rank 0 prints its line.
+// A signal stops the wait for it.
 func (s *session) prepareEngine() error {
 	p, ok := s.comm.(collectives.Preparer)
 	if !ok {
@@ -302,7 +310,15 @@ func (s *session) prepareEngine() error {
 			fmt.Fprintf(s.a.stderr, "%s: %s\n", s.a.binary(), line)
 		}
 	}
-	return p.Prepare(s.a.coll, s.o.dtypes, s.ops(), note)
+	done := make(chan error, 1)
+	go func() { done <- p.Prepare(s.a.coll, s.o.dtypes, s.ops(), note) }()
+	select {
+	case err := <-done:
+		return err
+	case <-s.a.signalled: // a first compilation can take many seconds
+		s.team.broken = true // the engine is busy: close leaves it to the process's exit
+		return errInterrupted
+	}
 }
 
 // bufferBytes is the size of every rank's send and receive buffer: the largest view any type needs at -e,

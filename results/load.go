@@ -4,8 +4,10 @@ import (
 	"bytes"
 	"encoding/json"
 	"fmt"
+	"io"
 	"math"
 	"os"
+	"syscall"
 )
 
 // Load reads a run from path, detecting its format: JSON written by this
@@ -13,11 +15,49 @@ import (
 // (-Z csv|json -X file), or the text that nccl-tests and rccl-tests print.
 // Malformed input gives a one-line error naming the file and the line.
 func Load(path string) (*Record, error) {
-	data, err := os.ReadFile(path)
+	data, err := ReadFile(path)
 	if err != nil {
 		return nil, err
 	}
 	return Parse(path, data)
+}
+
+// maxFileBytes bounds a result file: a run of thousands of rows with every round and per-iteration key is a
+// few MiB.
+const maxFileBytes = 256 << 20
+
+// sniffBytes is how much of a file is looked at for binary data before the rest is read.
+const sniffBytes = 64 << 10
+
+// ReadFile reads a result file whole, within bounds: a file with a NUL byte in its first 64 KiB (/dev/zero,
+// binary data) is refused before more is read, and so is one above 256 MiB, each with an error naming it; a
+// named pipe nobody writes to reads as empty.
+func ReadFile(path string) ([]byte, error) {
+	// Non-blocking: a named pipe without a writer reads as empty instead of waiting for one for ever.
+	f, err := os.OpenFile(path, os.O_RDONLY|syscall.O_NONBLOCK, 0)
+	if err != nil {
+		return nil, err
+	}
+	defer f.Close()
+	tooLarge := fmt.Errorf("%s: larger than %d MiB, not a result file", path, maxFileBytes>>20)
+	if st, err := f.Stat(); err == nil && st.Mode().IsRegular() && st.Size() > maxFileBytes {
+		return nil, tooLarge
+	}
+	var buf bytes.Buffer
+	if _, err := io.CopyN(&buf, f, sniffBytes); err != nil && err != io.EOF {
+		return nil, fmt.Errorf("%s: %w", path, err)
+	}
+	if bytes.IndexByte(buf.Bytes(), 0) >= 0 {
+		return nil, fmt.Errorf("%s: binary data (a NUL byte in its first %d KiB), not a result file", path, sniffBytes>>10)
+	}
+	n, err := io.CopyN(&buf, f, maxFileBytes+1-int64(buf.Len()))
+	switch {
+	case err != nil && err != io.EOF:
+		return nil, fmt.Errorf("%s: %w", path, err)
+	case err == nil && n > 0:
+		return nil, tooLarge
+	}
+	return buf.Bytes(), nil
 }
 
 // Parse is Load on data already read; name is used in error messages. A UTF-8 byte order mark (an editor's

@@ -4,7 +4,9 @@ import (
 	"os"
 	"path/filepath"
 	"strings"
+	"syscall"
 	"testing"
+	"time"
 )
 
 func TestLoadTextAnchor(t *testing.T) {
@@ -153,5 +155,40 @@ func TestMalformedInputsGiveOneLineErrors(t *testing.T) {
 	}
 	if _, err := Load(filepath.Join(t.TempDir(), "missing.json")); err == nil || !os.IsNotExist(err) {
 		t.Errorf("missing file: %v", err)
+	}
+}
+
+// TestReadFileBounds: an input that is no result file is refused, naming it, without being read whole:
+// /dev/zero (endless) and binary data at the first NUL byte, a text file above the size bound at the bound.
+func TestReadFileBounds(t *testing.T) {
+	big := filepath.Join(t.TempDir(), "big.txt")
+	f, err := os.Create(big)
+	if err != nil {
+		t.Fatal(err)
+	}
+	// Text first, then a hole past the bound (sparse: no disk taken).
+	if _, err := f.WriteString(strings.Repeat("# text\n", 20000)); err != nil {
+		t.Fatal(err)
+	}
+	if err := f.Truncate(maxFileBytes + 1<<20); err != nil {
+		t.Fatal(err)
+	}
+	f.Close()
+	for path, want := range map[string]string{"/dev/zero": "binary data", "/dev/urandom": "binary data",
+		big: "larger than 256 MiB"} {
+		start := time.Now()
+		_, err := Load(path)
+		if err == nil || !strings.Contains(err.Error(), path) || !strings.Contains(err.Error(), want) ||
+			time.Since(start) > 5*time.Second {
+			t.Errorf("%s: %v after %v", path, err, time.Since(start))
+		}
+	}
+	fifo := filepath.Join(t.TempDir(), "fifo")
+	if err := syscall.Mkfifo(fifo, 0o600); err != nil {
+		t.Skip("no named pipes here:", err)
+	}
+	start := time.Now()
+	if _, err := Load(fifo); err == nil || !strings.Contains(err.Error(), fifo) || time.Since(start) > 2*time.Second {
+		t.Errorf("named pipe without a writer: %v after %v", err, time.Since(start))
 	}
 }

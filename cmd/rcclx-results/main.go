@@ -301,7 +301,7 @@ func loadDistinct(paths []string) ([]*results.Record, error) {
 		if byPath[abs] {
 			return nil, fmt.Errorf("%s given twice: a file is one run and counts once", p)
 		}
-		data, err := os.ReadFile(p)
+		data, err := results.ReadFile(p)
 		if err != nil {
 			return nil, err
 		}
