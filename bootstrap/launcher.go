@@ -17,28 +17,49 @@ type Launch struct {
 	Launcher             string // "torchrun", "mpirun", "pmi", "slurm", or "" for a single process
 	Rank, Size           int
 	LocalRank, LocalSize int
+	// RunID names this launch, the same in every process of it and different from any other launch:
+	// RCCLX_TESTS_RUN_ID, else the launcher's job id (Open MPI's, Slurm's job and step, torchrun's run id, store
+	// address and restart count), or, where the launcher has none (MPICH), one rank 0 makes and sends through
+	// MPI when meeting. "" when nothing names the run (variables set by hand). The rendezvous refuses a process
+	// whose RunID differs from rank 0's.
+	RunID string
 }
+
+// EnvRunID names a run where the launcher gives no job id (processes started by hand): any text, the same in
+// every process of the run and different from any other run that may share its rendezvous address.
+const EnvRunID = "RCCLX_TESTS_RUN_ID"
 
 // launcherVars are the variables each launcher sets, in the order Detect tries them: the innermost launcher
 // wins, and torchrun is usually started by one of the others (its children carry the outer launcher's
-// variables too, naming the torchrun agent instead of themselves).
+// variables too, naming the torchrun agent instead of themselves). runID lists the variables that name the
+// launch (Launch.RunID): the values that are set, joined with ".", once the first is set (torchrun's store
+// address and restart count only qualify its run id). partial says whether a rank without its size, or the
+// reverse, is an error rather than no launcher (an salloc shell has SLURM_NTASKS without being a task).
 var launcherVars = []struct {
 	name, rank, size, localRank, localSize string
+	runID                                  []string
+	partial                                bool
 }{
-	{"torchrun", "RANK", "WORLD_SIZE", "LOCAL_RANK", "LOCAL_WORLD_SIZE"},
-	{"mpirun", "OMPI_COMM_WORLD_RANK", "OMPI_COMM_WORLD_SIZE", "OMPI_COMM_WORLD_LOCAL_RANK", "OMPI_COMM_WORLD_LOCAL_SIZE"},
-	{"pmi", "PMI_RANK", "PMI_SIZE", "MPI_LOCALRANKID", "MPI_LOCALNRANKS"},
-	{"slurm", "SLURM_PROCID", "SLURM_NTASKS", "SLURM_LOCALID", ""},
+	{"torchrun", "RANK", "WORLD_SIZE", "LOCAL_RANK", "LOCAL_WORLD_SIZE",
+		[]string{"TORCHELASTIC_RUN_ID", "MASTER_ADDR", "MASTER_PORT", "TORCHELASTIC_RESTART_COUNT"}, true},
+	{"mpirun", "OMPI_COMM_WORLD_RANK", "OMPI_COMM_WORLD_SIZE", "OMPI_COMM_WORLD_LOCAL_RANK", "OMPI_COMM_WORLD_LOCAL_SIZE",
+		[]string{"PMIX_NAMESPACE"}, true},
+	{"pmi", "PMI_RANK", "PMI_SIZE", "MPI_LOCALRANKID", "MPI_LOCALNRANKS", []string{"PMI_PORT"}, true},
+	{"slurm", "SLURM_PROCID", "SLURM_NTASKS", "SLURM_LOCALID", "", []string{"SLURM_JOB_ID", "SLURM_STEP_ID"}, false},
 }
 
-// Detect reads the launcher's variables through getenv. No launcher means a single process (Size 1).
+// Detect reads the launcher's variables through getenv. No launcher means a single process (Size 1). A rank
+// without its world size (or the reverse) is refused: each process would otherwise run alone.
 func Detect(getenv func(string) string) (Launch, error) {
 	for _, v := range launcherVars {
 		size := v.size
 		if v.name == "slurm" && getenv("SLURM_STEP_NUM_TASKS") != "" {
 			size = "SLURM_STEP_NUM_TASKS" // the step's tasks, where SLURM_NTASKS may describe the allocation
 		}
-		if getenv(v.rank) == "" || getenv(size) == "" { // a lone RANK may be anyone's variable
+		if getenv(v.rank) == "" || getenv(size) == "" {
+			if v.partial && (getenv(v.rank) != "" || getenv(size) != "") {
+				return Launch{}, partialError(getenv, v.rank, size)
+			}
 			continue
 		}
 		l := Launch{Launcher: v.name, LocalRank: -1, LocalSize: -1}
@@ -65,9 +86,46 @@ func Detect(getenv func(string) string) (Launch, error) {
 		if v.name == "slurm" && getenv("SLURM_NNODES") == "1" {
 			l.LocalSize = l.Size
 		}
+		if l.RunID, err = runID(getenv, v.runID); err != nil {
+			return Launch{}, err
+		}
 		return l, nil
 	}
 	return Launch{Rank: 0, Size: 1, LocalRank: 0, LocalSize: 1}, nil
+}
+
+// partialError is the one line for a launcher's rank without its size or the reverse: running on would start
+// independent single-process runs that all succeed.
+func partialError(getenv func(string) string, rank, size string) error {
+	return fmt.Errorf("bootstrap: %s=%q and %s=%q: a launcher sets both (set both, or neither for a single "+
+		"process)", rank, getenv(rank), size, getenv(size))
+}
+
+// runID is the identity of this launch: RCCLX_TESTS_RUN_ID, else the values of the launcher's keys that are
+// set, joined with "." ("" unless the first is set), hashed where longer than a hello holds.
+func runID(getenv func(string) string, keys []string) (string, error) {
+	if id := getenv(EnvRunID); id != "" {
+		if len(id) > maxRunID {
+			return "", fmt.Errorf("bootstrap: %s is %d bytes long, at most %d", EnvRunID, len(id), maxRunID)
+		}
+		return id, nil
+	}
+	if getenv(keys[0]) == "" {
+		return "", nil
+	}
+	var parts []string
+	for _, k := range keys {
+		if v := getenv(k); v != "" {
+			parts = append(parts, v)
+		}
+	}
+	id := strings.Join(parts, ".")
+	if len(id) > maxRunID {
+		h := fnv.New64a()
+		h.Write([]byte(id))
+		id = fmt.Sprintf("%s#%016x", keys[0], h.Sum64())
+	}
+	return id, nil
 }
 
 func intVar(getenv func(string) string, key string) (int, error) {
@@ -78,38 +136,51 @@ func intVar(getenv func(string) string, key string) (int, error) {
 	return v, nil
 }
 
-// jobIDVars name a job uniquely per launch; on a single node the rendezvous port is derived from the first set.
-var jobIDVars = []string{
-	"SLURM_JOB_ID", "OMPI_MCA_ess_base_jobid", "OMPI_MCA_orte_ess_jobid", "PMIX_NAMESPACE", "PMI_PORT",
-	"TORCHELASTIC_RUN_ID",
-}
-
-// Rendezvous is the address rank 0 listens on and the others connect to: MASTER_ADDR:MASTER_PORT, else
-// RCCLX_TESTS_BOOTSTRAP, else, when every process runs on this node, 127.0.0.1 and a port derived from the
-// launcher's job id.
+// Rendezvous is the address rank 0 listens on and the others connect to, decided before anything connects:
+// MASTER_ADDR:MASTER_PORT (under torchrun only where its agent does not hold that port), else
+// RCCLX_TESTS_BOOTSTRAP, else the launcher's way: torchrun's MASTER_ADDR with a port derived from its run
+// (launch_torchrun.go), srun's first node of the step with a port derived from the job and step
+// (launch_slurm.go), and under mpirun "" with no error: rank 0 then sends its address to the others through
+// the MPI library (launch_mpi.go). Where that library does not load and every process runs on this node,
+// 127.0.0.1 and a port derived from the run id serve.
 func Rendezvous(getenv func(string) string, l Launch) (string, error) {
+	if l.Launcher == "torchrun" && agentStore(getenv) {
+		return torchrunRendezvous(getenv, l)
+	}
 	if host, port := getenv("MASTER_ADDR"), getenv("MASTER_PORT"); host != "" || port != "" {
 		if host == "" || port == "" {
 			return "", fmt.Errorf("bootstrap: MASTER_ADDR=%q and MASTER_PORT=%q: set both", host, port)
 		}
-		return checkAddr("MASTER_ADDR/MASTER_PORT", net.JoinHostPort(host, port))
+		bare := strings.TrimSuffix(strings.TrimPrefix(host, "["), "]")
+		if strings.Contains(bare, ":") && net.ParseIP(bare) == nil {
+			return "", fmt.Errorf("bootstrap: MASTER_ADDR=%q is not a host name or address (a port belongs in "+
+				"MASTER_PORT)", host)
+		}
+		return checkAddr("MASTER_ADDR/MASTER_PORT", net.JoinHostPort(bare, port))
 	}
 	if addr := getenv(EnvBootstrap); addr != "" {
 		return checkAddr(EnvBootstrap, addr)
 	}
-	if l.LocalSize == l.Size {
-		for _, key := range jobIDVars {
-			if id := getenv(key); id != "" {
-				if key == "SLURM_JOB_ID" {
-					id += "." + getenv("SLURM_STEP_ID")
-				}
-				return net.JoinHostPort("127.0.0.1", strconv.Itoa(derivedPort(id))), nil
-			}
+	var why string
+	switch l.Launcher {
+	case "slurm":
+		addr, err := slurmRendezvous(getenv, l)
+		if err != nil || addr != "" {
+			return addr, err
+		}
+		why = "; srun's SLURM_JOB_ID and SLURM_STEP_NODELIST are not both set"
+	case "mpirun", "pmi":
+		if _, err := loadMPI(l.Launcher); err != nil {
+			why = "; " + err.Error()
+		} else {
+			return "", nil
 		}
 	}
+	if l.LocalSize == l.Size && l.RunID != "" {
+		return net.JoinHostPort("127.0.0.1", strconv.Itoa(derivedPort(l.RunID))), nil
+	}
 	return "", fmt.Errorf("bootstrap: rank %d of %d (%s): no rendezvous address: set MASTER_ADDR and MASTER_PORT "+
-		"or RCCLX_TESTS_BOOTSTRAP=host:port (single-node runs may instead rely on one of %s)",
-		l.Rank, l.Size, l.Launcher, strings.Join(jobIDVars, " "))
+		"or RCCLX_TESTS_BOOTSTRAP=host:port%s", l.Rank, l.Size, l.Launcher, why)
 }
 
 func checkAddr(source, addr string) (string, error) {

@@ -71,13 +71,13 @@ func SubWorlds(w collectives.World, n int) ([][]string, error) {
 	return out, nil
 }
 
-// Isolate returns environ without any launcher's or rendezvous variables, then extra: the environment of a
-// child process that must not take its parent's place in the parent's world.
+// Isolate returns environ without any launcher's or rendezvous variables (the run's identity included), then
+// extra: the environment of a child process that must not take its parent's place in the parent's world.
 func Isolate(environ []string, extra ...string) []string {
 	drop := map[string]bool{"MASTER_ADDR": true, "MASTER_PORT": true, EnvBootstrap: true, "SLURM_STEP_NUM_TASKS": true,
 		"SLURM_NNODES": true}
 	for _, v := range launcherVars {
-		for _, name := range []string{v.rank, v.size, v.localRank, v.localSize} {
+		for _, name := range append([]string{v.rank, v.size, v.localRank, v.localSize}, v.runID...) {
 			if name != "" {
 				drop[name] = true
 			}

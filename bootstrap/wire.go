@@ -6,27 +6,43 @@ import (
 	"fmt"
 	"io"
 	"net"
+	"strconv"
+	"strings"
 	"time"
+	"unicode"
+	"unicode/utf8"
 )
 
 // Frames on a connection: one kind byte, a 4-byte little-endian length, the payload.
 const (
-	kindHello   byte = iota + 1 // peer -> rank 0: magic, rank, world size, pid
+	kindHello   byte = iota + 1 // peer -> rank 0: magic, rank, world size, pid, run identity
 	kindWelcome                 // rank 0 -> peer: every process has arrived; every process's pid
 	kindData                    // peer -> rank 0: this process's part of an AllGather
 	kindResult                  // rank 0 -> peer: every part, in rank order
 	kindFail                    // the run is broken; the payload says why (rank 0 -> peer, or a peer that aborts -> rank 0)
 	kindTimeout                 // as kindFail, for a timeout: rank, duration and phase
-	kindAck                     // rank 0 -> peer, at once after a valid hello: magic
+	kindAck                     // rank 0 -> peer, at once after a valid hello: magic, rank 0's pid
 	kindBye                     // a process that ended its run, before it closes its connection (World.Leave)
 )
 
 // magic opens every hello and ack, so that a process that reached some other program at the rendezvous port
-// says so at once instead of waiting for a welcome. Its last byte is the protocol version (2: kindBye).
-var magic = []byte("RCCLXTB\x02")
+// says so at once instead of waiting for a welcome. Its last byte is the protocol version (2: kindBye; 3: the
+// run identity in the hello, rank 0's pid in the ack).
+var magic = []byte("RCCLXTB\x03")
 
 // ackTimeout bounds the wait for rank 0's ack after connecting: rank 0 acks every valid hello at once.
 const ackTimeout = 5 * time.Second
+
+// helloTimeout bounds how long rank 0 reads a connection's hello: a process of the run sends it as soon as it
+// has connected, so a connection still silent then is a stranger's, and is dropped.
+var helloTimeout = 2 * time.Second
+
+// maxRunID bounds the run identity in a hello (a launcher's job id, or RCCLX_TESTS_RUN_ID), and with it the
+// largest frame rank 0 reads from a connection before it knows the connection is one of its run's.
+const (
+	maxRunID = 200
+	maxHello = 8 + 12 + 2 + maxRunID
+)
 
 // verdictGrace is how much longer than rank 0 a connected rank waits for everyone to arrive, to hear rank 0 name
 // the ranks that never came.
@@ -49,14 +65,17 @@ func writeFrame(c net.Conn, kind byte, payload []byte, timeout time.Duration) er
 	return err
 }
 
-func readFrame(r io.Reader) (frame, error) {
+func readFrame(r io.Reader) (frame, error) { return readFrameMax(r, maxFrame) }
+
+// readFrameMax reads a frame of at most limit bytes: nothing of a longer one is allocated.
+func readFrameMax(r io.Reader, limit uint32) (frame, error) {
 	var hdr [5]byte
 	if _, err := io.ReadFull(r, hdr[:]); err != nil {
 		return frame{}, err
 	}
 	n := binary.LittleEndian.Uint32(hdr[1:])
-	if n > maxFrame {
-		return frame{}, fmt.Errorf("frame of %d bytes is over the %d-byte limit", n, maxFrame)
+	if n > limit {
+		return frame{}, fmt.Errorf("a frame of %d bytes, over the %d-byte limit", n, limit)
 	}
 	f := frame{kind: hdr[0], payload: make([]byte, n)}
 	_, err := io.ReadFull(r, f.payload)
@@ -104,6 +123,29 @@ func deadline(timeout time.Duration) time.Time {
 		return time.Time{}
 	}
 	return time.Now().Add(timeout)
+}
+
+// Printable is text another process sent, made safe to show and record: control characters (an escape
+// sequence would drive the terminal), invalid UTF-8 and other unprintable runes are escaped as Go quotes them.
+func Printable(s string) string {
+	if !strings.ContainsFunc(s, func(r rune) bool { return r == utf8.RuneError || !unicode.IsPrint(r) && r != ' ' }) {
+		return s
+	}
+	var b strings.Builder
+	for len(s) > 0 {
+		r, n := utf8.DecodeRuneInString(s)
+		switch {
+		case r == utf8.RuneError && n <= 1:
+			fmt.Fprintf(&b, `\x%02x`, s[0])
+		case r == ' ' || unicode.IsPrint(r):
+			b.WriteString(s[:n])
+		default:
+			q := strconv.QuoteRune(r)
+			b.WriteString(q[1 : len(q)-1])
+		}
+		s = s[n:]
+	}
+	return b.String()
 }
 
 // errTimeout marks a wait that ran out of time (as opposed to a connection that failed).

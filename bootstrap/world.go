@@ -47,6 +47,50 @@ type World struct {
 	// rank 0: the rank whose connection failed, and the notice of it to the others
 	failedRank int
 	notifyOnce sync.Once
+
+	strays    int    // rank 0: connections turned away as not of this run (under pmu)
+	lastStray string // the last of them: where from, and why
+}
+
+// Option is a choice of FromEnv's.
+type Option func(*World)
+
+// StopOn makes every wait on the other processes end once stop is closed (a signal arrived), connecting
+// included: the wait fails with an error that is ErrInterrupted, and the other processes are told.
+func StopOn(stop <-chan struct{}) Option {
+	return func(w *World) {
+		if stop != nil {
+			go func() {
+				select {
+				case <-stop:
+					w.interrupt()
+				case <-w.done:
+				}
+			}()
+		}
+	}
+}
+
+// ErrInterrupted is the error of a wait ended by StopOn.
+var ErrInterrupted = errors.New("interrupted while waiting for the other processes")
+
+type interruptedError struct{ rank int }
+
+func (e interruptedError) Error() string {
+	return fmt.Sprintf("bootstrap: rank %d was interrupted while it waited for the other processes", e.rank)
+}
+
+func (e interruptedError) Is(target error) bool { return target == ErrInterrupted }
+
+// interrupt ends the run for this process and tells the others, as Abort does; a read of the rendezvous in
+// progress returns at once.
+func (w *World) interrupt() {
+	w.Abort(interruptedError{w.Rank()})
+	w.pmu.Lock()
+	defer w.pmu.Unlock()
+	if w.Rank() != 0 && len(w.peers) > 0 && w.peers[0].in == nil { // dial still reads the ack
+		w.peers[0].conn.SetReadDeadline(time.Now())
+	}
 }
 
 type peer struct {
@@ -66,7 +110,7 @@ func (p *peer) write(kind byte, payload []byte, timeout time.Duration) error {
 // FromEnv detects the launcher and meets the other processes at the rendezvous address; it returns once every
 // process has arrived. timeout bounds connecting and every later call (a call waiting on a peer fails past it);
 // 0 waits forever in calls and ConnectTimeout for connecting. Without a launcher the World has Size 1.
-func FromEnv(timeout time.Duration) (*World, error) {
+func FromEnv(timeout time.Duration, opts ...Option) (*World, error) {
 	l, err := Detect(os.Getenv)
 	if err != nil {
 		return nil, err
@@ -76,12 +120,20 @@ func FromEnv(timeout time.Duration) (*World, error) {
 	}
 	w := newWorld(l)
 	w.timeout = timeout
+	for _, o := range opts {
+		o(w)
+	}
 	if w.addr, err = Rendezvous(os.Getenv, l); err != nil {
 		return nil, err
 	}
 	connectTimeout := timeout
 	if connectTimeout <= 0 {
 		connectTimeout = ConnectTimeout
+	}
+	if w.addr == "" { // the MPI library carries rank 0's address (launch_mpi.go)
+		if w.addr, w.ln, w.launch.RunID, err = mpiMeet(os.Getenv, l, connectTimeout); err != nil {
+			return nil, err
+		}
 	}
 	if l.Rank == 0 {
 		err = w.serve(connectTimeout)
@@ -199,39 +251,54 @@ func (w *World) Abort(err error) {
 		return
 	}
 	w.setFailed(err, -1, true)
-	if w.Rank() != 0 {
+	w.pmu.Lock()
+	var root *peer
+	if w.Rank() != 0 && len(w.peers) > 0 && w.peers[0].in != nil {
+		root = w.peers[0]
+	}
+	w.pmu.Unlock()
+	if root != nil {
 		kind, payload := errorFrame(err)
-		_ = w.peers[0].write(kind, payload, time.Second) // best effort: rank 0 may be gone
+		_ = root.write(kind, payload, time.Second) // best effort: rank 0 may be gone
 	}
 }
 
-// errorFrame encodes a failure notice: a timeout keeps its rank, duration, the ranks that never arrived and
-// its phase, so that every process reports it alike (exit code 4).
+// errorFrame encodes a failure notice: a timeout keeps its rank, duration, the ranks (or processes) that never
+// arrived and its phase, so that every process reports it alike (exit code 4).
 func errorFrame(err error) (byte, []byte) {
 	var te *collectives.TimeoutError
 	if errors.As(err, &te) {
-		return kindTimeout, fmt.Appendf(nil, "%d\x00%d\x00%s\x00%s", te.Rank, te.After, collectives.JoinRanks(te.Missing), te.Phase)
+		return kindTimeout, fmt.Appendf(nil, "%d\x00%d\x00%s\x00%s\x00%s", te.Rank, te.After,
+			collectives.JoinRanks(te.Missing), collectives.JoinRanks(te.Processes), te.Phase)
 	}
 	return kindFail, []byte(err.Error())
 }
 
+// frameError is the error of a failure notice another process sent; its text is made printable.
 func frameError(kind byte, payload []byte) error {
 	if kind == kindTimeout {
 		te := &collectives.TimeoutError{}
-		f := strings.SplitN(string(payload), "\x00", 4)
-		if len(f) == 4 {
+		f := strings.SplitN(string(payload), "\x00", 5)
+		if len(f) == 5 {
 			te.Rank, _ = strconv.Atoi(f[0])
 			after, _ := strconv.ParseInt(f[1], 10, 64)
-			te.After, te.Phase = time.Duration(after), f[3]
-			for r := range strings.SplitSeq(f[2], ",") {
-				if n, err := strconv.Atoi(r); err == nil {
-					te.Missing = append(te.Missing, n)
-				}
-			}
+			te.After, te.Phase = time.Duration(after), Printable(f[4])
+			te.Missing, te.Processes = numbers(f[2]), numbers(f[3])
 			return te
 		}
 	}
-	return errors.New(string(payload))
+	return errors.New(Printable(string(payload)))
+}
+
+// numbers reads a list that collectives.JoinRanks wrote.
+func numbers(s string) []int {
+	var out []int
+	for r := range strings.SplitSeq(s, ",") {
+		if n, err := strconv.Atoi(r); err == nil {
+			out = append(out, n)
+		}
+	}
+	return out
 }
 
 // lostPeer is a connection that failed, a failure notice or a goodbye, seen by the connection's reader.
@@ -357,35 +424,61 @@ func (w *World) await(ch <-chan frame, timeout time.Duration) (frame, error) {
 func (w *World) gatherAtRoot(data []byte) ([][]byte, error) {
 	parts := make([][]byte, w.Size())
 	parts[0] = append([]byte(nil), data...)
+	end := deadline(w.timeout)
 	for _, p := range w.peers[1:] {
-		f, err := w.await(p.in, w.timeout)
+		wait := time.Duration(0)
+		if !end.IsZero() {
+			wait = max(time.Until(end), time.Nanosecond)
+		}
+		f, err := w.await(p.in, wait)
 		if err == nil && f.kind != kindData {
 			err = fmt.Errorf("unexpected frame kind %d", f.kind)
 		}
+		if errors.Is(err, errTimeout) {
+			return nil, w.breakAtRoot(p.rank, err, w.silent(p.rank))
+		}
 		if err != nil {
-			return nil, w.breakAtRoot(p.rank, err)
+			return nil, w.breakAtRoot(p.rank, err, nil)
 		}
 		parts[p.rank] = f.payload
 	}
 	result := encodeParts(parts)
 	for _, p := range w.peers[1:] {
 		if err := p.write(kindResult, result, w.timeout); err != nil {
-			return nil, w.breakAtRoot(p.rank, err)
+			return nil, w.breakAtRoot(p.rank, err, nil)
 		}
 	}
 	return parts, nil
 }
 
+// silent lists the processes from rank on whose part of a gather has not arrived (rank's has not): those a
+// timeout names.
+func (w *World) silent(rank int) []int {
+	out := []int{rank}
+	for _, p := range w.peers[rank+1:] {
+		select {
+		case f := <-p.in:
+			if f.err == nil && f.kind == kindData {
+				continue // the call fails: what it sent is of no more use
+			}
+		default:
+		}
+		out = append(out, p.rank)
+	}
+	return out
+}
+
 // breakAtRoot records that rank failed and tells every other process why, so that none waits for its timeout.
-// A process that stopped answering is a timeout (exit code 4) on every process; one that died is not.
-func (w *World) breakAtRoot(rank int, err error) error {
+// A process that stopped answering is a timeout (exit code 4) on every process, naming the silent ones; one
+// that died is not.
+func (w *World) breakAtRoot(rank int, err error, silent []int) error {
 	if failure := w.Err(); failure != nil {
 		w.broken = failure
 		w.notify()
 		return failure
 	}
 	if errors.Is(err, errTimeout) {
-		w.broken = w.timeoutError(fmt.Sprintf("the rendezvous (AllGather/Barrier): process %d did not answer", rank))
+		w.broken = w.timeoutError(silent)
 	} else {
 		w.broken = fmt.Errorf("bootstrap: rank %d died or left the run (pid %d; its connection to rank 0 failed: %v)",
 			rank, w.pids[rank], err)
@@ -399,9 +492,11 @@ func (w *World) breakAtRoot(rank int, err error) error {
 	return w.broken
 }
 
-// timeoutError is a wait on another process that ran past the timeout, as the harness reports every -T expiry.
-func (w *World) timeoutError(phase string) error {
-	return &collectives.TimeoutError{Rank: w.Rank(), Phase: phase, After: w.timeout}
+// timeoutError is a wait on other processes that ran past the timeout, as the harness reports every -T expiry:
+// it names the processes that did not answer, not this one, which waited.
+func (w *World) timeoutError(silent []int) error {
+	return &collectives.TimeoutError{Rank: w.Rank(), Phase: "the rendezvous (AllGather/Barrier)", After: w.timeout,
+		Processes: silent}
 }
 
 func (w *World) gatherAtPeer(data []byte) ([][]byte, error) {
@@ -409,11 +504,17 @@ func (w *World) gatherAtPeer(data []byte) ([][]byte, error) {
 	err := p.write(kindData, data, w.timeout)
 	var f frame
 	if err == nil {
-		f, err = w.await(p.in, w.timeout)
+		// Rank 0 names the process that did not answer when its own wait ends: wait a little longer for that
+		// verdict, so that a process stopped elsewhere is not taken for rank 0.
+		wait := w.timeout
+		if wait > 0 {
+			wait += verdictGrace
+		}
+		f, err = w.await(p.in, wait)
 	}
 	switch {
 	case errors.Is(err, errTimeout):
-		w.broken = w.timeoutError(fmt.Sprintf("the rendezvous (AllGather/Barrier): process 0 (%s) did not answer", w.addr))
+		w.broken = w.timeoutError([]int{0})
 	case err != nil && w.Err() != nil:
 		w.broken = w.Err()
 	case err != nil:

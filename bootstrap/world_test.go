@@ -3,7 +3,6 @@ package bootstrap
 import (
 	"bytes"
 	"crypto/rand"
-	"encoding/binary"
 	"encoding/hex"
 	"fmt"
 	"net"
@@ -24,6 +23,7 @@ const (
 	childScenario = "BOOTSTRAP_TEST_SCENARIO"
 	childNonce    = "BOOTSTRAP_TEST_NONCE"
 	childVictim   = "BOOTSTRAP_TEST_VICTIM"
+	childTimeout  = "BOOTSTRAP_TEST_TIMEOUT"
 )
 
 func TestMain(m *testing.M) {
@@ -45,7 +45,11 @@ func payload(nonce string, rank, round int) []byte {
 }
 
 func runChild(scenario string) error {
-	w, err := FromEnv(10 * time.Second)
+	timeout := 10 * time.Second
+	if d, err := time.ParseDuration(os.Getenv(childTimeout)); err == nil {
+		timeout = d
+	}
+	w, err := FromEnv(timeout)
 	if err != nil {
 		return err
 	}
@@ -133,6 +137,17 @@ func runChild(scenario string) error {
 			}
 		}
 		return barrierFails(w, leaver, "gone")
+	case "stop":
+		if err := w.Barrier(); err != nil {
+			return err
+		}
+		if victim, _ := strconv.Atoi(os.Getenv(childVictim)); w.Rank() == victim {
+			syscall.Kill(os.Getpid(), syscall.SIGSTOP)
+			time.Sleep(time.Minute) // the stop may take effect after Kill returns; the test kills this process
+			return nil
+		}
+		fmt.Println(w.Barrier())
+		return nil
 	case "die":
 		if _, err := w.AllGather([]byte(nonce)); err != nil {
 			return err
@@ -214,7 +229,7 @@ func TestSubWorlds(t *testing.T) {
 		t.Errorf("single process: %q, %v", envs, err)
 	}
 	env := Isolate([]string{"RANK=1", "OMPI_COMM_WORLD_SIZE=2", "MASTER_PORT=1", "RCCLX_TESTS_BOOTSTRAP=h:1",
-		"HOME=/root", "SLURM_LOCALID=0"}, "X=1")
+		"HOME=/root", "SLURM_LOCALID=0", "TORCHELASTIC_RUN_ID=x", "PMIX_NAMESPACE=7", "SLURM_JOB_ID=3"}, "X=1")
 	if strings.Join(env, " ") != "HOME=/root X=1" {
 		t.Errorf("Isolate kept %q", env)
 	}
@@ -431,14 +446,10 @@ func TestDeadAfterConnectFailsRendezvous(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
-	hello := append([]byte(nil), magic...)
-	for _, v := range []uint32{1, 4, 4242} {
-		hello = binary.LittleEndian.AppendUint32(hello, v)
-	}
-	if err := writeFrame(c, kindHello, hello, time.Second); err != nil {
+	if err := writeFrame(c, kindHello, hello{rank: 1, size: 4, pid: 4242}.encode(), time.Second); err != nil {
 		t.Fatal(err)
 	}
-	if f, err := readFrame(c); err != nil || f.kind != kindAck || !bytes.Equal(f.payload, magic) {
+	if f, err := readFrame(c); err != nil || f.kind != kindAck || !bytes.HasPrefix(f.payload, magic) {
 		t.Fatalf("rank 0 answered the hello with %+v, %v; want an ack", f, err)
 	}
 	time.Sleep(300 * time.Millisecond) // rank 2 has been acked

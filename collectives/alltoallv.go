@@ -1,12 +1,14 @@
 package collectives
 
 import (
+	"bufio"
 	"errors"
 	"fmt"
 	"math"
 	"os"
 	"strconv"
 	"strings"
+	"syscall"
 )
 
 // AllToAllV: every rank sends a different amount to each peer. The amounts come from a generated pattern
@@ -84,6 +86,10 @@ func prepareAllToAllV(c *Collective, getenv func(string) string, nranks int, min
 	p := *c
 	p.counts, p.source, p.checked, p.base = v.counts, v.source, v.checked, c
 	p.summary = v.summaryLines
+	if v.matrix != nil && len(v.matrix) > nranks {
+		n := len(v.matrix)
+		p.note = fmt.Sprintf("alltoallv matrix %s is %dx%d: its first %d rows and columns are used, one per rank", v.file, n, n, nranks)
+	}
 	return &p, nil
 }
 
@@ -130,20 +136,35 @@ func vNumber(s string, def float64) (float64, error) {
 	return f, nil
 }
 
-// readMatrix reads the matrix file; every error names the file and what is wrong, in one line.
+// maxMatrixLine bounds a line of the matrix file: 1024 ranks of 20-character entries fit many times over.
+const maxMatrixLine = 1 << 20
+
+// maxMatrixRanks bounds the rows of a matrix file (more ranks than any run has).
+const maxMatrixRanks = 1 << 16
+
+// readMatrix reads the matrix file, a line at a time (a file that is no matrix, /dev/zero or a large binary
+// one, fails at its first line, read no further); every error names the file and what is wrong, in one line.
+// The matrix has a row and a column for each rank (a larger one is used in part: Note says so), and sends
+// something among the ranks.
 func (v *vPattern) readMatrix(nranks int) error {
-	data, err := os.ReadFile(v.file)
+	f, err := os.OpenFile(v.file, os.O_RDONLY|syscall.O_NONBLOCK, 0) // a named pipe nobody writes to is empty
 	if err != nil {
 		return fmt.Errorf("alltoallv: cannot read %s: %v", envVMatrix, err)
 	}
+	defer f.Close()
+	sc := bufio.NewScanner(f)
+	sc.Buffer(make([]byte, 0, 64<<10), maxMatrixLine)
 	var rows [][]int64
-	for line := range strings.SplitSeq(string(data), "\n") {
-		fields := strings.Fields(line)
+	for sc.Scan() {
+		fields := strings.Fields(sc.Text())
 		if len(fields) == 0 {
 			continue
 		}
 		if len(rows) > 0 && len(fields) != len(rows[0]) {
 			return fmt.Errorf("alltoallv matrix %s: row %d has %d columns, row 0 has %d", v.file, len(rows), len(fields), len(rows[0]))
+		}
+		if len(rows) >= maxMatrixRanks {
+			return fmt.Errorf("alltoallv matrix %s has more than %d rows", v.file, maxMatrixRanks)
 		}
 		row := make([]int64, len(fields))
 		for j, f := range fields {
@@ -161,6 +182,12 @@ func (v *vPattern) readMatrix(nranks int) error {
 		}
 		rows = append(rows, row)
 	}
+	if err := sc.Err(); err != nil {
+		if errors.Is(err, bufio.ErrTooLong) {
+			err = fmt.Errorf("a line is longer than %d bytes", maxMatrixLine)
+		}
+		return fmt.Errorf("alltoallv matrix %s: after row %d: %v: not a matrix", v.file, len(rows), err)
+	}
 	switch {
 	case len(rows) == 0:
 		return fmt.Errorf("alltoallv matrix %s is empty", v.file)
@@ -168,6 +195,15 @@ func (v *vPattern) readMatrix(nranks int) error {
 		return fmt.Errorf("alltoallv matrix %s must be square, got %dx%d", v.file, len(rows), len(rows[0]))
 	case len(rows) < nranks:
 		return fmt.Errorf("alltoallv matrix %s is %dx%d, smaller than the %d ranks", v.file, len(rows), len(rows), nranks)
+	}
+	var sum int64
+	for _, row := range rows[:nranks] {
+		for _, x := range row[:nranks] {
+			sum = min(sum+x, math.MaxInt64/2)
+		}
+	}
+	if sum == 0 {
+		return fmt.Errorf("alltoallv matrix %s sends nothing among %d ranks: every entry used is 0 once scaled by %g and rounded down to 16 bytes", v.file, nranks, v.scale)
 	}
 	v.matrix = rows
 	return nil

@@ -71,6 +71,7 @@ type Collective struct {
 	prepare func(c *Collective, getenv func(string) string, nranks int, minBytes, maxBytes int64) (*Collective, error)
 	// summary is alltoallv's NCCL_TESTS_ALLTOALLV_PRINT_SUMMARY output; nil: none.
 	summary func(k Counts, dt DType, nranks int, sec float64) []string
+	note    string      // a header line on how Prepare read the run's configuration ("": none)
 	base    *Collective // the registered descriptor a prepared copy was made from
 }
 
@@ -174,6 +175,10 @@ func (c *Collective) Checked(rank, root, nranks int, k Counts) int64 {
 	}
 	return c.checked(rank, root, nranks, k)
 }
+
+// Note is a header line on how Prepare read the collective's configuration ("" when there is nothing to say):
+// alltoallv's matrix larger than the run.
+func (c *Collective) Note() string { return c.note }
 
 // Summary is the `#` lines a collective adds after a half measured in sec seconds (alltoallv with
 // NCCL_TESTS_ALLTOALLV_PRINT_SUMMARY=1: per-rank bytes and bandwidth); nil for the others.

@@ -27,6 +27,7 @@ type generator struct {
 	k      int64   // values are +-[1..k] units (floats, sum-like ops)
 	unit   float64 // 2^-s
 	active int     // ranks contributing a non-zero value to each element (floats, sum-like ops)
+	fp8    FP8Flavour
 }
 
 func newGenerator(dt DType, op Op, nranks int, seed uint64) *generator {
@@ -36,7 +37,7 @@ func newGenerator(dt DType, op Op, nranks int, seed uint64) *generator {
 // newGeneratorFor sizes the values for sums of up to terms inputs (all_reduce_bias adds each rank's bias to
 // the reduction of nranks inputs).
 func newGeneratorFor(dt DType, op Op, nranks, terms int, seed uint64) *generator {
-	g := &generator{dt: dt, op: op, n: nranks, seed: splitmix(seed), k: 1, unit: 1, active: nranks}
+	g := &generator{dt: dt, op: op, n: nranks, seed: splitmix(seed), k: 1, unit: 1, active: nranks, fp8: RunFP8Flavour()}
 	if !dt.IsFloat() {
 		return g
 	}
@@ -157,7 +158,7 @@ func (c *Collective) Input(dt DType, op Op, rank, nranks int, k Counts, seed uin
 			if dt == Float { // the common case, without the per-element type switches
 				binary.LittleEndian.PutUint32(out[i*4:], math.Float32bits(float32(g.float(r, j))))
 			} else if dt.IsFloat() {
-				putFloat(dt, out, i, g.float(r, j))
+				putFloat(g.fp8, dt, out, i, g.float(r, j))
 			} else {
 				putInt(dt, out, i, g.integer(r, j))
 			}
@@ -212,8 +213,14 @@ func getInt(dt DType, b []byte, i int64) int64 {
 	return int64(binary.LittleEndian.Uint64(b[i*8:]))
 }
 
-// EncodeFloat rounds v to dt (round to nearest even; FP8 saturates) and returns its bits.
-func EncodeFloat(dt DType, v float64) uint64 {
+// EncodeFloat rounds v to dt (round to nearest even; FP8 saturates, in the run's flavour) and returns its bits.
+func EncodeFloat(dt DType, v float64) uint64 { return RunFP8Flavour().EncodeFloat(dt, v) }
+
+// DecodeFloat is the inverse of EncodeFloat (exact).
+func DecodeFloat(dt DType, b uint64) float64 { return RunFP8Flavour().DecodeFloat(dt, b) }
+
+// EncodeFloat is the package's EncodeFloat with the FP8 types in flavour f.
+func (f FP8Flavour) EncodeFloat(dt DType, v float64) uint64 {
 	switch dt {
 	case Half:
 		return uint64(numeric.F32ToF16(float32(v)))
@@ -223,16 +230,14 @@ func EncodeFloat(dt DType, v float64) uint64 {
 		return math.Float64bits(v)
 	case BFloat16:
 		return uint64(numeric.F32ToBF16(float32(v)))
-	case F8E4M3:
-		return uint64(numeric.E4M3.Encode(float32(v)))
-	case F8E5M2:
-		return uint64(numeric.E5M2.Encode(float32(v)))
+	case F8E4M3, F8E5M2:
+		return uint64(f.Format(dt).Encode(float32(v)))
 	}
 	panic("EncodeFloat: not a floating type: " + dt.String())
 }
 
-// DecodeFloat is the inverse of EncodeFloat (exact).
-func DecodeFloat(dt DType, b uint64) float64 {
+// DecodeFloat is the package's DecodeFloat with the FP8 types in flavour f.
+func (f FP8Flavour) DecodeFloat(dt DType, b uint64) float64 {
 	switch dt {
 	case Half:
 		return float64(numeric.F16ToF32(uint16(b)))
@@ -242,16 +247,14 @@ func DecodeFloat(dt DType, b uint64) float64 {
 		return math.Float64frombits(b)
 	case BFloat16:
 		return float64(numeric.BF16ToF32(uint16(b)))
-	case F8E4M3:
-		return float64(numeric.E4M3.Decode(uint8(b)))
-	case F8E5M2:
-		return float64(numeric.E5M2.Decode(uint8(b)))
+	case F8E4M3, F8E5M2:
+		return float64(f.Format(dt).Decode(uint8(b)))
 	}
 	panic("DecodeFloat: not a floating type: " + dt.String())
 }
 
-func putFloat(dt DType, b []byte, i int64, v float64) {
-	bits := EncodeFloat(dt, v)
+func putFloat(f FP8Flavour, dt DType, b []byte, i int64, v float64) {
+	bits := f.EncodeFloat(dt, v)
 	switch dt.Size() {
 	case 1:
 		b[i] = byte(bits)
@@ -264,7 +267,7 @@ func putFloat(dt DType, b []byte, i int64, v float64) {
 	}
 }
 
-func getFloat(dt DType, b []byte, i int64) float64 {
+func getFloat(f FP8Flavour, dt DType, b []byte, i int64) float64 {
 	var bits uint64
 	switch dt.Size() {
 	case 1:
@@ -276,5 +279,5 @@ func getFloat(dt DType, b []byte, i int64) float64 {
 	case 8:
 		bits = binary.LittleEndian.Uint64(b[i*8:])
 	}
-	return DecodeFloat(dt, bits)
+	return f.DecodeFloat(dt, bits)
 }

@@ -23,7 +23,7 @@ func simulate(rng *rand.Rand, dt DType, op Op, inputs [][]byte, n int) []byte {
 		if dt.IsFloat() {
 			v := 0.0
 			for j, r := range order {
-				x := getFloat(dt, inputs[r], i)
+				x := getFloat(RunFP8Flavour(), dt, inputs[r], i)
 				if op == MulSum {
 					x = DecodeFloat(dt, EncodeFloat(dt, x*float64(PreMulScalar(r))))
 				}
@@ -44,7 +44,7 @@ func simulate(rng *rand.Rand, dt DType, op Op, inputs [][]byte, n int) []byte {
 			if op == Avg {
 				v /= float64(n)
 			}
-			putFloat(dt, out, i, v)
+			putFloat(RunFP8Flavour(), dt, out, i, v)
 			continue
 		}
 		var v int64
@@ -82,10 +82,16 @@ func simulate(rng *rand.Rand, dt DType, op Op, inputs [][]byte, n int) []byte {
 	return out
 }
 
+// TestReductionsExactInAnyOrder: in both FP8 flavours, for the FP8 types.
 func TestReductionsExactInAnyOrder(t *testing.T) {
 	seed := rand.Uint64()
 	rng := rand.New(rand.NewPCG(seed, 1))
-	for _, dt := range AllDTypes() {
+	types := AllDTypes()
+	for i, dt := range append(types, F8E4M3, F8E5M2) {
+		useFP8(t, FP8OCP)
+		if i >= len(types) {
+			useFP8(t, FP8FNUZ)
+		}
 		for _, op := range AllOps() {
 			for _, n := range rankCounts {
 				k := AllReduce.Counts(1031*int64(dt.Size()), n, 0, dt)
@@ -101,8 +107,8 @@ func TestReductionsExactInAnyOrder(t *testing.T) {
 				e := AllReduce.Expect(dt, op, 0, -1, n, k, seed, AllReduce.Tolerance(dt, op, n, false))
 				got := simulate(rng, dt, op, inputs, n)
 				if wrong, rel := e.Check(got); wrong != 0 {
-					t.Errorf("seed %#x: %s %s n=%d: %d wrong (max rel err %g) for a reduction in another order",
-						seed, dt, op, n, wrong, rel)
+					t.Errorf("seed %#x: %s (%s) %s n=%d: %d wrong (max rel err %g) for a reduction in another order",
+						seed, dt, RunFP8Flavour(), op, n, wrong, rel)
 				}
 			}
 		}
@@ -188,9 +194,9 @@ func lowPrecisionAllReduce(dt DType, inputs [][]byte) []byte {
 	for i := int64(0); i < count; i++ {
 		var acc float32
 		for _, in := range inputs {
-			acc += numeric.E4M3.Decode(numeric.E4M3.Encode(float32(getFloat(dt, in, i))))
+			acc += numeric.E4M3.Decode(numeric.E4M3.Encode(float32(getFloat(RunFP8Flavour(), dt, in, i))))
 		}
-		putFloat(dt, out, i, float64(numeric.E4M3.Decode(numeric.E4M3.Encode(acc))))
+		putFloat(RunFP8Flavour(), dt, out, i, float64(numeric.E4M3.Decode(numeric.E4M3.Encode(acc))))
 	}
 	return out
 }
@@ -211,7 +217,7 @@ func TestLowPrecisionToleranceHoldsAndBites(t *testing.T) {
 			if wrong != 0 || rel > tol.Rel {
 				t.Errorf("seed %#x: %s n=%d: FP8 path gives %d wrong, max rel err %g (bound %g)", seed, dt, n, wrong, rel, tol.Rel)
 			}
-			putFloat(dt, got, 7, getFloat(dt, e.Want(), 7)+float64(4*n*16))
+			putFloat(RunFP8Flavour(), dt, got, 7, getFloat(RunFP8Flavour(), dt, e.Want(), 7)+float64(4*n*16))
 			if wrong, _ := e.Check(got); wrong != 1 {
 				t.Errorf("%s n=%d: an error far past the bound gives #wrong %d, want 1", dt, n, wrong)
 			}
@@ -233,8 +239,8 @@ func TestCompareRMS(t *testing.T) {
 	var sumSq, most float64
 	for _, i := range []int64{3, 500, 999} {
 		rel := rand.Float64() * 1e-2
-		putFloat(Float, got, i, getFloat(Float, e.Want(), i)+rel*e.scale[i])
-		rel = math.Abs(getFloat(Float, got, i)-getFloat(Float, e.Want(), i)) / e.scale[i] // after rounding to fp32
+		putFloat(FP8OCP, Float, got, i, getFloat(FP8OCP, Float, e.Want(), i)+rel*e.scale[i])
+		rel = math.Abs(getFloat(FP8OCP, Float, got, i)-getFloat(FP8OCP, Float, e.Want(), i)) / e.scale[i] // after rounding to fp32
 		sumSq += rel * rel
 		most = max(most, rel)
 	}
@@ -263,7 +269,7 @@ func TestCompareSameOnAnyCPUCount(t *testing.T) {
 	got := append([]byte(nil), e.Want()...)
 	var planted int64
 	for _, i := range []int64{0, 7, compareBlock - 1, compareBlock, 3*compareBlock + 5, k.Recv - 1} {
-		putFloat(Float, got, i, getFloat(Float, e.Want(), i)+(1+rand.Float64())*e.scale[i]) // past the bound
+		putFloat(FP8OCP, Float, got, i, getFloat(FP8OCP, Float, e.Want(), i)+(1+rand.Float64())*e.scale[i]) // past the bound
 		planted++
 	}
 	var first Errors

@@ -277,14 +277,29 @@ type TimeoutError struct {
 	Phase   string // "ring reduce-scatter step 3", "barrier", "ncclAllReduce"
 	After   time.Duration
 	Missing []int
+	// Processes, on a wait between processes (the World's, not a collective's), are the processes that did not
+	// answer; Rank is then the process that waited.
+	Processes []int
 }
 
 func (e *TimeoutError) Error() string {
+	if len(e.Processes) > 0 {
+		return fmt.Sprintf("timeout after %v: %s %s did not answer (process %d waited in %s)", e.After,
+			ProcessesWord(e.Processes), JoinRanks(e.Processes), e.Rank, e.Phase)
+	}
 	msg := fmt.Sprintf("timeout after %v: rank %d stuck in %s", e.After, e.Rank, e.Phase)
 	if len(e.Missing) > 0 {
 		msg += fmt.Sprintf(" waiting for %s %s", RanksWord(e.Missing), JoinRanks(e.Missing))
 	}
 	return msg
+}
+
+// ProcessesWord is "process" or "processes" for a list of processes.
+func ProcessesWord(procs []int) string {
+	if len(procs) == 1 {
+		return "process"
+	}
+	return "processes"
 }
 
 // Arrivals counts the calls each local rank of a communicator has entered (an engine calls Arrive as a rank

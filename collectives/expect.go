@@ -47,6 +47,7 @@ func (c *Collective) LowPrecisionTolerance(dt DType, nranks int) Tolerance {
 // Expectation is what one rank's receive buffer must hold after a call, and how to judge it.
 type Expectation struct {
 	dt    DType
+	fp8   FP8Flavour // of the FP8 types in want and in the buffers checked
 	tol   Tolerance
 	want  []byte
 	scale []float64 // sum of |inputs| per element, kept when the check is not exact
@@ -61,7 +62,7 @@ func (e *Expectation) Want() []byte { return e.want }
 func (c *Collective) Expect(dt DType, op Op, rank, root, nranks int, k Counts, seed uint64, tol Tolerance) *Expectation {
 	g := c.generator(dt, op, nranks, seed)
 	n := c.Checked(rank, root, nranks, k)
-	e := &Expectation{dt: dt, tol: tol, want: make([]byte, n*int64(dt.Size()))}
+	e := &Expectation{dt: dt, fp8: g.fp8, tol: tol, want: make([]byte, n*int64(dt.Size()))}
 	if !tol.Exact() {
 		e.scale = make([]float64, n)
 	}
@@ -84,13 +85,13 @@ func (c *Collective) Expect(dt DType, op Op, rank, root, nranks int, k Counts, s
 					b := g.float(nranks+rank, idx)
 					v, s = g.combineFloat(v, b), s+math.Abs(b)
 				}
-				putFloat(dt, e.want, i, v)
+				putFloat(e.fp8, dt, e.want, i, v)
 				if e.scale != nil {
 					e.scale[i] = s
 				}
 			default:
 				v := g.float(src, idx)
-				putFloat(dt, e.want, i, v)
+				putFloat(e.fp8, dt, e.want, i, v)
 				if e.scale != nil {
 					e.scale[i] = math.Abs(v)
 				}
@@ -290,7 +291,7 @@ func (e *Expectation) compareRange(got []byte, lo, hi int64) Errors {
 			}
 			continue
 		}
-		g, w := getFloat(e.dt, got, i), getFloat(e.dt, e.want, i)
+		g, w := getFloat(e.fp8, e.dt, got, i), getFloat(e.fp8, e.dt, e.want, i)
 		if g == w {
 			continue
 		}
@@ -320,14 +321,14 @@ func (e *Expectation) within(diff, scale float64) bool {
 	if t.Exact() || math.IsInf(diff, 0) {
 		return false
 	}
-	if t.ULPs > 0 && diff <= float64(t.ULPs)*ulp(e.dt, scale) {
+	if t.ULPs > 0 && diff <= float64(t.ULPs)*e.fp8.ulp(e.dt, scale) {
 		return true
 	}
 	return t.Rel > 0 && diff <= t.Rel*scale+t.Abs
 }
 
 // ulp is the spacing of dt's values at magnitude x.
-func ulp(dt DType, x float64) float64 {
-	b := EncodeFloat(dt, math.Abs(x))
-	return math.Abs(DecodeFloat(dt, b+1) - DecodeFloat(dt, b))
+func (f FP8Flavour) ulp(dt DType, x float64) float64 {
+	b := f.EncodeFloat(dt, math.Abs(x))
+	return math.Abs(f.DecodeFloat(dt, b+1) - f.DecodeFloat(dt, b))
 }

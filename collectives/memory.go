@@ -22,3 +22,11 @@ type MemoryNoter interface {
 type CTAPolicyNoter interface {
 	CTAPolicyNote() string
 }
+
+// ScratchReporter is a Comm whose calls take host memory beyond the rank buffers the harness allocates
+// (staging copies, partial sums, low-precision pools, peer-visible copies), kept from call to call: HostScratch
+// is the most one rank of it holds for calls of c on buffers of bufBytes bytes. The harness's memory plan
+// counts it; a Comm that is no ScratchReporter takes no such host memory.
+type ScratchReporter interface {
+	HostScratch(c *Collective, bufBytes int64) int64
+}

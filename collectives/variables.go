@@ -102,6 +102,7 @@ func buildVariables() []Variable {
 		Variable{Name: EnvDelayUS, Check: ValidateDelay, Meaning: meaning(parseDelay, 0)},
 		Variable{Name: "RCCLX_TESTS_SEED"},
 		Variable{Name: "RCCLX_TESTS_BOOTSTRAP"},
+		Variable{Name: "RCCLX_TESTS_RUN_ID"},
 		Variable{Name: "RCCLX_TESTS_AB_WORKER"}, // set by --ab in its workers
 		Variable{Name: envVSpread, Colls: alltoallv, Overridable: true, Check: checkOf(vSpread), Meaning: meaning(vSpread, 1)},
 		Variable{Name: envVMatrix, Colls: alltoallv, Overridable: true},
@@ -113,6 +114,8 @@ func buildVariables() []Variable {
 		}},
 		Variable{Name: "RCCLX_TESTS_VENDOR_ALLTOALL", Engines: []string{EngineVendor}, Colls: []*Collective{AllToAll},
 			Check: oneOf("native", "sendrecv")},
+		Variable{Name: EnvFP8, Engines: []string{EngineHost}, Check: checkOf(ParseFP8Flavour),
+			Meaning: meaning(ParseFP8Flavour, FP8OCP)},
 		Variable{Name: "RCCLX_TESTS_LIBCUDA", Engines: gpuOnly},
 		Variable{Name: "RCCLX_TESTS_LIBNVRTC", Engines: gpuOnly},
 		Variable{Name: "RCCLX_TESTS_GPU_RUNTIME", Engines: []string{EngineGPU, EngineVendor}, Check: oneOf("cuda", "hip")},

@@ -129,6 +129,9 @@ func (r *abRun) start() error {
 			return &armError{arm: arm, rank: r.world.Rank(), err: errors.New("worker did not report ready"), code: exitRuntime}
 		}
 		arm.ready = m.Ready
+		if n := m.Ready.AutoNote; i == 0 && n != "" && r.world.Rank() == 0 {
+			fmt.Fprintf(r.a.stderr, "%s: --engine auto: %s\n", r.a.binary(), n)
+		}
 	}
 	r.report.Pids = [2][]int{r.arms[0].ready.Pids, r.arms[1].ready.Pids}
 	return nil
@@ -331,7 +334,7 @@ func (r *abRun) abort(err error) int { return r.a.failAt(err, r.at) }
 // header is arm A's header, with arm B's algorithms and the comparison noted; there is no nccl-tests table.
 func (r *abRun) header() header {
 	a, b := r.arms[0].ready, r.arms[1].ready
-	h := header{binary: r.a.programName(), library: a.Library, graph: a.Graph, notes: append([]string(nil), a.Notes...),
+	h := header{binary: r.a.programName(), library: a.Library, engine: a.Fields, graph: a.Graph, notes: append([]string(nil), a.Notes...),
 		devices: a.Devices, reduced: a.Reduced, noTable: true}
 	if b.Reduced > 0 && (a.Reduced == 0 || b.Reduced < a.Reduced) {
 		h.reduced = b.Reduced

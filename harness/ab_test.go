@@ -222,7 +222,7 @@ func TestABAcrossProcesses(t *testing.T) {
 	}
 	out := procs[0].stdout.String()
 	if !strings.Contains(out, "# B Algorithm: tree") || strings.Count(out, "#  Rank ") != 4 ||
-		!strings.Contains(out, "| speedup A/B |") {
+		!strings.Contains(out, "| speedup A/B (geomean of per-cycle time ratios) |") {
 		t.Errorf("output:\n%s", out)
 	}
 	rec := loadRecord(t, file)

@@ -63,6 +63,8 @@ type abReady struct {
 	KnowsAlgorithm bool // false where a loaded library picks the algorithm
 	// CannotRun: why the engine cannot run the binary's collective at all (CollectiveChecker); empty: it can.
 	CannotRun string
+	AutoNote  string // --engine auto: why it is not the library (the launcher prints it once)
+	Fields    string // what the version line adds after the library (header.engine)
 }
 
 // abHalf is one half of a point, combined over the arm's ranks as a plain run combines them.
@@ -110,7 +112,7 @@ func (a *app) abWorker(o *Options, key string) int {
 		o.env = map[string]string{}
 	}
 	o.env[key] = a.getenv(key)
-	world, err := a.world(o.Timeout())
+	world, err := a.world(o.Timeout(), nil) // a worker ends when its launching process says so
 	if err != nil {
 		return fail(err)
 	}
@@ -160,7 +162,7 @@ func (s *session) ready() (*abReady, error) {
 	h := s.header()
 	r := &abReady{Pids: pids, Engine: s.eng.Name(), Library: h.library, Version: s.comm.Version(), Graph: h.graph,
 		Notes: h.notes, Devices: h.devices, Reduced: h.reduced, MinBytes: s.minBytes, MaxBytes: s.maxBytes,
-		KnowsAlgorithm: true}
+		KnowsAlgorithm: true, AutoNote: s.autoNote, Fields: h.engine}
 	if lp, ok := s.comm.(interface{ LibraryPath() string }); ok {
 		r.LibraryPath, r.KnowsAlgorithm = lp.LibraryPath(), false
 	}

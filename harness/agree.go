@@ -3,10 +3,12 @@ package harness
 import (
 	"fmt"
 	"slices"
+	"strconv"
 	"strings"
 
 	"github.com/spf13/pflag"
 
+	"github.com/rcclx-tests/rcclx-tests/bootstrap"
 	"github.com/rcclx-tests/rcclx-tests/collectives"
 )
 
@@ -20,7 +22,21 @@ var perProcessFlags = []string{"output_file", "rccl_output_file", "csv", "progre
 type runArgs struct {
 	Binary string
 	Flags  [][2]string // display name ("-d/--datatype"), value
-	free   []string    // the per-process flags a user sets, as named in a refusal ("-J", "--csv")
+	// Switches are the RCCLX switches (the variables of collectives.PolicyFromEnv) set in this process's
+	// environment: a collective whose algorithm differs between processes hangs or times out.
+	Switches map[string]string
+	free     []string // the per-process flags a user sets, as named in a refusal ("-J", "--csv")
+}
+
+// switchEnv is the RCCLX switches of getenv that are set.
+func switchEnv(getenv func(string) string) map[string]string {
+	out := map[string]string{}
+	for _, v := range collectives.Variables {
+		if val := getenv(v.Name); v.Policy() && val != "" {
+			out[v.Name] = val
+		}
+	}
+	return out
 }
 
 func newRunArgs(binary string, fs *pflag.FlagSet) runArgs {
@@ -52,9 +68,44 @@ func agreeArgs(w collectives.World, local runArgs) error {
 	for p, other := range all {
 		if why := all[0].differs(other); why != "" {
 			return &usageError{fmt.Sprintf("process %d runs %s: every process of a run needs the same binary and "+
-				"arguments (%s and %s may differ)", p, why, strings.Join(local.free[:len(local.free)-1], ", "),
-				local.free[len(local.free)-1])}
+				"arguments (%s and %s may differ)", p, bootstrap.Printable(why),
+				strings.Join(local.free[:len(local.free)-1], ", "), local.free[len(local.free)-1])}
 		}
+	}
+	return agreeSwitches(all)
+}
+
+// agreeSwitches refuses a run whose processes have different RCCLX switches in their environments, naming the
+// first such variable and which process has which value.
+func agreeSwitches(all []runArgs) error {
+	for _, v := range collectives.Variables {
+		if !v.Policy() {
+			continue
+		}
+		var values []string // the distinct values, in the order of the first process that has each
+		procs := [][]int{}  // the processes of each value
+		for p, a := range all {
+			val := a.Switches[v.Name]
+			i := slices.IndexFunc(values, func(x string) bool { return v.Same(x, val) })
+			if i < 0 {
+				values, procs, i = append(values, val), append(procs, nil), len(values)
+			}
+			procs[i] = append(procs[i], p)
+		}
+		if len(values) < 2 {
+			continue
+		}
+		var parts []string
+		for i, val := range values {
+			shown := "unset"
+			if val != "" {
+				shown = strconv.Quote(val)
+			}
+			parts = append(parts, fmt.Sprintf("%s %s %s", collectives.ProcessesWord(procs[i]),
+				collectives.JoinRanks(procs[i]), shown))
+		}
+		return &usageError{fmt.Sprintf("%s differs between the processes (%s): every process of a run needs the "+
+			"same RCCLX switches (set it alike everywhere, or with -E)", v.Name, strings.Join(parts, ", "))}
 	}
 	return nil
 }

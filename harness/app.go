@@ -15,6 +15,7 @@ import (
 
 	"github.com/spf13/cobra"
 
+	"github.com/rcclx-tests/rcclx-tests/bootstrap"
 	"github.com/rcclx-tests/rcclx-tests/collectives"
 	"github.com/rcclx-tests/rcclx-tests/engines"
 	"github.com/rcclx-tests/rcclx-tests/internal/version"
@@ -43,6 +44,9 @@ type engineSource struct {
 	// readers lists the engines an --engine name may create, when all of them read only registered variables
 	// (nil: unknown, no name is refused).
 	readers func(name string) ([]string, bool)
+	// choose is --engine auto for the library --lib names: the engine, and the stderr line saying why it is not
+	// the library where it is not (nil: open("auto"), silently).
+	choose func(lib string) (collectives.Engine, string, error)
 }
 
 // app is one invocation of a perf binary.
@@ -56,9 +60,13 @@ type app struct {
 	interrupted    func() bool // SIGINT/SIGTERM received: stop between iterations
 	// stopNow is closed stopGrace after the first signal if the run has not ended: a thread stuck in the
 	// engine is then abandoned, and the run reports what it has (nil: never).
-	stopNow   <-chan struct{}
+	stopNow <-chan struct{}
+	// signalled is closed at the first signal: the harness's own set-up work (touching buffers, generating
+	// inputs) is left unfinished at once (nil: never).
+	signalled <-chan struct{}
+	outputs   outputs // the result files, which a second signal must not leave half-written
 	now       func() time.Time
-	world     func(timeout time.Duration) (collectives.World, error)
+	world     func(timeout time.Duration, stop <-chan struct{}) (collectives.World, error)
 	stderrTTY bool     // stderr is a terminal: show the progress line
 	workerEnv []string // variables added to A/B workers' environments (tests re-execute their own binary)
 	runWorld  collectives.World
@@ -70,23 +78,29 @@ type app struct {
 // waiting for threads stuck in the engine and prints its trailer and JSON.
 var stopGrace = time.Second
 
+// stopSignals end a run as Ctrl-C does: SIGINT, SIGTERM, SIGHUP (a closed terminal, a dropped ssh
+// connection) and SIGPIPE when standard output has no reader any more (`| head -1`).
+var stopSignals = []os.Signal{syscall.SIGINT, syscall.SIGTERM, syscall.SIGHUP, syscall.SIGPIPE}
+
 // Main runs the perf binary of coll with the command-line arguments args and returns its exit code: 130 after
-// SIGINT and 143 after SIGTERM, as a shell reports a process killed by them.
+// SIGINT, 143 after SIGTERM, 129 after SIGHUP and 141 after a closed standard output, as a shell reports a
+// process killed by them.
 func Main(coll *collectives.Collective, args []string) int {
 	a := &app{coll: coll, stdout: os.Stdout, stderr: os.Stderr, getenv: os.Getenv, environ: os.Environ,
-		engines: engineSource{names: engines.Names, open: engines.New, readers: engines.Readers},
-		argv:    append([]string{os.Args[0]}, args...), now: time.Now, world: openWorld, stderrTTY: isTerminal(os.Stderr),
+		engines: engineSource{names: engines.Names, open: engines.New, readers: engines.Readers,
+			choose: engines.Choose},
+		argv: append([]string{os.Args[0]}, args...), now: time.Now, world: openWorld, stderrTTY: isTerminal(os.Stderr),
 		exit: os.Exit}
 	if os.Getenv(abWorkerEnv) != "" {
 		// An A/B worker ends when its launching process says so (a Ctrl-C at a terminal reaches both).
-		signal.Ignore(syscall.SIGINT, syscall.SIGTERM)
+		signal.Ignore(syscall.SIGINT, syscall.SIGTERM, syscall.SIGHUP)
 		a.interrupted = func() bool { return false }
 		return a.main(args)
 	}
 	sig := make(chan os.Signal, 2)
-	signal.Notify(sig, syscall.SIGINT, syscall.SIGTERM)
+	signal.Notify(sig, stopSignals...)
 	defer signal.Stop(sig)
-	first := a.handleSignals(sig, os.Exit)
+	first := a.handleSignals(sig, os.Exit, stdoutClosed)
 	code := a.main(args)
 	if s := first.Load(); code == exitInterrupted && s != nil {
 		code = signalExit(*s)
@@ -94,27 +108,45 @@ func Main(coll *collectives.Collective, args []string) int {
 	return code
 }
 
-// handleSignals watches sig: the first signal stops the run between iterations (interrupted), and stopNow
-// closes stopGrace later; a second signal calls exit at once. It returns where the first signal is recorded.
-func (a *app) handleSignals(sig <-chan os.Signal, exit func(int)) *atomic.Pointer[os.Signal] {
+// handleSignals watches sig: the first signal stops the run between iterations (interrupted) and its set-up
+// at once (signalled), and stopNow closes stopGrace later; a second signal calls exit at once, once a result
+// file being written is complete (outputs). A SIGPIPE counts only when standard output has lost its reader
+// (pipeClosed), and only once: every later write to it raises another. It returns where the first signal is
+// recorded.
+func (a *app) handleSignals(sig <-chan os.Signal, exit func(int), pipeClosed func() bool) *atomic.Pointer[os.Signal] {
 	var first atomic.Pointer[os.Signal]
-	stopNow := make(chan struct{})
+	stopNow, signalled := make(chan struct{}), make(chan struct{})
 	a.interrupted = func() bool { return first.Load() != nil }
-	a.stopNow = stopNow
+	a.stopNow, a.signalled = stopNow, signalled
+	next := func() os.Signal {
+		for s := range sig {
+			if s != syscall.SIGPIPE || (first.Load() == nil && pipeClosed()) {
+				return s
+			}
+		}
+		return nil
+	}
 	go func() {
-		s := <-sig
+		s := next()
 		first.Store(&s)
-		fmt.Fprintf(a.stderr, "%s: interrupted: stopping after the current iteration (interrupt again to exit now)\n",
-			a.binary())
+		close(signalled)
+		if s == syscall.SIGPIPE {
+			fmt.Fprintf(a.stderr, "%s: standard output closed: stopping after the current iteration\n", a.binary())
+		} else {
+			fmt.Fprintf(a.stderr, "%s: interrupted: stopping after the current iteration (interrupt again to exit now)\n",
+				a.binary())
+		}
 		time.AfterFunc(stopGrace, func() { close(stopNow) })
-		s = <-sig
+		s = next()
 		fmt.Fprintf(a.stderr, "%s: interrupted again: exiting now\n", a.binary())
+		a.outputs.abandon()
 		exit(signalExit(s))
 	}()
 	return &first
 }
 
-// signalExit is the exit code of a run stopped by s: 128 + the signal's number (SIGINT 130, SIGTERM 143).
+// signalExit is the exit code of a run stopped by s: 128 + the signal's number (SIGINT 130, SIGTERM 143,
+// SIGHUP 129, SIGPIPE 141).
 func signalExit(s os.Signal) int {
 	if n, ok := s.(syscall.Signal); ok {
 		return 128 + int(n)
@@ -165,7 +197,7 @@ func (a *app) parse(args []string) (o *Options, run bool, err error) {
 		Long: "Measure and validate " + a.coll.Name + " like nccl-tests' " + a.binary() + ".\n\n" +
 			"Exit codes: 0 ok, 1 bad arguments, 2 runtime error (device, memory, a lost process), 3 collective\n" +
 			"library error, 4 timeout (-T), 7 wrong results or average bus bandwidth under NCCL_TESTS_MIN_BW x 0.9,\n" +
-			"130 interrupted (SIGINT), 143 terminated (SIGTERM).",
+			"130 interrupted (SIGINT), 143 terminated (SIGTERM), 129 hung up (SIGHUP), 141 standard output closed.",
 		Args:          cobra.NoArgs,
 		SilenceErrors: true,
 		SilenceUsage:  true,
@@ -185,6 +217,7 @@ func (a *app) parse(args []string) (o *Options, run bool, err error) {
 				return err
 			}
 			o.args = newRunArgs(a.binary(), cmd.Flags())
+			o.args.Switches = switchEnv(overlay(o.env, a.parseEnv())) // as the engines will read them
 			if err := o.checkVariables(cmd.Flags(), a.engines.readers); err != nil || o.abKey == "" {
 				return err
 			}
@@ -212,10 +245,18 @@ func (a *app) parse(args []string) (o *Options, run bool, err error) {
 
 // run executes a validated command line: the A/B comparison, or each engine of --engine in turn.
 func (a *app) run(o *Options) int {
-	world, err := a.world(o.Timeout())
+	var started atomic.Bool
+	var stop <-chan struct{}
+	if l, err := bootstrap.Detect(a.parseEnv()); err == nil && l.Size > 1 { // only then is there anyone to wait for
+		var endStop func()
+		stop, endStop = worldStop(a.interrupted, started.Load)
+		defer endStop()
+	}
+	world, err := a.world(o.Timeout(), stop)
 	if err != nil {
 		return a.fail(err)
 	}
+	started.Store(true)
 	// A process that ends its run says so, so that the others do not take its going for a loss; until then a
 	// loss anywhere ends this process's run promptly (lost.go).
 	if l, ok := world.(interface{ Leave() }); ok {
@@ -231,7 +272,16 @@ func (a *app) run(o *Options) int {
 		}
 		return a.fail(err)
 	}
-	if err := a.prepareCollective(o, world.Size()*o.NThreads*o.NGpus); err != nil {
+	sp, commWorld, err := a.splitWorld(world)
+	if err != nil {
+		return a.fail(err)
+	}
+	if commWorld == nil {
+		commWorld = world
+	} else if l, ok := commWorld.(interface{ Leave() }); ok {
+		defer l.Leave()
+	}
+	if err := a.prepareCollective(o, commWorld.Size()*o.NThreads*o.NGpus); err != nil {
 		fmt.Fprintf(a.stderr, "%s: %v\n", a.binary(), err)
 		return exitUsage
 	}
@@ -242,9 +292,12 @@ func (a *app) run(o *Options) int {
 	if world.Rank() != 0 {
 		out = io.Discard
 	}
-	rccl, err := startRCCL(out, o, a.coll, world)
+	rccl, err := a.startRCCL(out, o, world)
 	if err != nil {
 		fmt.Fprintf(a.stderr, "%s: %v\n", a.binary(), err)
+		if errors.Is(err, errInterrupted) {
+			return exitInterrupted
+		}
 		return exitUsage
 	}
 	seed, err := agreeSeed(world, o.Seed.resolve())
@@ -259,17 +312,13 @@ func (a *app) run(o *Options) int {
 		return exitUsage
 	}
 	j.rccl = rccl
-	if err := rccl.announce(out); err != nil {
-		j.discard()
-		rccl.discard()
-		return a.fail(err)
-	}
+	rccl.announce(out)
 	j.announce(out)
 	var code int
 	if o.abKey != "" {
 		code = a.runAB(out, o, world, seed, j)
 	} else {
-		code = a.runEngines(out, o, world, seed, j)
+		code = a.runEngines(out, o, world, sp, commWorld, seed, j)
 	}
 	if err := j.finish(); err != nil {
 		fmt.Fprintf(a.stderr, "%s: %v\n", a.binary(), err)
@@ -303,14 +352,16 @@ func (a *app) probeEngines(o *Options) error {
 }
 
 // runEngines runs the sweep on each engine of --engine, one after the other, then compares their times.
-func (a *app) runEngines(out io.Writer, o *Options, world collectives.World, seed uint64, j *jsonOut) int {
+func (a *app) runEngines(out io.Writer, o *Options, world collectives.World, sp *split, commWorld collectives.World,
+	seed uint64, j *jsonOut) int {
 	code := exitOK
 	var runs []*session
 	for _, name := range o.engines {
 		if len(o.engines) > 1 {
 			fmt.Fprintf(out, "# Engine: %s\n", name)
 		}
-		s := &session{a: a, o: o, world: world, seed: seed, out: out, engineName: name, multi: len(o.engines) > 1}
+		s := &session{a: a, o: o, world: world, split: sp, commWorld: commWorld, seed: seed, out: out, engineName: name,
+			multi: len(o.engines) > 1}
 		c := s.run()
 		j.add(s.record())
 		runs = append(runs, s)
@@ -398,6 +449,8 @@ func exitCode(err error) int {
 		return exitOK
 	case errors.As(err, &te):
 		return exitTimeout
+	case errors.Is(err, bootstrap.ErrInterrupted):
+		return exitInterrupted
 	case errors.As(err, &ae):
 		return ae.code
 	case errors.As(err, &le):
@@ -409,6 +462,11 @@ func exitCode(err error) int {
 // timeoutLine is the one line printed for a timeout; size is the row's size column, or -1 when unknown. It
 // names the ranks that never arrived when the engine knows them, else the rank that gave up waiting.
 func timeoutLine(c *collectives.Collective, te *collectives.TimeoutError, size int64) string {
+	if len(te.Processes) > 0 {
+		return fmt.Sprintf("timeout: %s %s did not answer at %s size %d (process %d waited in %s) after %v",
+			collectives.ProcessesWord(te.Processes), collectives.JoinRanks(te.Processes), c.Name, size, te.Rank,
+			te.Phase, te.After)
+	}
 	if len(te.Missing) > 0 {
 		return fmt.Sprintf("timeout: %s %s did not arrive at %s size %d (rank %d waited in phase %s) after %v",
 			collectives.RanksWord(te.Missing), collectives.JoinRanks(te.Missing), c.Name, size, te.Rank, te.Phase,

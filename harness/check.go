@@ -156,16 +156,16 @@ func (t *thread) untouched(tr *truth, c *collectives.Call) ([]keptPart, error) {
 
 // writeInputs fills the receive views with poison (when given) and then the send views with the inputs, and
 // returns the call over those views.
-func (t *thread) writeInputs(tr *truth, inPlace bool, poison []byte) (*collectives.Call, error) {
+func (t *thread) writeInputs(tr *truth, inPlace bool, poison []byte, stop <-chan struct{}) (*collectives.Call, error) {
 	c := t.call(tr.p, inPlace, 0)
 	es := int64(tr.p.dt.Size())
 	for l, r := range t.ranks {
 		if poison != nil {
-			if err := t.group.Write(c.Recv[l], poison[:c.Counts[l].Recv*es]); err != nil {
+			if err := t.write(c.Recv[l], poison[:c.Counts[l].Recv*es], stop); err != nil {
 				return nil, err
 			}
 		}
-		if err := t.group.Write(c.Send[l], tr.inputs[r]); err != nil {
+		if err := t.write(c.Send[l], tr.inputs[r], stop); err != nil {
 			return nil, err
 		}
 	}
@@ -176,7 +176,7 @@ func (t *thread) writeInputs(tr *truth, inPlace bool, poison []byte) (*collectiv
 // It writes a MiB at a time and yields after each: one copy of 1 GiB into fresh memory faults its pages in for
 // seconds without a point where the scheduler can stop it, and a garbage collection that starts meanwhile then
 // holds up every goroutine of the process, the one that notices a lost process too.
-func poisonBuffer(n int64, lost *lossWatch) ([]byte, error) {
+func poisonBuffer(n int64, lost *lossWatch, stop <-chan struct{}) ([]byte, error) {
 	b := make([]byte, n)
 	first := b[:min(n, poisonPiece)]
 	for i := range first {
@@ -185,6 +185,9 @@ func poisonBuffer(n int64, lost *lossWatch) ([]byte, error) {
 	for lo := int64(len(first)); lo < n; lo += poisonPiece {
 		if err := lost.error(); err != nil {
 			return nil, err
+		}
+		if stopped(stop) {
+			return nil, errInterrupted
 		}
 		copy(b[lo:min(lo+poisonPiece, n)], first)
 		runtime.Gosched()

@@ -59,7 +59,7 @@ func (a *app) checkConsistency(fs *pflag.FlagSet, o *Options) error {
 			return &usageError{fmt.Sprintf("invalid test hook (-E, --ab or the process environment): %v", err)}
 		}
 	}
-	if err := checkSplit(getenv, l.Size); err != nil {
+	if err := checkSplit(getenv, l.Size, o.abKey != ""); err != nil {
 		return &usageError{err.Error()}
 	}
 	if _, _, err := firstDevice(getenv); err != nil {

@@ -100,7 +100,7 @@ func TestHostEngineABOfDDA(t *testing.T) {
 	file := filepath.Join(t.TempDir(), "ab.json")
 	r := hostRun(t, collectives.AllReduce, "-b", "8", "-e", "64K", "-f", "8", "-g", "8", "-n", "2",
 		"--ab", "RCCL_DDA_ENABLE=0,1", "--ab-rounds", "3", "-J", file)
-	if r.code != exitOK || !strings.Contains(r.stdout, "# B Algorithm: dda_flat") || !strings.Contains(r.stdout, "| speedup A/B |") {
+	if r.code != exitOK || !strings.Contains(r.stdout, "# B Algorithm: dda_flat") || !strings.Contains(r.stdout, "| speedup A/B (geomean of per-cycle time ratios) |") {
 		t.Fatalf("exit %d\n%s%s", r.code, r.stdout, r.stderr)
 	}
 	rec, err := results.Load(file)

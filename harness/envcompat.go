@@ -2,9 +2,11 @@ package harness
 
 import (
 	"fmt"
+	"slices"
 	"strconv"
 	"strings"
 
+	"github.com/rcclx-tests/rcclx-tests/bootstrap"
 	"github.com/rcclx-tests/rcclx-tests/collectives"
 )
 
@@ -93,28 +95,70 @@ func (s *split) color(proc int) int64 {
 	return p / s.n
 }
 
-// communicators counts the communicators the split makes of nprocs processes.
-func (s *split) communicators(nprocs int) int {
-	colors := map[int64]bool{}
+// groups is the processes of each communicator the split makes of nprocs processes, in the order of their
+// colours' first processes.
+func (s *split) groups(nprocs int) [][]int {
+	var colors []int64
+	var out [][]int
 	for p := range max(nprocs, 1) {
-		colors[s.color(p)] = true
+		c := s.color(p)
+		i := slices.Index(colors, c)
+		if i < 0 {
+			colors, out, i = append(colors, c), append(out, nil), len(colors)
+		}
+		out[i] = append(out[i], p)
 	}
-	return len(colors)
+	return out
 }
 
-// checkSplit refuses a split into several communicators: this suite runs one communicator of every process,
-// which would measure something else. A split that leaves every process in one communicator changes nothing
-// (splitNote says so).
-func checkSplit(getenv func(string) string, nprocs int) error {
+// communicators counts the communicators the split makes of nprocs processes.
+func (s *split) communicators(nprocs int) int { return len(s.groups(nprocs)) }
+
+// checkSplit refuses a split this suite cannot run: communicators of unequal sizes (one table's bus bandwidth,
+// and every size's calls, assume one communicator size), or a split in an A/B comparison.
+func checkSplit(getenv func(string) string, nprocs int, ab bool) error {
 	s, err := parseSplit(getenv)
 	if err != nil || s == nil {
 		return err
 	}
-	if n := s.communicators(nprocs); n > 1 {
-		return fmt.Errorf("%s=%q splits the %d processes into %d communicators: not supported here (one "+
-			"communicator spans every process; run each group as a run of its own)", s.name, s.value, nprocs, n)
+	groups := s.groups(nprocs)
+	if len(groups) < 2 {
+		return nil
+	}
+	var sizes []string
+	for _, g := range groups {
+		sizes = append(sizes, strconv.Itoa(len(g)))
+	}
+	switch {
+	case slices.ContainsFunc(groups, func(g []int) bool { return len(g) != len(groups[0]) }):
+		return fmt.Errorf("%s=%q splits the %d processes into communicators of unequal sizes (%s): not supported "+
+			"here (one table's bus bandwidth assumes one communicator size)", s.name, s.value, nprocs,
+			strings.Join(sizes, ", "))
+	case ab:
+		return fmt.Errorf("%s=%q splits the processes into %d communicators: not supported with --ab", s.name,
+			s.value, len(groups))
 	}
 	return nil
+}
+
+// splitWorld is the World of this process's communicator when the split variables divide the processes: a
+// World of its colour's processes (nil when there is no split). Every process calls it.
+func (a *app) splitWorld(world collectives.World) (*split, collectives.World, error) {
+	s, err := parseSplit(a.parseEnv())
+	if err != nil || s == nil || s.communicators(world.Size()) < 2 {
+		return nil, nil, err
+	}
+	w, ok := world.(interface {
+		Split(color int64) (*bootstrap.World, error)
+	})
+	if !ok {
+		return nil, nil, fmt.Errorf("%s=%q: this run's processes cannot be split", s.name, s.value)
+	}
+	sub, err := w.Split(s.color(world.Rank()))
+	if err != nil {
+		return nil, nil, err
+	}
+	return s, sub, nil
 }
 
 // envNotes are the header's lines about these variables: a split that changes nothing, NCCL_TESTS_DEVICE on
@@ -122,11 +166,16 @@ func checkSplit(getenv func(string) string, nprocs int) error {
 func (s *session) envNotes() {
 	getenv := s.a.parseEnv()
 	if sp, err := parseSplit(getenv); err == nil && sp != nil {
-		why := "one process makes one communicator"
-		if n := s.world.Size(); n > 1 {
-			why = fmt.Sprintf("it leaves all %d processes in one communicator", n)
+		n := s.world.Size()
+		switch groups := sp.groups(n); {
+		case len(groups) > 1:
+			s.note("%s=%s: %d communicators of %d processes; the table is all of them", sp.name, sp.value,
+				len(groups), len(groups[0]))
+		case n > 1:
+			s.note("%s=%s ignored: it leaves all %d processes in one communicator", sp.name, sp.value, n)
+		default:
+			s.note("%s=%s ignored: one process makes one communicator", sp.name, sp.value)
 		}
-		s.note("%s=%s ignored: %s", sp.name, sp.value, why)
 	}
 	if v := getenv(envDevice); v != "" && s.eng.Name() == collectives.EngineHost {
 		s.note("%s=%s ignored: engine host has no devices", envDevice, v)

@@ -5,7 +5,6 @@ import (
 	"fmt"
 	"io"
 	"math"
-	"os"
 	"path/filepath"
 	"slices"
 	"strconv"
@@ -21,8 +20,8 @@ const seedEnv = "RCCLX_TESTS_SEED"
 // jsonOut is the -J file: nccl-tests' schema (version 3) plus this suite's keys, written once at the end by
 // world rank 0 into the file it claimed before the run; the same rows go to the -X file in rccl-tests' layout.
 type jsonOut struct {
-	file  *os.File // the -J file, nil when no JSON is written
-	rccl  *rcclOut // nil when no -X file is written
+	file  *results.Aside // the -J file, nil when no JSON is written
+	rccl  *rcclOut       // nil when no -X file is written
 	rec   *results.Record
 	o     *Options
 	a     *app
@@ -31,8 +30,9 @@ type jsonOut struct {
 }
 
 // startJSON claims the -J file before anything runs (a name that cannot be created is bad input, naming the
-// flag and the user's path) and starts the record; announce then names it, as nccl-tests does before its header. The file
-// is created exclusively at the first free name (path, path.0, path.1, ...), and that name is printed.
+// flag and the user's path) and starts the record; announce then names it, as nccl-tests does before its
+// header. The name is the first free one (path, path.0, path.1, ...); the record is written beside it and
+// appears under it only complete (results.Aside): a run that ends before its record leaves no file there.
 func (a *app) startJSON(out io.Writer, o *Options, seed uint64, root bool) (*jsonOut, error) {
 	j := &jsonOut{o: o, a: a}
 	if !root {
@@ -41,11 +41,12 @@ func (a *app) startJSON(out io.Writer, o *Options, seed uint64, root bool) (*jso
 	if name := o.OutputFile; name != "" && !jsonName(name) {
 		fmt.Fprintf(out, "# -J %s ignored: only .json output is written\n", name)
 	} else if name != "" {
-		f, err := results.Create(name)
+		f, err := results.CreateAside(name)
 		if err != nil {
 			return nil, &usageError{fmt.Sprintf("invalid value %q for -J/--output_file: %v", name, err)}
 		}
 		j.file = f
+		a.outputs.claim(f)
 	}
 	if j.file == nil {
 		return j, nil
@@ -67,16 +68,6 @@ func (j *jsonOut) announce(out io.Writer) {
 	if j.file != nil {
 		fmt.Fprintf(out, "# Writing JSON output to %s\n", j.file.Name())
 	}
-}
-
-// discard removes the -J file unwritten (the run ended before it began); the run created it (exclusively).
-func (j *jsonOut) discard() {
-	if j.file == nil {
-		return
-	}
-	_ = j.file.Close()
-	_ = os.Remove(j.file.Name())
-	j.file, j.rec = nil, nil
 }
 
 // envList is the JSON env key: the collective libraries' and device selection variables of the process, the
@@ -199,8 +190,10 @@ func joinName(list, name string) string {
 	return list + "," + name
 }
 
-// finish fills the summary keys and writes the file.
+// finish fills the summary keys and writes the files. A second signal meanwhile waits for them (app.outputs).
 func (j *jsonOut) finish() error {
+	j.a.outputs.mu.Lock()
+	defer j.a.outputs.mu.Unlock()
 	rerr := j.rccl.finish()
 	if j.rec == nil {
 		return rerr
@@ -217,16 +210,15 @@ func (j *jsonOut) finish() error {
 		r.AverageBusBandwidth.Okay = results.Bool(t.bandwidthOK())
 	}
 	data, err := results.Marshal(r)
-	if err == nil {
-		_, err = j.file.Write(data)
-	}
-	if cerr := j.file.Close(); err == nil {
-		err = cerr
-	}
 	if err != nil {
+		j.file.Discard()
 		return errors.Join(rerr, fmt.Errorf("writing %s: %w", j.file.Name(), err))
 	}
-	return rerr
+	name, err := j.file.Commit(data)
+	if err == nil && name != j.file.Name() {
+		fmt.Fprintf(j.a.stderr, "%s: %s was taken during the run: JSON written to %s\n", j.a.binary(), j.file.Name(), name)
+	}
+	return errors.Join(rerr, err)
 }
 
 func jsonResult(r row, o *Options) results.Result {

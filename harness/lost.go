@@ -158,19 +158,22 @@ func (l *lossWatch) setAt(size int64) {
 }
 
 // orLost runs fn, a computation of this process alone, and returns its result; once the run is lost it
-// returns the loss at once, leaving fn to finish unseen (the process is about to exit).
-func orLost[T any](l *lossWatch, fn func() T) (T, error) {
-	if l == nil {
+// returns the loss at once, and once stop is closed (a signal) errInterrupted, leaving fn to finish unseen
+// (the process is about to exit, or the run to end).
+func orLost[T any](l *lossWatch, stop <-chan struct{}, fn func() T) (T, error) {
+	if l == nil && stop == nil {
 		return fn(), nil
 	}
 	done := make(chan T, 1)
 	go func() { done <- fn() }()
+	var zero T
 	select {
 	case v := <-done:
 		return v, nil
 	case <-l.lost():
-		var zero T
 		return zero, l.err
+	case <-stop:
+		return zero, errInterrupted
 	}
 }
 

@@ -83,7 +83,7 @@ func TestLostProcessEndsRun(t *testing.T) {
 			file := filepath.Join(t.TempDir(), "r.json")
 			r := runWith(t, collectives.AllReduce, seedArgs(seed, "-b", "1M", "-e", "1M", "-g", "2", "-J", file),
 				testSource(e), func(a *app) {
-					a.world = func(time.Duration) (collectives.World, error) { return w, nil }
+					a.world = func(time.Duration, <-chan struct{}) (collectives.World, error) { return w, nil }
 				})
 			took := time.Since(lostAt)
 			want := "all_reduce_perf: " + errPeerDied.Error() + " at all_reduce size 1048576\n"
@@ -118,7 +118,7 @@ func TestLostProcessLastResort(t *testing.T) {
 	a := &app{coll: collectives.AllReduce, stdout: &syncbuf.Buffer{}, stderr: &stderr,
 		getenv: func(string) string { return "" }, environ: func() []string { return nil },
 		engines: testSource(e), interrupted: func() bool { return false }, now: time.Now,
-		world: func(time.Duration) (collectives.World, error) { return w, nil },
+		world: func(time.Duration, <-chan struct{}) (collectives.World, error) { return w, nil },
 		exit:  func(code int) { exited <- exit{code, stderr.String()} }}
 	go a.main(seedArgs(seed, "-b", "8", "-e", "8"))
 	for start := time.Now(); ; time.Sleep(time.Millisecond) { // until the run is in Prepare

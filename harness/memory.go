@@ -12,6 +12,7 @@ import (
 	"strconv"
 	"strings"
 	"sync/atomic"
+	"syscall"
 
 	"github.com/rcclx-tests/rcclx-tests/collectives"
 )
@@ -101,24 +102,73 @@ func readCgroupInt(name string) (int64, error) {
 	return strconv.ParseInt(v, 10, 64)
 }
 
-// hostRoom is the host memory this process may still take: MemAvailable, or less where a cgroup limits it.
-func hostRoom() (int64, bool) {
+// hostRoom is the host memory this process may still take: MemAvailable, or less where a cgroup limits it,
+// shared with the other processes of the run on this host (procs, this one included: they plan at the same
+// time, before any of them allocates, and share the host's memory and usually its cgroup); and less where this
+// process's own limits, RLIMIT_AS and GOMEMLIMIT, leave less.
+func hostRoom(procs int) (int64, bool) {
 	avail, err := memAvailable()
 	room, limited := cgroupRoom()
 	switch {
 	case err != nil && !limited:
-		return 0, false
-	case err != nil:
-		return room, true
-	case limited:
-		return min(avail, room), true
+		room, limited = noCgroupLimit, false
+	case err == nil && limited:
+		room = min(avail, room)
+	case err == nil:
+		room, limited = avail, true
 	}
-	return avail, true
+	if limited {
+		room /= int64(max(procs, 1))
+	}
+	if own, ok := ownRoom(); ok {
+		room, limited = min(room, own), true
+	}
+	return room, limited
 }
 
-// reserve is the memory left out of a plan for the rest of the process (runtime, engine state): 1/16th of
-// what is free, at most 1 GiB.
-func reserve(free int64) int64 { return min(free/16, gib) }
+// addressSpace reads this process's address-space limit (RLIMIT_AS; ok false when unlimited) and the virtual
+// memory it maps now (VmSize); tests replace it.
+var addressSpace = func() (limit, used int64, ok bool) {
+	var rl syscall.Rlimit
+	if syscall.Getrlimit(syscall.RLIMIT_AS, &rl) != nil || rl.Cur > math.MaxInt64 {
+		return 0, 0, false
+	}
+	data, err := os.ReadFile("/proc/self/status")
+	if err != nil {
+		return 0, 0, false
+	}
+	for _, line := range strings.Split(string(data), "\n") {
+		if f := strings.Fields(line); len(f) >= 2 && f[0] == "VmSize:" {
+			kb, err := strconv.ParseInt(f[1], 10, 64)
+			return int64(rl.Cur), kb << 10, err == nil
+		}
+	}
+	return 0, 0, false
+}
+
+// ownRoom is what this process's own limits leave: RLIMIT_AS less the address space mapped now, and a
+// GOMEMLIMIT the user set less what the Go runtime holds now (the host engine's buffers are Go memory, and a
+// heap held under the limit by collecting for ever makes no progress).
+func ownRoom() (int64, bool) {
+	room, known := int64(math.MaxInt64), false
+	if limit, used, ok := addressSpace(); ok {
+		// The Go heap maps address space in 64 MiB arenas (72 MiB with their metadata, measured) and keeps
+		// what it mapped; garbage between two collections and the pieces of a fragmented heap take addresses
+		// too: half is left for them, and one arena more. Measured under ulimit -v 2000000, -g 4: with all of
+		// it 3 runs in 3 ended in the runtime's "out of memory", with half 1 in 8.
+		room, known = (limit-used)/2-64<<20, true
+	}
+	if limit := debug.SetMemoryLimit(-1); limit != math.MaxInt64 && limit != heapLimit.Load() {
+		var ms runtime.MemStats
+		runtime.ReadMemStats(&ms)
+		room, known = min(room, limit-int64(ms.Sys-ms.HeapReleased)), true
+	}
+	return max(room, 0), known
+}
+
+// reserve is the memory left out of a plan for the rest of the process (the Go runtime, engine state): 1/16th
+// of what is free, at least 32 MiB and at most 1 GiB.
+func reserve(free int64) int64 { return min(max(free/16, 32<<20), gib) }
 
 // fitMemory lowers -e, as nccl-tests does, when the buffers for it would not fit in memory, and keeps the Go
 // heap within the host memory the plan counted on.
@@ -138,8 +188,8 @@ func (s *session) fitMemory() error {
 
 // memoryLimit returns the largest -e whose buffers fit, and whether it is known. With a MemoryReporter each
 // rank needs a send and a receive buffer in the free device memory (less a reserve for the library). In host
-// memory (the least of MemAvailable and the cgroup limits) go the host engine's buffers and the harness's own
-// copies (hostCopies).
+// memory (hostRoom) go the host engine's buffers, the harness's own copies (hostCopies) and what the engine
+// keeps beyond its buffers (collectives.ScratchReporter).
 func (s *session) memoryLimit() (limit int64, known bool, err error) {
 	free, err := s.freeMemory()
 	if err != nil {
@@ -149,9 +199,9 @@ func (s *session) memoryLimit() (limit int64, known bool, err error) {
 		least := slices.Min(free)
 		limit, known = (least-reserve(least))/2, true
 	}
-	if room, ok := hostRoom(); ok {
+	if room, ok := hostRoom(s.hostProcesses()); ok {
 		keepHeapUnder(room)
-		host := (room - reserve(room)) / s.hostCopies()
+		host := s.hostFit(room - reserve(room))
 		if !known || host < limit {
 			limit = host
 		}
@@ -167,19 +217,68 @@ func (s *session) memoryLimit() (limit int64, known bool, err error) {
 	return limit, err == nil, err
 }
 
-// keepHeapUnder sets the Go runtime's soft memory limit to what the process uses now plus the plan's share of
-// room (room less the reserve), unless the
-// user set one (GOMEMLIMIT): the garbage of each row's inputs is then collected before the heap outgrows the
-// plan. Measured on the host engine (-g 4, -d all, 64 MiB): without the limit the peak was twice the buffers
-// the plan counts; with it, within 10% of them.
-func keepHeapUnder(room int64) {
-	if now := debug.SetMemoryLimit(-1); now != math.MaxInt64 && now != heapLimit.Load() {
-		return
+// hostFit is the largest buffer size whose host memory (hostBytes) fits in budget.
+func (s *session) hostFit(budget int64) int64 {
+	if s.hostBytes(0) > budget {
+		return 0
 	}
+	lo, hi := int64(0), max(budget, 0)
+	for lo < hi {
+		mid := lo + (hi-lo+1)/2
+		if s.hostBytes(mid) <= budget {
+			lo = mid
+		} else {
+			hi = mid - 1
+		}
+	}
+	return lo
+}
+
+// hostBytes is the host memory this process takes for buffers of n bytes: hostCopies of them and the engine's
+// scratch for each local rank.
+func (s *session) hostBytes(n int64) int64 {
+	total := s.hostCopies() * n
+	if sr, ok := s.comm.(collectives.ScratchReporter); ok {
+		total += int64(len(s.localRanks())) * sr.HostScratch(s.a.coll, n)
+	}
+	return total
+}
+
+// hostProcesses counts the processes of the run on this process's host (by the devices' host names), this
+// one included.
+func (s *session) hostProcesses() int {
+	mine := map[int]bool{}
+	for _, r := range s.localRanks() {
+		mine[r] = true
+	}
+	var host string
+	pids := map[int]bool{}
+	for _, d := range s.devices {
+		if mine[d.Rank] {
+			host = d.Hostname
+		}
+	}
+	for _, d := range s.devices {
+		if d.Hostname == host {
+			pids[d.Pid] = true
+		}
+	}
+	return max(len(pids), 1)
+}
+
+// keepHeapUnder sets the Go runtime's soft memory limit to what the process uses now plus the plan's share of
+// room (room less the reserve), or leaves a lower one the user set (GOMEMLIMIT): the garbage of each row's
+// inputs is then collected before the heap outgrows the plan. Measured on the host engine (-g 4, -d all,
+// 64 MiB): without the limit the peak was twice the buffers the plan counts; with it, within 10% of them.
+func keepHeapUnder(room int64) {
 	var ms runtime.MemStats
 	runtime.ReadMemStats(&ms)
-	heapLimit.Store(int64(ms.Sys) + room - reserve(room))
-	debug.SetMemoryLimit(heapLimit.Load())
+	plan := int64(ms.Sys) + room - reserve(room)
+	if now := debug.SetMemoryLimit(-1); now != heapLimit.Load() && now <= plan {
+		return
+	}
+	heapLimit.Store(plan)
+	debug.SetMemoryLimit(plan)
 }
 
 // heapLimit is the soft memory limit keepHeapUnder last set.

@@ -6,16 +6,22 @@ import (
 	"slices"
 	"strings"
 
+	"github.com/rcclx-tests/rcclx-tests/bootstrap"
 	"github.com/rcclx-tests/rcclx-tests/collectives"
 	"github.com/rcclx-tests/rcclx-tests/engines"
 )
 
-// gatherDevices collects every process's devices in rank order for the "# Using devices" lines.
+// gatherDevices collects every process's devices in rank order for the "# Using devices" lines; another
+// process's text is made printable before it is shown or recorded.
 func gatherDevices(w collectives.World, local []collectives.Device) ([]collectives.Device, error) {
 	all, err := gatherJSON(w, "devices", local)
 	var out []collectives.Device
 	for _, ds := range all {
-		out = append(out, ds...)
+		for _, d := range ds {
+			d.Hostname, d.BusID, d.Name = bootstrap.Printable(d.Hostname), bootstrap.Printable(d.BusID),
+				bootstrap.Printable(d.Name)
+			out = append(out, d)
+		}
 	}
 	return out, err
 }
@@ -25,11 +31,7 @@ func gatherDevices(w collectives.World, local []collectives.Device) ([]collectiv
 func (s *session) makeNotes() error {
 	o, name := s.o, s.eng.Name()
 	if !s.multi {
-		engine := name
-		if s.engineName == engines.Auto {
-			engine += " (auto)"
-		}
-		s.note("Engine: %s", engine)
+		s.note("Engine: %s", s.engineWords())
 	}
 	if lp, ok := s.comm.(interface{ LibraryPath() string }); ok {
 		s.note("Library: %s", lp.LibraryPath())
@@ -40,6 +42,9 @@ func (s *session) makeNotes() error {
 			kv = append(kv, k+"="+o.env[k])
 		}
 		s.note("Env: %s", strings.Join(kv, " "))
+	}
+	if n := s.a.coll.Note(); n != "" {
+		s.note("%s", n)
 	}
 	algos, err := s.algorithms()
 	if err != nil {
@@ -100,6 +105,54 @@ func (s *session) makeNotes() error {
 	s.rcclNotes()
 	s.envNotes()
 	return nil
+}
+
+// runtime is the GPU runtime the engine runs on ("" for none, or where the engine does not say).
+func (s *session) runtime() string {
+	if r, ok := s.eng.(collectives.RuntimeNamer); ok {
+		return r.Runtime()
+	}
+	return ""
+}
+
+// versionFields is what the version line says after the library, in its name=value form: the engine and the
+// GPU runtime.
+func (s *session) versionFields() string {
+	f := " engine=" + s.eng.Name()
+	if r := s.runtime(); r != "" {
+		f += " runtime=" + r
+	}
+	return f
+}
+
+// engineWords is the "# Engine:" line in words: the engine, whether auto picked it, and what it runs on (the
+// runtime and this process's GPUs, or the CPU).
+func (s *session) engineWords() string {
+	w := s.eng.Name()
+	if s.engineName == engines.Auto {
+		w += " (auto)"
+	}
+	if s.eng.Name() == collectives.EngineHost {
+		return w + " on the CPU"
+	}
+	gpus := map[string]int{}
+	var names []string
+	for _, d := range s.comm.Devices() {
+		if gpus[d.Name]++; gpus[d.Name] == 1 {
+			names = append(names, d.Name)
+		}
+	}
+	var on []string
+	for _, n := range names {
+		on = append(on, fmt.Sprintf("%d x %s", gpus[n], n))
+	}
+	if r := s.runtime(); r != "" {
+		w += " on " + strings.ToUpper(r)
+	}
+	if len(on) > 0 {
+		w += ": " + strings.Join(on, ", ")
+	}
+	return w
 }
 
 func (s *session) note(format string, args ...any) {

@@ -234,8 +234,8 @@ func TestTestingCycleLines(t *testing.T) {
 }
 
 // TestSplitVariables: NCCL_TESTS_SPLIT and NCCL_TESTS_SPLIT_MASK are read as nccl-tests reads them; a split
-// of the processes into several communicators is refused before anything runs (one line, exit 1), one that
-// leaves them in one communicator gets a "#" line.
+// of the processes into communicators of unequal sizes is refused before anything runs (one line, exit 1), one
+// that leaves them in one communicator gets a "#" line.
 func TestSplitVariables(t *testing.T) {
 	for _, c := range []struct {
 		mask, split string
@@ -258,13 +258,20 @@ func TestSplitVariables(t *testing.T) {
 		}
 	}
 	env := map[string]string{"RANK": "0", "WORLD_SIZE": "4", "MASTER_ADDR": "127.0.0.1", "MASTER_PORT": "29500",
-		envSplit: "AND 1"}
+		envSplit: "DIV 3"}
 	dir := t.TempDir()
 	r := runWith(t, collectives.AllReduce, seedArgs(1, append(small, "-J", filepath.Join(dir, "r.json"))...),
 		fakeSource(newFake(1)), func(a *app) { a.getenv = func(k string) string { return env[k] } })
-	wantRefused(t, r, []string{envSplit + "=AND 1"}, envSplit, "AND 1", dir)
-	if !strings.Contains(r.stderr, "into 2 communicators") {
+	wantRefused(t, r, []string{envSplit + "=DIV 3"}, envSplit, "DIV 3", dir)
+	if !strings.Contains(r.stderr, "into communicators of unequal sizes (3, 1)") {
 		t.Errorf("stderr %q", r.stderr)
+	}
+	split := func(k string) string { return map[string]string{envSplit: "MOD 2"}[k] }
+	if err := checkSplit(split, 4, false); err != nil {
+		t.Errorf("MOD 2 on 4 processes: %v", err)
+	}
+	if err := checkSplit(split, 4, true); err == nil || !strings.Contains(err.Error(), "not supported with --ab") {
+		t.Errorf("MOD 2 on 4 processes with --ab: %v", err)
 	}
 	env = map[string]string{envSplit: "MOD 2"}
 	r = runWith(t, collectives.AllReduce, seedArgs(1, small...), fakeSource(newFake(1)),

@@ -4,33 +4,34 @@ import (
 	"errors"
 	"fmt"
 	"io"
-	"io/fs"
 	"os"
 
 	"github.com/rcclx-tests/rcclx-tests/collectives"
 	"github.com/rcclx-tests/rcclx-tests/results"
 )
 
-// rcclOut is the -X file: the rows in rccl-tests' reporter layout (-Z csv or json), written by world rank 0.
-// The file is opened at the path given, created or emptied as rccl-tests' reporter opens it (an std::ofstream
-// that truncates), so /dev/stdout or a named pipe work too, and filled when the run ends. It is opened with the
-// other output files, before anything runs, and emptied (truncate) only once every output file is claimed: a
-// run refused on the way leaves an existing file as it was.
+// rcclOut is the -X file: the rows in rccl-tests' reporter layout (-Z csv or json), written by world rank 0
+// when the run ends, under the path given, as rccl-tests' reporter writes it (an std::ofstream that
+// truncates): an existing regular file is replaced, keeping its permissions, but only once the new rows are
+// complete (written beside it, then renamed: results.ReplaceAside), so a run that ends before them leaves it
+// as it was. A named pipe, a terminal or this process's own standard output is opened and written directly.
+// Either is set up with the other output files, before anything runs.
 type rcclOut struct {
-	f       *os.File
-	created bool // the run created the file (it did not exist): discard may remove it
-	format  string
-	name    string // rccl-tests' name of the collective
-	layout  results.RCCLLayout
-	laid    bool
-	rows    []results.RCCLRow
+	f      *os.File       // written directly; nil when aside is used
+	aside  *results.Aside // a regular file, replaced when the run ends
+	path   string         // as given
+	format string
+	name   string // rccl-tests' name of the collective
+	layout results.RCCLLayout
+	laid   bool
+	rows   []results.RCCLRow
 }
 
-// startRCCL creates the -X file on world rank 0 and announces it; without -X (or on other ranks) it returns
-// nil, which every method accepts. Several processes write rccl-tests' MPI columns (nodes, ranks, ranksPerNode,
-// gpusPerRank: ranks are processes, nodes distinct host names); one process its gpus column. GPUs per
-// process are threads x GPUs (-t x -g).
-func startRCCL(out io.Writer, o *Options, coll *collectives.Collective, world collectives.World) (*rcclOut, error) {
+// startRCCL opens the -X file on world rank 0; without -X (or on other ranks) it returns nil, which every
+// method accepts. Several processes write rccl-tests' MPI columns (nodes, ranks, ranksPerNode, gpusPerRank:
+// ranks are processes, nodes distinct host names); one process its gpus column. GPUs per process are threads
+// x GPUs (-t x -g).
+func (a *app) startRCCL(out io.Writer, o *Options, world collectives.World) (*rcclOut, error) {
 	r := &o.RCCL
 	if world.Rank() != 0 {
 		return nil, nil
@@ -41,49 +42,35 @@ func startRCCL(out io.Writer, o *Options, coll *collectives.Collective, world co
 		}
 		return nil, nil
 	}
-	f, created, err := openRCCLFile(r.File)
+	n := world.Size()
+	w := &rcclOut{path: r.File, format: r.Format, name: results.RCCLName(a.coll.Name),
+		layout: results.RCCLLayout{MPI: n > 1, Nodes: 1, Processes: n, ProcsPerNode: n, GPUsPerProcess: o.NThreads * o.NGpus}}
+	var err error
+	st, serr := os.Stat(r.File)
+	switch {
+	case serr == nil && st.IsDir():
+		err = errors.New("is a directory")
+	case serr == nil && (!st.Mode().IsRegular() || isStdio(st)):
+		w.f, err = a.openWriter(r.File, st, o.Timeout())
+	default:
+		w.aside, err = results.ReplaceAside(r.File)
+		a.outputs.claim(w.aside)
+	}
 	if err != nil {
 		flag := "-X/--rccl_output_file"
 		if r.csvAlias {
 			flag = "--csv"
 		}
-		return nil, fmt.Errorf("invalid value %q for %s: %v", r.File, flag, err)
+		return nil, fmt.Errorf("invalid value %q for %s: %w", r.File, flag, err)
 	}
-	n := world.Size()
-	layout := results.RCCLLayout{MPI: n > 1, Nodes: 1, Processes: n, ProcsPerNode: n, GPUsPerProcess: o.NThreads * o.NGpus}
-	return &rcclOut{f: f, created: created, format: r.Format, name: results.RCCLName(coll.Name), layout: layout}, nil
+	return w, nil
 }
 
-// openRCCLFile opens path for writing (created with mode 0644 less the umask where it does not exist) and
-// reports whether it created it. Writes append: a path that is this process's own standard output
-// (/dev/stdout redirected to a file) gets the rows after the table instead of over it.
-func openRCCLFile(path string) (f *os.File, created bool, err error) {
-	_, statErr := os.Stat(path)
-	f, err = os.OpenFile(path, os.O_WRONLY|os.O_CREATE|os.O_APPEND, 0o644)
-	if err != nil {
-		var pe *fs.PathError
-		if errors.As(err, &pe) {
-			err = pe.Err
-		}
-		return nil, false, err
+// announce says where the rows go.
+func (w *rcclOut) announce(out io.Writer) {
+	if w != nil {
+		fmt.Fprintf(out, "# Writing rccl-tests %s output to %s\n", w.format, w.path)
 	}
-	return f, errors.Is(statErr, fs.ErrNotExist), nil
-}
-
-// announce empties the file, as rccl-tests' reporter does when it opens it, once every output file of the
-// run is claimed, and says where the rows go. A file that is not a regular one (a pipe, a terminal) has
-// nothing to empty, and neither has this process's own standard output or error.
-func (w *rcclOut) announce(out io.Writer) error {
-	if w == nil || w.f == nil {
-		return nil
-	}
-	if st, err := w.f.Stat(); err == nil && st.Mode().IsRegular() && !w.created && !isStdio(st) {
-		if err := w.f.Truncate(0); err != nil {
-			return fmt.Errorf("emptying %s: %w", w.f.Name(), err)
-		}
-	}
-	fmt.Fprintf(out, "# Writing rccl-tests %s output to %s\n", w.format, w.f.Name())
-	return nil
 }
 
 // isStdio reports whether st is the file of this process's standard output or error.
@@ -96,17 +83,18 @@ func isStdio(st os.FileInfo) bool {
 	return false
 }
 
-// discard closes the file unwritten (the run ended before it began) and removes it when the run created it;
-// a file that was there (a previous result, /dev/stdout, a pipe) is left as it is.
+// discard closes the file unwritten (the run ended before it began); a file that was there (a previous
+// result, /dev/stdout, a pipe) is left as it is.
 func (w *rcclOut) discard() {
-	if w == nil || w.f == nil {
+	if w == nil {
 		return
 	}
-	_ = w.f.Close()
-	if w.created {
-		_ = os.Remove(w.f.Name())
+	if w.f != nil {
+		_ = w.f.Close()
+		w.f = nil
 	}
-	w.f = nil
+	w.aside.Discard()
+	w.aside = nil
 }
 
 // add takes one engine's rows: one line per half that ran.
@@ -150,17 +138,23 @@ func nodes(devices []collectives.Device) int {
 
 // finish writes the rows and closes the file.
 func (w *rcclOut) finish() error {
-	if w == nil || w.f == nil {
+	if w == nil || (w.f == nil && w.aside == nil) {
 		return nil
+	}
+	data := results.FormatRCCL(w.format, w.layout, w.rows)
+	if w.aside != nil {
+		_, err := w.aside.Commit(data)
+		w.aside = nil
+		return err
 	}
 	f := w.f
 	w.f = nil
-	_, err := f.Write(results.FormatRCCL(w.format, w.layout, w.rows))
+	_, err := f.Write(data)
 	if cerr := f.Close(); err == nil {
 		err = cerr
 	}
 	if err != nil {
-		return fmt.Errorf("writing %s: %w", f.Name(), err)
+		return fmt.Errorf("writing %s: %w", w.path, err)
 	}
 	return nil
 }

@@ -6,6 +6,7 @@ import (
 	"net"
 	"os"
 	"os/exec"
+	"os/signal"
 	"path/filepath"
 	"regexp"
 	"strconv"
@@ -73,8 +74,10 @@ func childMain(name string, args []string) int {
 		}
 	}
 	a := &app{coll: coll, stdout: os.Stdout, stderr: os.Stderr, getenv: os.Getenv, environ: os.Environ,
-		engines: testSource(p), argv: append([]string{name + "_perf"}, args...), interrupted: func() bool { return false },
-		now: time.Now, world: openWorld}
+		engines: testSource(p), argv: append([]string{name + "_perf"}, args...), now: time.Now, world: openWorld}
+	sig := make(chan os.Signal, 2)
+	signal.Notify(sig, stopSignals...)
+	a.handleSignals(sig, os.Exit, stdoutClosed)
 	code := a.main(args)
 	if kind == "count" {
 		fmt.Fprintf(os.Stderr, "probe: %d opened %d closed %d allocated %d freed\n", p.opened, p.closed, p.allocs, p.frees)
@@ -468,7 +471,7 @@ func TestReliabilityPeerProcessFails(t *testing.T) {
 	}{
 		{"die:5", 1, "bootstrap: rank 1 died or left the run", exitRuntime, 5 * time.Second},
 		{"die:5", 0, "bootstrap: rank 1 lost rank 0 (127.0.0.1:", exitRuntime, 5 * time.Second},
-		{"hang:5", 1, "timeout: rank 0 all_reduce size ", exitTimeout, 8 * time.Second},
+		{"hang:5", 1, "timeout: process 1 did not answer at all_reduce size ", exitTimeout, 8 * time.Second},
 	} {
 		t.Run(fmt.Sprintf("%s-rank%d", c.fault, c.victim), func(t *testing.T) {
 			port := freeTCPPort(t)

@@ -39,6 +39,7 @@ func cG(v float64) string { return strconv.FormatFloat(v, 'g', 6, 64) }
 type header struct {
 	binary  string // "all_reduce_perf"
 	library string // Comm.Library()
+	engine  string // what the version line adds after the library: " engine=gpu runtime=cuda"
 	graph   int    // -G as it applies to this engine (0 when ignored)
 	perIter string // -I: the "Per-Iteration Report" line, which nccl-tests prints before "Parallel Init"
 	notes   []string
@@ -53,7 +54,7 @@ func writeHeader(w io.Writer, o *Options, h header) {
 		step, kind = o.StepFactor, "factor"
 	}
 	lines := []string{
-		fmt.Sprintf("# rcclx-tests version %s %s", Version, h.library),
+		fmt.Sprintf("# rcclx-tests version %s %s%s", Version, h.library, h.engine),
 		"# Collective test starting: " + h.binary,
 		fmt.Sprintf("# nThread %d nGpus %d minBytes %d maxBytes %d step: %d(%s) warmup iters: %d iters: %d "+
 			"agg iters: %d validation: %d graph: %d unalign: %d", o.NThreads, o.NGpus, o.MinBytes, o.MaxBytes, step,

@@ -6,16 +6,20 @@ import (
 	"io"
 
 	"github.com/rcclx-tests/rcclx-tests/collectives"
+	"github.com/rcclx-tests/rcclx-tests/engines"
 )
 
 // session is the run of one engine: its communicator, threads and buffers, the sweep and its report.
 type session struct {
 	a          *app
 	o          *Options
-	world      collectives.World
+	world      collectives.World // every process of the run: the harness's barriers and gathers
+	split      *split            // NCCL_TESTS_SPLIT's, when it divides the processes
+	commWorld  collectives.World // the processes of this process's communicator (nil: every process)
 	seed       uint64
 	out        io.Writer
 	engineName string // as --engine spells it (may be "auto")
+	autoNote   string // auto: why it did not pick the library (empty where it did)
 	multi      bool   // one of several engines: a "# Engine:" line precedes the whole table instead
 
 	eng      collectives.Engine
@@ -49,12 +53,19 @@ func (s *session) run() int {
 	s.a.lost.setBusy(true)
 	if err := s.start(); err != nil {
 		s.a.lost.setBusy(false)
+		if errors.Is(err, errInterrupted) { // before the header: nothing to sum up
+			s.err, s.stopped = nil, true
+			return exitInterrupted
+		}
 		return s.a.fail(err)
 	}
 	defer s.close()
 	writeHeader(s.out, s.o, s.header())
 	if err := s.alloc(); err != nil {
 		s.a.lost.setBusy(false)
+		if errors.Is(err, errInterrupted) {
+			return s.abort(err)
+		}
 		s.err = err
 		return s.a.fail(err)
 	}
@@ -98,10 +109,10 @@ func (s *session) alloc() error {
 		return err
 	}
 	var err error
-	if s.poison, err = poisonBuffer(bufBytes, s.a.lost); err != nil {
+	if s.poison, err = poisonBuffer(bufBytes, s.a.lost, s.a.signalled); err != nil {
 		return err
 	}
-	if err := s.team.each(func(t int) error { return s.threads[t].touch(s.poison) }); err != nil {
+	if err := s.team.each(func(t int) error { return s.threads[t].touch(s.poison, s.a.signalled) }); err != nil {
 		return err
 	}
 	if s.o.Check > 0 {
@@ -145,18 +156,23 @@ func finish(out io.Writer, t trailer, stopped bool) int {
 
 // open creates the engine, the threads and the communicator (on thread 0, which drives group 0).
 func (s *session) open() error {
-	eng, err := s.a.engines.open(s.engineName)
+	eng, err := s.openEngine()
 	if err != nil {
 		return err
 	}
 	// "auto" has already probed the engine it chose; a named engine says what is missing when it opens.
 	s.eng = eng
 	o := s.o
-	cfg := collectives.Config{NThreads: o.NThreads, NGpus: o.NGpus, World: s.world, Env: o.env,
+	commWorld := s.commWorld
+	if commWorld == nil {
+		commWorld = s.world
+	}
+	cfg := collectives.Config{NThreads: o.NThreads, NGpus: o.NGpus, World: commWorld, Env: o.env,
 		Timeout: o.Timeout(), StreamNull: o.StreamNull == 1, Register: o.Register > 0,
 		ParallelInit: o.ParallelInit == 1, Oversubscribe: o.Oversubscribe, Library: o.Library,
 		Memory: o.RCCL.memoryKind(), CTAPolicy: o.RCCL.CTAPolicy}
 	cfg.FirstDevice, cfg.PinDevices, _ = firstDevice(s.a.parseEnv()) // checked before the run
+	s.splitDevices(&cfg)
 	s.team = newTeam(o.NThreads, s.world)
 	s.team.lost = s.a.lost
 	comm, err := s.openComm(cfg)
@@ -165,6 +181,7 @@ func (s *session) open() error {
 		return err
 	}
 	s.comm = comm
+	collectives.UseFP8Flavour(collectives.FP8FlavourOf(comm)) // before any data is generated
 	s.a.lost.track(comm)
 	if err := s.attach(); err != nil {
 		s.a.lost.untrack(comm)
@@ -173,6 +190,31 @@ func (s *session) open() error {
 		return err
 	}
 	return nil
+}
+
+// openEngine creates the engine of --engine; for auto, rank 0 says on stderr why it is not the library where
+// it is not (an A/B worker leaves that to its launcher, through ready).
+func (s *session) openEngine() (collectives.Engine, error) {
+	src := s.a.engines
+	if s.engineName != engines.Auto || src.choose == nil {
+		return src.open(s.engineName)
+	}
+	eng, note, err := src.choose(s.o.Library)
+	s.autoNote = note
+	if note != "" && s.a.getenv(abWorkerEnv) == "" && (s.world == nil || s.world.Rank() == 0) {
+		fmt.Fprintf(s.a.stderr, "%s: --engine auto: %s\n", s.a.binary(), note)
+	}
+	return eng, err
+}
+
+// splitDevices places the ranks of a split run as nccl-tests does: by the process's local rank among every
+// process of its host, not among its communicator's alone (two communicators would share the first devices).
+func (s *session) splitDevices(cfg *collectives.Config) {
+	l, ok := s.world.(interface{ LocalRank() int })
+	if s.split == nil || cfg.PinDevices || !ok || l.LocalRank() < 0 {
+		return
+	}
+	cfg.PinDevices, cfg.FirstDevice = true, l.LocalRank()*cfg.NThreads*cfg.NGpus
 }
 
 func (s *session) openComm(cfg collectives.Config) (collectives.Comm, error) {
@@ -236,6 +278,12 @@ func (s *session) prepare() error {
 	if s.devices, err = gatherDevices(s.world, s.comm.Devices()); err != nil {
 		return err
 	}
+	if s.split != nil { // nccl-tests numbers the ranks over every process and shows each one's colour as Group
+		nlocal := s.o.NThreads * s.o.NGpus
+		for i := range s.devices {
+			s.devices[i].Rank, s.devices[i].Group = i, int(s.split.color(i/nlocal))
+		}
+	}
 	if err := s.fitMemory(); err != nil {
 		return err
 	}
@@ -251,6 +299,7 @@ func (s *session) prepare() error {
 
 // prepareEngine lets an engine do its first-use work for every type and operation of the sweep at once
 // (the GPU engine compiles its kernels), so that none of it falls into a measurement; rank 0 prints its line.
+// A signal stops the wait for it.
 func (s *session) prepareEngine() error {
 	p, ok := s.comm.(collectives.Preparer)
 	if !ok {
@@ -261,7 +310,15 @@ func (s *session) prepareEngine() error {
 			fmt.Fprintf(s.a.stderr, "%s: %s\n", s.a.binary(), line)
 		}
 	}
-	return p.Prepare(s.a.coll, s.o.dtypes, s.ops(), note)
+	done := make(chan error, 1)
+	go func() { done <- p.Prepare(s.a.coll, s.o.dtypes, s.ops(), note) }()
+	select {
+	case err := <-done:
+		return err
+	case <-s.a.signalled: // a first compilation can take many seconds
+		s.team.broken = true // the engine is busy: close leaves it to the process's exit
+		return errInterrupted
+	}
 }
 
 // bufferBytes is the size of every rank's send and receive buffer: the largest view any type needs at -e,
@@ -283,8 +340,8 @@ func (s *session) bufferBytes() int64 {
 
 // header describes this session for the lines before the table.
 func (s *session) header() header {
-	return header{binary: s.a.programName(), library: s.comm.Library(), graph: s.graph, perIter: s.perIter,
-		notes: s.notes, devices: s.devices, reduced: s.reduced}
+	return header{binary: s.a.programName(), library: s.comm.Library(), engine: s.versionFields(), graph: s.graph,
+		perIter: s.perIter, notes: s.notes, devices: s.devices, reduced: s.reduced}
 }
 
 // trailer sums up the table.

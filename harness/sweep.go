@@ -199,7 +199,7 @@ func (s *session) cycle(dt collectives.DType, op collectives.Op, root, n int) (s
 				}
 			}
 		}
-		s.rows = append(s.rows, r)
+		s.addRow(r)
 		if s.stopped {
 			return false, nil
 		}
@@ -207,7 +207,20 @@ func (s *session) cycle(dt collectives.DType, op collectives.Op, root, n int) (s
 	return false, nil
 }
 
-// runPoint measures and validates the halves -O selects of one row.
+// addRow keeps a row for the JSON and its halves for the average bus bandwidth, as the table shows it: a half
+// counts in all three or in none.
+func (s *session) addRow(r row) {
+	s.rows = append(s.rows, r)
+	for _, h := range r.halves {
+		if h.ran {
+			s.bwSum += h.busBW
+			s.bwN++
+		}
+	}
+}
+
+// runPoint measures and validates the halves -O selects of one row. A signal that stops a half (its inputs,
+// its measurement or its check) leaves the row with the halves before it, and the run stopped.
 func (s *session) runPoint(p point) (row, error) {
 	th := s.threads[0]
 	k := th.counts(p, 0)
@@ -217,7 +230,9 @@ func (s *session) runPoint(p point) (row, error) {
 	var tr *truth
 	if s.o.Check > 0 {
 		var err error // seconds at 1 GiB: a lost run does not wait for it
-		tr, err = orLost(s.a.lost, func() *truth { return newTruth(s.a.coll, p, s.nranks, s.localRanks(), s.seed) })
+		tr, err = orLost(s.a.lost, s.a.signalled, func() *truth {
+			return newTruth(s.a.coll, p, s.nranks, s.localRanks(), s.seed)
+		})
 		if err != nil {
 			return r, err
 		}
@@ -227,6 +242,10 @@ func (s *session) runPoint(p point) (row, error) {
 			continue
 		}
 		h, err := s.runHalf(p, k, inPlace, tr)
+		if errors.Is(err, errInterrupted) && (r.halves[0].ran || r.halves[1].ran) {
+			s.stopped = true
+			break
+		}
 		if err != nil {
 			return r, err
 		}
@@ -248,7 +267,7 @@ func (s *session) runPoint(p point) (row, error) {
 func (s *session) runHalf(p point, k collectives.Counts, inPlace bool, tr *truth) (halfResult, error) {
 	if tr != nil {
 		err := s.team.each(func(t int) error {
-			_, err := s.threads[t].writeInputs(tr, inPlace, nil)
+			_, err := s.threads[t].writeInputs(tr, inPlace, nil, s.a.signalled)
 			return err
 		})
 		if err != nil {
@@ -264,8 +283,6 @@ func (s *session) runHalf(p point, k collectives.Counts, inPlace bool, tr *truth
 			return halfResult{}, err
 		}
 	}
-	s.bwSum += h.busBW
-	s.bwN++
 	return h, nil
 }
 
@@ -306,7 +323,7 @@ func (s *session) validate(tr *truth, inPlace bool, h *halfResult) error {
 		calls := make([]*collectives.Call, len(s.threads))
 		err := s.team.each(func(t int) error {
 			var err error
-			calls[t], err = s.threads[t].writeInputs(tr, inPlace, s.poison)
+			calls[t], err = s.threads[t].writeInputs(tr, inPlace, s.poison, nil) // checked: stopNow bounds it
 			return err
 		})
 		// No rank may start (and write into a peer's buffers) before every process has poisoned its own.

@@ -49,15 +49,47 @@ func (t *thread) alloc() error {
 
 // touch writes every buffer once, so that memory an engine maps lazily (host pages) is in place before the
 // first timed iteration rather than faulted in by it.
-func (t *thread) touch(pattern []byte) error {
+func (t *thread) touch(pattern []byte, stop <-chan struct{}) error {
 	for l := range t.ranks {
 		for _, b := range []collectives.Buffer{t.send[l], t.recv[l]} {
-			if err := t.group.Write(collectives.View{Buf: b}, pattern[:t.bufBytes]); err != nil {
+			if err := t.write(collectives.View{Buf: b}, pattern[:t.bufBytes], stop); err != nil {
 				return err
 			}
 		}
 	}
 	return nil
+}
+
+// writePiece is how much of a buffer write goes at once between two looks at a signal: tens of milliseconds
+// of copying.
+const writePiece = 64 << 20
+
+// write copies data into v, a piece at a time; once stop is closed (a signal) it returns errInterrupted,
+// leaving the rest unwritten.
+func (t *thread) write(v collectives.View, data []byte, stop <-chan struct{}) error {
+	for lo := 0; lo < len(data) || lo == 0; lo += writePiece {
+		if stopped(stop) {
+			return errInterrupted
+		}
+		hi := min(lo+writePiece, len(data))
+		if err := t.group.Write(collectives.View{Buf: v.Buf, Off: v.Off + int64(lo)}, data[lo:hi]); err != nil {
+			return err
+		}
+		if hi == len(data) {
+			return nil
+		}
+	}
+	return nil
+}
+
+// stopped reports whether stop is closed (a nil channel never is).
+func stopped(stop <-chan struct{}) bool {
+	select {
+	case <-stop:
+		return true
+	default:
+		return false
+	}
 }
 
 // free releases every buffer; it reports the first error but frees them all.

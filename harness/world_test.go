@@ -68,7 +68,7 @@ func multiRun(t *testing.T, n int, args []string, engine func(rank int) *fakeEng
 		go func() {
 			defer wg.Done()
 			out[rank] = runWith(t, collectives.AllReduce, args, testSource(engine(rank)), func(a *app) {
-				a.world = func(time.Duration) (collectives.World, error) { return procWorld{p, rank}, nil }
+				a.world = func(time.Duration, <-chan struct{}) (collectives.World, error) { return procWorld{p, rank}, nil }
 			})
 		}()
 	}

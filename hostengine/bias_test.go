@@ -19,7 +19,7 @@ func TestAllReduceBiasExpectation(t *testing.T) {
 				t.Run(fmt.Sprintf("%d/%s/%s", n, dt, op), func(t *testing.T) {
 					seed := rand.Uint64()
 					es := int64(dt.Size())
-					red := newReducer(dt, op)
+					red := newReducer(dt, op, collectives.RunFP8Flavour())
 					var in [][]byte
 					for r := range n {
 						k := coll.Counts(999*es, n, r, dt)

@@ -46,8 +46,8 @@ func TestCancelStopsLongCall(t *testing.T) {
 	a, b := bytes.Repeat([]byte{0, 0, 0x80, 0x3f}, n/4), bytes.Repeat([]byte{0, 0, 0, 0x40}, n/4) // 1.0, 2.0
 	plain, pieces := make([]byte, n), make([]byte, n)
 	live := openComm(t, 2, nil, 0, 0)
-	newReducer(collectives.Float, collectives.Sum).combine(plain, a, b, 1, 1)
-	live.stoppable(newReducer(collectives.Float, collectives.Sum)).combine(pieces, a, b, 1, 1)
+	newReducer(collectives.Float, collectives.Sum, collectives.FP8OCP).combine(plain, a, b, 1, 1)
+	live.stoppable(newReducer(collectives.Float, collectives.Sum, collectives.FP8OCP)).combine(pieces, a, b, 1, 1)
 	if !bytes.Equal(plain, pieces) {
 		t.Error("the reduction in pieces differs from the whole one")
 	}
@@ -60,7 +60,7 @@ func TestCancelStopsLongCall(t *testing.T) {
 	}
 	live.Cancel(errLost)
 	clear(pieces)
-	live.stoppable(newReducer(collectives.Float, collectives.Sum)).combine(pieces, a, b, 1, 1)
+	live.stoppable(newReducer(collectives.Float, collectives.Sum, collectives.FP8OCP)).combine(pieces, a, b, 1, 1)
 	if !bytes.Equal(pieces, make([]byte, n)) {
 		t.Error("a reduction on a cancelled communicator went on")
 	}

@@ -45,6 +45,10 @@ func (engine) Open(cfg collectives.Config) (collectives.Comm, error) {
 	if err != nil {
 		return nil, fmt.Errorf("host engine: %w", err)
 	}
+	fp8, err := collectives.ParseFP8Flavour(getenv(collectives.EnvFP8))
+	if err != nil {
+		return nil, fmt.Errorf("host engine: %w", err)
+	}
 	nlocal, procs := cfg.NThreads*cfg.NGpus, 1
 	if cfg.World != nil {
 		procs = cfg.World.Size()
@@ -57,6 +61,7 @@ func (engine) Open(cfg collectives.Config) (collectives.Comm, error) {
 	c := &comm{
 		nranks:     n,
 		policy:     policy,
+		fp8:        fp8,
 		timeout:    cfg.Timeout,
 		hooks:      hk,
 		chunkBytes: defaultChunkBytes,
@@ -105,6 +110,10 @@ func (engine) Open(cfg collectives.Config) (collectives.Comm, error) {
 	return c, nil
 }
 
+// FP8Flavour is the flavour RCCLX_TESTS_FP8 chose (collectives.FP8Reporter): the host engine has no device to
+// ask, so a CPU-only run stands in for an MI300 (gfx942) with fnuz.
+func (c *comm) FP8Flavour() collectives.FP8Flavour { return c.fp8 }
+
 // devices describes this process's ranks, the first of which is global rank first.
 func devices(first, nthreads, ngpus int) []collectives.Device {
 	host, _ := os.Hostname()
@@ -121,6 +130,7 @@ func devices(first, nthreads, ngpus int) []collectives.Device {
 type comm struct {
 	nranks     int
 	policy     collectives.Policy
+	fp8        collectives.FP8Flavour // RCCLX_TESTS_FP8: what the FP8 types and the LP paths compute in
 	timeout    time.Duration
 	hooks      collectives.Hooks
 	arrivals   *collectives.Arrivals // calls each rank entered, for timeouts

@@ -81,7 +81,7 @@ func (g *group) Launch(c *collectives.Call) error {
 	algo := g.Algorithm(c)
 	red := reducer{}
 	if c.Coll.Reduces {
-		red = g.c.stoppable(newReducer(c.DType, c.Op))
+		red = g.c.stoppable(newReducer(c.DType, c.Op, g.c.fp8))
 	}
 	size := int64(c.DType.Size())
 	tasks := make([]*task, n)

@@ -8,7 +8,8 @@ import (
 	"github.com/rcclx-tests/rcclx-tests/numeric"
 )
 
-// Low precision (FP8 E4M3) all_reduce, all_gather, reduce_scatter and alltoall on float and bfloat16, sum.
+// Low precision (FP8 E4M3, OCP or FNUZ as RCCLX_TESTS_FP8 says) all_reduce, all_gather, reduce_scatter and
+// alltoall on float and bfloat16, sum.
 //
 // Each rank quantizes its input into its own peer-visible FP8 buffer, all ranks pass a barrier, and each
 // dequantizes what it needs from its peers' buffers; a closing barrier ends the call.
@@ -20,7 +21,8 @@ import (
 //
 // Quantization (RCCLX_TESTS_LP_MODE): "rcclx" is RCCLX's plain saturating cast, q = E4M3(x) rounded to nearest
 // even, dequantized as E4M3's exact value. "scaled" cuts every slice, from its start, into blocks of
-// policy.LPBlock elements and gives each block an fp32 scale s = amax/448 (s = 1 for an all-zero block);
+// policy.LPBlock elements and gives each block an fp32 scale s = amax/max, max being E4M3's largest value (448,
+// or 240 in FNUZ; s = 1 for an all-zero block);
 // q = E4M3(x/s) with x/s rounded to fp32 first, dequantized as value(q)*s in fp32.
 //
 // Reduction order (bit-level contract for the GPU kernels): sums accumulate in fp32 in rank order,
@@ -37,15 +39,16 @@ type lpLayout struct {
 	parts  int
 	window int64
 	scaled bool
+	fp8    numeric.FP8  // E4M3 in the communicator's flavour
 	stop   *atomic.Bool // the communicator's abort flag: windows stops calling fn once it is set
 }
 
 func (x *run) lpLayout(total int64, parts int) lpLayout {
-	p := x.c.policy
+	p, e4m3 := x.c.policy, x.c.fp8.Format(collectives.F8E4M3)
 	if p.LPMode == collectives.LPModeScaled {
-		return lpLayout{total: total, parts: parts, window: int64(p.LPBlock), scaled: true, stop: &x.c.aborted}
+		return lpLayout{total: total, parts: parts, window: int64(p.LPBlock), scaled: true, fp8: e4m3, stop: &x.c.aborted}
 	}
-	return lpLayout{total: total, parts: parts, window: lpWindow, stop: &x.c.aborted}
+	return lpLayout{total: total, parts: parts, window: lpWindow, fp8: e4m3, stop: &x.c.aborted}
 }
 
 func (l lpLayout) part(j int) (lo, hi int64) {
@@ -105,7 +108,7 @@ func (l lpLayout) quantize(q []byte, scales []float32, scale int, f []float32) {
 		for _, v := range f {
 			amax = max(amax, float32(math.Abs(float64(v))))
 		}
-		s := amax / numeric.E4M3.Max()
+		s := amax / l.fp8.Max()
 		if s == 0 {
 			s = 1
 		}
@@ -114,13 +117,13 @@ func (l lpLayout) quantize(q []byte, scales []float32, scale int, f []float32) {
 		}
 		scales[scale] = s
 	}
-	numeric.E4M3.EncodeSlice(q, f)
+	l.fp8.EncodeSlice(q, f)
 }
 
 // dequantize sets (add false) or adds to acc the window [lo, hi) of src, whose scale is at index scale.
 func (l lpLayout) dequantize(acc, tmp []float32, src exposed, lo, hi int64, scale int, add bool) {
 	tmp = tmp[:hi-lo]
-	numeric.E4M3.DecodeSlice(tmp, src.in[lo:hi])
+	l.fp8.DecodeSlice(tmp, src.in[lo:hi])
 	if l.scaled {
 		s := src.scales[scale]
 		for i := range tmp {

@@ -7,7 +7,6 @@ import (
 	"gonum.org/v1/gonum/floats"
 
 	"github.com/rcclx-tests/rcclx-tests/collectives"
-	"github.com/rcclx-tests/rcclx-tests/numeric"
 )
 
 // Element-wise reduction of one (dtype, op), the single primitive every algorithm reduces with:
@@ -36,8 +35,8 @@ type float interface{ ~float32 | ~float64 }
 
 type number interface{ integer | float }
 
-// newReducer returns the reduction of op over elements of dt.
-func newReducer(dt collectives.DType, op collectives.Op) reducer {
+// newReducer returns the reduction of op over elements of dt, the FP8 types in flavour fp8.
+func newReducer(dt collectives.DType, op collectives.Op, fp8 collectives.FP8Flavour) reducer {
 	switch dt {
 	case collectives.Int8:
 		return nativeReducer(op, divideInt[int8])
@@ -59,10 +58,8 @@ func newReducer(dt collectives.DType, op collectives.Op) reducer {
 		return narrowReducer(op, halfCodec)
 	case collectives.BFloat16:
 		return narrowReducer(op, bf16Codec)
-	case collectives.F8E4M3:
-		return narrowReducer(op, fp8Codec(numeric.E4M3))
-	case collectives.F8E5M2:
-		return narrowReducer(op, fp8Codec(numeric.E5M2))
+	case collectives.F8E4M3, collectives.F8E5M2:
+		return narrowReducer(op, fp8Codec(fp8.Format(dt)))
 	}
 	panic("hostengine: no reduction for " + dt.String())
 }

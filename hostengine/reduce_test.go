@@ -114,13 +114,20 @@ func mask(dt collectives.DType, v uint64) uint64 {
 	return v << (64 - 8*dt.Size()) >> (64 - 8*dt.Size())
 }
 
+// TestReducerMatchesReference: every type and operation, and the FP8 types in FNUZ too.
 func TestReducerMatchesReference(t *testing.T) {
 	seed := rand.Uint64()
 	rng := rand.New(rand.NewPCG(seed, 2))
 	const n = 2*narrowBlock + 3 // several narrow blocks and a ragged end
-	for _, dt := range collectives.AllDTypes() {
+	types := collectives.AllDTypes()
+	for i, dt := range append(types, collectives.F8E4M3, collectives.F8E5M2) {
+		fp8 := collectives.FP8OCP
+		if i >= len(types) {
+			fp8 = collectives.FP8FNUZ
+		}
+		useFP8(t, fp8) // the reference's flavour
 		for _, op := range collectives.AllOps() {
-			red := newReducer(dt, op)
+			red := newReducer(dt, op, fp8)
 			a, b := randomElems(rng, dt, n), randomElems(rng, dt, n)
 			pa, pb := 1+rng.IntN(2), 1+rng.IntN(2)
 			dst := alignedBytes(int64(len(a)))
@@ -129,7 +136,8 @@ func TestReducerMatchesReference(t *testing.T) {
 			for i := range n {
 				want := refCombine(dt, op, get(dt, a, i), get(dt, b, i), pa, pb)
 				if got := get(dt, dst, i); got != want {
-					t.Fatalf("seed %#x: %s %s element %d: %#x ⊕ %#x (pre %d, %d) = %#x, want %#x", seed, dt, op, i, get(dt, a, i), get(dt, b, i), pa, pb, got, want)
+					t.Fatalf("seed %#x: %s (%s) %s element %d: %#x ⊕ %#x (pre %d, %d) = %#x, want %#x", seed, dt, fp8,
+						op, i, get(dt, a, i), get(dt, b, i), pa, pb, got, want)
 				}
 			}
 			if (red.finish != nil) != (op == collectives.Avg) {
@@ -148,4 +156,11 @@ func TestReducerMatchesReference(t *testing.T) {
 			}
 		}
 	}
+}
+
+// useFP8 sets the run's FP8 flavour, which the references read, for one test.
+func useFP8(t *testing.T, f collectives.FP8Flavour) {
+	before := collectives.RunFP8Flavour()
+	collectives.UseFP8Flavour(f)
+	t.Cleanup(func() { collectives.UseFP8Flavour(before) })
 }

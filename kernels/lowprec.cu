@@ -4,11 +4,12 @@
 // the engine passes 0) and 1 for mode scaled (lp_*_scaled, which sets it); x0 is 1 where all_gather pushes.
 //
 // As hostengine's lowprec.go: mode rcclx quantizes with a plain saturating cast to E4M3; mode scaled keeps one
-// fp32 scale per LP block (scale = block amax / 448, or 1 where that is 0; code = E4M3(x / scale); value =
-// decode(code) * scale). Blocks count from the start of each piece (all_reduce: each rank's slice; the others:
-// each per-rank piece), so chunks start at multiples of the block. Ranks exchange codes and scales, dequantize
-// and accumulate in fp32 in rank order 0..n-1. all_reduce re-quantizes the reduced slice (new scales) for its
-// gather phase and every rank dequantizes every slice, its own included, so all ranks hold the same bits.
+// fp32 scale per LP block (scale = block amax / RX_E4M3_MAX, 448 or 240 in FNUZ, or 1 where that is 0;
+// code = E4M3(x / scale); value = decode(code) * scale). Blocks count from the start of each piece
+// (all_reduce: each rank's slice; the others: each per-rank piece), so chunks start at multiples of the block.
+// Ranks exchange codes and scales, dequantize and accumulate in fp32 in rank order 0..n-1. all_reduce
+// re-quantizes the reduced slice (new scales) for its gather phase and every rank dequantizes every slice, its
+// own included, so all ranks hold the same bits.
 // reduce_scatter rounds the fp32 sum to T directly; all_gather and alltoall dequantize what they receive.
 //
 // all_reduce pushes: codes go straight from registers into the half of the rank that sums or decodes them
@@ -27,7 +28,7 @@
 
 RX_DEV float abs32(float x) { return bits_f32(f32_bits(x) & 0x7fffffffu); }
 RX_DEV float scale_of(float amax) {
-  float s = amax / 448.0f;
+  float s = amax / RX_E4M3_MAX;
   return s == 0 ? 1.0f : s;
 }
 
@@ -391,8 +392,8 @@ struct LP {
     const i64 group = tid >> 5, groups = nt >> 5;
     for (i64 s0 = lo + group * B; s0 < hi; s0 += groups * B) f(s0, s0 + B < hi ? s0 + B : hi);
   }
-  // The scale of the LP block [s0, s1) of values x(i): its largest magnitude maps to 448. Max is exact, so the
-  // lanes' order does not change it.
+  // The scale of the LP block [s0, s1) of values x(i): its largest magnitude maps to RX_E4M3_MAX. Max is exact,
+  // so the lanes' order does not change it.
   template <class X>
   RX_DEV float block_scale(i64 s0, i64 s1, X x) const {
     float amax = 0;

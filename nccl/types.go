@@ -81,11 +81,11 @@ func RedOpOf(o collectives.Op, version int) (RedOp, error) {
 	return 0, fmt.Errorf("%s is not a built-in NCCL operation", o)
 }
 
-// Scalar encodes the integer v as one element of d, for RedOpCreatePreMulSum.
-func Scalar(d collectives.DType, v int) []byte {
+// Scalar encodes the integer v as one element of d, the FP8 types in flavour f, for RedOpCreatePreMulSum.
+func Scalar(d collectives.DType, f collectives.FP8Flavour, v int) []byte {
 	b := make([]byte, 8)
 	if d.IsFloat() {
-		binary.LittleEndian.PutUint64(b, collectives.EncodeFloat(d, float64(v)))
+		binary.LittleEndian.PutUint64(b, f.EncodeFloat(d, float64(v)))
 	} else {
 		binary.LittleEndian.PutUint64(b, uint64(int64(v)))
 	}

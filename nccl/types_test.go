@@ -57,19 +57,21 @@ func TestRedOpValues(t *testing.T) {
 
 func TestScalar(t *testing.T) {
 	cases := []struct {
+		f    collectives.FP8Flavour
 		d    collectives.DType
 		v    int
 		want []byte
 	}{
-		{collectives.Int8, 2, []byte{2}}, {collectives.Uint32, 2, []byte{2, 0, 0, 0}},
-		{collectives.Int64, -1, bytes.Repeat([]byte{0xff}, 8)},
-		{collectives.Half, 2, []byte{0x00, 0x40}}, {collectives.BFloat16, 2, []byte{0x00, 0x40}},
-		{collectives.Float, 2, []byte{0, 0, 0, 0x40}}, {collectives.Double, 1, []byte{0, 0, 0, 0, 0, 0, 0xf0, 0x3f}},
-		{collectives.F8E4M3, 2, []byte{0x40}}, {collectives.F8E5M2, 2, []byte{0x40}}, {collectives.F8E4M3, 1, []byte{0x38}},
+		{0, collectives.Int8, 2, []byte{2}}, {0, collectives.Uint32, 2, []byte{2, 0, 0, 0}},
+		{0, collectives.Int64, -1, bytes.Repeat([]byte{0xff}, 8)},
+		{0, collectives.Half, 2, []byte{0x00, 0x40}}, {0, collectives.BFloat16, 2, []byte{0x00, 0x40}},
+		{0, collectives.Float, 2, []byte{0, 0, 0, 0x40}}, {0, collectives.Double, 1, []byte{0, 0, 0, 0, 0, 0, 0xf0, 0x3f}},
+		{0, collectives.F8E4M3, 2, []byte{0x40}}, {0, collectives.F8E5M2, 2, []byte{0x40}}, {0, collectives.F8E4M3, 1, []byte{0x38}},
+		{collectives.FP8FNUZ, collectives.F8E4M3, 1, []byte{0x40}}, {collectives.FP8FNUZ, collectives.F8E5M2, 2, []byte{0x44}},
 	}
 	for _, c := range cases {
-		if got := Scalar(c.d, c.v); !bytes.Equal(got, c.want) {
-			t.Errorf("Scalar(%s, %d) = % x, want % x", c.d, c.v, got, c.want)
+		if got := Scalar(c.d, c.f, c.v); !bytes.Equal(got, c.want) {
+			t.Errorf("Scalar(%s, %s, %d) = % x, want % x", c.d, c.f, c.v, got, c.want)
 		}
 	}
 }

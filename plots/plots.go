@@ -175,7 +175,8 @@ func addBand(p *plot.Plot, lo, hi plotter.XYs, c color.Color) error {
 func PlotAB(out string, ab *results.ABReport) error {
 	var drawn []*plot.Plot
 	for _, panel := range ab.Panels() {
-		p := newSizePlot(panelTitle(panel.Title, "A/B speedup of B over A, 95% interval"), "speedup (time A / time B)")
+		p := newSizePlot(panelTitle(panel.Title, "A/B speedup of B over A, 95% interval"),
+			"speedup ("+results.SpeedupEstimator+", time A / time B)")
 		// A ratio and its inverse lie the same distance from 1 on a log axis.
 		p.Y.Scale = plot.LogScale{}
 		p.Y.Tick.Marker = plot.TickerFunc(ratioTicks)

@@ -67,19 +67,19 @@ func AnalyzeAB(sizes []int64, a, b [][]float64) []ABRow {
 	rows := make([]ABRow, len(sizes))
 	for i, size := range sizes {
 		row := ABRow{Size: size, TimesA: roundsAt(a, i), TimesB: roundsAt(b, i)}
-		var ratios, logA, logB []float64
+		var ratios, pairedA, pairedB []float64
 		for j := 0; j < len(row.TimesA) && j < len(row.TimesB); j++ {
 			if row.TimesA[j] > 0 && row.TimesB[j] > 0 {
-				logA, logB = append(logA, math.Log(row.TimesA[j])), append(logB, math.Log(row.TimesB[j]))
-				ratios = append(ratios, logA[len(logA)-1]-logB[len(logB)-1])
+				pairedA, pairedB = append(pairedA, row.TimesA[j]), append(pairedB, row.TimesB[j])
+				ratios = append(ratios, math.Log(row.TimesA[j]/row.TimesB[j]))
 			}
 		}
 		if len(ratios) > 0 {
-			row.TimeA, row.TimeB = math.Exp(stat.Mean(logA, nil)), math.Exp(stat.Mean(logB, nil))
+			row.TimeA, row.TimeB = math.Exp(stat.Mean(logs(pairedA), nil)), math.Exp(stat.Mean(logs(pairedB), nil))
 		}
-		var ok bool
-		row.Speedup, row.Lo, row.Hi, ok = meanInterval(ratios)
-		row.Speedup, row.Lo, row.Hi = math.Exp(row.Speedup), math.Exp(row.Lo), math.Exp(row.Hi)
+		_, lo, hi, ok := meanInterval(ratios)
+		row.Speedup, _ = Speedup(pairedA, pairedB)
+		row.Lo, row.Hi = math.Exp(lo), math.Exp(hi)
 		switch {
 		case !ok:
 			row.Verdict = VerdictTooFewAB
@@ -172,9 +172,8 @@ func (r ABRow) VerdictText() string {
 }
 
 // RenderAB prints rows as a table: the geometric mean time of each arm over
-// the paired rounds, the speedup of B over A (the geometric mean of the paired
-// ratios, which is the ratio of the two columns) with its interval, and the
-// verdict. timeName is what the times are: "time", or "cputime" (-C 1, the
+// the paired rounds, the speedup of B over A (SpeedupEstimator: the ratio of
+// the two columns) with its interval, and the verdict. timeName is what the times are: "time", or "cputime" (-C 1, the
 // host's enqueue time).
 func RenderAB(w io.Writer, armA, armB, timeName string, rows []ABRow) error {
 	unit := " us (geomean)"
@@ -182,7 +181,7 @@ func RenderAB(w io.Writer, armA, armB, timeName string, rows []ABRow) error {
 		unit = " " + timeName + unit
 	}
 	t := newTable(w)
-	t.Header("size", armA+unit, armB+unit, "rounds", "speedup A/B", "95% CI", "verdict")
+	t.Header("size", armA+unit, armB+unit, "rounds", "speedup A/B ("+SpeedupEstimator+")", "95% CI", "verdict")
 	for _, r := range rows {
 		if err := t.Append(FormatSize(r.Size), fmtTime(r.TimeA), fmtTime(r.TimeB),
 			fmt.Sprint(min(len(r.TimesA), len(r.TimesB))), fmt.Sprintf("%.3fx", r.Speedup),

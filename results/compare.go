@@ -89,7 +89,8 @@ type CompareOptions struct {
 // rounds), their spread ((max - min) / median), the bus bandwidth at that
 // median time (busbw, as nccl-tests computes it: algorithm bandwidth times
 // the collective's bus factor), and each later column's speedup over the first
-// (ratio of median times; above 1 is faster). So one record of
+// (SpeedupEstimator, as the gate and the A/B table compute it; above 1 is
+// faster). So one record of
 // --engine vendor,gpu, or of --ab, compares its own engines or arms. The
 // half is out-of-place unless opt.InPlace, or where the runs timed only the
 // in-place one (-O 0).
@@ -155,7 +156,8 @@ func Compare(w io.Writer, runs []Run, opt CompareOptions) error {
 		fmt.Fprintf(w, "%s%s\n", mark, UnshownNote(label, inPlace))
 	}
 	if len(cols) > 1 {
-		fmt.Fprintf(w, "%sbusbw: bus bandwidth in GB/s at the median time (nccl-tests' busbw); speedup: %s's median time / this column's\n", mark, names[0])
+		fmt.Fprintf(w, "%sbusbw: bus bandwidth in GB/s at the median time (nccl-tests' busbw); speedup of this column over %s: %s\n",
+			mark, names[0], SpeedupEstimator)
 	} else {
 		fmt.Fprintf(w, "%sbusbw: bus bandwidth in GB/s at the median time (nccl-tests' busbw)\n", mark)
 	}
@@ -184,9 +186,9 @@ func Compare(w io.Writer, runs []Run, opt CompareOptions) error {
 		} else {
 			line = append(line, FormatSize(r.size))
 		}
-		first := 0.0
+		var first []float64
 		if p := cells[r][0]; p != nil {
-			first = Median(p.Time)
+			first = p.Time
 		}
 		for c := range cols {
 			p := cells[r][c]
@@ -199,10 +201,10 @@ func Compare(w io.Writer, runs []Run, opt CompareOptions) error {
 			if c == 0 {
 				continue
 			}
-			if p == nil || first <= 0 || Median(p.Time) <= 0 {
-				line = append(line, "-")
+			if sp, ok := speedupOf(first, p); ok {
+				line = append(line, fmt.Sprintf("%.3fx", sp))
 			} else {
-				line = append(line, fmt.Sprintf("%.3fx", first/Median(p.Time)))
+				line = append(line, "-")
 			}
 		}
 		if err := t.Append(line...); err != nil {
@@ -210,6 +212,14 @@ func Compare(w io.Writer, runs []Run, opt CompareOptions) error {
 		}
 	}
 	return t.Render()
+}
+
+// speedupOf is p's speedup over the times first (false where there is none to tell).
+func speedupOf(first []float64, p *Point) (float64, bool) {
+	if p == nil {
+		return 0, false
+	}
+	return Speedup(first, p.Time)
 }
 
 // busBWAt is the bus bandwidth of p at time t (us). A sample's busbw times

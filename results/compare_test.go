@@ -3,11 +3,14 @@ package results
 import (
 	"bytes"
 	"fmt"
+	"math"
 	"os"
 	"path/filepath"
 	"slices"
 	"strings"
 	"testing"
+
+	"gonum.org/v1/gonum/stat"
 )
 
 func TestCompare(t *testing.T) {
@@ -246,5 +249,50 @@ func TestCompareInPlaceOnly(t *testing.T) {
 	want := "# NOTE p.json has no timed out-of-place rows and is left out (a run of -O 0 times only the other half: --in-place shows it)"
 	if text := out.String(); !strings.Contains(text, want) || strings.Contains(text, "p.json us") {
 		t.Errorf("mixed runs:\n%s", text)
+	}
+}
+
+// One A/B record gives one speedup per size: compare's column, the A/B table's and the record's ab rows agree,
+// however skewed the rounds (a median ratio and a geomean differ there), and both name the estimator.
+func TestCompareAndABAgree(t *testing.T) {
+	rng := newRand()
+	sizes := []int64{8, 1024, 1 << 20}
+	var a, b [][]float64
+	rec := &Record{Version: SchemaVersion, Args: []string{"./all_reduce_perf"}}
+	for _, size := range sizes {
+		var ta, tb []float64
+		for range 5 {
+			x := 10 * math.Exp(rng.NormFloat64())
+			ta, tb = append(ta, x), append(tb, x*(0.3+2*rng.Float64())*math.Exp(rng.NormFloat64()))
+		}
+		a, b = append(a, ta), append(b, tb)
+		for arm, times := range [][]float64{ta, tb} {
+			mean := stat.Mean(times, nil)
+			rec.Results = append(rec.Results, Result{Size: size, Count: size / 4, Type: "float", Redop: "sum",
+				Root: RootString(-1), ExperimentName: []string{"X=0", "X=1"}[arm],
+				OutOfPlace: Half{Time: &mean, AlgBW: 1, BusBW: 1, Rounds: times}})
+		}
+	}
+	rows := AnalyzeAB(sizes, a, b)
+	rec.AB = &ABReport{Arms: [2]string{"X=0", "X=1"}, Rows: rows}
+	var cmpOut, abOut bytes.Buffer
+	if err := Compare(&cmpOut, []Run{{"ab.json", rec}}, CompareOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	if err := RenderAB(&abOut, "X=0", "X=1", "time", rows); err != nil {
+		t.Fatal(err)
+	}
+	for _, text := range []string{cmpOut.String(), abOut.String()} {
+		if !strings.Contains(text, SpeedupEstimator) {
+			t.Errorf("output does not name the estimator:\n%s", text)
+		}
+	}
+	for _, r := range rows {
+		want := fmt.Sprintf(" %.3fx ", r.Speedup)
+		for name, text := range map[string]string{"compare": cmpOut.String(), "A/B table": abOut.String()} {
+			if !strings.Contains(text, want) {
+				t.Errorf("%s lacks size %d's speedup%s:\n%s", name, r.Size, want, text)
+			}
+		}
 	}
 }

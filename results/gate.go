@@ -1,9 +1,11 @@
 package results
 
 import (
+	"cmp"
 	"fmt"
 	"io"
 	"math"
+	"slices"
 	"strings"
 
 	"gonum.org/v1/gonum/stat"
@@ -29,6 +31,34 @@ type GateOptions struct {
 	// AllowMismatch compares the rows two sides share even when they measured different collectives, types,
 	// ops, rank counts, halves or A/B arms (otherwise each difference fails).
 	AllowMismatch bool
+	// HardLimit is the regression of the median time that fails whatever the noise (0: HardFactor times the
+	// threshold of the size, for busbw at most MaxHardBusBW).
+	HardLimit float64
+}
+
+// The gate's verdicts, on a half and on the whole comparison.
+const (
+	GatePass         = "PASS"         // the interval excludes a regression beyond the threshold
+	GateFail         = "FAIL"         // it shows one, or the median passed the hard limit (or a refusal)
+	GateInconclusive = "INCONCLUSIVE" // the noise leaves both open
+)
+
+// HardFactor is the default hard limit as a multiple of the threshold; a busbw drop cannot reach 100%, so its
+// default hard limit stops at MaxHardBusBW.
+const (
+	HardFactor   = 3
+	MaxHardBusBW = 0.9
+)
+
+func (o GateOptions) hardFor(size int64) float64 {
+	if o.HardLimit > 0 {
+		return o.HardLimit
+	}
+	h := HardFactor * o.thresholdFor(size)
+	if o.Metric != MetricTime {
+		h = min(h, MaxHardBusBW)
+	}
+	return h
 }
 
 func (o GateOptions) thresholdFor(size int64) float64 {
@@ -51,9 +81,18 @@ type GateCheck struct {
 	Change, Lo, Hi float64
 	Noise          bool
 	Threshold      float64
+	// MedianChange is the change of the metric between the median times of each side; Hard is the limit that
+	// a regression of it fails beyond, whatever the noise.
+	MedianChange, Hard float64
 	// Wrong is the number of wrong elements reported in the current run.
-	Wrong  float64
-	Failed bool
+	Wrong float64
+	// Verdict is GatePass, GateFail or GateInconclusive; Failed is Verdict == GateFail.
+	Verdict string
+	Failed  bool
+	// More, for an inconclusive half, is about how many samples each side would need for the interval to
+	// decide, were the spread and the change to stay as they are (0: no amount would).
+	More   int
+	nb, nc int // samples compared on each side
 }
 
 // GateReport is the outcome of Gate.
@@ -174,10 +213,13 @@ func Gate(base, cur []*Record, opt GateOptions) (*GateReport, error) {
 			chk := GateCheck{Label: names.label(k) + " " + halfNames[i], Wrong: c.wrong[k][i], Threshold: opt.thresholdFor(k.Size)}
 			compared := inBase && len(bt[i]) > 0 && len(ct) > 0
 			if compared {
-				compared = chk.compare(bt[i], ct, opt.Metric)
+				compared = chk.compare(bt[i], ct, opt.Metric, opt.hardFor(k.Size))
 			}
 			if compared || chk.Wrong > 0 {
-				chk.Failed = chk.Failed || chk.Wrong > 0
+				if chk.Wrong > 0 {
+					chk.Verdict = GateFail
+				}
+				chk.Failed = chk.Verdict == GateFail
 				rep.Checks = append(rep.Checks, chk)
 			}
 			counted = counted || compared
@@ -219,41 +261,75 @@ func algorithmChanges(b, c sideSamples, keys []rowKey, names labeler) []string {
 	return out
 }
 
-// compare fills the change of chk from baseline and current times and
-// decides whether it fails; it returns false when the baseline time is not
-// positive (nothing to compare against).
-func (chk *GateCheck) compare(bt, ct []float64, metric string) bool {
-	diff, dlo, dhi, noise := diffInterval(bt, ct)
-	mb := stat.Mean(bt, nil)
-	if mb <= 0 {
+// compare fills the change of chk from baseline and current times and gives its verdict. The change is the
+// one estimator of this package (SpeedupEstimator: the ratio of geometric-mean times), its interval the Welch
+// interval of the difference of mean log times. FAIL where the median regressed beyond hard, or the change is
+// beyond the threshold and the interval excludes no change; PASS where the interval excludes a regression beyond
+// the threshold; else INCONCLUSIVE. It returns false when a side has no time above 0 (nothing to compare).
+func (chk *GateCheck) compare(bt, ct []float64, metric string, hard float64) bool {
+	lb, lc := logs(bt), logs(ct)
+	if len(lb) == 0 || len(lc) == 0 {
 		return false
 	}
-	chk.BaseUs, chk.CurUs, chk.Noise = mb, mb+diff, noise
-	var regression float64
-	if metric == MetricTime {
-		chk.Change, chk.Lo, chk.Hi = diff/mb, dlo/mb, dhi/mb
-		regression = chk.Change
-	} else {
-		chk.Change, chk.Lo, chk.Hi = inverseChange(mb, diff), inverseChange(mb, dhi), inverseChange(mb, dlo)
-		regression = -chk.Change
+	diff, dlo, dhi, noise := diffInterval(lb, lc) // of log times: current over baseline
+	chk.BaseUs, chk.CurUs = math.Exp(stat.Mean(lb, nil)), math.Exp(stat.Mean(lc, nil))
+	chk.Noise, chk.Hard, chk.nb, chk.nc = noise, hard, len(bt), len(ct)
+	medRatio := Median(ct) / Median(bt)
+	// sign turns a log time ratio into a log regression (time: a rise; busbw: a drop); limit is the threshold so.
+	sign, limit := 1.0, math.Log1p(chk.Threshold)
+	chk.Change, chk.Lo, chk.Hi, chk.MedianChange = math.Expm1(diff), math.Expm1(dlo), math.Expm1(dhi), medRatio-1
+	if metric != MetricTime {
+		sign, limit = -1, -math.Log1p(-chk.Threshold)
+		chk.Change, chk.Lo, chk.Hi, chk.MedianChange = math.Expm1(-diff), math.Expm1(-dhi), math.Expm1(-dlo), 1/medRatio-1
 	}
-	// dlo > 0: the current time is higher beyond the noise.
-	chk.Failed = regression > chk.Threshold && (!noise || dlo > 0)
+	regression, worst := sign*chk.Change, max(sign*chk.Lo, sign*chk.Hi)
+	switch {
+	case sign*chk.MedianChange > hard, regression > chk.Threshold && (!noise || dlo > 0):
+		chk.Verdict = GateFail // dlo > 0: the current time is higher beyond the noise
+	case !noise || worst <= chk.Threshold:
+		chk.Verdict = GatePass
+	default:
+		chk.Verdict = GateInconclusive
+		// The interval's half width shrinks as one over the square root of the samples. Above the threshold it
+		// decides (FAIL) once it excludes no change, below it (PASS) once it excludes the threshold.
+		d := limit - diff
+		if regression > chk.Threshold {
+			d = diff
+		}
+		if d > 0 {
+			f := math.Pow((dhi-dlo)/2/d, 2)
+			chk.More = int(math.Ceil(float64(max(len(bt), len(ct))) * (f - 1)))
+		}
+	}
+	chk.Failed = chk.Verdict == GateFail
 	return true
 }
 
-// inverseChange is the busbw change when the time moves from mb to mb+d.
-func inverseChange(mb, d float64) float64 {
-	if mb+d <= 0 {
-		return math.Inf(1)
+// Passed reports whether the verdict is PASS.
+func (r *GateReport) Passed() bool { return r.Verdict() == GatePass }
+
+// Verdict is FAIL where a check failed (or, with RequireAll, a row is missing on either side, or the sides
+// cannot be compared), else INCONCLUSIVE where the noise left a check undecided, else PASS.
+func (r *GateReport) Verdict() string {
+	if r.failures() > 0 {
+		return GateFail
 	}
-	return mb/(mb+d) - 1
+	if len(r.undecided()) > 0 {
+		return GateInconclusive
+	}
+	return GatePass
 }
 
-// Passed reports whether no check failed (and, with RequireAll, no row is
-// missing on either side).
-func (r *GateReport) Passed() bool {
-	return r.failures() == 0
+// undecided are the inconclusive checks, the worst regression first.
+func (r *GateReport) undecided() []GateCheck {
+	var out []GateCheck
+	for _, c := range r.Checks {
+		if c.Verdict == GateInconclusive {
+			out = append(out, c)
+		}
+	}
+	slices.SortStableFunc(out, func(a, b GateCheck) int { return cmp.Compare(r.regression(b), r.regression(a)) })
+	return out
 }
 
 func (r *GateReport) failures() int {
@@ -302,8 +378,8 @@ func (r *GateReport) Write(w io.Writer) error {
 		switch {
 		case c.Failed:
 			fmt.Fprintf(&b, "FAIL %s\n", r.describe(c))
-		case r.noisy(c):
-			fmt.Fprintf(&b, "NOTE %s: within the run-to-run noise, not counted (more -N cycles or runs decide)\n", r.describe(c))
+		case c.Verdict == GateInconclusive:
+			fmt.Fprintf(&b, "INCONCLUSIVE %s: the noise leaves a regression beyond the limit open; %s\n", r.describe(c), c.more())
 		}
 	}
 	for _, side := range []struct {
@@ -345,29 +421,42 @@ func (r *GateReport) summary() string {
 	if worst >= 0 {
 		tail = fmt.Sprintf(", worst %s at %s", pct(r.Checks[worst].Change), r.Checks[worst].Label)
 	}
-	noisy := 0
-	for _, c := range r.Checks {
-		if r.noisy(c) {
-			noisy++
-		}
-	}
-	if noisy > 0 {
-		tail += fmt.Sprintf(", %d beyond the limit within noise", noisy)
-	}
 	compared := fmt.Sprintf("%d sizes", r.rows)
 	if len(r.sizes) != r.rows {
 		compared = fmt.Sprintf("%d rows over %d sizes", r.rows, len(r.sizes))
 	}
-	if n := r.failures(); n > 0 {
-		return fmt.Sprintf("FAIL (%d failures in %s%s)", n, compared, tail)
+	und := r.undecided()
+	switch {
+	case r.failures() > 0:
+		tail = fmt.Sprintf("%d failures in %s%s", r.failures(), compared, tail)
+	case len(und) > 0:
+		var worstOnes []string
+		need, known := 0, true
+		for i, c := range und {
+			if i < 3 {
+				worstOnes = append(worstOnes, fmt.Sprintf("%s %s", c.Label, pct(c.Change)))
+			}
+			need, known = max(need, c.More), known && c.More > 0
+		}
+		more := "more samples"
+		if known {
+			more = fmt.Sprintf("about %d more samples on each side", need)
+		}
+		tail = fmt.Sprintf("%d undecided in %s, worst %s; %s (-N cycles in the current run, or more "+
+			"baseline runs) would decide", len(und), compared, strings.Join(worstOnes, ", "), more)
+	default:
+		tail = compared + tail
 	}
-	return fmt.Sprintf("PASS (%s%s)", compared, tail)
+	return r.Verdict() + " (" + tail + ")"
 }
 
-// noisy: the half moved beyond its threshold but the run-to-run spread does not tell it from no change, so it
-// passes; the report says so rather than pass it in silence.
-func (r *GateReport) noisy(c GateCheck) bool {
-	return !c.Failed && c.BaseUs > 0 && r.regression(c) > c.Threshold
+// more says how many samples would decide an inconclusive check.
+func (c GateCheck) more() string {
+	if c.More <= 0 {
+		return "more -N cycles or runs would narrow it"
+	}
+	return fmt.Sprintf("about %d more samples on each side (now %d baseline, %d current: -N cycles or runs) "+
+		"would decide", c.More, c.nb, c.nc)
 }
 
 func (r *GateReport) regression(c GateCheck) float64 {
@@ -388,7 +477,14 @@ func (r *GateReport) describe(c GateCheck) string {
 		if c.Noise {
 			s += fmt.Sprintf(", 95%% CI %s..%s", pct(c.Lo), pct(c.Hi))
 		}
-		parts = append(parts, s+fmt.Sprintf("), time %.2f -> %.2f us", c.BaseUs, c.CurUs))
+		if r.regression(GateCheck{Change: c.MedianChange}) > c.Hard {
+			hard := -c.Hard
+			if r.Metric == MetricTime {
+				hard = c.Hard
+			}
+			s += fmt.Sprintf("; median %s, beyond the hard limit %s whatever the noise", pct(c.MedianChange), pct(hard))
+		}
+		parts = append(parts, s+fmt.Sprintf("), time %.2f -> %.2f us (geomean)", c.BaseUs, c.CurUs))
 	}
 	if c.Wrong > 0 {
 		parts = append(parts, fmt.Sprintf("%g wrong elements", c.Wrong))
@@ -397,10 +493,11 @@ func (r *GateReport) describe(c GateCheck) string {
 }
 
 func pct(f float64) string {
-	if math.IsInf(f, 0) {
-		return "unbounded" // busbw's bound when the time's interval reaches zero
+	v := 100 * f
+	if math.Abs(v) < 0.05 {
+		v = 0 // no "-0.0%"
 	}
-	return fmt.Sprintf("%+.1f%%", 100*f)
+	return fmt.Sprintf("%+.1f%%", v)
 }
 
 // abbreviate joins at most n labels and says how many more there are.

@@ -133,34 +133,89 @@ func roundsApart(rise float64, spread ...float64) (base, cur *Record) {
 	return base, cur
 }
 
-func TestGateDropInsideNoisePasses(t *testing.T) {
+// A drop inside the noise is neither a pass nor a failure: INCONCLUSIVE, with what more data would decide.
+func TestGateDropInsideNoiseIsInconclusive(t *testing.T) {
 	// Mean time up 20%, but three rounds spread over 0.6x..1.8x: not significant.
 	base, cur := roundsApart(1.2, 0.6, 1, 1.4)
 	rep, out := gate(t, []*Record{base}, []*Record{cur}, GateOptions{Threshold: 0.1})
-	if !rep.Passed() {
-		t.Fatalf("drop inside the noise failed:\n%s", out)
+	if rep.Verdict() != GateInconclusive || rep.Passed() {
+		t.Fatalf("drop inside the noise: %s\n%s", rep.Verdict(), out)
 	}
-	if c := rep.Checks[0]; !c.Noise || c.Lo > -0.1 || c.Hi < 0 {
-		t.Fatalf("interval %+v should span the threshold and zero", c)
+	if c := rep.Checks[0]; !c.Noise || c.Lo > -0.1 || c.Hi < 0 || c.More <= 0 {
+		t.Fatalf("interval %+v should span the threshold and zero, and say what more would decide", c)
 	}
-	// It passes, but not in silence: a NOTE line names the half, and the summary counts it.
 	lines := strings.Split(strings.TrimSpace(out), "\n")
-	if len(lines) != 3 || !strings.HasPrefix(lines[0], "NOTE 8B out-of-place: busbw -16.7% (limit -10.0%, 95% CI ") ||
-		!strings.HasSuffix(lines[0], "within the run-to-run noise, not counted (more -N cycles or runs decide)") ||
-		!strings.HasSuffix(lines[2], ", 1 beyond the limit within noise)") {
+	if len(lines) != 3 || !strings.HasPrefix(lines[0], "INCONCLUSIVE 8B out-of-place: busbw -16.7% (limit -10.0%, 95% CI ") ||
+		!strings.Contains(lines[0], "more samples on each side (now 3 baseline, 3 current") ||
+		!strings.HasPrefix(lines[2], "gate: INCONCLUSIVE (1 undecided in 1 sizes, worst 8B out-of-place -16.7%; about ") {
 		t.Fatalf("report:\n%s", out)
 	}
 }
 
-// Rounds so scattered that the time's interval reaches zero leave busbw's unbounded above: said in words.
-func TestGateUnboundedIntervalInWords(t *testing.T) {
-	base, cur := roundsApart(1.2, 0.05, 1, 3)
-	rep, out := gate(t, []*Record{base}, []*Record{cur}, GateOptions{Threshold: 0.1})
-	if !math.IsInf(rep.Checks[0].Hi, 1) {
-		t.Fatalf("interval %+v should be unbounded above", rep.Checks[0])
+// The current run's three cycles at the baseline's times x1, x50, x50: the mean's interval spans no change, but
+// the median dropped 98%, beyond the hard limit: FAIL, never PASS.
+func TestGateHugeDropWithNoiseFails(t *testing.T) {
+	for _, cyc := range [][]float64{{1, 50, 50}, {50, 1, 50}, {0.9, 1.1, 33.3}} {
+		want := GateFail
+		if Median(cyc) < 2 { // one slow cycle of three: the median did not move, the mean did; nothing decides
+			want = GateInconclusive
+		}
+		base, cur := roundsApart(1, 1, 1, 1)
+		h := &cur.Results[0].OutOfPlace
+		h.Rounds = nil
+		for _, f := range cyc {
+			h.Rounds = append(h.Rounds, f**base.Results[0].OutOfPlace.Time)
+		}
+		rep, out := gate(t, []*Record{base}, []*Record{cur}, GateOptions{Threshold: 0.1})
+		if rep.Verdict() != want || want == GateFail && !strings.Contains(out, "beyond the hard limit -30.0% whatever the noise") {
+			t.Errorf("cycles x%v: %s\n%s", cyc, rep.Verdict(), out)
+		}
 	}
-	if !strings.Contains(out, "..unbounded)") || strings.Contains(out, "Inf") {
-		t.Fatalf("report:\n%s", out)
+	// -97% with any noise fails, in time as in busbw.
+	for _, noise := range []float64{0, 0.01, 0.5, 2} {
+		rng := newRand()
+		base, cur := synthRecord(rng, 4, 1, 5, noise), synthRecord(rng, 4, 1/0.03, 5, noise)
+		for _, m := range []string{MetricBusBW, MetricTime} {
+			if rep, out := gate(t, []*Record{base}, []*Record{cur}, GateOptions{Threshold: 0.1, Metric: m}); rep.Verdict() != GateFail {
+				t.Errorf("-97%% with noise %g (%s): %s\n%s", noise, m, rep.Verdict(), out)
+			}
+		}
+	}
+}
+
+// Three baseline runs, one of them far off, and a current run 5.3 times slower (busbw -81%): the pooled
+// interval is wide, the median drop is not.
+func TestGateNoisyBaselinesDoNotExcuseADrop(t *testing.T) {
+	var bases []*Record
+	for _, f := range []float64{1, 1.05, 20} {
+		b, _ := roundsApart(1, 1, 1, 1)
+		*b.Results[0].OutOfPlace.Time *= f
+		b.Results[0].OutOfPlace.Rounds = nil
+		bases = append(bases, b)
+	}
+	_, cur := roundsApart(5.33, 1)
+	cur.Results[0].OutOfPlace.Rounds = nil
+	rep, out := gate(t, bases, []*Record{cur}, GateOptions{Threshold: 0.1})
+	if rep.Verdict() != GateFail {
+		t.Fatalf("%s\n%s", rep.Verdict(), out)
+	}
+}
+
+// The hard limit is 3x the threshold unless set: a 25% drop inside wide noise is INCONCLUSIVE under a 10%
+// threshold, and FAIL under a hard limit of 20%.
+func TestGateHardLimit(t *testing.T) {
+	base, cur := roundsApart(1/0.75, 0.5, 1, 1.5)
+	if rep, out := gate(t, []*Record{base}, []*Record{cur}, GateOptions{Threshold: 0.1}); rep.Verdict() != GateInconclusive {
+		t.Errorf("default hard limit: %s\n%s", rep.Verdict(), out)
+	}
+	if rep, out := gate(t, []*Record{base}, []*Record{cur}, GateOptions{Threshold: 0.1, HardLimit: 0.2}); rep.Verdict() != GateFail {
+		t.Errorf("hard limit 20%%: %s\n%s", rep.Verdict(), out)
+	}
+	if h := (GateOptions{Threshold: 0.4}).hardFor(8); h != MaxHardBusBW {
+		t.Errorf("busbw hard limit at a 40%% threshold = %g, want %g", h, MaxHardBusBW)
+	}
+	if h := (GateOptions{Threshold: 0.4, Metric: MetricTime}).hardFor(8); math.Abs(h-1.2) > 1e-12 {
+		t.Errorf("time hard limit at a 40%% threshold = %g, want 1.2", h)
 	}
 }
 

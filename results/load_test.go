@@ -4,7 +4,9 @@ import (
 	"os"
 	"path/filepath"
 	"strings"
+	"syscall"
 	"testing"
+	"time"
 )
 
 func TestLoadTextAnchor(t *testing.T) {
@@ -120,6 +122,22 @@ func TestMalformedInputsGiveOneLineErrors(t *testing.T) {
 		"zerotime.csv": {"size,time,inplace\n8,0,0\n", "zerotime.csv: result 1 (size 8, out-of-place): time 0"},
 		"negsize.json": {`{"version": 3, "results": [{"size": -8, "out_of_place": {"time": 5}}]}`,
 			"negsize.json: result 1: size -8"},
+		"negcount.json": {`{"version": 3, "results": [{"size": 8, "count": -2, "out_of_place": {"time": 5}}]}`,
+			"negcount.json: result 1: size 8, count -2: want 0 or more"},
+		// A negative wrong count would let wrong results pass the gate.
+		"negwrong.json": {`{"version": 3, "results": [{"size": 8, "in_place": {"time": 5, "nwrong": -1}}]}`,
+			"negwrong.json: result 1 (size 8, in-place): nwrong -1: want 0 or more"},
+		"negbw.json": {`{"version": 3, "results": [{"size": 8, "out_of_place": {"time": 5, "bus_bw": -1}}]}`,
+			"negbw.json: result 1 (size 8, out-of-place): bus_bw -1"},
+		"neground.json": {`{"version": 3, "results": [{"size": 8, "out_of_place": {"time": 5, "rounds": [5, -5]}}]}`,
+			"neground.json: result 1 (size 8, out-of-place): rounds[1] -5: want a time above 0"},
+		"negoob.json": {`{"version": 3, "results": [{"size": 8, "out_of_place": {"time": 5}}], "out_of_bounds": {"count": -3}}`,
+			"negoob.json: out_of_bounds count -3"},
+		"negab.json": {`{"version": 3, "results": [{"size": 8, "out_of_place": {"time": 5}}], "ab": {"rows": [{"size": 8, "times_a": [1], "times_b": [-1]}]}}`,
+			"negab.json: ab row 1 (size 8): times_b[0] -1"},
+		"nanwrong.txt": {" 1024 256 float sum -1 5.5 0.19 0.19 nan 5.6 0.18 0.18 0\n",
+			"nanwrong.txt: line 1: bad #wrong \"nan\""},
+		"negwrong.csv": {"size,time,nwrong\n8,1,-4\n", "negwrong.csv: line 2: bad #wrong \"-4\""},
 	}
 	for name, c := range cases {
 		_, err := Parse(name, []byte(c.data))
@@ -131,7 +149,46 @@ func TestMalformedInputsGiveOneLineErrors(t *testing.T) {
 			t.Errorf("%s: error %q, want one line starting %q", name, msg, c.want)
 		}
 	}
+	// A byte order mark before the JSON is skipped, not read as text without rows.
+	if rec, err := Parse("bom.json", []byte("\xef\xbb\xbf"+`{"version": 3, "results": [{"size": 8, "out_of_place": {"time": 5}}]}`)); err != nil || len(rec.Results) != 1 {
+		t.Errorf("JSON after a BOM: %v", err)
+	}
 	if _, err := Load(filepath.Join(t.TempDir(), "missing.json")); err == nil || !os.IsNotExist(err) {
 		t.Errorf("missing file: %v", err)
+	}
+}
+
+// TestReadFileBounds: an input that is no result file is refused, naming it, without being read whole:
+// /dev/zero (endless) and binary data at the first NUL byte, a text file above the size bound at the bound.
+func TestReadFileBounds(t *testing.T) {
+	big := filepath.Join(t.TempDir(), "big.txt")
+	f, err := os.Create(big)
+	if err != nil {
+		t.Fatal(err)
+	}
+	// Text first, then a hole past the bound (sparse: no disk taken).
+	if _, err := f.WriteString(strings.Repeat("# text\n", 20000)); err != nil {
+		t.Fatal(err)
+	}
+	if err := f.Truncate(maxFileBytes + 1<<20); err != nil {
+		t.Fatal(err)
+	}
+	f.Close()
+	for path, want := range map[string]string{"/dev/zero": "binary data", "/dev/urandom": "binary data",
+		big: "larger than 256 MiB"} {
+		start := time.Now()
+		_, err := Load(path)
+		if err == nil || !strings.Contains(err.Error(), path) || !strings.Contains(err.Error(), want) ||
+			time.Since(start) > 5*time.Second {
+			t.Errorf("%s: %v after %v", path, err, time.Since(start))
+		}
+	}
+	fifo := filepath.Join(t.TempDir(), "fifo")
+	if err := syscall.Mkfifo(fifo, 0o600); err != nil {
+		t.Skip("no named pipes here:", err)
+	}
+	start := time.Now()
+	if _, err := Load(fifo); err == nil || !strings.Contains(err.Error(), fifo) || time.Since(start) > 2*time.Second {
+		t.Errorf("named pipe without a writer: %v after %v", err, time.Since(start))
 	}
 }

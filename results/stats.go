@@ -64,3 +64,29 @@ func meanVarOfMean(xs []float64) (mean, v, df float64) {
 	m, variance := stat.MeanVariance(xs, nil)
 	return m, variance / float64(len(xs)), float64(len(xs) - 1)
 }
+
+// SpeedupEstimator names the one estimator of a speedup (or a change) in this package, which compare, gate,
+// the A/B table and the A/B plot all print: the geometric mean of one side's times over the other's, which is
+// the geometric mean of the per-cycle (or per-round) time ratios where the samples pair up.
+const SpeedupEstimator = "geomean of per-cycle time ratios"
+
+// Speedup is how many times faster times b are than times a, by SpeedupEstimator: the geometric mean of a's
+// times above 0 over that of b's. ok is false where a side has none.
+func Speedup(a, b []float64) (speedup float64, ok bool) {
+	la, lb := logs(a), logs(b)
+	if len(la) == 0 || len(lb) == 0 {
+		return 0, false
+	}
+	return math.Exp(stat.Mean(la, nil) - stat.Mean(lb, nil)), true
+}
+
+// logs is the natural logarithm of each value of xs above 0.
+func logs(xs []float64) []float64 {
+	var out []float64
+	for _, x := range xs {
+		if x > 0 {
+			out = append(out, math.Log(x))
+		}
+	}
+	return out
+}

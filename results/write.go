@@ -8,21 +8,25 @@ import (
 	"os"
 	"path/filepath"
 	"strings"
+	"syscall"
 )
 
-// maxSuffix bounds the search for a free name in Write.
+// maxSuffix bounds the search for a free name.
 const maxSuffix = 10000
 
 // Write stores rec as indented JSON at path without ever replacing an existing
 // file: if path exists it tries path.0, path.1, ... like nccl-tests. The file
-// appears atomically (written to a temporary file in the same directory, then
-// linked into place). It returns the name used.
+// appears complete or not at all (Aside). It returns the name used.
 func Write(path string, rec *Record) (string, error) {
 	data, err := Marshal(rec)
 	if err != nil {
 		return "", fmt.Errorf("%s: %w", path, err)
 	}
-	return writeNew(path, data)
+	a, err := CreateAside(path)
+	if err != nil {
+		return "", err
+	}
+	return a.Commit(data)
 }
 
 // Marshal is rec as Write stores it: indented JSON and a newline.
@@ -31,33 +35,155 @@ func Marshal(rec *Record) ([]byte, error) {
 	return append(data, '\n'), err
 }
 
-// Create makes a new empty file at the first free name among path, path.0,
-// path.1, ... (nccl-tests' naming), exclusively (O_EXCL, mode 0644 less the
-// umask), so that a program can claim its output file before it runs and
-// never replaces one. A directory or a path ending in a separator is an
-// error, as is a file that cannot be created (the error names path).
-func Create(path string) (*os.File, error) {
+// Aside is a result file written beside its final name and moved there only once complete, so that a reader
+// never finds a truncated or empty file under that name (a full disk, a signal or a kill while writing leave
+// nothing there). The part file (".NAME.part" in the same directory) is open, and locked, from the claim to the
+// commit.
+type Aside struct {
+	part    *os.File
+	name    string // the final name
+	path    string // the name asked for
+	index   int    // name is path (-1) or path.index
+	replace bool   // the final name is replaced (rccl-tests' -X); else never (nccl-tests' -J)
+}
+
+// CreateAside claims, before a program runs, the first free name among path, path.0, path.1, ...
+// (nccl-tests' naming) for a file written when it ends. A name is free when no file has it and no other live
+// program claimed it (a part file whose lock is free was left by a program that died: it is taken over). A
+// directory, a path ending in a separator and a directory where nothing can be created are errors naming path.
+func CreateAside(path string) (*Aside, error) {
 	if st, err := os.Stat(path); (err == nil && st.IsDir()) || strings.HasSuffix(path, string(filepath.Separator)) {
 		return nil, fmt.Errorf("%s is a directory", path)
 	}
 	for i := -1; i < maxSuffix; i++ {
-		name := path
-		if i >= 0 {
-			name = fmt.Sprintf("%s.%d", path, i)
+		name := suffixed(path, i)
+		if _, err := os.Lstat(name); err == nil {
+			continue
 		}
-		f, err := os.OpenFile(name, os.O_WRONLY|os.O_CREATE|os.O_EXCL, 0o644)
-		if err == nil {
-			return f, nil
+		f, err := os.OpenFile(partName(name), os.O_RDWR|os.O_CREATE, 0o644)
+		if err != nil {
+			return nil, fmt.Errorf("cannot create %s: %v", name, pathErr(err))
 		}
-		if !errors.Is(err, fs.ErrExist) {
-			var pe *fs.PathError
-			if errors.As(err, &pe) {
-				err = pe.Err
-			}
-			return nil, fmt.Errorf("cannot create %s: %v", name, err)
+		if syscall.Flock(int(f.Fd()), syscall.LOCK_EX|syscall.LOCK_NB) != nil {
+			f.Close() // another run's claim
+			continue
 		}
+		if err := f.Truncate(0); err != nil {
+			f.Close()
+			return nil, fmt.Errorf("cannot create %s: %v", name, pathErr(err))
+		}
+		if _, err := os.Lstat(name); err == nil { // taken between the look and the claim
+			f.Close()
+			_ = os.Remove(f.Name())
+			continue
+		}
+		return &Aside{part: f, name: name, path: path, index: i}, nil
 	}
 	return nil, fmt.Errorf("no free name up to %s.%d", path, maxSuffix-1)
+}
+
+// ReplaceAside prepares to replace the regular file path (or to create it), as a program that truncates its
+// output file would, but only once the new content is complete. A symbolic link is followed: the file it
+// names is replaced. The new file keeps the old one's permissions.
+func ReplaceAside(path string) (*Aside, error) {
+	name := path
+	if resolved, err := filepath.EvalSymlinks(path); err == nil {
+		name = resolved
+	}
+	// The pid tells the part files of live programs apart; one left by a dead one of that pid is reused.
+	part := filepath.Join(filepath.Dir(name), fmt.Sprintf(".%s.%d.part", filepath.Base(name), os.Getpid()))
+	f, err := os.OpenFile(part, os.O_RDWR|os.O_CREATE|os.O_TRUNC, 0o644)
+	if err != nil {
+		return nil, pathErr(err)
+	}
+	if st, err := os.Stat(name); err == nil {
+		if err := f.Chmod(st.Mode().Perm()); err != nil {
+			f.Close()
+			_ = os.Remove(part)
+			return nil, pathErr(err)
+		}
+	}
+	return &Aside{part: f, name: name, path: path, replace: true}, nil
+}
+
+// Name is the name the file will have.
+func (a *Aside) Name() string { return a.name }
+
+// Commit writes data and moves it to its final name, which it returns. For a claimed name another program
+// took meanwhile (one that does not claim names), the next free name is used. On an error nothing is left:
+// not the part file, and nothing under the final name; a full disk says so.
+func (a *Aside) Commit(data []byte) (string, error) {
+	f := a.part
+	if f == nil {
+		return "", fmt.Errorf("writing %s: given up", a.name)
+	}
+	a.part = nil
+	defer os.Remove(f.Name())
+	_, err := f.Write(data)
+	if err == nil {
+		err = f.Sync()
+	}
+	if cerr := f.Close(); err == nil {
+		err = cerr
+	}
+	if err != nil {
+		err = pathErr(err)
+		if errors.Is(err, syscall.ENOSPC) {
+			return "", fmt.Errorf("writing %s: the file system is full (%v); nothing was written under that name", a.name, err)
+		}
+		return "", fmt.Errorf("writing %s: %v; nothing was written under that name", a.name, err)
+	}
+	if a.replace {
+		if err := os.Rename(f.Name(), a.name); err != nil {
+			return "", fmt.Errorf("writing %s: %v", a.name, pathErr(err))
+		}
+		return a.name, nil
+	}
+	for i := a.index; i < maxSuffix; i++ {
+		name := suffixed(a.path, i)
+		err := os.Link(f.Name(), name)
+		if err == nil {
+			return name, nil
+		}
+		if !errors.Is(err, fs.ErrExist) {
+			return name, placeWithoutLink(f.Name(), name, err)
+		}
+	}
+	return "", fmt.Errorf("%s: no free name up to %s.%d", a.path, a.path, maxSuffix-1)
+}
+
+// Discard gives the claim up, writing nothing. It may be called after Commit (it then does nothing).
+func (a *Aside) Discard() {
+	if a == nil || a.part == nil {
+		return
+	}
+	_ = os.Remove(a.part.Name())
+	_ = a.part.Close()
+	a.part = nil
+}
+
+func suffixed(path string, i int) string {
+	if i < 0 {
+		return path
+	}
+	return fmt.Sprintf("%s.%d", path, i)
+}
+
+func partName(name string) string {
+	return filepath.Join(filepath.Dir(name), "."+filepath.Base(name)+".part")
+}
+
+// pathErr is the cause of a file error without the path, which the callers name as the user gave it.
+func pathErr(err error) error {
+	var pe *fs.PathError
+	var le *os.LinkError
+	switch {
+	case errors.As(err, &pe):
+		return pe.Err
+	case errors.As(err, &le):
+		return le.Err
+	}
+	return err
 }
 
 // withEmptyLists returns rec with nil lists as empty ones: nccl-tests always
@@ -76,37 +202,6 @@ func withEmptyLists(rec *Record) *Record {
 		c.Config.Devices = []Device{}
 	}
 	return &c
-}
-
-// writeNew writes data to a temporary file and links it to the first free
-// name among path, path.0, path.1, ...
-func writeNew(path string, data []byte) (string, error) {
-	tmp, err := os.CreateTemp(filepath.Dir(path), ".tmp-"+filepath.Base(path)+"-*")
-	if err != nil {
-		return "", err
-	}
-	defer os.Remove(tmp.Name())
-	if _, err := tmp.Write(data); err != nil {
-		tmp.Close()
-		return "", err
-	}
-	if err := tmp.Close(); err != nil {
-		return "", err
-	}
-	for i := -1; i < maxSuffix; i++ {
-		name := path
-		if i >= 0 {
-			name = fmt.Sprintf("%s.%d", path, i)
-		}
-		err := os.Link(tmp.Name(), name)
-		if err == nil {
-			return name, nil
-		}
-		if !errors.Is(err, fs.ErrExist) {
-			return "", placeWithoutLink(tmp.Name(), name, err)
-		}
-	}
-	return "", fmt.Errorf("%s: no free name up to %s.%d", path, path, maxSuffix-1)
 }
 
 // placeWithoutLink renames tmp to name on file systems without hard links,

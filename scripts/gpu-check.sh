@@ -297,17 +297,19 @@ step_ab() {
 	expect ab-nchan 0 ab-vendor.log "$P" --engine vendor "${VG[@]}" -b 1M -e 1M -n 5 --ab NCCL_MAX_NCHANNELS=1,32 --ab-strict
 }
 
-# The README's gate recipe, on the GPUs there are: identical runs pass; 20 us more per call (every size up to
-# ~64K slows by far more than 15%) fails.
+# The README's gate recipe, on the GPUs there are: identical runs never fail (PASS, or INCONCLUSIVE, exit 2,
+# where one run's noise leaves a size open: counted as 0 here); 20 us more per call (every size up to ~64K slows
+# by far more than 15%) fails.
 step_gate() {
 	local R="$BIN/rcclx-results" run=("$P" --engine vendor "${VG[@]}" -b 8 -e 128M -f 2 -N 3)
 	rm -f "$OUT"/gate-*.json
 	expect gate-base 0 gate.log "${run[@]}" -J "$OUT/gate-base.json"
 	expect gate-same 0 gate.log "${run[@]}" -J "$OUT/gate-same.json"
 	RCCLX_TESTS_DELAY_US=20 expect gate-slow 0 gate.log "${run[@]}" -J "$OUT/gate-slow.json"
-	expect gate-pass 0 gate.log "$R" gate --baseline "$OUT/gate-base.json" "$OUT/gate-same.json" --threshold 10%
+	expect gate-pass 0 gate.log bash -c '"$@"; rc=$?; ((rc == 2)) && rc=0; exit $rc' gate "$R" gate \
+		--baseline "$OUT/gate-base.json" "$OUT/gate-same.json" --threshold 10%
 	expect gate-fail 1 gate.log "$R" gate --baseline "$OUT/gate-base.json" "$OUT/gate-slow.json" --threshold 10%
-	grep -E '^(FAIL|WARN|NOTE|gate:)' "$OUT/gate.log" | head -30
+	grep -E '^(FAIL|WARN|NOTE|INCONCLUSIVE|gate:)' "$OUT/gate.log" | head -30
 }
 
 step_multiproc() {

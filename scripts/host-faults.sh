@@ -26,7 +26,7 @@ trap 'rm -rf "$W"' EXIT
 unset RANK WORLD_SIZE OMPI_COMM_WORLD_RANK PMI_RANK SLURM_PROCID NCCL_TESTS_MIN_BW
 B=$W/bin
 CGO_ENABLED=0 go build -o "$B/" ./cmd/all_reduce_perf ./cmd/all_gather_perf ./cmd/reduce_scatter_perf \
-	./cmd/alltoall_perf ./cmd/rcclx-results || exit 2
+	./cmd/alltoall_perf ./cmd/alltoallv_perf ./cmd/rcclx-results || exit 2
 
 rows=$W/rows
 : >"$rows"
@@ -137,14 +137,53 @@ row "Ctrl-C during a long measurement" "all_reduce_perf -g 2 -b 64M -e 64M -n 20
 signal TERM 1 env RCCLX_TESTS_SKIP_RANK=1 "$B/all_reduce_perf" "${H[@]}" -g 2 -b 8 -e 8 -J stuck.json
 EXTRA="trailer, JSON incomplete: $(grep -c '"incomplete": true' "$W"/stuck.json*)"
 row "SIGTERM to a run stuck without -T" "RCCLX_TESTS_SKIP_RANK=1 all_reduce_perf -g 2 -J stuck.json; SIGTERM" "TestSignalStuckRunEndsOnFirstSIGTERM"
-signal INT 2 env RCCLX_TESTS_SKIP_RANK=1 "$B/all_reduce_perf" "${H[@]}" -g 2 -b 8 -e 8 -T 0
-row "Ctrl-C twice" "RCCLX_TESTS_SKIP_RANK=1 all_reduce_perf -g 2; SIGINT, SIGINT" "TestReliabilitySIGINT"
+signal INT 2 env RCCLX_TESTS_SKIP_RANK=1 "$B/all_reduce_perf" "${H[@]}" -g 2 -b 8 -e 8 -T 0 -J twice.json
+EXTRA="files under twice.json: $(find "$W" -maxdepth 1 -name 'twice.json*' | wc -l)"
+row "Ctrl-C twice" "RCCLX_TESTS_SKIP_RANK=1 all_reduce_perf -g 2 -J twice.json; SIGINT, SIGINT" "TestReliabilitySIGINT, TestSecondSignalLeavesNoPartialFile"
+signal HUP 1 "$B/all_reduce_perf" "${H[@]}" -g 2 -b 64M -e 64M -n 2000 -c 0 -J hup.json
+EXTRA="trailer, JSON incomplete: $(grep -c '"incomplete": true' "$W"/hup.json*)"
+row "terminal closed or ssh connection dropped (SIGHUP)" "all_reduce_perf -g 2 -b 64M -e 64M -n 2000 -J hup.json; SIGHUP" "TestSignalHangUp"
+signal TERM 1 "$B/all_reduce_perf" "${H[@]}" -g 4 -b 256M -e 256M -w 0 -n 1 -J setup.json
+EXTRA="trailer, JSON incomplete: $(grep -c '"incomplete": true' "$W"/setup.json*)"
+row "SIGTERM while buffers and inputs are set up" "all_reduce_perf -g 4 -b 256M -e 256M -J setup.json; SIGTERM 1 s after the header" "TestSignalDuringSetUp"
+t0=$(date +%s.%N)
+(cd "$W" && timeout -k 5 120 "$B/all_reduce_perf" "${H[@]}" -g 2 -b 1K -e 1M -f 2 -N 0 -J pipe.json 2>"$W/err" | head -1 >/dev/null
+	exit "${PIPESTATUS[0]}")
+rc=$?
+took=$(printf '%.2f' "$(echo "$(date +%s.%N) - $t0" | bc)")
+EXTRA="JSON rows: $(grep -c '"size"' "$W"/pipe.json*), incomplete: $(grep -c '"incomplete": true' "$W"/pipe.json*)"
+row "standard output closed (a pipe to head)" "all_reduce_perf -N 0 -J pipe.json \\| head -1" "TestSignalClosedStdout"
+mkfifo "$W/fifo"
+run "$B/all_reduce_perf" "${H[@]}" -b 8 -e 8 -T 2 --csv fifo
+row "--csv to a named pipe nobody reads" "all_reduce_perf --csv fifo -T 2" "TestRCCLFileNamedPipeWithoutReader"
 port=$((20000 + RANDOM % 20000))
 run env RANK=1 WORLD_SIZE=2 MASTER_ADDR=127.0.0.1 MASTER_PORT=$port "$B/all_reduce_perf" "${H[@]}" -b 8 -e 8 -T 3
 row "a lone process of a 2-process run" "RANK=1 WORLD_SIZE=2 MASTER_ADDR=127.0.0.1 MASTER_PORT=p all_reduce_perf -T 3" "TestReliabilityLoneProcess, bootstrap tests"
 killed "$B/all_reduce_perf" "${H[@]}" -g 1 -b 1G -e 1G -w 5 -n 1 -J lost.json
 EXTRA="rank 0's JSON incomplete: $(grep -c '"incomplete": true' "$W"/lost.json*)"
 row "a process killed in the middle of a 1 GiB size" "RANK=0,1 WORLD_SIZE=2 all_reduce_perf -g 1 -b 1G -e 1G -w 5 -n 1 -J lost.json; kill -9 of rank 1 1 s after the header" "cmd/all_reduce_perf TestHostEngineKilledProcessEndsLongComputation, harness TestLostProcessEndsRun, TestLostProcessLastResort, hostengine TestCancelStopsLongCall"
+(ulimit -v 3000000 && run "$B/all_reduce_perf" "${H[@]}" -g 4 -b 1M -e 1G -f 32 -J as.json && {
+	EXTRA="$(grep -m1 '^# Reducing' "$W/out"), JSON incomplete: $(grep -c '"incomplete": true' "$W"/as.json*)"
+	row "address space limit (RLIMIT_AS)" "ulimit -v 3000000; all_reduce_perf -g 4 -b 1M -e 1G -f 32" "TestMemoryPlanUnderAddressSpaceLimit"
+})
+# matrix FAULT FILE SCALE COMMAND: alltoallv_perf on 4 ranks with the matrix FILE (scaled by SCALE); 1 MiB
+# covers every matrix here.
+matrix() {
+	run env NCCL_TESTS_ALLTOALLV_MATRIX_FILE="$2" NCCL_TESTS_ALLTOALLV_MATRIX_SCALE="$3" "$B/alltoallv_perf" "${H[@]}" \
+		-g 4 -b 1M -e 1M
+	sed -i "s|$W/||" "$W/err"
+	EXTRA=$(grep -m1 '^# alltoallv matrix' "$W/out" | sed "s|$W/||")
+	row "alltoallv matrix $1" "$4" "TestAllToAllVMatrixRefused"
+}
+matrix "file that is no matrix" /dev/zero "" "NCCL_TESTS_ALLTOALLV_MATRIX_FILE=/dev/zero alltoallv_perf -g 4"
+yes '16 16 16 16 16' | head -5 >"$W/m5"
+matrix "larger than the ranks" "$W/m5" "" "NCCL_TESTS_ALLTOALLV_MATRIX_FILE=m5 (5x5) alltoallv_perf -g 4"
+yes '0 0 0 0' | head -4 >"$W/m0"
+matrix "of zeros" "$W/m0" "" "NCCL_TESTS_ALLTOALLV_MATRIX_FILE=m0 (4x4 zeros) alltoallv_perf -g 4"
+yes '1024 1024 1024 1024' | head -4 >"$W/m1"
+matrix "scaled to nothing" "$W/m1" 1e-300 "NCCL_TESTS_ALLTOALLV_MATRIX_SCALE=1e-300 alltoallv_perf -g 4 (4x4 of 1024)"
+run "$B/rcclx-results" compare /dev/zero /dev/zero
+row "result file that is no result file" "rcclx-results compare /dev/zero /dev/zero" "results TestReadFileBounds"
 A=$PWD/results/testdata/nccl-tests-all_reduce.json
 head -c 1000 "$A" >"$W/cut.json"
 run "$B/rcclx-results" gate --baseline "$A" cut.json

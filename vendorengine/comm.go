@@ -25,6 +25,7 @@ type comm struct {
 	withBias                    bool                   // the library exports ncclAllReduceWithBias (RCCL)
 	nonBlocking                 bool                   // communicators made with blocking = 0: calls may return ncclInProgress (see finish)
 	memory                      collectives.MemoryKind // -Y: where rank buffers live (memory.go)
+	fp8                         collectives.FP8Flavour // of the devices (FP8Flavour)
 	ctaPolicy                   int                    // -x as applied: -1 none (memory.go)
 	ctaNote                     string                 // the header line about -x
 	hooks                       collectives.Hooks
@@ -44,7 +45,10 @@ type rank struct {
 	ctx    *gpurt.Context
 	stream gpurt.Stream // 0 with -y: the legacy default stream
 	comm   nccl.Comm
-	sm90   bool // FP8 needs sm_90 or later
+	caps   gpurt.Caps
+	// FP8: nccl-tests and rccl-tests run the FP8 types on compute capability 9.0 and later (AMD gfx90a reports
+	// 9.0, gfx942 9.4).
+	fp8 bool
 }
 
 func (r *rank) open(streamNull bool) error {
@@ -59,12 +63,18 @@ func (r *rank) open(streamNull bool) error {
 	if err != nil {
 		return err
 	}
-	r.sm90 = major >= 9
+	r.fp8 = major >= 9
+	if r.caps, err = r.dev.Caps(); err != nil {
+		return err
+	}
 	if !streamNull {
 		r.stream, err = gpurt.StreamCreate(true)
 	}
 	return err
 }
+
+// FP8Flavour is the flavour the library computes the FP8 types in on these devices (collectives.FP8Reporter).
+func (c *comm) FP8Flavour() collectives.FP8Flavour { return c.fp8 }
 
 func (c *comm) NRanks() int                   { return c.nranks }
 func (c *comm) Devices() []collectives.Device { return c.devices }
@@ -108,7 +118,7 @@ func (c *comm) usable() error {
 	return c.abortErr
 }
 
-// Close destroys what Open made. After an abort only the CUDA resources remain to free, and their errors
+// Close destroys what Open made. After an abort only the GPU runtime's resources remain to free, and their errors
 // (the device may be in a bad state) are not reported.
 func (c *comm) Close() error {
 	runtime.LockOSThread()

@@ -31,11 +31,8 @@ func (engine) Available() error {
 	if _, err := nccl.Open(""); err != nil {
 		return &collectives.LibraryError{Err: err}
 	}
-	if err := gpurt.Load(); err != nil {
-		return runtimeError(err)
-	}
-	if n, err := gpurt.DeviceCount(); err != nil || n == 0 {
-		return runtimeError(fmt.Errorf("vendor: no GPU (%d devices, %v)", n, err))
+	if g := gpurt.FindGPUs(); g.Count == 0 {
+		return runtimeError(fmt.Errorf("vendor: no GPU (%s)", g.Tried))
 	}
 	return nil
 }
@@ -53,7 +50,15 @@ func libraryError(err error) error {
 	return &collectives.LibraryError{Err: err}
 }
 
-// runtimeError marks a CUDA failure (exit code 2).
+// Runtime names the GPU runtime the library runs on, once Open has bound it (collectives.RuntimeNamer).
+func (engine) Runtime() string {
+	if gpurt.Loaded() == gpurt.HIP {
+		return collectives.RuntimeHIP
+	}
+	return collectives.RuntimeCUDA
+}
+
+// runtimeError marks a GPU runtime failure (exit code 2).
 func runtimeError(err error) error {
 	if err == nil {
 		return nil

@@ -86,11 +86,13 @@ func (g *group) Alloc(local int, bytes int64) (collectives.Buffer, error) {
 }
 
 // memAlloc allocates as nccl-tests does: with ncclMemAlloc where the library has it (NCCL 2.19+; the
-// library may treat such buffers differently from cuMemAlloc's), else cuMemAlloc; -Y host and managed as
-// rccl-tests does. It returns the function that frees the memory.
+// library may treat such buffers differently from cuMemAlloc's), else cuMemAlloc; -Y fine, host and managed as
+// rccl-tests does (memkind). On HIP, rccl-tests calls ncclMemAlloc only from HIP 7.12.60540 on (older HIP
+// runtimes free its memory too early), hipMalloc before. It returns the function that frees the memory.
 func (g *group) memAlloc(bytes int64) (gpurt.DevicePtr, func() error, error) {
 	kind := memkind.Of(g.c.memory)
-	if kind == gpurt.MemDevice && g.c.lib.Has("ncclMemAlloc") && g.c.lib.Has("ncclMemFree") {
+	if kind == gpurt.MemDevice && g.c.lib.Has("ncclMemAlloc") && g.c.lib.Has("ncclMemFree") &&
+		(gpurt.Loaded() != gpurt.HIP || hipVersion() >= 71260540) {
 		p, err := g.c.lib.MemAlloc(bytes)
 		return p, func() error { return g.c.lib.MemFree(p) }, err
 	}
@@ -148,3 +150,14 @@ func (g *group) close(aborted bool) error {
 // NoInPlace: NCCL defines no in-place alltoall (a rank's incoming pieces may overwrite input it has not sent
 // yet), so its in-place half is timed but not checked, as in nccl-tests.
 func (g *group) NoInPlace(c *collectives.Collective) bool { return c == collectives.AllToAll }
+
+// hipVersion is the bound HIP runtime's version as HIP_VERSION spells it (major*10^7 + minor*10^5 + patch), 0
+// when unknown.
+func hipVersion() int {
+	v, _ := gpurt.Version()
+	var major, minor, patch int
+	if n, _ := fmt.Sscanf(v, "HIP %d.%d.%d", &major, &minor, &patch); n != 3 {
+		return 0
+	}
+	return major*10000000 + minor*100000 + patch
+}

@@ -296,7 +296,8 @@ func (c *comm) callName(call *collectives.Call) string {
 	return call.Coll.Name
 }
 
-// dataType maps d, refusing FP8 on devices before sm_90 (NCCL's requirement).
+// dataType maps d, refusing FP8 on devices of compute capability below 9.0 (NCCL's requirement; rccl-tests
+// filters the same way).
 func (g *group) dataType(d collectives.DType) (nccl.DataType, error) {
 	dt, err := nccl.DataTypeOf(d, g.c.lib.Version())
 	if err != nil {
@@ -304,8 +305,9 @@ func (g *group) dataType(d collectives.DType) (nccl.DataType, error) {
 	}
 	if d == collectives.F8E4M3 || d == collectives.F8E5M2 {
 		for _, r := range g.ranks {
-			if !r.sm90 {
-				return 0, fmt.Errorf("%s needs an sm_90 or newer GPU (device %d is older): %w", d, r.dev, collectives.ErrUnsupported)
+			if !r.fp8 {
+				return 0, fmt.Errorf("%s needs a GPU of compute capability 9.0 or later (device %d, %s, is older): %w", d, r.dev,
+					r.caps.Arch, collectives.ErrUnsupported)
 			}
 		}
 	}
@@ -327,7 +329,7 @@ func (g *group) redOps(op collectives.Op, d collectives.DType, dt nccl.DataType)
 		o, ok := g.premul[k]
 		if !ok {
 			var err error
-			scalar := nccl.Scalar(d, collectives.PreMulScalar(r.global))
+			scalar := nccl.Scalar(d, g.c.fp8, collectives.PreMulScalar(r.global))
 			if o, err = g.c.lib.RedOpCreatePreMulSum(scalar, dt, r.comm); err != nil {
 				return fp8Refused(isFP8(d), libraryError(err))
 			}

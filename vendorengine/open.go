@@ -17,16 +17,47 @@ import (
 
 // Open creates one communicator per local rank. Ranks are numbered as nccl-tests numbers them: process, then
 // thread, then GPU; local rank l of the p-th process on a host drives device (p*local ranks + l) mod devices.
+// The library decides the GPU runtime (loadRuntime).
 func (engine) Open(cfg collectives.Config) (collectives.Comm, error) {
 	lib, err := nccl.Open(cfg.Library)
 	if err != nil {
 		return nil, &collectives.LibraryError{Err: fmt.Errorf("vendor: %w", err)}
 	}
-	if cfg.Register && !lib.Has("ncclCommRegister") {
-		return nil, &collectives.LibraryError{Err: fmt.Errorf("vendor: -R: %s does not export ncclCommRegister", lib.File)}
+	hip, err := nccl.LinkedHIP(lib.File)
+	if err != nil {
+		return nil, &collectives.LibraryError{Err: fmt.Errorf("vendor: %w", err)}
+	}
+	if err := loadRuntime(lib.File, hip); err != nil {
+		return nil, runtimeError(err)
+	}
+	return open(cfg, lib)
+}
+
+// loadRuntime binds the GPU runtime of the library file: HIP from exactly the libamdhip64 soname hip that it
+// links (RCCL, RCCLX), so that the library and the suite share one HIP runtime; CUDA where it links none
+// (NVIDIA's NCCL).
+func loadRuntime(file, hip string) error {
+	if hip != "" {
+		if err := gpurt.LoadHIP(hip); err != nil {
+			return fmt.Errorf("vendor: %s links %s: %w", file, hip, err)
+		}
+		return nil
 	}
 	if err := gpurt.Load(); err != nil {
-		return nil, runtimeError(err)
+		return fmt.Errorf("vendor: %s links no libamdhip64 (an NVIDIA NCCL, which needs the CUDA driver): %w", file, err)
+	}
+	if rt := gpurt.Loaded(); rt != gpurt.CUDA {
+		return fmt.Errorf("vendor: %s links no libamdhip64 (an NVIDIA NCCL, which needs the CUDA driver), but this "+
+			"process runs %s (%s); for AMD GPUs use RCCL or RCCLX (--lib librccl.so.1)", file, rt.Title(), gpurt.Library())
+	}
+	return nil
+}
+
+// open is Open on the library lib, its GPU runtime bound.
+func open(cfg collectives.Config, lib *nccl.Library) (collectives.Comm, error) {
+	var err error
+	if cfg.Register && !lib.Has("ncclCommRegister") {
+		return nil, &collectives.LibraryError{Err: fmt.Errorf("vendor: -R: %s does not export ncclCommRegister", lib.File)}
 	}
 	runtime.LockOSThread()
 	defer runtime.UnlockOSThread()
@@ -68,6 +99,10 @@ func (engine) Open(cfg collectives.Config) (collectives.Comm, error) {
 		c.Close()
 		return nil, err
 	}
+	if c.fp8, err = fp8Flavour(c.ranks); err != nil {
+		c.Close()
+		return nil, runtimeError(err)
+	}
 	watch := gpurt.MemWatch{}
 	for _, r := range c.ranks {
 		if err := watch.Start(r.dev, r.ctx); err != nil {
@@ -90,6 +125,24 @@ func (engine) Open(cfg collectives.Config) (collectives.Comm, error) {
 		c.groups = append(c.groups, newGroup(c, c.ranks[t*ngpus:(t+1)*ngpus]))
 	}
 	return c, nil
+}
+
+// fp8Flavour is the FP8 flavour of this process's devices (FNUZ on gfx942, OCP elsewhere), which RCCL computes
+// in and rccl-tests generates and checks data in; devices of two flavours in one process are refused.
+func fp8Flavour(ranks []*rank) (collectives.FP8Flavour, error) {
+	f := func(r *rank) collectives.FP8Flavour {
+		if r.caps.FP8 == gpurt.FP8FNUZ {
+			return collectives.FP8FNUZ
+		}
+		return collectives.FP8OCP
+	}
+	for _, r := range ranks[1:] {
+		if f(r) != f(ranks[0]) {
+			return 0, fmt.Errorf("vendor: device %d (%s) computes FP8 in %s, device %d (%s) in %s: run them in "+
+				"separate processes", ranks[0].dev, ranks[0].caps.Arch, f(ranks[0]), r.dev, r.caps.Arch, f(r))
+		}
+	}
+	return f(ranks[0]), nil
 }
 
 // exchange shares rank 0's unique id with every process and returns how many processes of lower rank run on

@@ -43,14 +43,14 @@ func noDrain() error { return nil }
 func measureCallCosts(g *gpu, iters int) []result {
 	var out []result
 	add := func(step string, d time.Duration, err error) {
-		out = append(out, result{step, fmt.Sprintf("%.3f us/call", d.Seconds()*1e6), err})
+		out = append(out, result{step: step, detail: fmt.Sprintf("%.3f us/call", d.Seconds()*1e6), err: err})
 	}
 	if err := g.use(); err != nil {
-		return []result{{"call costs", "", err}}
+		return []result{{step: "call costs", err: err}}
 	}
 	labs, labsFn, err := libcLabs()
 	if err != nil {
-		return []result{{"call costs", "", err}}
+		return []result{{step: "call costs", err: err}}
 	}
 	d, err := perCall(iters, func() error { purego.SyscallN(labs, 7); return nil }, noDrain)
 	add("purego SyscallN libc labs", d, err)
@@ -67,12 +67,12 @@ func measureCallCosts(g *gpu, iters int) []result {
 
 	s, err := gpurt.StreamCreate(true)
 	if err != nil {
-		return append(out, result{"call costs", "", err})
+		return append(out, result{step: "call costs", err: err})
 	}
 	defer s.Destroy()
 	ev, err := gpurt.EventCreate(false)
 	if err != nil {
-		return append(out, result{"call costs", "", err})
+		return append(out, result{step: "call costs", err: err})
 	}
 	defer ev.Destroy()
 	d, err = perCall(iters, func() error { _, err := s.Query(); return err }, noDrain)
@@ -110,11 +110,11 @@ func libcLabs() (uintptr, func(int64) int64, error) {
 func rawLaunchCosts(g *gpu, s gpurt.Stream, iters int) []result {
 	h, err := purego.Dlopen("libcuda.so.1", purego.RTLD_NOW|purego.RTLD_GLOBAL)
 	if err != nil {
-		return []result{{"raw cuLaunchKernel", "", err}}
+		return []result{{step: "raw cuLaunchKernel", err: err}}
 	}
 	sym, err := purego.Dlsym(h, "cuLaunchKernel")
 	if err != nil {
-		return []result{{"raw cuLaunchKernel", "", err}}
+		return []result{{step: "raw cuLaunchKernel", err: err}}
 	}
 	var launchFn func(f uintptr, gx, gy, gz, bx, by, bz, shm uint32, s uintptr, params, extra unsafe.Pointer) int32
 	purego.RegisterFunc(&launchFn, sym)
@@ -141,11 +141,11 @@ func rawLaunchCosts(g *gpu, s gpurt.Stream, iters int) []result {
 		r, _, _ := purego.SyscallN(sym, uintptr(g.nop5), 1, 1, 1, 1, 1, 1, 0, uintptr(s), uintptr(unsafe.Pointer(&p.ptrs[0])), 0)
 		return check(int32(r))
 	}, s.Synchronize)
-	out = append(out, result{"raw SyscallN cuLaunchKernel", fmt.Sprintf("%.3f us/call (5 args prebuilt)", d.Seconds()*1e6), err})
+	out = append(out, result{step: "raw SyscallN cuLaunchKernel", detail: fmt.Sprintf("%.3f us/call (5 args prebuilt)", d.Seconds()*1e6), err: err})
 	d, err = perCall(iters, func() error {
 		return check(launchFn(uintptr(g.nop5), 1, 1, 1, 1, 1, 1, 0, uintptr(s), unsafe.Pointer(&p.ptrs[0]), nil))
 	}, s.Synchronize)
-	out = append(out, result{"raw RegisterFunc cuLaunch", fmt.Sprintf("%.3f us/call (5 args prebuilt)", d.Seconds()*1e6), err})
+	out = append(out, result{step: "raw RegisterFunc cuLaunch", detail: fmt.Sprintf("%.3f us/call (5 args prebuilt)", d.Seconds()*1e6), err: err})
 	return out
 }
 
@@ -164,17 +164,17 @@ func deviceLaunchTimes(g *gpu, s gpurt.Stream) []result {
 	}
 	var out []result
 	add := func(step string, dt time.Duration, err error) {
-		out = append(out, result{step, fmt.Sprintf("%.3f us/kernel (device, %d kernels)", dt.Seconds()*1e6/n, n), err})
+		out = append(out, result{step: step, detail: fmt.Sprintf("%.3f us/kernel (device, %d kernels)", dt.Seconds()*1e6/n, n), err: err})
 	}
 	dt, err := timeOnStream(launchN)
 	add("nop kernels from a stream", dt, err)
 	exec, err := capture(launchN)
 	if err != nil {
-		return append(out, result{"nop kernels from a graph", "", err})
+		return append(out, result{step: "nop kernels from a graph", err: err})
 	}
 	defer exec.Destroy()
 	if err := firstErr(exec.Launch(s), s.Synchronize()); err != nil { // warm up the upload
-		return append(out, result{"nop kernels from a graph", "", err})
+		return append(out, result{step: "nop kernels from a graph", err: err})
 	}
 	dt, err = timeOnStream(func(s gpurt.Stream) error { return exec.Launch(s) })
 	add("nop kernels from a graph", dt, err)

@@ -36,26 +36,34 @@ func (g *gpu) use() error { return g.ctx.SetCurrent() }
 // runChecks runs every functional check; gpus is nil if no device is usable.
 func runChecks() ([]result, []*gpu) {
 	var out []result
-	add := func(step, detail string, err error) bool {
-		out = append(out, result{step, detail, err})
+	add := func(step, detail string, err error, provides ...string) bool {
+		out = append(out, result{step: step, detail: detail, err: err, provides: provides})
 		return err == nil
 	}
-	if !add(stepDriver, "", gpurt.Load()) {
+	// absent: a piece that is not there is said, not failed.
+	absent := func(step, detail string, err error) bool {
+		out = append(out, result{step: step, detail: detail, err: err, absent: err != nil})
+		return err == nil
+	}
+	err := gpurt.Load()
+	s := stepsOf(gpurt.Loaded(), gpuVendors(pciRoot))
+	if !absent(s.driver, runtimeDetail(), err) {
 		return out, nil
 	}
 	v, err := gpurt.DriverVersion()
 	n, err2 := gpurt.DeviceCount()
 	if err == nil && err2 == nil && n == 0 {
-		err = fmt.Errorf("the driver sees no GPU")
-	}
-	if !add(stepDevices, fmt.Sprintf("CUDA driver API %d, %d device(s)", v, n), firstErr(err, err2)) {
+		absent(s.devices, "", fmt.Errorf("the %s (driver version %d) sees no GPU", gpurt.Loaded().Title(), v))
 		return out, nil
 	}
-	if !add(stepNVRTC, "", gpurt.LoadCompiler()) {
+	if !add(s.devices, fmt.Sprintf("driver version %d, %d device(s)", v, n), firstErr(err, err2), gpurt.Loaded().String()) {
+		return out, nil
+	}
+	if !absent(s.compiler, "", gpurt.LoadCompiler()) {
 		return out, nil
 	}
 	cv, err := gpurt.CompilerVersion()
-	add("NVRTC version", cv, err)
+	add(s.compiler+" version", cv, err)
 	cubin, detail, err := compileTwice()
 	if !add(stepCompile, detail, err) {
 		return out, nil
@@ -70,8 +78,10 @@ func runChecks() ([]result, []*gpu) {
 		detail, err = copyRoundTrip(g)
 		add(fmt.Sprintf("copy round trip dev%d", i), detail, err)
 		detail, err = launchAndCheck(g)
-		add(fmt.Sprintf("NVRTC kernel dev%d", i), detail, err)
+		add(fmt.Sprintf("%s kernel dev%d", s.compiler, i), detail, err, "gpu")
 	}
+	detail, err = memoryKinds(gpus[0])
+	add(stepMemory+" dev0", detail, err)
 	detail, err = copyBandwidth(gpus[0])
 	add("DtoD bandwidth dev0", detail, err)
 	detail, err = graphReplay(gpus[0])
@@ -84,6 +94,23 @@ func runChecks() ([]result, []*gpu) {
 		add(stepPeer+" dev0 -> dev1", detail, err)
 	}
 	return out, gpus
+}
+
+// sizeShift shrinks the checks' buffers (1 GiB, 64 MiB, 16 MiB) by this power of two: tests that run every
+// check on a fake runtime, whose device memory is host memory, set it.
+var sizeShift uint
+
+// sizeText is n bytes as "64 MiB" ("1 GiB", "16 KiB").
+func sizeText(n int64) string {
+	for _, u := range []struct {
+		shift uint
+		unit  string
+	}{{30, "GiB"}, {20, "MiB"}, {10, "KiB"}} {
+		if n >= 1<<u.shift {
+			return fmt.Sprintf("%d %s", n>>u.shift, u.unit)
+		}
+	}
+	return fmt.Sprintf("%d B", n)
 }
 
 func firstErr(errs ...error) error {
@@ -118,18 +145,22 @@ func compileTwice() ([]byte, string, error) {
 	}
 	t2 := time.Now()
 	if !bytes.Equal(cold, warm) {
-		return nil, "", fmt.Errorf("cached CUBIN differs from the compiled one")
+		return nil, "", fmt.Errorf("the cached code object differs from the compiled one")
 	}
-	return cold, fmt.Sprintf("%s, %d B CUBIN, compiled in %v, from the cache in %v", arch, len(cold), t1.Sub(t0).Round(time.Millisecond), t2.Sub(t1).Round(time.Microsecond)), nil
+	return cold, fmt.Sprintf("%s, %d B code object, compiled in %v, from the cache in %v", arch, len(cold),
+		t1.Sub(t0).Round(time.Millisecond), t2.Sub(t1).Round(time.Microsecond)), nil
 }
 
 func openGPU(d gpurt.Device, cubin []byte) (*gpu, string, error) {
 	name, err := d.Name()
 	bus, err2 := d.PCIBusID()
-	major, minor, err3 := d.ComputeCapability()
 	sms, err4 := d.Attribute(gpurt.MultiprocessorCount)
 	mem, err5 := d.TotalMem()
-	if err := firstErr(err, err2, err3, err4, err5); err != nil {
+	if err := firstErr(err, err2, err4, err5); err != nil {
+		return nil, "", err
+	}
+	detail, err := deviceDetail(d, name, bus, sms, mem)
+	if err != nil {
 		return nil, "", err
 	}
 	g := &gpu{dev: d}
@@ -148,16 +179,16 @@ func openGPU(d gpurt.Device, cubin []byte) (*gpu, string, error) {
 			return nil, "", err
 		}
 	}
-	return g, fmt.Sprintf("%s [%s] sm_%d%d, %d SMs, %.1f GiB", name, bus, major, minor, sms, float64(mem)/(1<<30)), nil
+	return g, detail, nil
 }
 
 func copyRoundTrip(g *gpu) (string, error) {
 	if err := g.use(); err != nil {
 		return "", err
 	}
-	const n = 64 << 20
+	n := int64(64<<20) >> sizeShift
 	in := make([]byte, n)
-	for i := 0; i < n; i += 8 {
+	for i := int64(0); i < n; i += 8 {
 		binary.LittleEndian.PutUint64(in[i:], rand.Uint64())
 	}
 	a, b, free, err := alloc2(n)
@@ -165,15 +196,15 @@ func copyRoundTrip(g *gpu) (string, error) {
 		return "", err
 	}
 	defer free()
-	out := bytes.Repeat([]byte{0xCD}, n)
+	out := bytes.Repeat([]byte{0xCD}, int(n))
 	err = firstErr(gpurt.MemsetD8(b, 0xAB, n), gpurt.MemcpyHtoD(a, in), gpurt.MemcpyDtoD(b, a, n), gpurt.MemcpyDtoH(out, b))
 	if err != nil {
 		return "", err
 	}
 	if !bytes.Equal(in, out) {
-		return "", fmt.Errorf("64 MiB HtoD/DtoD/DtoH round trip changed the data")
+		return "", fmt.Errorf("%s HtoD/DtoD/DtoH round trip changed the data", sizeText(n))
 	}
-	return "64 MiB random bytes HtoD, DtoD, DtoH", nil
+	return sizeText(n) + " random bytes HtoD, DtoD, DtoH", nil
 }
 
 // alloc2 allocates two device buffers in the current context.
@@ -231,7 +262,8 @@ func copyBandwidth(g *gpu) (string, error) {
 	if err := g.use(); err != nil {
 		return "", err
 	}
-	const n, reps = 1 << 30, 5
+	const reps = 5
+	n := int64(1<<30) >> sizeShift
 	a, b, free, err := alloc2(n)
 	if err != nil {
 		return "", err
@@ -248,7 +280,8 @@ func copyBandwidth(g *gpu) (string, error) {
 	if err != nil {
 		return "", err
 	}
-	return fmt.Sprintf("%d x 1 GiB in %v: %.0f GB/s read+write", reps, dt.Round(time.Microsecond), 2*reps*n/dt.Seconds()/1e9), nil
+	return fmt.Sprintf("%d x %s in %v: %.0f GB/s read+write", reps, sizeText(n), dt.Round(time.Microsecond),
+		2*reps*float64(n)/dt.Seconds()/1e9), nil
 }
 
 // timeOnStream times the work that enqueue puts on a fresh stream with events.
@@ -335,9 +368,9 @@ func ipcRoundTrip(owner, peer *gpu) (string, error) {
 	if err := owner.use(); err != nil {
 		return "", err
 	}
-	const n = 16 << 20
+	n := int64(16<<20) >> sizeShift
 	in := make([]byte, n)
-	for i := 0; i < n; i += 8 {
+	for i := int64(0); i < n; i += 8 {
 		binary.LittleEndian.PutUint64(in[i:], rand.Uint64())
 	}
 	p, err := gpurt.MemAlloc(n)
@@ -357,6 +390,7 @@ func ipcRoundTrip(owner, peer *gpu) (string, error) {
 		return "", err
 	}
 	cmd := exec.Command(self, "--ipc-child", hex.EncodeToString(h[:]), "--ipc-device", fmt.Sprint(peer.dev), "--ipc-bytes", fmt.Sprint(n))
+	cmd.Env = append(os.Environ(), gpurt.RuntimeVariable+"="+gpurt.Loaded().String()) // the child binds this runtime too
 	cmd.Stderr = os.Stderr
 	got, err := cmd.Output()
 	if err != nil {
@@ -366,7 +400,7 @@ func ipcRoundTrip(owner, peer *gpu) (string, error) {
 	if want := hex.EncodeToString(sum[:]); strings.TrimSpace(string(got)) != want {
 		return "", fmt.Errorf("child read %q, want SHA-256 %s", strings.TrimSpace(string(got)), want)
 	}
-	return "16 MiB opened and read by a second process", nil
+	return sizeText(n) + " opened and read by a second process", nil
 }
 
 func runIPCChild(handleHex string, dev int, n int64) error {
@@ -402,8 +436,8 @@ func runIPCChild(handleHex string, dev int, n int64) error {
 }
 
 func peerCopy(src, dst *gpu) (string, error) {
-	const n = 1 << 30
-	words := n / 4
+	n := int64(1<<30) >> sizeShift
+	words := int(n / 4)
 	if err := dst.use(); err != nil {
 		return "", err
 	}
@@ -440,5 +474,6 @@ func peerCopy(src, dst *gpu) (string, error) {
 	if err := checkIota(to, base, 1, words); err != nil {
 		return "", err
 	}
-	return fmt.Sprintf("1 GiB in %v: %.0f GB/s, checked", dt.Round(time.Microsecond), n/dt.Seconds()/1e9), src.use()
+	return fmt.Sprintf("%s in %v: %.0f GB/s, checked", sizeText(n), dt.Round(time.Microsecond),
+		float64(n)/dt.Seconds()/1e9), src.use()
 }

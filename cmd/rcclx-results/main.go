@@ -20,14 +20,19 @@ import (
 )
 
 // Exit codes: bad input is exit 1 as in the perf binaries, and so is a failed gate; the message tells them
-// apart (a gate verdict on stdout, one "rcclx-results: " line on stderr for bad input).
+// apart (a gate verdict on stdout, one "rcclx-results: " line on stderr for bad input). An inconclusive gate
+// has a code of its own, so that CI can tell "rerun with more data" from both.
 const (
-	exitOK         = 0
-	exitGateFailed = 1
-	exitUsage      = 1
+	exitOK               = 0
+	exitGateFailed       = 1
+	exitUsage            = 1
+	exitGateInconclusive = 2
 )
 
-var errGateFailed = errors.New("gate failed")
+var (
+	errGateFailed       = errors.New("gate failed")
+	errGateInconclusive = errors.New("gate inconclusive")
+)
 
 func main() {
 	os.Exit(run(os.Args[1:], os.Stdout, os.Stderr))
@@ -45,7 +50,7 @@ CSV and JSON (-Z csv|json -X) and the text output of nccl-tests or rccl-tests; t
 detected from the content.
 
 Exit status: 0 success; 1 the gate failed, or bad arguments or an unreadable
-or malformed input file (one line on stderr).`,
+or malformed input file (one line on stderr); 2 the gate is inconclusive.`,
 		SilenceUsage:  true,
 		SilenceErrors: true,
 		Version:       version.Suite,
@@ -61,6 +66,8 @@ or malformed input file (one line on stderr).`,
 		return exitOK
 	case errors.Is(err, errGateFailed):
 		return exitGateFailed
+	case errors.Is(err, errGateInconclusive):
+		return exitGateInconclusive
 	default:
 		fmt.Fprintf(stderr, "rcclx-results: %v\n", err)
 		return exitUsage
@@ -71,7 +78,7 @@ func compareCmd() *cobra.Command {
 	var opt results.CompareOptions
 	cmd := &cobra.Command{
 		Use:   "compare RUN [RUN ...]",
-		Short: "One row per size: median time, spread and busbw of each run (engine, A/B arm), speedup over the first column",
+		Short: "One row per size: median time, spread and busbw of each run (engine, A/B arm), speedup over the first column (geomean of per-cycle time ratios)",
 		Args:  cobra.MinimumNArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			runs, err := results.LoadRuns(args)
@@ -94,17 +101,28 @@ func gateCmd() *cobra.Command {
 		metric     string
 		requireAll bool
 		mismatch   bool
+		hard       string
 	)
 	cmd := &cobra.Command{
 		Use:   "gate --baseline BASE [--baseline BASE2 ...] CURRENT [CURRENT2 ...]",
-		Short: "Fail (exit 1) when a size regressed beyond the threshold or has wrong results",
+		Short: "PASS, FAIL (exit 1) or INCONCLUSIVE (exit 2): did a size regress beyond the threshold?",
 		Long: `Compare current runs against baseline runs, size by size and half by half.
 
-A size fails when its busbw dropped (--metric busbw) or its time rose
-(--metric time) by more than the threshold of its size range (the floor)
-AND, where several runs on a side give a spread (-N cycles in a record, or
-several files), the change lies outside the 95% Welch interval of that
-run-to-run noise. Any wrong element in a current run fails. The gate also
+Each half gets one of three verdicts on its busbw drop (--metric busbw) or
+time rise (--metric time) between the geometric-mean times of each side (the
+estimator of every speedup rcclx-results and the A/B table print), against
+the threshold of its size range:
+  FAIL          the mean changed beyond the threshold and, where several runs
+                on a side give a spread (-N cycles in a record, or several
+                files), the 95% Welch interval of that run-to-run noise
+                excludes no change; or the median changed beyond the hard
+                limit (--hard-limit, default 3x the threshold, busbw at most
+                90%), whatever the noise
+  PASS          the interval excludes a change beyond the threshold (one
+                sample a side: the change is within it)
+  INCONCLUSIVE  the noise leaves both open: the line says about how many more
+                samples (-N cycles, or runs) would decide
+Any wrong element in a current run fails. The gate also
 fails when no size was compared, when baseline and current differ in
 collective, type, op, rank count, halves (-O) or A/B arms (unless
 --allow-mismatch), and on an A/B record whose variable the library never
@@ -113,12 +131,14 @@ and so is a size that ran another algorithm (the size is still compared).
 Sizes present on one side only are reported; they fail only with
 --require-all. Where baseline and current are one file each, a NOTE says
 that their spread is the noise within one run: several baseline files bring
-the noise between runs. Prints one line per failure and a summary line.
+the noise between runs. Prints one line per failing or undecided half and a
+summary line: the verdict, with the worst sizes.
 
 A file given twice (any spelling of its path, or a copy with the same bytes)
 is refused: each file counts as one run.
 
-Exit status: 0 pass; 1 fail, or bad arguments or input (one line on stderr).`,
+Exit status: 0 PASS; 1 FAIL, or bad arguments or input (one line on stderr);
+2 INCONCLUSIVE.`,
 		Args: cobra.MinimumNArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			opt := results.GateOptions{Metric: metric, RequireAll: requireAll}
@@ -139,6 +159,23 @@ Exit status: 0 pass; 1 fail, or bad arguments or input (one line on stderr).`,
 				}
 				opt.Ranges = append(opt.Ranges, r)
 			}
+			if cmd.Flags().Changed("hard-limit") {
+				if opt.HardLimit, err = results.ParsePercent(hard); err == nil && !(opt.HardLimit > 0) {
+					err = errors.New("want a regression above 0%")
+				}
+				if err != nil {
+					return fmt.Errorf("--hard-limit: %v", err)
+				}
+				if err := checkThreshold(metric, opt.HardLimit); err != nil {
+					return fmt.Errorf("--hard-limit %s: %v", hard, err)
+				}
+				for _, r := range append(opt.Ranges, results.SizeRange{Threshold: opt.Threshold}) {
+					if opt.HardLimit < r.Threshold {
+						return fmt.Errorf("--hard-limit %s: below the threshold %s%%", hard,
+							strconv.FormatFloat(100*r.Threshold, 'g', -1, 64))
+					}
+				}
+			}
 			opt.AllowMismatch = mismatch
 			recs, err := loadDistinct(slices.Concat(baselines, args))
 			if err != nil {
@@ -151,8 +188,11 @@ Exit status: 0 pass; 1 fail, or bad arguments or input (one line on stderr).`,
 			if err := rep.Write(cmd.OutOrStdout()); err != nil {
 				return err
 			}
-			if !rep.Passed() {
+			switch rep.Verdict() {
+			case results.GateFail:
 				return errGateFailed
+			case results.GateInconclusive:
+				return errGateInconclusive
 			}
 			return nil
 		},
@@ -162,6 +202,7 @@ Exit status: 0 pass; 1 fail, or bad arguments or input (one line on stderr).`,
 	f.StringVar(&threshold, "threshold", "10%", "largest tolerated regression")
 	f.StringArrayVar(&ranges, "range", nil, "own threshold for a size range, MIN-MAX=PCT (e.g. 0-64K=25%); first match wins")
 	f.StringVar(&metric, "metric", results.MetricBusBW, "busbw (drop fails) or time (rise fails)")
+	f.StringVar(&hard, "hard-limit", "", "median regression that fails whatever the noise (default 3x the threshold)")
 	f.BoolVar(&requireAll, "require-all", false, "fail when a size is present on one side only")
 	f.BoolVar(&mismatch, "allow-mismatch", false,
 		"compare the rows both sides share even if they differ in collective, type, op, ranks, halves or A/B arms")
@@ -260,7 +301,7 @@ func loadDistinct(paths []string) ([]*results.Record, error) {
 		if byPath[abs] {
 			return nil, fmt.Errorf("%s given twice: a file is one run and counts once", p)
 		}
-		data, err := os.ReadFile(p)
+		data, err := results.ReadFile(p)
 		if err != nil {
 			return nil, err
 		}

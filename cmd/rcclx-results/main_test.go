@@ -186,3 +186,57 @@ func TestGateReadsRCCLReporter(t *testing.T) {
 		t.Fatalf("plot: %d %s", code, errOut)
 	}
 }
+
+// withRounds writes a copy of the anchor whose 64 MiB out-of-place time has the -N cycles factors times its own.
+func withRounds(t *testing.T, name string, factors ...float64) string {
+	return writeRecord(t, name, func(r *results.Record) {
+		for i := range r.Results {
+			if h := &r.Results[i].OutOfPlace; r.Results[i].Size == 64<<20 {
+				m := *h.Time
+				h.Rounds = nil
+				for _, f := range factors {
+					h.Rounds = append(h.Rounds, f*m)
+				}
+			}
+		}
+	})
+}
+
+// Each verdict has its exit code: INCONCLUSIVE (2) where the noise leaves a regression open, FAIL (1) where the
+// median passed the hard limit whatever the noise.
+func TestGateVerdictExitCodes(t *testing.T) {
+	base := withRounds(t, "base.json", 0.6, 1, 1.4)
+	code, out, _ := runCLI(t, "gate", "--baseline", base, withRounds(t, "noisy.json", 0.72, 1.2, 1.68))
+	if code != exitGateInconclusive || !strings.Contains(out, "\ngate: INCONCLUSIVE (1 undecided in 28 sizes, worst 64MiB out-of-place -16.7%") {
+		t.Errorf("noisy drop: exit %d\n%s", code, out)
+	}
+	code, out, _ = runCLI(t, "gate", "--baseline", base, withRounds(t, "x50.json", 1, 50, 50))
+	if code != exitGateFailed || !strings.Contains(out, "beyond the hard limit -30.0% whatever the noise") {
+		t.Errorf("x1 x50 x50: exit %d\n%s", code, out)
+	}
+	code, out, _ = runCLI(t, "gate", "--baseline", base, "--hard-limit", "15%", withRounds(t, "noisy2.json", 0.72, 1.2, 1.68))
+	if code != exitGateFailed || !strings.Contains(out, "beyond the hard limit -15.0%") {
+		t.Errorf("--hard-limit 15%%: exit %d\n%s", code, out)
+	}
+	for _, bad := range []string{"5%", "x", "0%"} {
+		if code, _, errOut := runCLI(t, "gate", "--baseline", base, "--hard-limit", bad, anchor); code != exitUsage ||
+			!strings.HasPrefix(errOut, "rcclx-results: --hard-limit") {
+			t.Errorf("--hard-limit %s: exit %d, %q", bad, code, errOut)
+		}
+	}
+}
+
+// A file that starts with a UTF-8 byte order mark is read as what follows it.
+func TestGateReadsBOM(t *testing.T) {
+	data, err := os.ReadFile(anchor)
+	if err != nil {
+		t.Fatal(err)
+	}
+	bom := filepath.Join(t.TempDir(), "bom.json")
+	if err := os.WriteFile(bom, append([]byte("\xef\xbb\xbf"), data...), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	if code, out, errOut := runCLI(t, "gate", "--baseline", anchor, bom); code != exitOK {
+		t.Errorf("exit %d\n%s%s", code, out, errOut)
+	}
+}

@@ -574,3 +574,11 @@ func makeCallbacks() {
 		syms[name] = purego.NewCallback(f)
 	}
 }
+
+// CurrentDevice is the device the calling OS thread set with hipSetDevice, -1 where it set none: a fake library
+// written in Go (an NCCL) asks it which device a call reaches it on, as RCCL works on the current device.
+func (h *HIP) CurrentDevice() int {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	return h.device()
+}
