@@ -142,7 +142,7 @@ func (f *figure) layout(body draw.Canvas) []placement {
 	pad := vg.Points(8)
 	var legendW vg.Length
 	for _, pn := range f.panels {
-		legendW = max(legendW, pn.legend.Rectangle(body).Size().X+pad)
+		legendW = max(legendW, pn.legend.Rectangle(body).Size().X+2*pad) // room for a wider fallback font in SVG
 	}
 	cols := min(len(f.panels), panelCols)
 	rows := (len(f.panels) + cols - 1) / cols
