@@ -200,7 +200,10 @@ an A/B record's arm B over arm A with its 95% interval.
 The title names what the records say ran (collective, type, op, ranks, GPU or
 CPU, engine, library); the legend names each run by what tells it from the
 others, or by --label. Sizes are on a logarithmic axis, each one marked; the
-value axis is logarithmic too unless --linear. A PNG is 1600x1000 pixels; give
+value axis is logarithmic too unless --linear. Bandwidths come from the times
+(bytes / time, as nccl-tests computes them), so that sizes text output prints
+at 0.00 GB/s are drawn; what cannot be drawn (size 0 on a log axis) is named
+in a NOTE line on stderr. A PNG is 1600x1000 pixels; give
 -o twice (FILE.png and FILE.svg) for both. An existing file is never replaced
 without --force.`,
 		Args: cobra.MinimumNArgs(1),
