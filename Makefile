@@ -1,5 +1,6 @@
 # rcclx-tests: `make` builds the perf binaries and the results tool into build/, `make test` runs the tests.
 GO      ?= go
+SHELL   := bash
 export CGO_ENABLED := 0
 BINS    := all_reduce_perf all_gather_perf alltoall_perf reduce_scatter_perf broadcast_perf reduce_perf \
            gather_perf scatter_perf sendrecv_perf alltoallv_perf hypercube_perf all_reduce_bias_perf rcclx-results \
@@ -13,10 +14,15 @@ build: $(addprefix build/,$(BINS))
 build/%: FORCE
 	$(GO) build -o $@ ./cmd/$*
 
-test: lint
-	$(GO) test -count=1 -timeout 30m ./...
+# go test's lines as plain `go test` prints them, then one line naming the tests skipped for want of a GPU and
+# why (internal/testsum reads go test -json); the exit status is go test's.
+test: lint build/testsum
+	set -o pipefail; $(GO) test -json -count=1 -timeout 30m ./... | build/testsum
 
-# go vet, gofmt, then staticcheck and errcheck where they are installed or installable (scripts/lint.sh).
+build/testsum: FORCE
+	$(GO) build -o $@ ./internal/testsum
+
+# go vet, gofmt, then staticcheck and errcheck at the versions go.mod's tool directives pin (scripts/lint.sh).
 lint:
 	$(GO) vet ./...
 	GO=$(GO) scripts/lint.sh

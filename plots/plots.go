@@ -4,140 +4,191 @@
 package plots
 
 import (
-	"bytes"
 	"cmp"
 	"fmt"
 	"image/color"
 	"math"
-	"os"
-	"path/filepath"
-	"strconv"
+	"slices"
 	"strings"
 
 	"gonum.org/v1/plot"
-	"gonum.org/v1/plot/font"
 	"gonum.org/v1/plot/plotter"
-	"gonum.org/v1/plot/plotutil"
 	"gonum.org/v1/plot/vg"
-	"gonum.org/v1/plot/vg/draw"
 
 	"github.com/rcclx-tests/rcclx-tests/results"
 )
 
-// Plot dimensions, and a tile's where the series are drawn in a panel per type; the output's extension picks
-// SVG, PNG or PDF.
-const (
-	plotWidth  = 18 * vg.Centimeter
-	plotHeight = 11 * vg.Centimeter
-	tileWidth  = 15 * vg.Centimeter
-	tileHeight = 11 * vg.Centimeter
-	panelCols  = 3
-)
-
-// Liberation Sans has the metrics of Arial and Helvetica, so an SVG viewer
-// that lacks it lays out the same text in the same space with the fallbacks
-// svgFamilies names.
-const svgFamilies = `font-family:'Liberation Sans',Arial,Helvetica,sans-serif;`
-
-func init() {
-	plot.DefaultFont = font.Font{Typeface: "Liberation", Variant: "Sans"}
-}
-
-// Options choose what PlotRuns draws.
+// Options choose what PlotRuns and PlotAB draw and how they write it.
 type Options struct {
-	Metric  string // results.MetricBusBW, MetricAlgBW or MetricTime
-	InPlace bool   // the in-place half instead of out-of-place
-	LogY    bool   // a logarithmic value axis (always for time)
+	Metric  string // results.MetricBusBW, MetricAlgBW or MetricTime (PlotRuns)
+	InPlace bool   // the in-place half instead of out-of-place (PlotRuns)
+	Linear  bool   // a linear value axis instead of the logarithmic one (PlotRuns)
+	// Labels name the runs in the legend, one per run in order; nil: each run's label is derived from what its
+	// record says (collective, engine, library, GPU ... where the runs differ).
+	Labels []string
+	Force  bool // replace existing output files
 }
 
-// PlotRuns draws the metric against size: per series (run, engine, A/B arm,
-// type, reduction) the median over the samples at each
-// size (-N cycles, rounds) as a line, and their range from minimum to
-// maximum as a shaded band. Series too many for one legend are drawn in a
-// panel per type (results.Aggregate).
-func PlotRuns(out string, runs []results.Run, opt Options) error {
+// PlotRuns draws the metric against size into each of outs (the extension picks the format): per series (run,
+// engine, A/B arm, type, reduction) the median over the samples at each size (-N cycles, rounds) as a line,
+// and their range from minimum to maximum as a shaded band. Series too many for one legend are drawn in a
+// panel per type (results.Aggregate). It returns notes on what could not be drawn (size 0 on the log size
+// axis, a value of 0 on a log value axis).
+func PlotRuns(outs []string, runs []results.Run, opt Options) ([]string, error) {
 	if err := results.CheckMetric(opt.Metric); err != nil {
-		return err
+		return nil, err
 	}
-	unit := map[string]string{results.MetricTime: "us"}[opt.Metric]
-	if unit == "" {
-		unit = "GB/s"
+	if err := checkOutputs(outs, opt.Force); err != nil {
+		return nil, err
 	}
-	logY := opt.LogY || opt.Metric == results.MetricTime
+	labels, err := runLabels(runs, opt.Labels)
+	if err != nil {
+		return nil, err
+	}
+	labelled := make([]results.Run, len(runs))
+	for i, r := range runs {
+		labelled[i] = results.Run{Label: labels[i], Record: r.Record}
+	}
+	logY := !opt.Linear
 	inPlace := results.ShownHalf(runs, opt.InPlace)
-	panels := results.Aggregate(runs, inPlace)
-	title := fmt.Sprintf("%s, %s", opt.Metric, results.HalfName(inPlace))
+	panels := results.Aggregate(labelled, inPlace)
+	what := fmt.Sprintf("%s, %s", opt.Metric, results.HalfName(inPlace))
 	for _, panel := range panels {
 		if banded(panel.Series) {
-			title += ": median, band from min to max"
+			what += ": median, band from min to max"
 			break
 		}
 	}
-	var drawn []*plot.Plot
+	fig := figure{title: []string{sharedFacts(runs), what}}
+	var notes []string
 	for _, panel := range panels {
-		p := newSizePlot(panelTitle(panel.Title, title), fmt.Sprintf("%s (%s)", opt.Metric, unit))
+		p := newSizePlot(panel.Title, valueLabel(opt.Metric, logY))
 		if logY {
 			p.Y.Scale = plot.LogScale{}
-			p.Y.Tick.Marker = plot.LogTicks{Prec: -1}
+			p.Y.Tick.Marker = plot.TickerFunc(valueTicks)
 		}
-		lines, err := addSeries(p, panel.Series, opt.Metric, logY)
+		lines, dropped, err := addSeries(p, panel.Series, opt.Metric, logY)
 		if err != nil {
-			return err
+			return nil, err
 		}
+		notes = append(notes, dropped...)
 		if lines > 0 {
-			drawn = append(drawn, p)
+			fig.add(p)
 		}
 	}
-	if len(drawn) == 0 {
-		return fmt.Errorf("plot: no %s values to draw", opt.Metric)
+	if len(fig.panels) == 0 {
+		return notes, fmt.Errorf("plot: no %s values to draw", opt.Metric)
 	}
-	return save(drawn, out)
+	return notes, fig.save(outs, opt.Force)
 }
 
-// panelTitle is a panel's title: the plot's, after the panel's type where the series split by type.
-func panelTitle(panel, title string) string {
-	if panel == "" {
-		return title
+// valueLabel is the value axis' label: what the metric is, its unit and the scale.
+func valueLabel(metric string, logY bool) string {
+	label := map[string]string{
+		results.MetricBusBW: "busbw: bus bandwidth (GB/s",
+		results.MetricAlgBW: "algbw: algorithm bandwidth (GB/s",
+		results.MetricTime:  "time (µs",
+	}[metric]
+	if logY {
+		return label + ", log scale)"
 	}
-	return panel + ": " + title
+	return label + ")"
 }
 
-// addSeries draws each series' medians as a line with its band, and says how many lines it drew.
-func addSeries(p *plot.Plot, series []results.Series, metric string, logY bool) (int, error) {
+// addSeries draws each series' medians as a line with its band, and says how many lines it drew and which
+// sizes it could not place.
+func addSeries(p *plot.Plot, series []results.Series, metric string, logY bool) (int, []string, error) {
 	drawn := 0
+	var notes []string
+	var sizes []int64
 	for _, s := range series {
 		var med, lo, hi plotter.XYs
+		var zeroSize bool
+		var zeroValue []string
+		factor, fromTime := rateFactor(s, metric)
 		for _, pt := range s.Points {
 			v := pt.Values(metric)
-			// Log axes cannot show zero: size 0, and values of 0 on a log value axis, drop out.
-			if pt.Size <= 0 || (logY && results.Min(v) <= 0) {
+			if fromTime {
+				v = rates(pt, factor)
+			}
+			switch {
+			case pt.Size <= 0:
+				zeroSize = true
+				continue
+			case logY && results.Min(v) <= 0:
+				zeroValue = append(zeroValue, results.FormatSize(pt.Size))
 				continue
 			}
 			x := float64(pt.Size)
 			med = append(med, plotter.XY{X: x, Y: results.Median(v)})
 			lo = append(lo, plotter.XY{X: x, Y: results.Min(v)})
 			hi = append(hi, plotter.XY{X: x, Y: results.Max(v)})
+			sizes = append(sizes, pt.Size)
+		}
+		name := cmp.Or(s.Label, "the run")
+		if zeroSize {
+			notes = append(notes, fmt.Sprintf("NOTE %s: size 0 has no place on the logarithmic size axis: not drawn", name))
+		}
+		if len(zeroValue) > 0 {
+			notes = append(notes, fmt.Sprintf("NOTE %s: %s of 0 at %s has no place on a logarithmic axis: not drawn (--linear draws it)",
+				name, metric, strings.Join(zeroValue, ", ")))
 		}
 		if len(med) == 0 {
 			continue
 		}
-		c := plotutil.Color(drawn)
+		st := styleOf(drawn)
 		if banded([]results.Series{s}) {
-			if err := addBand(p, lo, hi, c); err != nil {
-				return 0, err
+			if err := addBand(p, lo, hi, st.color); err != nil {
+				return 0, nil, err
 			}
 		}
 		line, points, err := plotter.NewLinePoints(med)
 		if err != nil {
-			return 0, err
+			return 0, nil, err
 		}
-		line.Color, points.Color = c, c
-		points.Shape = plotutil.Shape(drawn)
+		st.apply(line, points)
 		p.Add(line, points)
 		p.Legend.Add(s.Label, line, points)
 		drawn++
 	}
-	return drawn, nil
+	setSizeAxis(p, sizes)
+	return drawn, notes, nil
+}
+
+// rateFactor says whether the bandwidths of s follow nccl-tests' rule, algbw = bytes / time (checked on its
+// sample of the largest algbw, the one with the most printed digits), and if so the factor from algbw to
+// metric there (1 for algbw, the bus factor for busbw). Text output prints bandwidths to 0.01 GB/s, which
+// leaves small sizes at 0.00 or a few steps of 0.01: from the time, which has its significant digits, every
+// size gets its value. Time itself, and bandwidths that do not follow the rule, are drawn as recorded.
+func rateFactor(s results.Series, metric string) (float64, bool) {
+	if metric == results.MetricTime {
+		return 0, false
+	}
+	var size int64
+	var t, alg, bus float64
+	for _, p := range s.Points {
+		for i, a := range p.AlgBW {
+			if a > alg && p.Time[i] > 0 {
+				size, t, alg, bus = p.Size, p.Time[i], a, p.BusBW[i]
+			}
+		}
+	}
+	if alg <= 0 || math.Abs(float64(size)/t/1e3-alg) > 0.01+2e-3*alg {
+		return 0, false
+	}
+	if metric == results.MetricAlgBW {
+		return 1, true
+	}
+	return bus / alg, true
+}
+
+// rates are the bandwidths of pt's samples from their times: bytes / time in GB/s, times factor.
+func rates(pt results.Point, factor float64) []float64 {
+	out := make([]float64, len(pt.Time))
+	for i, t := range pt.Time {
+		out[i] = float64(pt.Size) / t / 1e3 * factor
+	}
+	return out
 }
 
 // banded reports whether any point of series that can be drawn (size above 0) has more than one sample.
@@ -163,60 +214,78 @@ func addBand(p *plot.Plot, lo, hi plotter.XYs, c color.Color) error {
 		return err
 	}
 	r, g, b, _ := c.RGBA()
-	band.Color = color.NRGBA{R: uint8(r >> 8), G: uint8(g >> 8), B: uint8(b >> 8), A: 64}
+	band.Color = color.NRGBA{R: uint8(r >> 8), G: uint8(g >> 8), B: uint8(b >> 8), A: 56}
 	band.LineStyle.Width = 0
 	p.Add(band)
 	return nil
 }
 
-// PlotAB draws the speedup of arm B over arm A per size with its 95%
-// interval as error bars, one line per type, reduction and root (a panel per
-// type where they are too many for one legend), and the line of equal speed.
-func PlotAB(out string, ab *results.ABReport) error {
-	var drawn []*plot.Plot
+// PlotAB draws the speedup of arm B over arm A of rec's A/B report per size with its 95% interval as error
+// bars, one line per type, reduction and root (a panel per type where they are too many for one legend), and
+// the line of equal speed, into each of outs.
+func PlotAB(outs []string, rec *results.Record, opt Options) ([]string, error) {
+	if err := checkOutputs(outs, opt.Force); err != nil {
+		return nil, err
+	}
+	if opt.Labels != nil {
+		return nil, fmt.Errorf("--label: an A/B plot draws one record, its lines named by type, op and root")
+	}
+	ab := rec.AB
+	fig := figure{title: []string{sharedFacts([]results.Run{{Record: rec}}), "A/B speedup of B over A, 95% interval"}}
+	var notes []string
 	for _, panel := range ab.Panels() {
-		p := newSizePlot(panelTitle(panel.Title, "A/B speedup of B over A, 95% interval"),
-			"speedup ("+results.SpeedupEstimator+", time A / time B)")
+		p := newSizePlot(panel.Title, "speedup ("+results.SpeedupEstimator+", time A / time B, log scale)")
 		// A ratio and its inverse lie the same distance from 1 on a log axis.
 		p.Y.Scale = plot.LogScale{}
 		p.Y.Tick.Marker = plot.TickerFunc(ratioTicks)
 		one := plotter.NewFunction(func(float64) float64 { return 1 })
 		one.Dashes = []vg.Length{vg.Points(4), vg.Points(4)}
+		one.Color = color.Gray{Y: 96}
 		p.Add(one)
-		var lines []any // name, points, ...: AddLinePoints colours them in turn, as the bars are here
+		var sizes []int64
+		lines := 0
 		for _, s := range panel.Series {
 			var pts abPoints
 			for _, r := range s.Rows {
 				if r.Size > 0 && r.Speedup > 0 {
 					pts = append(pts, r)
+					sizes = append(sizes, r.Size)
+				} else {
+					notes = append(notes, fmt.Sprintf("NOTE %s: no speedup to draw at size %s (%s)",
+						cmp.Or(s.Label, "A/B"), results.FormatSize(r.Size), r.Verdict))
 				}
 			}
 			if len(pts) == 0 {
 				continue
 			}
+			st := styleOf(lines)
 			bars, err := plotter.NewYErrorBars(pts)
 			if err != nil {
-				return err
+				return nil, err
 			}
-			bars.Color = plotutil.Color(len(lines) / 2)
-			p.Add(bars)
-			lines = append(lines, cmp.Or(s.Label, "speedup"), pts)
+			bars.Color = st.color
+			line, points, err := plotter.NewLinePoints(pts)
+			if err != nil {
+				return nil, err
+			}
+			st.apply(line, points)
+			p.Add(bars, line, points)
+			p.Legend.Add(cmp.Or(s.Label, "speedup"), line, points)
+			lines++
 		}
-		if len(lines) == 0 {
+		if lines == 0 {
 			continue
-		}
-		if err := plotutil.AddLinePoints(p, lines...); err != nil {
-			return err
 		}
 		// The arms' settings can be long: they go in the legend, one per line, not in the title.
 		p.Legend.Add("A: " + ab.Arms[0])
 		p.Legend.Add("B: " + ab.Arms[1])
-		drawn = append(drawn, p)
+		setSizeAxis(p, sizes)
+		fig.add(p)
 	}
-	if len(drawn) == 0 {
-		return fmt.Errorf("plot: the A/B report has no rows to draw")
+	if len(fig.panels) == 0 {
+		return notes, fmt.Errorf("plot: the A/B report has no rows to draw")
 	}
-	return save(drawn, out)
+	return notes, fig.save(outs, opt.Force)
 }
 
 // abPoints presents A/B rows to gonum/plot as points with Y errors.
@@ -228,112 +297,37 @@ func (a abPoints) YError(i int) (float64, float64) {
 	return a[i].Speedup - a[i].Lo, a[i].Hi - a[i].Speedup
 }
 
+// newSizePlot is a plot of a value against size on a logarithmic size axis, with a grid.
 func newSizePlot(title, yLabel string) *plot.Plot {
 	p := plot.New()
 	p.Title.Text = title
-	p.X.Label.Text = "size (bytes)"
+	p.X.Label.Text = "size (bytes, log scale)"
 	p.Y.Label.Text = yLabel
 	p.X.Scale = plot.LogScale{}
-	p.X.Tick.Marker = plot.TickerFunc(pow2Ticks)
-	p.Legend.Top = true
-	p.Legend.Left = true
 	p.Add(plotter.NewGrid())
 	return p
 }
 
-// save writes the plots in the format of out's extension: one at the plot's size, several as a grid of
-// tiles at most panelCols wide. SVG text names fallback fonts (svgFamilies) so that it renders the same where
-// Liberation is not installed.
-func save(ps []*plot.Plot, out string) error {
-	// A log axis over a single value would be widened by 1 either side, down to 0 or below: widen it by a
-	// factor of 2 instead.
-	for _, p := range ps {
-		for _, ax := range []*plot.Axis{&p.X, &p.Y} {
-			if _, log := ax.Scale.(plot.LogScale); log && ax.Min == ax.Max && ax.Min > 0 {
-				ax.Min, ax.Max = ax.Min/2, ax.Max*2
-			}
+// setSizeAxis marks every size drawn on the size axis, each labelled where they fit (they turn upright beyond
+// a few), and leaves a margin of a quarter of a doubling beyond the smallest and largest.
+func setSizeAxis(p *plot.Plot, sizes []int64) {
+	slices.Sort(sizes)
+	sizes = slices.Compact(sizes)
+	if len(sizes) == 0 {
+		return
+	}
+	every := (len(sizes) + maxSizeLabels - 1) / maxSizeLabels
+	ticks := make(plot.ConstantTicks, len(sizes))
+	for i, s := range sizes {
+		ticks[i].Value = float64(s)
+		if i%every == 0 || i == len(sizes)-1 {
+			ticks[i].Label = results.FormatSize(s)
 		}
 	}
-	cols := min(len(ps), panelCols)
-	rows := (len(ps) + cols - 1) / cols
-	w, h := plotWidth, plotHeight
-	if len(ps) > 1 {
-		w, h = vg.Length(cols)*tileWidth, vg.Length(rows)*tileHeight
+	p.X.Tick.Marker = ticks
+	p.X.Min, p.X.Max = float64(sizes[0])/math.Sqrt(math.Sqrt2), float64(sizes[len(sizes)-1])*math.Sqrt(math.Sqrt2)
+	if len(sizes) > uprightAfter {
+		p.X.Tick.Label.Rotation = math.Pi / 2
+		p.X.Tick.Label.XAlign, p.X.Tick.Label.YAlign = -1, -0.5
 	}
-	ext := strings.TrimPrefix(strings.ToLower(filepath.Ext(out)), ".")
-	c, err := draw.NewFormattedCanvas(w, h, ext)
-	if err != nil {
-		return err
-	}
-	dc := draw.New(c)
-	if len(ps) == 1 {
-		ps[0].Draw(dc)
-	} else {
-		grid := make([][]*plot.Plot, rows)
-		for j := range grid {
-			grid[j] = make([]*plot.Plot, cols)
-		}
-		for i, p := range ps {
-			grid[i/cols][i%cols] = p
-		}
-		tiles := draw.Tiles{Rows: rows, Cols: cols, PadX: vg.Centimeter, PadY: vg.Centimeter,
-			PadTop: vg.Millimeter * 5, PadBottom: vg.Millimeter * 5, PadLeft: vg.Millimeter * 5, PadRight: vg.Millimeter * 5}
-		canvases := plot.Align(grid, tiles, dc)
-		for i, p := range ps {
-			p.Draw(canvases[i/cols][i%cols])
-		}
-	}
-	var buf bytes.Buffer
-	if _, err := c.WriteTo(&buf); err != nil {
-		return err
-	}
-	data := buf.Bytes()
-	if ext == "svg" {
-		data = bytes.ReplaceAll(data, []byte("font-family:Liberation Sans;"), []byte(svgFamilies))
-	}
-	return os.WriteFile(out, data, 0o644)
-}
-
-// ratioTicks labels the round ratios in [min, max], 1 always among them.
-func ratioTicks(min, max float64) []plot.Tick {
-	var ticks []plot.Tick
-	min, max = math.Max(min, 1e-12), math.Max(max, 1e-12)
-	lo, hi := math.Floor(math.Log10(min)), math.Ceil(math.Log10(max))
-	// Over many decades (an interval from two rounds can span twenty) about eight are labelled, 1 among them.
-	every := math.Max(1, math.Ceil((hi-lo)/8))
-	for e := lo; e <= hi; e++ {
-		decade := math.Pow(10, e)
-		steps := []float64{1, 1.25, 1.5, 2, 3, 5}
-		if math.Log10(max/min) > 2 { // a wide range: decades only
-			steps = steps[:1]
-		}
-		for _, m := range steps {
-			if v := decade * m; v >= min && v <= max || v == 1 {
-				t := plot.Tick{Value: v}
-				if m != 1 || math.Mod(e, every) == 0 {
-					t.Label = strconv.FormatFloat(v, 'g', 3, 64)
-				}
-				ticks = append(ticks, t)
-			}
-		}
-	}
-	return ticks
-}
-
-// pow2Ticks marks every power of two in [min, max], labelling about eight.
-func pow2Ticks(min, max float64) []plot.Tick {
-	if min <= 0 || max < min {
-		return nil
-	}
-	lo, hi := math.Floor(math.Log2(min)), math.Ceil(math.Log2(max))
-	step := math.Max(1, math.Ceil((hi-lo)/8))
-	var ticks []plot.Tick
-	for e := lo; e <= hi; e++ {
-		t := plot.Tick{Value: math.Exp2(e)}
-		if math.Mod(e-lo, step) == 0 {
-			t.Label = results.FormatSize(int64(t.Value))
-		}
-		ticks = append(ticks, t)
-	}
-	return ticks
 }

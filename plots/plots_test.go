@@ -23,8 +23,8 @@ func checkPNG(t *testing.T, path string) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if b := img.Bounds(); b.Dx() < 300 || b.Dy() < 200 {
-		t.Fatalf("%s: %dx%d image", path, b.Dx(), b.Dy())
+	if b := img.Bounds(); b.Dx() != 1600 || b.Dy() != 1000 {
+		t.Fatalf("%s: %dx%d image, want 1600x1000", path, b.Dx(), b.Dy())
 	}
 	// A blank canvas compresses to almost nothing.
 	if len(data) < 10000 {
@@ -34,11 +34,30 @@ func checkPNG(t *testing.T, path string) {
 
 func anchor(t *testing.T) *results.Record {
 	t.Helper()
-	rec, err := results.Load(filepath.Join("..", "results", "testdata", "nccl-tests-all_reduce.json"))
+	return load(t, "nccl-tests-all_reduce.json")
+}
+
+func load(t *testing.T, name string) *results.Record {
+	t.Helper()
+	rec, err := results.Load(filepath.Join("..", "results", "testdata", name))
 	if err != nil {
 		t.Fatal(err)
 	}
 	return rec
+}
+
+// svgOf draws runs as SVG and returns its text.
+func svgOf(t *testing.T, runs []results.Run, opt Options) string {
+	t.Helper()
+	out := filepath.Join(t.TempDir(), "plot.svg")
+	if _, err := PlotRuns([]string{out}, runs, opt); err != nil {
+		t.Fatal(err)
+	}
+	data, err := os.ReadFile(out)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return string(data)
 }
 
 // cycles repeats rec's rows at the given time factors, as -N cycles print them.
@@ -63,15 +82,15 @@ func TestPlotRuns(t *testing.T) {
 	runs := []results.Run{{Label: "anchor", Record: anchor(t)}, {Label: "3 cycles", Record: cycles(anchor(t), 1.5, 2, 3)}}
 	for _, metric := range []string{results.MetricBusBW, results.MetricAlgBW, results.MetricTime} {
 		out := filepath.Join(dir, metric+".png")
-		if err := PlotRuns(out, runs, Options{Metric: metric, LogY: metric == results.MetricBusBW}); err != nil {
+		if _, err := PlotRuns([]string{out}, runs, Options{Metric: metric, Linear: metric == results.MetricAlgBW}); err != nil {
 			t.Fatal(err)
 		}
 		checkPNG(t, out)
 	}
-	if err := PlotRuns(filepath.Join(dir, "x.png"), runs, Options{Metric: "latency"}); err == nil || !strings.Contains(err.Error(), "latency") {
+	if _, err := PlotRuns([]string{filepath.Join(dir, "x.png")}, runs, Options{Metric: "latency"}); err == nil || !strings.Contains(err.Error(), "latency") {
 		t.Fatalf("bad metric: %v", err)
 	}
-	if err := PlotRuns(filepath.Join(dir, "x.png"), []results.Run{{Label: "empty", Record: &results.Record{}}}, Options{Metric: results.MetricBusBW}); err == nil {
+	if _, err := PlotRuns([]string{filepath.Join(dir, "x.png")}, []results.Run{{Label: "empty", Record: &results.Record{}}}, Options{Metric: results.MetricBusBW}); err == nil {
 		t.Fatal("empty record plotted")
 	}
 }
@@ -79,16 +98,8 @@ func TestPlotRuns(t *testing.T) {
 // TestPlotSVG: one legend entry per run however many cycles it has, a band where there are several, and text
 // that names fallback fonts and embeds none.
 func TestPlotSVG(t *testing.T) {
-	svg := filepath.Join(t.TempDir(), "busbw.svg")
-	runs := []results.Run{{Label: "anchor", Record: anchor(t)}, {Label: "3 cycles", Record: cycles(anchor(t), 1.5, 2, 3)}}
-	if err := PlotRuns(svg, runs, Options{Metric: results.MetricBusBW}); err != nil {
-		t.Fatal(err)
-	}
-	data, err := os.ReadFile(svg)
-	if err != nil {
-		t.Fatal(err)
-	}
-	text := string(data)
+	runs := []results.Run{{Record: anchor(t)}, {Record: cycles(anchor(t), 1.5, 2, 3)}}
+	text := svgOf(t, runs, Options{Metric: results.MetricBusBW, Labels: []string{"anchor", "3 cycles"}})
 	if !strings.Contains(text, "<svg") || strings.Count(text, ">3 cycles<") != 1 || strings.Contains(text, "#2") {
 		t.Error("SVG lacks the drawing, or has not one legend entry per run")
 	}
@@ -114,7 +125,9 @@ func TestPlotAB(t *testing.T) {
 	}
 	out := filepath.Join(t.TempDir(), "speedup.png")
 	ab := &results.ABReport{Arms: [2]string{"NCCL_ALGO=ring", "NCCL_ALGO=tree"}, Rows: results.AnalyzeAB(sizes, a, b)}
-	if err := PlotAB(out, ab); err != nil {
+	rec := anchor(t)
+	rec.AB = ab
+	if _, err := PlotAB([]string{out}, rec, Options{}); err != nil {
 		t.Fatal(err)
 	}
 	checkPNG(t, out)
@@ -124,16 +137,25 @@ func TestPlotAB(t *testing.T) {
 		ab.Rows[i].Type, ab.Rows[i].Redop, ab.Rows[i].Root = "float", []string{"sum", "max"}[i%2], -1
 	}
 	svg := filepath.Join(t.TempDir(), "speedup.svg")
-	if err := PlotAB(svg, ab); err != nil {
+	if _, err := PlotAB([]string{svg}, rec, Options{}); err != nil {
 		t.Fatal(err)
 	}
 	data, err := os.ReadFile(svg)
 	if err != nil {
 		t.Fatal(err)
 	}
-	if text := string(data); strings.Count(text, ">sum<") != 1 || strings.Count(text, ">max<") != 1 ||
-		strings.Contains(text, ">speedup<") {
+	text := string(data)
+	if strings.Count(text, ">sum<") != 1 || strings.Count(text, ">max<") != 1 || strings.Contains(text, ">speedup<") {
 		t.Error("SVG legend: want one entry per reduction")
+	}
+	for _, want := range []string{">all_reduce, float sum, 2 ranks on NVIDIA H200, NCCL 2.28.3<", ">A: NCCL_ALGO=ring<",
+		">speedup (time A / time B, log scale)<", ">1KiB<", ">2MiB<"} {
+		if !strings.Contains(text, want) {
+			t.Errorf("A/B SVG lacks %s", want)
+		}
+	}
+	if _, err := PlotAB([]string{filepath.Join(t.TempDir(), "l.png")}, rec, Options{Labels: []string{"x"}}); err == nil {
+		t.Error("--label accepted for an A/B plot")
 	}
 }
 
@@ -177,29 +199,34 @@ func TestPlotPanelPerType(t *testing.T) {
 			}
 		}
 	}
-	dir := t.TempDir()
-	out := filepath.Join(dir, "mixed.svg")
-	if err := PlotRuns(out, []results.Run{{Label: "mixed", Record: &mixed}}, Options{Metric: results.MetricBusBW}); err != nil {
-		t.Fatal(err)
-	}
-	data, err := os.ReadFile(out)
-	if err != nil {
-		t.Fatal(err)
-	}
-	svg := string(data)
+	runs := []results.Run{{Record: &mixed}}
+	svg := svgOf(t, runs, Options{Metric: results.MetricBusBW})
 	for _, dt := range types {
-		if strings.Count(svg, ">"+dt+": busbw, out-of-place<") != 1 {
+		if strings.Count(svg, ">"+dt+"<") != 1 {
 			t.Errorf("no panel titled %s", dt)
 		}
 	}
 	if strings.Contains(svg, ">float sum<") || strings.Count(svg, ">sum<") != len(types) {
 		t.Errorf("legends should name the reduction only, once per panel")
 	}
-	png := filepath.Join(dir, "mixed.png")
-	if err := PlotRuns(png, []results.Run{{Label: "mixed", Record: &mixed}}, Options{Metric: results.MetricBusBW}); err != nil {
+	if !strings.Contains(svg, ">all_reduce, float,half,int32 5 ops, 2 ranks on NVIDIA H200, NCCL 2.28.3<") {
+		t.Errorf("title of a record of several types and ops")
+	}
+	out := filepath.Join(t.TempDir(), "mixed.png")
+	if _, err := PlotRuns([]string{out}, runs, Options{Metric: results.MetricBusBW}); err != nil {
 		t.Fatal(err)
 	}
-	checkPNG(t, png)
+	data, err := os.ReadFile(out)
+	if err != nil {
+		t.Fatal(err)
+	}
+	img, err := png.Decode(bytes.NewReader(data))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if b := img.Bounds(); b.Dx() != 2*1600 || b.Dy() != 2*1000 {
+		t.Errorf("3 panels: %dx%d, want a grid of 2x2 tiles of 1600x1000", b.Dx(), b.Dy())
+	}
 }
 
 // Over many decades (an A/B interval from two rounds) about eight ticks are labelled, 1 always.

@@ -1,8 +1,8 @@
 #!/usr/bin/env bash
 # Static checks beyond go vet, run by `make test`: gofmt, staticcheck and errcheck (with
-# scripts/errcheck-excludes.txt).
-# A tool that is not installed is installed with `go install` at a pinned version; where that fails (no
-# network) the tool is skipped with one line. Exits non-zero when a tool reports findings.
+# scripts/errcheck-excludes.txt). Both tools are pinned by go.mod's tool directives and run with `go tool`,
+# which builds each once into Go's build cache: nothing is installed. Where a tool cannot be built (no network
+# and no module cache) it is skipped with one line. Exits non-zero when a check reports findings.
 set -u
 usage() { sed -n '2,/^set /{/^#/s/^# \{0,1\}//p}' "$0"; }
 if [[ ${1:-} == -h || ${1:-} == --help ]]; then
@@ -15,23 +15,19 @@ if [[ $# -ne 0 ]]; then
 fi
 cd "$(dirname "$0")/.."
 GO=${GO:-go}
-bin=$("$GO" env GOBIN)
-[ -n "$bin" ] || bin=$("$GO" env GOPATH)/bin
 rc=0
 if unformatted=$(gofmt -l .) && [ -n "$unformatted" ]; then
 	echo "lint: gofmt would change:" $unformatted
 	rc=1
 fi
-for tool in staticcheck=honnef.co/go/tools/cmd/staticcheck@v0.8.2 errcheck=github.com/kisielk/errcheck@v1.30.0; do
-	name=${tool%%=*} pkg=${tool#*=}
-	exe=$(command -v "$name" || echo "$bin/$name")
-	if [ ! -x "$exe" ] && ! "$GO" install "$pkg" >/dev/null 2>&1; then
-		echo "lint: $name is not installed and go install $pkg failed: skipped"
+for tool in staticcheck errcheck; do
+	if ! err=$("$GO" tool -n "$tool" 2>&1 >/dev/null); then
+		echo "lint: $tool (go.mod's tool directive) cannot be built: skipped: ${err%%$'\n'*}"
 		continue
 	fi
-	case $name in
-	staticcheck) "$exe" ./... || rc=1 ;;
-	errcheck) "$exe" -ignoretests -exclude scripts/errcheck-excludes.txt ./... || rc=1 ;;
+	case $tool in
+	staticcheck) "$GO" tool staticcheck ./... || rc=1 ;;
+	errcheck) "$GO" tool errcheck -ignoretests -exclude scripts/errcheck-excludes.txt ./... || rc=1 ;;
 	esac
 done
 exit $rc

@@ -223,63 +223,88 @@ func checkThreshold(metric string, t float64) error {
 
 func plotCmd() *cobra.Command {
 	var (
-		out     string
-		metric  string
-		inPlace bool
-		ab      bool
-		logY    bool
+		outs   []string
+		opt    plots.Options
+		ab     bool
+		logY   bool
+		labels []string
 	)
 	cmd := &cobra.Command{
-		Use:   "plot RUN [RUN ...] -o FILE.svg|FILE.png|FILE.pdf",
+		Use:   "plot RUN [RUN ...] -o FILE.png|FILE.svg|FILE.pdf [-o ...]",
 		Short: "Plot busbw, algbw or time against size (or, with --ab, an A/B speedup)",
 		Long: `Plot busbw, algbw or time against size: one line per run (and per engine, A/B
 arm, type and reduction where a record mixes them) through the
 median at each size, with a shaded band from the minimum to the maximum where
 a size has several samples (-N cycles, A/B rounds). With --ab, the speedup of
-an A/B record's arm B over arm A with its 95% interval.`,
+an A/B record's arm B over arm A with its 95% interval.
+
+The title names what the records say ran (collective, type, op, ranks, GPU or
+CPU, engine, library); the legend names each run by what tells it from the
+others, or by --label. Sizes are on a logarithmic axis, each one marked; the
+value axis is logarithmic too unless --linear. Bandwidths come from the times
+(bytes / time, as nccl-tests computes them), so that sizes text output prints
+at 0.00 GB/s are drawn; what cannot be drawn (size 0 on a log axis) is named
+in a NOTE line on stderr. A PNG is 1600x1000 pixels; give
+-o twice (FILE.png and FILE.svg) for both. An existing file is never replaced
+without --force.`,
 		Args: cobra.MinimumNArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
+			if cmd.Flags().Changed("label") {
+				opt.Labels = labels
+			}
+			var notes []string
 			if ab {
-				return plotAB(args, out)
+				var err error
+				if notes, err = plotAB(args, outs, opt); err != nil {
+					return err
+				}
+			} else {
+				runs, err := results.LoadRuns(args)
+				if err != nil {
+					return err
+				}
+				if notes, err = plots.PlotRuns(outs, runs, opt); err != nil {
+					return err
+				}
+				shown := results.ShownHalf(runs, opt.InPlace)
+				for _, label := range results.Unshown(runs, shown) {
+					notes = append(notes, results.UnshownNote(label, shown))
+				}
 			}
-			runs, err := results.LoadRuns(args)
-			if err != nil {
-				return err
-			}
-			if err := plots.PlotRuns(out, runs, plots.Options{Metric: metric, InPlace: inPlace, LogY: logY}); err != nil {
-				return err
-			}
-			shown := results.ShownHalf(runs, inPlace)
-			for _, label := range results.Unshown(runs, shown) {
-				fmt.Fprintln(cmd.ErrOrStderr(), results.UnshownNote(label, shown))
+			for _, n := range notes {
+				fmt.Fprintln(cmd.ErrOrStderr(), n)
 			}
 			return nil
 		},
 	}
 	f := cmd.Flags()
-	f.StringVarP(&out, "output", "o", "", "output file; the extension picks the format (.svg, .png, .pdf; also .jpg, .tif)")
-	f.StringVar(&metric, "metric", results.MetricBusBW, "busbw, algbw or time")
-	f.BoolVar(&inPlace, "in-place", false, "plot the in-place half instead of out-of-place")
-	f.BoolVar(&logY, "log", false, "logarithmic value axis, so small sizes' bandwidths show (time always has one)")
+	f.StringArrayVarP(&outs, "output", "o", nil, "output file; the extension picks the format (.png, .svg, .pdf; also .jpg, .tif); repeat for several")
+	f.StringVar(&opt.Metric, "metric", results.MetricBusBW, "busbw, algbw or time")
+	f.BoolVar(&opt.InPlace, "in-place", false, "plot the in-place half instead of out-of-place")
+	f.BoolVar(&opt.Linear, "linear", false, "a linear value axis instead of the logarithmic one")
+	f.BoolVar(&logY, "log", false, "")
+	_ = f.MarkDeprecated("log", "the value axis is logarithmic by default (--linear for a linear one)")
+	f.StringArrayVar(&labels, "label", nil, "legend name of each input, once per input in order (default: derived from the records)")
+	f.BoolVar(&opt.Force, "force", false, "replace existing output files")
 	f.BoolVar(&ab, "ab", false, "plot the A/B speedup of one record that carries an ab report")
 	_ = cmd.MarkFlagRequired("output")
 	completeMetric(cmd)
-	_ = cmd.RegisterFlagCompletionFunc("output", cobra.FixedCompletions([]string{"svg", "png", "pdf"}, cobra.ShellCompDirectiveFilterFileExt))
+	_ = cmd.RegisterFlagCompletionFunc("output", cobra.FixedCompletions([]string{"png", "svg", "pdf"}, cobra.ShellCompDirectiveFilterFileExt))
 	return cmd
 }
 
-func plotAB(args []string, out string) error {
+func plotAB(args, outs []string, opt plots.Options) ([]string, error) {
 	if len(args) != 1 {
-		return fmt.Errorf("--ab takes exactly one record, got %d", len(args))
+		return nil, fmt.Errorf("--ab takes exactly one record, got %d", len(args))
 	}
 	rec, err := results.Load(args[0])
 	if err != nil {
-		return err
+		return nil, err
 	}
 	if rec.AB == nil {
-		return fmt.Errorf("%s: no A/B report (ab key) in this record", args[0])
+		return nil, fmt.Errorf("%s: no A/B report (ab key) in this record", args[0])
 	}
-	return plots.PlotAB(out, rec.AB)
+	return plots.PlotAB(outs, rec, opt)
 }
 
 // completeMetric lets a shell complete --metric's values.

@@ -102,6 +102,9 @@ func TestUsageAndInputErrors(t *testing.T) {
 		{"compare", "missing.json"},
 		{"plot", anchor},
 		{"plot", "--ab", anchor, "-o", filepath.Join(t.TempDir(), "x.png")},
+		{"plot", anchor, "-o", filepath.Join(t.TempDir(), "x.bmp")},
+		{"plot", anchor, "-o", bad},
+		{"plot", anchor, anchor, "--label", "one", "-o", filepath.Join(t.TempDir(), "x.png")},
 		{"frobnicate"},
 	} {
 		code, _, errOut := runCLI(t, args...)
@@ -125,6 +128,14 @@ func TestCompareAndPlot(t *testing.T) {
 	}
 	if st, err := os.Stat(png); err != nil || st.Size() < 10000 {
 		t.Fatalf("plot output: %v %v", st, err)
+	}
+	// The documented commands' --log still runs: the value axis is logarithmic by default.
+	svg := filepath.Join(t.TempDir(), "busbw.svg")
+	if code, _, errOut := runCLI(t, "plot", anchor, "--log", "--label", "NCCL", "-o", svg, "-o", png, "--force"); code != exitOK {
+		t.Fatalf("plot --log: %d %s", code, errOut)
+	}
+	if data, err := os.ReadFile(svg); err != nil || !strings.Contains(string(data), ">NCCL<") {
+		t.Fatalf("plot --label: %v", err)
 	}
 }
 
