@@ -59,13 +59,8 @@ func writeHeader(w io.Writer, o *Options, h header) {
 			"agg iters: %d validation: %d graph: %d unalign: %d", o.NThreads, o.NGpus, o.MinBytes, o.MaxBytes, step,
 			kind, o.Warmup, o.Iters, o.AggIters, o.Check, h.graph, o.Unalign),
 	}
-	switch o.Blocking {
-	case 1:
-		lines = append(lines, "# Blocking Enabled: wait and barrier after each inner iteration (-m) ")
-	case 2:
-		lines = append(lines, "# Blocking Enabled: wait after each inner iteration (-m), no barrier ")
-	case 3:
-		lines = append(lines, "# Blocking Enabled: wait and barrier after each outer iteration (-n); time excludes barrier ")
+	if b := o.blockingLine(); b != "" {
+		lines = append(lines, b)
 	}
 	if h.perIter != "" {
 		lines = append(lines, "# "+h.perIter)
@@ -92,8 +87,8 @@ func writeHeader(w io.Writer, o *Options, h header) {
 }
 
 // columnHeader is the table's three header lines, with nccl-tests' widths and trailing spaces. rccl-tests'
-// -O and -A (flags nccl-tests lacks) take rccl-tests' layout: only the halves that run, then its extra
-// columns' field.
+// -O and -A (flags nccl-tests lacks), and the rccl-tests dialect, take rccl-tests' layout: only the halves that
+// run, then its extra columns' field (empty without -A: one more trailing space).
 func columnHeader(o *Options) []string {
 	timeName := "time"
 	if o.CPUTime == 1 {
@@ -115,7 +110,7 @@ func columnHeader(o *Options) []string {
 		unitHalf += iter("(us)", "(us)", "(us)", "(%)")
 	}
 	nameLine, unitLine := names+nameHalf+nameHalf, lead("(B)", "(elements)")+unitHalf+unitHalf
-	if o.rcclLayout() {
+	if o.rcclLayout() || o.rccl {
 		if o.Halves != bothHalves {
 			which := map[halves]string{outOfPlaceOnly: "out-of-place", inPlaceOnly: "in-place"}[o.Halves]
 			top = "           " + which + "          "
@@ -206,14 +201,16 @@ func formatRow(r row, o *Options) string {
 				fitNumber(s.P99Us, 7), fitNumber(s.CVPct, 7))
 		}
 	}
-	if o.Timestamps == 1 {
+	// rccl-tests stamps the in-place half only: none with -O 1.
+	if o.Timestamps == 1 && (!o.rccl || r.halves[1].ran) {
 		fmt.Fprintf(&b, "%21s", r.when.Format(timeLayout))
 	}
 	if o.RCCL.AlgoColumns == 1 {
 		// Our engines know their algorithm; protocol and channels, and a library's choices, are not told
-		// through the NCCL API: N/A, as rccl-tests prints where it cannot ask.
+		// through the NCCL API: N/A, as rccl-tests prints where it cannot ask (and, in its dialect, for the
+		// collectives it never asks about).
 		algo := rcclAlgoName(r.algorithm())
-		if r.engine == "vendor" || algo == "" {
+		if r.engine == "vendor" || algo == "" || (o.rccl && !o.rcclAlgo) {
 			algo = "N/A"
 		}
 		fmt.Fprintf(&b, "%8s  %8s  %10s", algo, "N/A", "N/A")

@@ -232,6 +232,7 @@ func (s *session) localRanks() []int {
 
 // prepare gathers the devices, fits -e to the memory and works out the header's notes.
 func (s *session) prepare() error {
+	s.setDialect()
 	var err error
 	if s.devices, err = gatherDevices(s.world, s.comm.Devices()); err != nil {
 		return err
