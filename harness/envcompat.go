@@ -118,7 +118,7 @@ func checkSplit(getenv func(string) string, nprocs int) error {
 }
 
 // envNotes are the header's lines about these variables: a split that changes nothing, NCCL_TESTS_DEVICE on
-// the host engine, and rccl-tests' NIC counters.
+// the host engine, and rccl-tests' NIC counters outside its dialect (netcounter.go reads them in it).
 func (s *session) envNotes() {
 	getenv := s.a.parseEnv()
 	if sp, err := parseSplit(getenv); err == nil && sp != nil {
@@ -137,8 +137,8 @@ func (s *session) envNotes() {
 			counters = append(counters, name+"="+v)
 		}
 	}
-	if len(counters) > 0 {
-		s.note("%s ignored: rccl-tests' NIC counter collection is not supported here", strings.Join(counters, " "))
+	if len(counters) > 0 && !s.o.rccl {
+		s.note("%s ignored: rccl-tests' NIC counters are read in its dialect only (--dialect rccl-tests)", strings.Join(counters, " "))
 	}
 }
 

@@ -58,12 +58,39 @@ func (s *session) run() int {
 		s.err = err
 		return s.a.fail(err)
 	}
+	nc, ncOut := s.startNetCounters()
 	err := s.sweep()
 	s.a.lost.setBusy(false)
 	if err != nil {
 		return s.abort(err)
 	}
+	nc.finish(ncOut)
 	return s.finish(s.trailer())
+}
+
+// startNetCounters starts rccl-tests' NIC counters (its dialect only) on the first process of each node, which
+// prints them, as rccl-tests' node leads do.
+func (s *session) startNetCounters() (*netCounters, io.Writer) {
+	ranks := s.localRanks()
+	if !s.o.rccl || len(ranks) == 0 {
+		return nil, nil
+	}
+	host := ""
+	for _, d := range s.devices {
+		if d.Rank == ranks[0] {
+			host = d.Hostname
+		}
+	}
+	for _, d := range s.devices {
+		if d.Rank < ranks[0] && d.Hostname == host {
+			return nil, nil
+		}
+	}
+	out := s.out
+	if s.world.Rank() != 0 {
+		out = s.a.stdout
+	}
+	return startNetCounters(s.a.parseEnv(), out, s.a.stderr, ranks[0]), out
 }
 
 // setAt records the size column of the row in progress, which error lines name.
