@@ -2,6 +2,7 @@ package harness
 
 import (
 	"fmt"
+	"os"
 	"path/filepath"
 	"strings"
 
@@ -112,3 +113,24 @@ type saidError struct {
 }
 
 func (e *saidError) Error() string { return e.msg }
+
+// libraryBanner is what RCCL prints under NCCL_DEBUG=VERSION when a communicator is created, and what rccl-tests'
+// test runner reads (its version, hostname and "Librccl path"): in the rccl-tests dialect, where this suite's
+// own engine runs the collectives instead of a library, its lines name the engine and this binary, so that the
+// runner records the code that ran. A loaded library prints its own banner.
+func (s *session) libraryBanner() []string {
+	if !s.o.rccl || !strings.EqualFold(strings.TrimSpace(s.a.parseEnv()("NCCL_DEBUG")), "VERSION") {
+		return nil
+	}
+	if _, ok := s.comm.(interface{ LibraryPath() string }); ok {
+		return nil
+	}
+	host, _ := os.Hostname()
+	self, err := os.Executable()
+	if err != nil {
+		self = "Unknown" // RCCL's word when it cannot find its file
+	}
+	line := func(k, v string) string { return fmt.Sprintf("%-12s : %s", k, v) }
+	return []string{line("RCCL version", "rcclx-tests-"+Version+":"+s.comm.Library()), line("Hostname", host),
+		line("Librccl path", self)}
+}

@@ -304,3 +304,22 @@ func TestDialectNetCounters(t *testing.T) {
 		t.Errorf("nccl-tests: exit %d\n%s%s", r.code, r.stdout, r.stderr)
 	}
 }
+
+// TestDialectLibraryRecord: under NCCL_DEBUG=VERSION the rccl-tests dialect prints RCCL's version banner lines
+// (after the devices, as RCCL prints them at communicator creation) naming this suite's engine and binary, which
+// rccl-tests' test runner records as the library it ran; the nccl-tests dialect prints none.
+func TestDialectLibraryRecord(t *testing.T) {
+	env := map[string]string{"NCCL_DEBUG": "VERSION"}
+	self, _ := os.Executable()
+	host, _ := os.Hostname()
+	for _, d := range []string{dialectRCCL, dialectNCCL} {
+		r := runWith(t, collectives.AllReduce, seedArgs(1, "-b", "8", "-e", "8", "--dialect", d), fakeSource(newFake(1)),
+			func(a *app) { a.getenv = func(k string) string { return env[k] } })
+		want := "[0000:00:00] Fake Device\nRCCL version : rcclx-tests-" + Version + ":fake-library=1\nHostname     : " + host +
+			"\nLibrccl path : " + self + "\n#\n"
+		if has := strings.Contains(r.stdout, want); r.code != exitOK || has != (d == dialectRCCL) ||
+			d == dialectNCCL && strings.Contains(r.stdout, "Librccl path") {
+			t.Errorf("%s: exit %d, banner %v\n%s", d, r.code, has, r.stdout)
+		}
+	}
+}

@@ -43,8 +43,9 @@ type header struct {
 	perIter string // -I: the "Per-Iteration Report" line, which nccl-tests prints before "Parallel Init"
 	notes   []string
 	devices []collectives.Device
-	reduced int64 // maxBytes after the memory limit, 0 when unchanged
-	noTable bool  // --ab prints tables of its own instead of nccl-tests' rows
+	reduced int64    // maxBytes after the memory limit, 0 when unchanged
+	noTable bool     // --ab prints tables of its own instead of nccl-tests' rows
+	banner  []string // RCCL's NCCL_DEBUG=VERSION lines, where this suite's engine stands in for it (libraryBanner)
 }
 
 func writeHeader(w io.Writer, o *Options, h header) {
@@ -76,6 +77,7 @@ func writeHeader(w io.Writer, o *Options, h header) {
 		lines = append(lines, fmt.Sprintf("#  Rank %2d Group %2d Pid %6d on %10s device %2d [%s] %s",
 			d.Rank, d.Group, d.Pid, d.Hostname, d.Index, d.BusID, d.Name))
 	}
+	lines = append(lines, h.banner...)
 	if h.reduced > 0 {
 		lines = append(lines, "#", fmt.Sprintf("# Reducing maxBytes to %d due to memory limitation", h.reduced))
 	}

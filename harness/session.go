@@ -312,7 +312,7 @@ func (s *session) bufferBytes() int64 {
 // header describes this session for the lines before the table.
 func (s *session) header() header {
 	return header{binary: s.a.programName(), library: s.comm.Library(), graph: s.graph, perIter: s.perIter,
-		notes: s.notes, devices: s.devices, reduced: s.reduced}
+		notes: s.notes, devices: s.devices, reduced: s.reduced, banner: s.libraryBanner()}
 }
 
 // trailer sums up the table.
