@@ -301,11 +301,11 @@ func readDebugfs(path string, want map[string]bool, into map[string]uint64) {
 
 // readEthtool runs ethtool -S (bounded) for the ethtool counters, where ethtool is installed.
 func (nc *netCounters) readEthtool(nic string, into map[string]uint64) {
-	var any bool
+	var need bool
 	for _, c := range nc.counters {
-		any = any || c.src == srcEthtool
+		need = need || c.src == srcEthtool
 	}
-	if !any || nic == "" {
+	if !need || nic == "" {
 		return
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
