@@ -425,7 +425,9 @@ func (a *app) fail(err error) int { return a.failAt(err, -1) }
 // with the same error instead of at their next wait for this one.
 func (a *app) failAt(err error, size int64) int {
 	var te *collectives.TimeoutError
+	var said *saidError
 	switch {
+	case errors.As(err, &said):
 	case errors.As(err, &te):
 		fmt.Fprintln(a.stderr, timeoutLine(a.coll, te, size))
 	case size >= 0 && a.lostProcess(err):
@@ -444,9 +446,12 @@ func exitCode(err error) int {
 	var te *collectives.TimeoutError
 	var le *collectives.LibraryError
 	var ae *armError
+	var said *saidError
 	switch {
 	case err == nil:
 		return exitOK
+	case errors.As(err, &said):
+		return said.code
 	case errors.As(err, &te):
 		return exitTimeout
 	case errors.Is(err, bootstrap.ErrInterrupted):

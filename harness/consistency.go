@@ -59,6 +59,9 @@ func (a *app) checkConsistency(fs *pflag.FlagSet, o *Options) error {
 			return &usageError{fmt.Sprintf("invalid test hook (-E, --ab or the process environment): %v", err)}
 		}
 	}
+	if o.dialect, err = wantDialect(o.Dialect, getenv); err != nil {
+		return &usageError{err.Error()}
+	}
 	if err := checkSplit(getenv, l.Size, o.abKey != ""); err != nil {
 		return &usageError{err.Error()}
 	}

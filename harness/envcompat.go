@@ -27,9 +27,13 @@ const (
 var netCounterVars = []string{"RCCL_TESTS_NET_COUNTER_ENABLE", "RCCL_TESTS_NET_COUNTER_NIC_PREFIX",
 	"RCCL_TESTS_NIC_COUNTER_LIST"}
 
+// envKernelTiming is rccl-tests' kernel-timing mode: it writes the dispatch records RCCL itself keeps
+// (RCCL_KERNEL_TIMING=1) to PREFIX_pidPID.csv. No engine here keeps them: a "#" line says so.
+const envKernelTiming = "RCCL_TESTS_KERNEL_TIMING"
+
 // unsupportedVars are all of the above: an --ab arm cannot vary them (the run would be the same, refused, or on
 // other devices).
-var unsupportedVars = append([]string{envSplitMask, envSplit, envDevice}, netCounterVars...)
+var unsupportedVars = append([]string{envSplitMask, envSplit, envDevice, envKernelTiming}, netCounterVars...)
 
 // split is a parsed NCCL_TESTS_SPLIT_MASK or NCCL_TESTS_SPLIT.
 type split struct {
@@ -162,7 +166,8 @@ func (a *app) splitWorld(world collectives.World) (*split, collectives.World, er
 }
 
 // envNotes are the header's lines about these variables: a split that changes nothing, NCCL_TESTS_DEVICE on
-// the host engine, and rccl-tests' NIC counters.
+// the host engine, rccl-tests' kernel-timing mode, and its NIC counters outside its dialect (netcounter.go reads
+// them in it).
 func (s *session) envNotes() {
 	getenv := s.a.parseEnv()
 	if sp, err := parseSplit(getenv); err == nil && sp != nil {
@@ -186,8 +191,11 @@ func (s *session) envNotes() {
 			counters = append(counters, name+"="+v)
 		}
 	}
-	if len(counters) > 0 {
-		s.note("%s ignored: rccl-tests' NIC counter collection is not supported here", strings.Join(counters, " "))
+	if v := getenv(envKernelTiming); v != "" {
+		s.note("%s=%s ignored: no engine here keeps RCCL's dispatch records (RCCL_KERNEL_TIMING)", envKernelTiming, v)
+	}
+	if len(counters) > 0 && !s.o.rccl {
+		s.note("%s ignored: rccl-tests' NIC counters are read in its dialect only (--dialect rccl-tests)", strings.Join(counters, " "))
 	}
 }
 

@@ -58,6 +58,8 @@ func RegisterFlags(fs *pflag.FlagSet, o *Options) {
 	fs.StringVar(&o.LPMode, "lp-mode", "", "low-precision quantization: rcclx (plain E4M3 cast) or scaled (per-block scale)")
 	fs.BoolVar(&o.Oversubscribe, "oversubscribe", false, "let more ranks than devices share devices")
 	fs.BoolVar(&o.AlgoColumn, "algo-column", false, "append the algorithm of each row as an extra column")
+	fs.StringVar(&o.Dialect, "dialect", "", "output dialect: nccl-tests or rccl-tests (default: rccl-tests' on HIP or RCCL, "+
+		"nccl-tests' elsewhere; also $RCCLX_TESTS_DIALECT)")
 	registerRCCLFlags(fs, o)
 	showZeroDefaults(fs)
 }

@@ -46,6 +46,7 @@ type Options struct {
 	Progress           bool     // --progress
 	Oversubscribe      bool
 	AlgoColumn         bool
+	Dialect            string      // --dialect: nccl-tests or rccl-tests ("" = by platform, or RCCLX_TESTS_DIALECT)
 	RCCL               rcclOptions // rccl-tests' flags and nccl-tests' -x, -D, -V (rcclflags.go)
 
 	// Derived by validate.
@@ -59,7 +60,10 @@ type Options struct {
 	// abIgnored are the flags the A/B run set aside (dropABIgnored), as its header names them.
 	abIgnored []string
 	// args are the binary and the flags every process of the run must agree on (agreeArgs).
-	args runArgs
+	args     runArgs
+	dialect  string // --dialect or RCCLX_TESTS_DIALECT ("" = by platform: setDialect)
+	rccl     bool   // the session prints rccl-tests' dialect
+	rcclAlgo bool   // rccl-tests asks the library for this collective's algorithm (-A)
 	// changed records which flags the user gave, for "ignored" notes.
 	changed map[string]bool
 }

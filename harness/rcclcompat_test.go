@@ -281,16 +281,21 @@ func TestSplitVariables(t *testing.T) {
 	}
 }
 
-// TestUnsupportedVariablesNoted: rccl-tests' NIC counter variables, and NCCL_TESTS_DEVICE on the host engine,
-// are never ignored silently: a "#" line says so. Elsewhere NCCL_TESTS_DEVICE reaches the engine (pinned
+// TestUnsupportedVariablesNoted: rccl-tests' NIC counter variables outside its dialect, its kernel-timing mode, and
+// NCCL_TESTS_DEVICE on the host engine, are never ignored silently: a "#" line says so. Elsewhere NCCL_TESTS_DEVICE reaches the engine (pinned
 // devices), and a bad value is refused before anything runs.
 func TestUnsupportedVariablesNoted(t *testing.T) {
 	env := map[string]string{"RCCL_TESTS_NET_COUNTER_ENABLE": "1", "RCCL_TESTS_NIC_COUNTER_LIST": "a,b"}
 	tweak := func(a *app) { a.getenv = func(k string) string { return env[k] } }
 	r := runWith(t, collectives.AllReduce, seedArgs(1, append(small, "-g", "2")...), fakeSource(newFake(1)), tweak)
-	want := "# RCCL_TESTS_NET_COUNTER_ENABLE=1 RCCL_TESTS_NIC_COUNTER_LIST=a,b ignored: rccl-tests' NIC counter collection is not supported here\n"
+	want := "# RCCL_TESTS_NET_COUNTER_ENABLE=1 RCCL_TESTS_NIC_COUNTER_LIST=a,b ignored: rccl-tests' NIC counters are read in its dialect only (--dialect rccl-tests)\n"
 	if r.code != exitOK || !strings.Contains(r.stdout, want) {
 		t.Errorf("exit %d, no %q in\n%s", r.code, want, r.stdout)
+	}
+	env = map[string]string{envKernelTiming: "/tmp/kt"}
+	r = runWith(t, collectives.AllReduce, seedArgs(1, append(small, "--dialect", "rccl-tests")...), fakeSource(newFake(1)), tweak)
+	if want := "# RCCL_TESTS_KERNEL_TIMING=/tmp/kt ignored: no engine here keeps RCCL's dispatch records (RCCL_KERNEL_TIMING)\n"; r.code != exitOK || !strings.Contains(r.stdout, want) {
+		t.Errorf("kernel timing: exit %d, no %q in\n%s", r.code, want, r.stdout)
 	}
 	env = map[string]string{envDevice: "3"}
 	fake := newFake(1)

@@ -44,8 +44,9 @@ type header struct {
 	perIter string // -I: the "Per-Iteration Report" line, which nccl-tests prints before "Parallel Init"
 	notes   []string
 	devices []collectives.Device
-	reduced int64 // maxBytes after the memory limit, 0 when unchanged
-	noTable bool  // --ab prints tables of its own instead of nccl-tests' rows
+	reduced int64    // maxBytes after the memory limit, 0 when unchanged
+	noTable bool     // --ab prints tables of its own instead of nccl-tests' rows
+	banner  []string // RCCL's NCCL_DEBUG=VERSION lines, where this suite's engine stands in for it (libraryBanner)
 }
 
 func writeHeader(w io.Writer, o *Options, h header) {
@@ -60,13 +61,8 @@ func writeHeader(w io.Writer, o *Options, h header) {
 			"agg iters: %d validation: %d graph: %d unalign: %d", o.NThreads, o.NGpus, o.MinBytes, o.MaxBytes, step,
 			kind, o.Warmup, o.Iters, o.AggIters, o.Check, h.graph, o.Unalign),
 	}
-	switch o.Blocking {
-	case 1:
-		lines = append(lines, "# Blocking Enabled: wait and barrier after each inner iteration (-m) ")
-	case 2:
-		lines = append(lines, "# Blocking Enabled: wait after each inner iteration (-m), no barrier ")
-	case 3:
-		lines = append(lines, "# Blocking Enabled: wait and barrier after each outer iteration (-n); time excludes barrier ")
+	if b := o.blockingLine(); b != "" {
+		lines = append(lines, b)
 	}
 	if h.perIter != "" {
 		lines = append(lines, "# "+h.perIter)
@@ -82,6 +78,7 @@ func writeHeader(w io.Writer, o *Options, h header) {
 		lines = append(lines, fmt.Sprintf("#  Rank %2d Group %2d Pid %6d on %10s device %2d [%s] %s",
 			d.Rank, d.Group, d.Pid, d.Hostname, d.Index, d.BusID, d.Name))
 	}
+	lines = append(lines, h.banner...)
 	if h.reduced > 0 {
 		lines = append(lines, "#", fmt.Sprintf("# Reducing maxBytes to %d due to memory limitation", h.reduced))
 	}
@@ -93,8 +90,8 @@ func writeHeader(w io.Writer, o *Options, h header) {
 }
 
 // columnHeader is the table's three header lines, with nccl-tests' widths and trailing spaces. rccl-tests'
-// -O and -A (flags nccl-tests lacks) take rccl-tests' layout: only the halves that run, then its extra
-// columns' field.
+// -O and -A (flags nccl-tests lacks), and the rccl-tests dialect, take rccl-tests' layout: only the halves that
+// run, then its extra columns' field (empty without -A: one more trailing space).
 func columnHeader(o *Options) []string {
 	timeName := "time"
 	if o.CPUTime == 1 {
@@ -116,7 +113,7 @@ func columnHeader(o *Options) []string {
 		unitHalf += iter("(us)", "(us)", "(us)", "(%)")
 	}
 	nameLine, unitLine := names+nameHalf+nameHalf, lead("(B)", "(elements)")+unitHalf+unitHalf
-	if o.rcclLayout() {
+	if o.rcclLayout() || o.rccl {
 		if o.Halves != bothHalves {
 			which := map[halves]string{outOfPlaceOnly: "out-of-place", inPlaceOnly: "in-place"}[o.Halves]
 			top = "           " + which + "          "
@@ -207,14 +204,16 @@ func formatRow(r row, o *Options) string {
 				fitNumber(s.P99Us, 7), fitNumber(s.CVPct, 7))
 		}
 	}
-	if o.Timestamps == 1 {
+	// rccl-tests stamps the in-place half only: none with -O 1.
+	if o.Timestamps == 1 && (!o.rccl || r.halves[1].ran) {
 		fmt.Fprintf(&b, "%21s", r.when.Format(timeLayout))
 	}
 	if o.RCCL.AlgoColumns == 1 {
 		// Our engines know their algorithm; protocol and channels, and a library's choices, are not told
-		// through the NCCL API: N/A, as rccl-tests prints where it cannot ask.
+		// through the NCCL API: N/A, as rccl-tests prints where it cannot ask (and, in its dialect, for the
+		// collectives it never asks about).
 		algo := rcclAlgoName(r.algorithm())
-		if r.engine == "vendor" || algo == "" {
+		if r.engine == "vendor" || algo == "" || (o.rccl && !o.rcclAlgo) {
 			algo = "N/A"
 		}
 		fmt.Fprintf(&b, "%8s  %8s  %10s", algo, "N/A", "N/A")

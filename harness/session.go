@@ -69,12 +69,39 @@ func (s *session) run() int {
 		s.err = err
 		return s.a.fail(err)
 	}
+	nc, ncOut := s.startNetCounters()
 	err := s.sweep()
 	s.a.lost.setBusy(false)
 	if err != nil {
 		return s.abort(err)
 	}
+	nc.finish(ncOut)
 	return s.finish(s.trailer())
+}
+
+// startNetCounters starts rccl-tests' NIC counters (its dialect only) on the first process of each node, which
+// prints them, as rccl-tests' node leads do.
+func (s *session) startNetCounters() (*netCounters, io.Writer) {
+	ranks := s.localRanks()
+	if !s.o.rccl || len(ranks) == 0 {
+		return nil, nil
+	}
+	host := ""
+	for _, d := range s.devices {
+		if d.Rank == ranks[0] {
+			host = d.Hostname
+		}
+	}
+	for _, d := range s.devices {
+		if d.Rank < ranks[0] && d.Hostname == host {
+			return nil, nil
+		}
+	}
+	out := s.out
+	if s.world.Rank() != 0 {
+		out = s.a.stdout
+	}
+	return startNetCounters(s.a.parseEnv(), out, s.a.stderr, ranks[0]), out
 }
 
 // setAt records the size column of the row in progress, which error lines name.
@@ -274,6 +301,7 @@ func (s *session) localRanks() []int {
 
 // prepare gathers the devices, fits -e to the memory and works out the header's notes.
 func (s *session) prepare() error {
+	s.setDialect()
 	var err error
 	if s.devices, err = gatherDevices(s.world, s.comm.Devices()); err != nil {
 		return err
@@ -341,7 +369,7 @@ func (s *session) bufferBytes() int64 {
 // header describes this session for the lines before the table.
 func (s *session) header() header {
 	return header{binary: s.a.programName(), library: s.comm.Library(), engine: s.versionFields(), graph: s.graph,
-		perIter: s.perIter, notes: s.notes, devices: s.devices, reduced: s.reduced}
+		perIter: s.perIter, notes: s.notes, devices: s.devices, reduced: s.reduced, banner: s.libraryBanner()}
 }
 
 // trailer sums up the table.

@@ -27,11 +27,12 @@ type typeOp struct {
 
 // rcclSkips reports whether rccl-tests leaves dt with op out of its sweep: its reducing collectives run FP8
 // with sum, max and min only (prod, avg and mulsum are skipped, under -o all and -d all too). nccl-tests runs
-// them all, so this suite skips those rows only when rccl-tests' result file is asked for (-Z, -X, --csv),
-// on every engine, and its header names them (skipNote).
+// them all, so this suite skips those rows in the rccl-tests dialect, or when rccl-tests' result file is asked
+// for (-Z, -X, --csv), on every engine, and its header names them (skipNote).
 func rcclSkips(c *collectives.Collective, o *Options, dt collectives.DType, op collectives.Op) bool {
 	fp8 := dt == collectives.F8E4M3 || dt == collectives.F8E5M2
-	return o.RCCL.Format != "" && c.Reduces && fp8 && (op == collectives.Prod || op == collectives.Avg || op == collectives.MulSum)
+	return (o.rccl || o.RCCL.Format != "") && c.Reduces && fp8 &&
+		(op == collectives.Prod || op == collectives.Avg || op == collectives.MulSum)
 }
 
 // sweepPairs are the types and operations to run, in nccl-tests' nesting (type, then operation), less those
@@ -54,7 +55,7 @@ func skipNote(c *collectives.Collective, o *Options) string {
 	for _, dt := range o.dtypes {
 		for _, op := range sweepOps(c, o) {
 			if rcclSkips(c, o, dt, op) {
-				names = append(names, dt.String()+" "+op.String())
+				names = append(names, o.typeName(dt)+" "+op.String())
 			}
 		}
 	}
@@ -114,6 +115,10 @@ func (s *session) sweep() error {
 			if !errors.Is(err, collectives.ErrUnsupported) {
 				return err
 			}
+			if s.o.rccl && s.a.coll.HasBias() {
+				fmt.Fprintln(s.a.stderr, rcclBiasMessage)
+				return &saidError{msg: err.Error(), code: exitLibrary}
+			}
 			fmt.Fprintf(s.out, "# %s skipped: %v\n", s.a.coll.Name, err)
 			return s.snapshotMemory()
 		}
@@ -127,7 +132,7 @@ func (s *session) sweep() error {
 				return err
 			}
 			if skipped {
-				fmt.Fprintf(s.out, "# %s %s skipped: not supported by engine %s\n", p.dt, s.a.coll.RedOpName(p.op),
+				fmt.Fprintf(s.out, "# %s %s skipped: not supported by engine %s\n", s.o.typeName(p.dt), s.o.redopName(s.a.coll, p.op),
 					s.eng.Name())
 				break
 			}
@@ -224,8 +229,8 @@ func (s *session) addRow(r row) {
 func (s *session) runPoint(p point) (row, error) {
 	th := s.threads[0]
 	k := th.counts(p, 0)
-	r := row{size: s.a.coll.Bytes(k, p.dt), count: k.Param, dtype: p.dt.String(),
-		redop: s.a.coll.RedOpName(p.op), root: p.root, engine: s.eng.Name()}
+	r := row{size: s.a.coll.Bytes(k, p.dt), count: k.Param, dtype: s.o.typeName(p.dt),
+		redop: s.o.redopName(s.a.coll, p.op), root: p.root, engine: s.eng.Name()}
 	s.setAt(r.size)
 	var tr *truth
 	if s.o.Check > 0 {

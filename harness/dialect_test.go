@@ -1,0 +1,325 @@
+package harness
+
+import (
+	"math/rand/v2"
+	"os"
+	"path/filepath"
+	"regexp"
+	"strings"
+	"testing"
+
+	"github.com/rcclx-tests/rcclx-tests/collectives"
+	"github.com/rcclx-tests/rcclx-tests/hostengine"
+)
+
+// One test per row of docs/DIALECTS.md: each pins what the rccl-tests dialect prints (from rccl-tests' source)
+// and that the nccl-tests dialect keeps nccl-tests' form.
+
+// dialectRun runs coll with --dialect d ("" for the default) and a fresh seed on the fake engine.
+func dialectRun(t *testing.T, coll *collectives.Collective, d string, args ...string) run {
+	t.Helper()
+	seed := rand.Uint64()
+	if d != "" {
+		args = append(args, "--dialect", d)
+	}
+	return testRun(t, coll, seedArgs(seed, append([]string{"-b", "64", "-e", "64", "-n", "1", "-w", "0"}, args...)...), newFake(seed))
+}
+
+// lineWith returns the first line of out that contains s ("" when none does).
+func lineWith(out, s string) string {
+	for _, l := range strings.Split(out, "\n") {
+		if strings.Contains(l, s) {
+			return l
+		}
+	}
+	return ""
+}
+
+type hipEngine struct{ *fakeEngine }
+
+func (hipEngine) Runtime() string { return collectives.RuntimeHIP }
+
+type cudaEngine struct{ *fakeEngine }
+
+func (cudaEngine) Runtime() string { return collectives.RuntimeCUDA }
+
+type libComm struct {
+	collectives.Comm
+	path string
+}
+
+func (c libComm) LibraryPath() string { return c.path }
+
+// TestDialectChoice: rccl-tests' dialect where the HIP runtime or an RCCL library is in use, nccl-tests'
+// on CUDA, NCCL and the host engine; --dialect, else RCCLX_TESTS_DIALECT, overrides; a bad value is refused
+// with one line naming it before anything runs.
+func TestDialectChoice(t *testing.T) {
+	fake := newFake(1)
+	for _, c := range []struct {
+		eng  collectives.Engine
+		comm collectives.Comm
+		want string
+	}{
+		{hipEngine{fake}, nil, dialectRCCL},
+		{cudaEngine{fake}, nil, dialectNCCL},
+		{fake, libComm{path: "/opt/rocm/lib/librccl.so.1"}, dialectRCCL},
+		{fake, libComm{path: "/usr/lib/x86_64-linux-gnu/libnccl.so.2"}, dialectNCCL},
+		{hostengine.New(), nil, dialectNCCL},
+	} {
+		if got := platformDialect(c.eng, c.comm); got != c.want {
+			t.Errorf("%T %v: %s, want %s", c.eng, c.comm, got, c.want)
+		}
+	}
+	seed := rand.Uint64()
+	args := seedArgs(seed, "-b", "64", "-e", "64", "-n", "1", "-d", "f8e4m3")
+	if r := testRun(t, collectives.AllReduce, args, hipEngine{newFake(seed)}); len(tableRows(r.stdout)) != 1 ||
+		tableRows(r.stdout)[0][2] != "fp8_e4m3" {
+		t.Errorf("HIP engine: exit %d\n%s", r.code, r.stdout)
+	}
+	if r := testRun(t, collectives.AllReduce, append(args, "--dialect", dialectNCCL), hipEngine{newFake(seed)}); len(tableRows(r.stdout)) != 1 ||
+		tableRows(r.stdout)[0][2] != "f8e4m3" {
+		t.Errorf("HIP engine, --dialect nccl-tests: exit %d\n%s", r.code, r.stdout)
+	}
+	for _, c := range []struct{ env, flag, want string }{
+		{dialectRCCL, "", "fp8_e4m3"}, {dialectRCCL, dialectNCCL, "f8e4m3"}, {"", "", "f8e4m3"},
+	} {
+		a := args
+		if c.flag != "" {
+			a = append(a, "--dialect", c.flag)
+		}
+		r := runWith(t, collectives.AllReduce, a, fakeSource(newFake(seed)),
+			func(a *app) { a.getenv = func(k string) string { return map[string]string{envDialect: c.env}[k] } })
+		if rows := tableRows(r.stdout); r.code != exitOK || len(rows) != 1 || rows[0][2] != c.want {
+			t.Errorf("%s=%q --dialect %q: exit %d\n%s%s", envDialect, c.env, c.flag, r.code, r.stdout, r.stderr)
+		}
+	}
+	r := runWith(t, collectives.AllReduce, args, fakeSource(newFake(seed)),
+		func(a *app) { a.getenv = func(k string) string { return map[string]string{envDialect: "rccl"}[k] } })
+	if r.code != exitUsage || r.stdout != "" || !strings.Contains(r.stderr, `invalid RCCLX_TESTS_DIALECT="rccl": want nccl-tests or rccl-tests`) {
+		t.Errorf("bad variable: exit %d\n%s%s", r.code, r.stdout, r.stderr)
+	}
+	r = testRun(t, collectives.AllReduce, append(args, "--dialect", "amd"), newFake(seed))
+	if r.code != exitUsage || r.stdout != "" || !strings.Contains(r.stderr, `invalid value "amd" for --dialect`) {
+		t.Errorf("bad flag: exit %d\n%s%s", r.code, r.stdout, r.stderr)
+	}
+}
+
+// TestDialectFP8Names: rccl-tests names the FP8 types fp8_e4m3 and fp8_e5m2 (its test_typenames), nccl-tests
+// f8e4m3 and f8e5m2; both spellings are accepted by -d.
+func TestDialectFP8Names(t *testing.T) {
+	for _, c := range []struct{ d, in, want string }{
+		{dialectRCCL, "f8e4m3", "fp8_e4m3"}, {dialectRCCL, "fp8_e5m2", "fp8_e5m2"},
+		{dialectNCCL, "fp8_e4m3", "f8e4m3"}, {dialectNCCL, "f8e5m2", "f8e5m2"},
+	} {
+		r := dialectRun(t, collectives.AllGather, c.d, "-d", c.in)
+		if rows := tableRows(r.stdout); r.code != exitOK || len(rows) != 1 || rows[0][2] != c.want {
+			t.Errorf("%s -d %s: exit %d\n%s", c.d, c.in, r.code, r.stdout)
+		}
+	}
+}
+
+// TestDialectFP8Skips: rccl-tests' reducing collectives skip FP8 with prod, avg and mulsum (under -d all -o
+// all too); nccl-tests runs them.
+func TestDialectFP8Skips(t *testing.T) {
+	ops := func(out string) string {
+		var s []string
+		for _, f := range tableRows(out) {
+			if strings.Contains(f[2], "e4m3") || strings.Contains(f[2], "e5m2") {
+				s = append(s, f[2]+" "+f[3])
+			}
+		}
+		return strings.Join(s, ",")
+	}
+	r := dialectRun(t, collectives.AllReduce, dialectRCCL, "-d", "all", "-o", "all")
+	want := "fp8_e4m3 sum,fp8_e4m3 max,fp8_e4m3 min,fp8_e5m2 sum,fp8_e5m2 max,fp8_e5m2 min"
+	if got := ops(r.stdout); r.code != exitOK || got != want {
+		t.Errorf("rccl-tests: exit %d, FP8 rows %s, want %s", r.code, got, want)
+	}
+	r = dialectRun(t, collectives.AllReduce, dialectNCCL, "-d", "f8e4m3", "-o", "all")
+	if got := ops(r.stdout); r.code != exitOK || len(strings.Split(got, ",")) != len(collectives.AllOps()) {
+		t.Errorf("nccl-tests: exit %d, FP8 rows %s", r.code, got)
+	}
+}
+
+// TestDialectHypercubeRedop: rccl-tests' hypercube passes "none" as its op name; nccl-tests leaves the column
+// blank.
+func TestDialectHypercubeRedop(t *testing.T) {
+	r := dialectRun(t, collectives.HyperCube, dialectRCCL, "-g", "2")
+	if rows := tableRows(r.stdout); r.code != exitOK || len(rows) != 1 || rows[0][3] != "none" || rows[0][4] != "-1" {
+		t.Errorf("rccl-tests: exit %d\n%s", r.code, r.stdout)
+	}
+	r = dialectRun(t, collectives.HyperCube, dialectNCCL, "-g", "2")
+	if rows := tableRows(r.stdout); r.code != exitOK || len(rows) != 1 || !strings.Contains(r.stdout, "   float              -1  ") {
+		t.Errorf("nccl-tests: exit %d\n%s", r.code, r.stdout)
+	}
+}
+
+// TestDialectColumnHeader: rccl-tests' header format always carries its extra columns' field (" %*s", empty
+// without -A), so its name and unit lines end in two spaces where nccl-tests' end in one.
+func TestDialectColumnHeader(t *testing.T) {
+	for _, c := range []struct {
+		d    string
+		tail string
+	}{{dialectRCCL, "#wrong  "}, {dialectNCCL, "#wrong "}} {
+		r := dialectRun(t, collectives.AllReduce, c.d)
+		names := lineWith(r.stdout, "#       size")
+		if !strings.HasSuffix(names, "busbw  "+c.tail) || strings.HasSuffix(names, c.tail+" ") {
+			t.Errorf("%s: names line %q, want it to end in %q", c.d, names, c.tail)
+		}
+		units := lineWith(r.stdout, "#        (B)")
+		if want := strings.Repeat(" ", len(names)-len(strings.TrimRight(names, " "))); !strings.HasSuffix(units, "(GB/s)  "+strings.Repeat(" ", 6)+want) ||
+			len(units) != len(names) {
+			t.Errorf("%s: units line %q (%d) vs names %d", c.d, units, len(units), len(names))
+		}
+	}
+}
+
+// TestDialectBlockingLine: -z's header line in each tool's words.
+func TestDialectBlockingLine(t *testing.T) {
+	for _, c := range []struct {
+		d, z, want string
+	}{
+		{dialectRCCL, "1", "# Blocking Enabled: wait for completion and barrier after each collective \n"},
+		{dialectRCCL, "2", "# Blocking Enabled: wait for completion after each collective (no barrier) \n"},
+		{dialectNCCL, "1", "# Blocking Enabled: wait and barrier after each inner iteration (-m) \n"},
+		{dialectNCCL, "2", "# Blocking Enabled: wait after each inner iteration (-m), no barrier \n"},
+	} {
+		if r := dialectRun(t, collectives.AllReduce, c.d, "-z", c.z); r.code != exitOK || !strings.Contains(r.stdout, c.want) {
+			t.Errorf("%s -z %s: exit %d, no %q in\n%s", c.d, c.z, r.code, c.want, r.stdout)
+		}
+	}
+}
+
+// TestDialectTimestamps: rccl-tests stamps a row after its in-place half only, so -S 1 -O 1 rows carry no
+// timestamp there; nccl-tests stamps every row.
+func TestDialectTimestamps(t *testing.T) {
+	for _, c := range []struct {
+		d, halves string
+		stamped   bool
+	}{{dialectRCCL, "1", false}, {dialectRCCL, "0", true}, {dialectNCCL, "1", true}} {
+		r := dialectRun(t, collectives.AllReduce, c.d, "-S", "1", "-O", c.halves)
+		rows := tableRows(r.stdout)
+		if r.code != exitOK || len(rows) != 1 {
+			t.Fatalf("%s -O %s: exit %d\n%s", c.d, c.halves, r.code, r.stdout)
+		}
+		if stamped := strings.Count(rows[0][len(rows[0])-1], ":") == 2; stamped != c.stamped {
+			t.Errorf("%s -O %s: row %v, stamped %v", c.d, c.halves, rows[0], stamped)
+		}
+	}
+}
+
+// TestDialectAlgoColumn: with -A 1 rccl-tests asks the library only for all_reduce, all_gather, broadcast,
+// reduce, reduce_scatter and alltoall, and prints N/A N/A N/A for the others (hypercube's 9-letter name never
+// widens the row); nccl-tests' dialect prints this suite's algorithm wherever it is known.
+func TestDialectAlgoColumn(t *testing.T) {
+	for _, c := range []struct {
+		coll *collectives.Collective
+		d    string
+		na   bool
+	}{
+		{collectives.HyperCube, dialectRCCL, true}, {collectives.SendRecv, dialectRCCL, true},
+		{collectives.AllReduce, dialectRCCL, false}, {collectives.HyperCube, dialectNCCL, false},
+	} {
+		r := dialectRun(t, c.coll, c.d, "-A", "1", "-g", "2")
+		rows := tableRows(r.stdout)
+		if r.code != exitOK || len(rows) != 1 {
+			t.Fatalf("%s %s: exit %d\n%s", c.coll.Name, c.d, r.code, r.stdout)
+		}
+		f := rows[0]
+		if na := f[len(f)-3] == "N/A"; na != c.na || f[len(f)-2] != "N/A" || f[len(f)-1] != "N/A" {
+			t.Errorf("%s %s: row %v, want algorithm N/A %v", c.coll.Name, c.d, f, c.na)
+		}
+	}
+}
+
+// TestDialectBiasUnsupported: all_reduce_bias on a library (or engine) without ncclAllReduceWithBias exits
+// with rccl-tests' collective-library error (3) and its message on stderr; nccl-tests' dialect notes the skip and
+// exits 0.
+func TestDialectBiasUnsupported(t *testing.T) {
+	args := []string{"-b", "64", "-e", "64", "-n", "1", "--engine", "host", "-t", "2"}
+	r := testRun(t, collectives.AllReduceBias, append(args, "--dialect", dialectRCCL), hostengine.New())
+	if r.code != exitLibrary || r.stderr != rcclBiasMessage+"\n" || strings.Contains(r.stdout, "Out of bounds") {
+		t.Errorf("rccl-tests: exit %d\n%s%s", r.code, r.stdout, r.stderr)
+	}
+	r = testRun(t, collectives.AllReduceBias, append(args, "--dialect", dialectNCCL), hostengine.New())
+	if r.code != exitOK || !strings.Contains(r.stdout, "# all_reduce_bias skipped: ") || strings.Contains(r.stderr, "RCCL") {
+		t.Errorf("nccl-tests: exit %d\n%s%s", r.code, r.stdout, r.stderr)
+	}
+}
+
+// TestDialectNetCounters: with RCCL_TESTS_NET_COUNTER_ENABLE=1 the rccl-tests dialect announces the node's RDMA
+// NICs and counters before the rows and prints NET_COUNTER_TABLE (deltas over the run) after them, reading
+// what rccl-tests reads (here a planted sysfs whose counter moves during the run); without an RDMA NIC it prints
+// rccl-tests' warning on stderr. The nccl-tests dialect notes the variables and reads nothing.
+func TestDialectNetCounters(t *testing.T) {
+	root := t.TempDir()
+	old := sysRoot
+	sysRoot = root
+	defer func() { sysRoot = old }()
+	env := map[string]string{"RCCL_TESTS_NET_COUNTER_ENABLE": "1"}
+	run := func(d string, eng *fakeEngine) run {
+		return runWith(t, collectives.AllReduce, seedArgs(1, "-b", "64", "-e", "64", "-n", "1", "--dialect", d),
+			fakeSource(eng), func(a *app) { a.getenv = func(k string) string { return env[k] } })
+	}
+	r := run(dialectRCCL, newFake(1))
+	if r.code != exitOK || r.stderr != "# Warning: no RDMA-capable NICs found, disabling net counter collection\n" ||
+		strings.Contains(r.stdout, "Network counter") || strings.Contains(r.stdout, "NET_COUNTER_TABLE") {
+		t.Errorf("no NIC: exit %d\n%s%s", r.code, r.stdout, r.stderr)
+	}
+	for _, dir := range []string{"class/net/lo", "class/net/eth0/device/infiniband/bnxt_re0",
+		"class/infiniband/bnxt_re0/ports/1/hw_counters", "class/infiniband/bnxt_re0/device/net/eth0"} {
+		if err := os.MkdirAll(filepath.Join(root, dir), 0o755); err != nil {
+			t.Fatal(err)
+		}
+	}
+	counter := filepath.Join(root, "class/infiniband/bnxt_re0/ports/1/hw_counters/rx_cnp_pkts")
+	write := func(v string) {
+		if err := os.WriteFile(counter, []byte(v+"\n"), 0o644); err != nil {
+			t.Error(err)
+		}
+	}
+	write("5")
+	eng := newFake(1)
+	eng.onLaunch = func(*collectives.Call) { write("105") }
+	env["RCCL_TESTS_NIC_COUNTER_LIST"] = "rx_cnp_pkts,tx_cnp_pkts"
+	r = run(dialectRCCL, eng)
+	host, _ := os.Hostname()
+	announce := "# Network counter collection enabled (RCCL_TESTS_NET_COUNTER_ENABLE=1)\n" +
+		"# Node " + host + ": lead rank 0 collecting 1 device(s): bnxt_re0(eth0)\n# NIC type: BNXT_RE\n" +
+		"# Counters (2): rx_cnp_pkts tx_cnp_pkts\n"
+	row := regexp.MustCompile(`\nbnxt_re0\(eth0\)      100  +\d+\.\d\d      0  +0\.00\n`)
+	if r.code != exitOK || r.stderr != "" || !strings.Contains(r.stdout, announce) ||
+		!strings.Contains(r.stdout, "NET_COUNTER_TABLE: node="+host+"  rank=0  duration_sec=") || !row.MatchString(r.stdout) ||
+		strings.Index(r.stdout, announce) < strings.Index(r.stdout, "#        (B)") ||
+		strings.Index(r.stdout, "NET_COUNTER_TABLE") > strings.Index(r.stdout, "# Out of bounds") {
+		t.Errorf("bnxt_re0: exit %d\n%s%s", r.code, r.stdout, r.stderr)
+	}
+	env["NCCL_IB_HCA"] = "bnxt_re1"
+	if r = run(dialectRCCL, newFake(1)); r.code != exitOK || !strings.Contains(r.stdout, "# Device list from NCCL_IB_HCA\n") ||
+		!strings.Contains(r.stdout, " collecting 1 device(s): bnxt_re1()\n") {
+		t.Errorf("NCCL_IB_HCA: exit %d\n%s%s", r.code, r.stdout, r.stderr)
+	}
+	if r = run(dialectNCCL, newFake(1)); r.code != exitOK || strings.Contains(r.stdout, "Network counter") ||
+		!strings.Contains(r.stdout, "ignored: rccl-tests' NIC counters are read in its dialect only") {
+		t.Errorf("nccl-tests: exit %d\n%s%s", r.code, r.stdout, r.stderr)
+	}
+}
+
+// TestDialectLibraryRecord: under NCCL_DEBUG=VERSION the rccl-tests dialect prints RCCL's version banner lines
+// (after the devices, as RCCL prints them at communicator creation) naming this suite's engine and binary, which
+// rccl-tests' test runner records as the library it ran; the nccl-tests dialect prints none.
+func TestDialectLibraryRecord(t *testing.T) {
+	env := map[string]string{"NCCL_DEBUG": "VERSION"}
+	self, _ := os.Executable()
+	host, _ := os.Hostname()
+	for _, d := range []string{dialectRCCL, dialectNCCL} {
+		r := runWith(t, collectives.AllReduce, seedArgs(1, "-b", "8", "-e", "8", "--dialect", d), fakeSource(newFake(1)),
+			func(a *app) { a.getenv = func(k string) string { return env[k] } })
+		want := "[0000:00:00] Fake Device\nRCCL version : rcclx-tests-" + Version + ":fake-library=1\nHostname     : " + host +
+			"\nLibrccl path : " + self + "\n#\n"
+		if has := strings.Contains(r.stdout, want); r.code != exitOK || has != (d == dialectRCCL) ||
+			d == dialectNCCL && strings.Contains(r.stdout, "Librccl path") {
+			t.Errorf("%s: exit %d, banner %v\n%s", d, r.code, has, r.stdout)
+		}
+	}
+}
