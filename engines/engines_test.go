@@ -55,12 +55,12 @@ func stand(t *testing.T, gpus gpurt.GPUs, library, gpu error) {
 }
 
 var (
-	eightGPUs = gpurt.GPUs{Runtime: "cuda", Count: 8, Driver: 13000}
-	noLibrary = errors.New("nccl: no usable NCCL library; tried libnccl.so.2 (not found)")
+	eightGPUs    = gpurt.GPUs{Runtime: "cuda", Count: 8, Driver: 13000}
+	errNoLibrary = errors.New("nccl: no usable NCCL library; tried libnccl.so.2 (not found)")
 )
 
 func TestRegistry(t *testing.T) {
-	stand(t, gpurt.GPUs{Tried: "nothing"}, noLibrary, errors.New("no GPU"))
+	stand(t, gpurt.GPUs{Tried: "nothing"}, errNoLibrary, errors.New("no GPU"))
 	names := Names()
 	if names[0] != Auto || !slices.Contains(names, "host") {
 		t.Fatalf("Names() = %v", names)
@@ -123,7 +123,7 @@ func TestChooseLibrary(t *testing.T) {
 
 // A GPU without a library runs the suite's kernels, and says where it looked for one.
 func TestChooseKernels(t *testing.T) {
-	stand(t, eightGPUs, noLibrary, nil)
+	stand(t, eightGPUs, errNoLibrary, nil)
 	eng, note, err := Choose("")
 	if err != nil || eng.Name() != "gpu" {
 		t.Fatalf("Choose = %v, %v", eng, err)
@@ -137,7 +137,7 @@ func TestChooseKernels(t *testing.T) {
 
 // A GPU that no engine can use is an error of the library kind (exit 3), never a run on the CPU.
 func TestChooseRefusesUnusableGPU(t *testing.T) {
-	stand(t, eightGPUs, noLibrary, errors.New("cuda: cannot load NVRTC"))
+	stand(t, eightGPUs, errNoLibrary, errors.New("cuda: cannot load NVRTC"))
 	eng, _, err := Choose("")
 	var le *collectives.LibraryError
 	if !errors.As(err, &le) || eng != nil {
@@ -173,7 +173,7 @@ func TestStandInDriverWithoutNVRTC(t *testing.T) {
 	}
 	o := openLibrary
 	t.Cleanup(func() { openLibrary = o })
-	openLibrary = func(string) error { return noLibrary } // a real NCCL here would be found, and fail later
+	openLibrary = func(string) error { return errNoLibrary } // a real NCCL here would be found, and fail later
 	eng, _, err := Choose("")
 	var le *collectives.LibraryError
 	if !errors.As(err, &le) || eng != nil || !strings.Contains(err.Error(), "NVRTC") {
@@ -185,7 +185,7 @@ func TestStandInDriverWithoutNVRTC(t *testing.T) {
 }
 
 func TestReaders(t *testing.T) {
-	stand(t, eightGPUs, noLibrary, nil)
+	stand(t, eightGPUs, errNoLibrary, nil)
 	for name, want := range map[string][]string{"auto": {"gpu"}, "host": {"host"}, "gpu": {"gpu"}} {
 		if got, ok := Readers(name); !ok || !slices.Equal(got, want) {
 			t.Errorf("Readers(%s) = %v, %v; want %v", name, got, ok, want)
