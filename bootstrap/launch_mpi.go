@@ -213,9 +213,16 @@ func (lib *mpiLib) exchange(rank int, buf []byte, timeout time.Duration) error {
 		return fmt.Errorf("bootstrap: rank %d: %s's %s did not return within %v: a process of the run did not start, "+
 			"or stopped", rank, lib.flavor.name, *step.Load(), timeout)
 	case s := <-sig:
-		return fmt.Errorf("bootstrap: rank %d: interrupted (%v) in %s's %s", rank, s, lib.flavor.name, *step.Load())
+		return mpiInterrupted(fmt.Sprintf("bootstrap: rank %d: interrupted (%v) in %s's %s", rank, s, lib.flavor.name,
+			*step.Load()))
 	}
 }
+
+// mpiInterrupted is a signal during the MPI meeting: the run exits as interrupted (130, 143), not as failed.
+type mpiInterrupted string
+
+func (e mpiInterrupted) Error() string        { return string(e) }
+func (e mpiInterrupted) Is(target error) bool { return target == ErrInterrupted }
 
 // ifaceAddr is an address of one of this host's interfaces that are up.
 type ifaceAddr struct {

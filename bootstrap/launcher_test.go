@@ -1,6 +1,8 @@
 package bootstrap
 
 import (
+	"errors"
+	"fmt"
 	"strings"
 	"testing"
 )
@@ -143,5 +145,14 @@ func TestDerivedPortRange(t *testing.T) {
 		if p := derivedPort(id); p < 10000 || p >= 30000 {
 			t.Errorf("derivedPort(%q) = %d, want 10000-29999", id, p)
 		}
+	}
+}
+
+// TestMPIInterruptIsAnInterrupt: a signal during the MPI meeting ends the run as interrupted (exit 130, 143), as a
+// signal during the TCP rendezvous does, not as a failed run (exit 2).
+func TestMPIInterruptIsAnInterrupt(t *testing.T) {
+	err := error(mpiInterrupted("bootstrap: rank 0: interrupted (terminated) in MPICH's MPI_Init"))
+	if !errors.Is(fmt.Errorf("joining: %w", err), ErrInterrupted) {
+		t.Errorf("%v is not ErrInterrupted", err)
 	}
 }
