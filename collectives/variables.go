@@ -103,6 +103,7 @@ func buildVariables() []Variable {
 		Variable{Name: "RCCLX_TESTS_SEED"},
 		Variable{Name: "RCCLX_TESTS_BOOTSTRAP"},
 		Variable{Name: "RCCLX_TESTS_RUN_ID"},
+		Variable{Name: "RCCLX_TESTS_DIALECT", Check: oneOf("nccl-tests", "rccl-tests")},
 		Variable{Name: "RCCLX_TESTS_AB_WORKER"}, // set by --ab in its workers
 		Variable{Name: envVSpread, Colls: alltoallv, Overridable: true, Check: checkOf(vSpread), Meaning: meaning(vSpread, 1)},
 		Variable{Name: envVMatrix, Colls: alltoallv, Overridable: true},
@@ -124,10 +125,11 @@ func buildVariables() []Variable {
 		Variable{Name: "RCCLX_TESTS_GPU_LL128", Engines: []string{EngineGPU}, Check: oneOf("0", "1")},
 		Variable{Name: "RCCLX_TESTS_KERNEL_CACHE", Engines: gpuOnly},
 	)
-	// nccl-tests' and rccl-tests' variables this suite does not implement: the process reads them only to refuse
-	// a run they would change or to say in a "#" line that they are not supported (harness/envcompat.go).
+	// nccl-tests' and rccl-tests' variables the harness reads itself (harness/envcompat.go, netcounter.go), or
+	// reads only to say in a "#" line that they are not supported.
 	for _, name := range []string{"NCCL_TESTS_SPLIT", "NCCL_TESTS_SPLIT_MASK", "NCCL_TESTS_DEVICE",
-		"RCCL_TESTS_NET_COUNTER_ENABLE", "RCCL_TESTS_NET_COUNTER_NIC_PREFIX", "RCCL_TESTS_NIC_COUNTER_LIST"} {
+		"RCCL_TESTS_NET_COUNTER_ENABLE", "RCCL_TESTS_NET_COUNTER_NIC_PREFIX", "RCCL_TESTS_NIC_COUNTER_LIST",
+		"RCCL_TESTS_KERNEL_TIMING"} {
 		vs = append(vs, Variable{Name: name})
 	}
 	return append(vs, gpuTuningVariables()...)

@@ -149,7 +149,7 @@ func TestPlotAB(t *testing.T) {
 		t.Error("SVG legend: want one entry per reduction")
 	}
 	for _, want := range []string{">all_reduce, float sum, 2 ranks on NVIDIA H200, NCCL 2.28.3<", ">A: NCCL_ALGO=ring<",
-		">speedup (time A / time B, log scale)<", ">1KiB<", ">2MiB<"} {
+		">speedup (geomean of per-cycle time ratios, time A / time B, log scale)<", ">1KiB<", ">2MiB<"} {
 		if !strings.Contains(text, want) {
 			t.Errorf("A/B SVG lacks %s", want)
 		}
