@@ -4,10 +4,11 @@
 #
 #   BIN=DIR HIPINC=DIR [VBIN=DIR] [OUT=DIR] scripts/hip-shim-check.sh [STEP...]
 #
-# BIN holds binaries built anywhere with CGO_ENABLED=0 (all_reduce_perf, all_gather_perf, alltoall_perf,
-# reduce_scatter_perf, gpuengine.test, gpurt.test); VBIN the all_reduce_perf of the vendor engine (default BIN);
+# BIN holds binaries built anywhere with CGO_ENABLED=0 (every <coll>_perf, gpuengine.test, gpurt.test); VBIN
+# the perf binaries of the vendor engine (default BIN);
 # HIPINC a folder holding AMD's hip/ headers (Debian's libamdhip64-dev: /usr/include).
-# Steps (default all): bins (the gpu engine's binaries, 2 ranks sharing the GPU, 2 processes, -G, 8 ranks),
+# Steps (default all): bins (the gpu engine's binaries, every one at 2 ranks sharing the GPU; all_reduce also as
+# 2 processes, with -G and at 8 ranks),
 # vendor (the vendor engine on a stand-in RCCL: an empty library whose DT_NEEDED are the shim and NVIDIA's NCCL,
 # as librccl links libamdhip64; -G and -Y), tests (gpuengine's GPU matrix against the host engine and gpurt's
 # GPU tests, on HIP). Every run goes through gpurt's HIP binding; kernels compile through the shim's hiprtc
@@ -82,6 +83,10 @@ step_bins() {
 	export BIN OUT
 	run procs2 90 bash -c "$(declare -p HIP); procs2 29671"
 	run procs2-dda-G 90 bash -c "$(declare -p HIP); procs2 29672 --dda -G 5"
+	local c
+	for c in broadcast reduce gather scatter sendrecv alltoallv hypercube; do
+		run "$c" 60 "${HIP[@]}" "$BIN/${c}_perf" "${G[@]}" -b 8 -e 16M -f 16 -w 1 -n 2
+	done
 	run ar-g8 150 "${HIP[@]}" "$BIN/all_reduce_perf" --engine gpu -g 8 --oversubscribe -T 60 -b 8 -e 1M -f 32 -d all -o all -w 1 -n 1
 	run ar-g8-dda-G 90 "${HIP[@]}" "$BIN/all_reduce_perf" --engine gpu -g 8 --oversubscribe -T 60 --dda -b 8 -e 1M -f 32 -G 5 -w 1 -n 5
 }
@@ -95,6 +100,11 @@ step_vendor() {
 		--lib "$OUT/shim/librccl.so.1" -g 1)
 	run vendor 90 "${V[@]}" -b 8 -e 64M -f 8 -d all -w 1 -n 2
 	run vendor-G 60 "${V[@]}" -b 8 -e 1M -f 8 -G 5 -w 1 -n 5
+	local c
+	for c in all_gather alltoall reduce_scatter broadcast reduce gather scatter sendrecv alltoallv hypercube; do
+		run "vendor-$c" 60 env LD_LIBRARY_PATH="$OUT/shim" RCCLX_TESTS_GPU_RUNTIME=hip "$VBIN/${c}_perf" \
+			--engine vendor --lib "$OUT/shim/librccl.so.1" -g 1 -b 8 -e 16M -f 16 -w 1 -n 2
+	done
 	for y in fine host managed; do
 		run "vendor-Y$y" 60 "${V[@]}" -b 8 -e 1M -f 32 -Y "$y" -w 1 -n 2
 	done
