@@ -7,11 +7,11 @@
 # BIN holds binaries built anywhere with CGO_ENABLED=0 (every <coll>_perf, gpuengine.test, gpurt.test); VBIN
 # the perf binaries of the vendor engine (default BIN);
 # HIPINC a folder holding AMD's hip/ headers (Debian's libamdhip64-dev: /usr/include).
-# Steps (default all): bins (the gpu engine's binaries, every one at 2 ranks sharing the GPU; all_reduce also as
-# 2 processes, with -G and at 8 ranks),
+# Steps (default all): bins (the gpu engine's binaries, every one at 2 ranks sharing the GPU and as 2 processes;
+# all_reduce also with -G and at 8 ranks),
 # vendor (the vendor engine on a stand-in RCCL: an empty library whose DT_NEEDED are the shim and NVIDIA's NCCL,
 # as librccl links libamdhip64; -G and -Y), tests (gpuengine's GPU matrix against the host engine and gpurt's
-# GPU tests, on HIP). Every run goes through gpurt's HIP binding; kernels compile through the shim's hiprtc
+# GPU tests, on HIP; TESTS_TIMEOUT seconds for the matrix, default 300). Every run goes through gpurt's HIP binding; kernels compile through the shim's hiprtc
 # (NVRTC for the real GPU), so what runs on the GPU is the CUDA branch of the kernels, built with the HIP
 # path's options (wave64 crews: the shim reports 64-lane warps, as AMD Instinct does).
 set -uo pipefail
@@ -57,13 +57,13 @@ g++ -std=c++17 -O2 -shared -fPIC -D__HIP_PLATFORM_AMD__ -I"$HIPINC" -I"$CUDA/inc
 HIP=(env RCCLX_TESTS_GPU_RUNTIME=hip RCCLX_TESTS_LIBAMDHIP64="$SHIM")
 G=(--engine gpu -g 2 --oversubscribe -T 60)
 
-# procs2 PORT ARGS...: all_reduce_perf on the gpu engine as 2 processes x 1 GPU.
+# procs2 PORT COLL ARGS...: COLL_perf on the gpu engine as 2 processes x 1 GPU.
 procs2() {
-	local port=$1 pids=() rc=0 r
-	shift
+	local port=$1 coll=$2 pids=() rc=0 r
+	shift 2
 	for r in 0 1; do
 		RANK=$r WORLD_SIZE=2 LOCAL_RANK=$r LOCAL_WORLD_SIZE=2 MASTER_ADDR=127.0.0.1 MASTER_PORT=$port \
-			"${HIP[@]}" "$BIN/all_reduce_perf" --engine gpu -g 1 -T 60 -b 8 -e 16M -f 8 -w 1 -n 2 "$@" \
+			"${HIP[@]}" "$BIN/${coll}_perf" --engine gpu -g 1 -T 60 -b 8 -e 16M -f 8 -w 1 -n 2 "$@" \
 			>"$OUT/procs2-$port-$r.out" 2>&1 &
 		pids+=($!)
 	done
@@ -81,8 +81,11 @@ step_bins() {
 	run rs 60 "${HIP[@]}" "$BIN/reduce_scatter_perf" "${G[@]}" -b 8 -e 64M -f 8 -w 1 -n 2
 	export -f procs2
 	export BIN OUT
-	run procs2 90 bash -c "$(declare -p HIP); procs2 29671"
-	run procs2-dda-G 90 bash -c "$(declare -p HIP); procs2 29672 --dda -G 5"
+	run procs2-dda-G 90 bash -c "$(declare -p HIP); procs2 29670 all_reduce --dda -G 5"
+	local port=29671
+	for c in all_reduce all_gather alltoall reduce_scatter broadcast reduce gather scatter sendrecv alltoallv hypercube; do
+		run "procs2-$c" 90 bash -c "$(declare -p HIP); procs2 $((port++)) $c"
+	done
 	local c
 	for c in broadcast reduce gather scatter sendrecv alltoallv hypercube; do
 		run "$c" 60 "${HIP[@]}" "$BIN/${c}_perf" "${G[@]}" -b 8 -e 16M -f 16 -w 1 -n 2
@@ -111,7 +114,7 @@ step_vendor() {
 }
 
 step_tests() {
-	run gpuengine-test 300 "${HIP[@]}" "$BIN/gpuengine.test" -test.v -test.timeout 290s \
+	run gpuengine-test "${TESTS_TIMEOUT:-300}" "${HIP[@]}" "$BIN/gpuengine.test" -test.v -test.timeout "$((${TESTS_TIMEOUT:-300} - 10))s" \
 		-test.run 'TestGPU(AlgorithmsMatchHost|GraphReplayAndEvents|TwoThreads|Timeout|CorruptHook|Unaligned|CloseReleasesDeviceMemory)'
 	run gpurt-test 90 "${HIP[@]}" "$BIN/gpurt.test" -test.v -test.timeout 80s -test.run 'TestGPU'
 }
