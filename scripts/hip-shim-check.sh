@@ -8,12 +8,12 @@
 # the perf binaries of the vendor engine (default BIN);
 # HIPINC a folder holding AMD's hip/ headers (Debian's libamdhip64-dev: /usr/include).
 # Steps (default all): bins (the gpu engine's binaries, every one at 2 ranks sharing the GPU and as 2 processes;
-# all_reduce also with -G and at 8 ranks),
-# vendor (the vendor engine on a stand-in RCCL: an empty library whose DT_NEEDED are the shim and NVIDIA's NCCL,
-# as librccl links libamdhip64; -G and -Y), tests (gpuengine's GPU matrix against the host engine and gpurt's
-# GPU tests, on HIP; TESTS_TIMEOUT seconds for the matrix, default 300). Every run goes through gpurt's HIP binding; kernels compile through the shim's hiprtc
-# (NVRTC for the real GPU), so what runs on the GPU is the CUDA branch of the kernels, built with the HIP
-# path's options (wave64 crews: the shim reports 64-lane warps, as AMD Instinct does).
+# all_reduce also with -G and at 8 ranks), vendor (the vendor engine on a stand-in RCCL: an empty library whose
+# DT_NEEDED are the shim and NVIDIA's NCCL, as librccl links libamdhip64; every binary, -G and -Y), tests
+# (gpuengine's GPU matrix against the host engine, TESTS_TIMEOUT seconds, default 300, and gpurt's GPU tests, on
+# HIP). Every run goes through gpurt's HIP binding; kernels compile through the shim's hiprtc (NVRTC for the real
+# GPU), so what runs on the GPU is the CUDA branch of the kernels, built with the HIP path's options (wave64 crews:
+# the shim reports 64-lane warps, as AMD Instinct does).
 set -uo pipefail
 usage() { sed -n '2,/^set /{/^#/s/^# \{0,1\}//p}' "$0"; }
 for a in "$@"; do
