@@ -90,7 +90,7 @@ step_bins() {
 	for c in broadcast reduce gather scatter sendrecv alltoallv hypercube; do
 		run "$c" 60 "${HIP[@]}" "$BIN/${c}_perf" "${G[@]}" -b 8 -e 16M -f 16 -w 1 -n 2
 	done
-	run ar-g8 150 "${HIP[@]}" "$BIN/all_reduce_perf" --engine gpu -g 8 --oversubscribe -T 60 -b 8 -e 1M -f 32 -d all -o all -w 1 -n 1
+	run ar-g8 300 "${HIP[@]}" "$BIN/all_reduce_perf" --engine gpu -g 8 --oversubscribe -T 60 -b 8 -e 1M -f 32 -d all -o all -w 1 -n 1
 	run ar-g8-dda-G 90 "${HIP[@]}" "$BIN/all_reduce_perf" --engine gpu -g 8 --oversubscribe -T 60 --dda -b 8 -e 1M -f 32 -G 5 -w 1 -n 5
 }
 
