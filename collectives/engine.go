@@ -143,8 +143,9 @@ type Group interface {
 	Wait() error
 }
 
-// CacheFlusher is a Comm that can flush its devices' instruction caches as rccl-tests' -F does: in the timed
-// loop, before each local rank's call of every every-th operation (counted from the loop's first, 0 included).
+// CacheFlusher is a Comm that can flush its devices' instruction caches as rccl-tests' -F does: in the warm-up
+// and timed loops, before each local rank's call of every every-th operation (by its index in the loop, 0
+// included).
 // FlushICache readies that before the first measurement; an error says why it cannot, and the run goes on
 // without.
 type CacheFlusher interface {

@@ -35,8 +35,8 @@ func (c *comm) FlushICache(every int) error {
 	return nil
 }
 
-// queueFlush adds local rank r's flush to q when op, counted from a timed loop's first, is one -F flushes
-// before (rccl-tests: op % every == 0); op < 0 is a call outside a timed loop.
+// queueFlush adds local rank r's flush to q when op, the operation's index in its loop, is one -F flushes
+// before (rccl-tests: op % every == 0); op < 0 is a call outside a loop.
 func (g *group) queueFlush(q *nccl.Calls, r *rank, op int) {
 	if g.c.flushEvery > 0 && op >= 0 && op%g.c.flushEvery == 0 {
 		_, args := r.flush.Call(r.stream)

@@ -11,23 +11,25 @@ import (
 	"github.com/rcclx-tests/rcclx-tests/internal/fakehip"
 )
 
-// -F N on HIP, as rccl-tests places it: in the timed loop, inside each iteration's group, before each rank's
-// call of every N-th operation (the first included), the flush kernel on that rank's stream, loaded on its
+// -F N on HIP, as rccl-tests places it: in the loop, inside each iteration's group, before each rank's call of
+// every N-th operation (the first included), the flush kernel on that rank's stream, loaded on its
 // device, CUs*60 blocks of 64 threads; none with -F 0 and none outside the loop.
 func TestHIPCacheFlush(t *testing.T) {
 	t.Setenv("RCCLX_TESTS_KERNEL_CACHE", t.TempDir())
 	flushed := "group{ flush@0 allreduce 1 flush@1 allreduce 2 } "
 	plain := "group{ allreduce 1 allreduce 2 } "
 	for _, c := range []struct {
-		every, iters, agg int
-		want              string
+		every, first, iters, agg int
+		want                     string
 	}{
-		{2, 5, 1, flushed + plain + flushed + plain + flushed},
-		{0, 3, 1, strings.Repeat(plain, 3)},
+		{2, 0, 5, 1, flushed + plain + flushed + plain + flushed},
+		{0, 0, 3, 1, strings.Repeat(plain, 3)},
 		// Operations are counted across an iteration's aggregated ones: 0 and 3 of 0..5 flush.
-		{3, 3, 2, "group{ " + flushed + plain + "} group{ " + plain + flushed + "} group{ " + plain + plain + "} "},
+		{3, 0, 3, 2, "group{ " + flushed + plain + "} group{ " + plain + flushed + "} group{ " + plain + plain + "} "},
+		// A loop launched iteration by iteration (-z 3, -I) counts operations from the first iteration: 3 and 4.
+		{2, 3, 2, 1, plain + flushed},
 	} {
-		t.Run(fmt.Sprintf("F%d-agg%d", c.every, c.agg), func(t *testing.T) {
+		t.Run(fmt.Sprintf("F%d-from%d-agg%d", c.every, c.first, c.agg), func(t *testing.T) {
 			h := startHIP(t, &fakehip.HIP{Devices: []fakehip.Device{fakehip.MI300X, fakehip.MI300X}})
 			cm := openHIP(t, h, collectives.Config{NThreads: 1, NGpus: 2})
 			if err := cm.FlushICache(c.every); err != nil {
@@ -40,7 +42,7 @@ func TestHIPCacheFlush(t *testing.T) {
 			}
 			rccl.calls = nil
 			launched := h.LaunchCount()
-			launch, err := g.PrepareLoop(calls, 0, c.iters, c.agg)
+			launch, err := g.PrepareLoop(calls, c.first, c.iters, c.agg)
 			if err != nil {
 				t.Fatal(err)
 			}

@@ -60,7 +60,8 @@ func (g *group) PrepareLoop(calls []*collectives.Call, first, iters, agg int) (f
 				q.GroupStart()
 			}
 			for a := range agg {
-				g.queue(q, calls[(first+next*agg+a)%len(calls)], next*agg+a)
+				op := first + next*agg + a
+				g.queue(q, calls[op%len(calls)], op)
 			}
 			if agg > 1 {
 				q.GroupEnd()
