@@ -18,6 +18,7 @@ const icacheSource = `extern "C" __global__ void rcclx_icache_flush() {
 // ICacheFlush is the instruction-cache flush kernel loaded on one device, with its launch shape: 60 blocks of
 // 64 threads per compute unit, as rccl-tests launches its flush for -F.
 type ICacheFlush struct {
+	Module      *Module // unload it when done
 	Func        Function
 	Grid, Block [3]uint32
 }
@@ -46,9 +47,10 @@ func LoadICacheFlush(d Device) (ICacheFlush, error) {
 	}
 	f, err := m.Function("rcclx_icache_flush")
 	if err != nil {
+		_ = m.Unload()
 		return ICacheFlush{}, err
 	}
-	return ICacheFlush{Func: f, Grid: [3]uint32{uint32(cus) * 60, 1, 1}, Block: [3]uint32{64, 1, 1}}, nil
+	return ICacheFlush{Module: m, Func: f, Grid: [3]uint32{uint32(cus) * 60, 1, 1}, Block: [3]uint32{64, 1, 1}}, nil
 }
 
 // Call is the flush's launch on s as a C call: the launch function (hipModuleLaunchKernel) and its arguments,

@@ -144,6 +144,9 @@ func (c *comm) Close() error {
 			continue
 		}
 		keep(runtimeError(r.ctx.SetCurrent()))
+		if r.flush.Module != nil {
+			keep(runtimeError(r.flush.Module.Unload()))
+		}
 		if r.stream != 0 {
 			keep(runtimeError(r.stream.Destroy()))
 		}

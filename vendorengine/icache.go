@@ -13,18 +13,26 @@ import (
 func (c *comm) FlushICache(every int) error {
 	runtime.LockOSThread()
 	defer runtime.UnlockOSThread()
-	flushes := make([]gpurt.ICacheFlush, len(c.ranks))
-	for l, r := range c.ranks {
+	for _, r := range c.ranks {
 		if !r.caps.ICacheFlush {
 			return fmt.Errorf("%w on %s", gpurt.ErrNoICacheFlush, r.caps.Runtime.Title())
 		}
-		if err := r.ctx.SetCurrent(); err != nil {
-			return err
+	}
+	flushes := make([]gpurt.ICacheFlush, 0, len(c.ranks))
+	for _, r := range c.ranks {
+		err := r.ctx.SetCurrent()
+		var f gpurt.ICacheFlush
+		if err == nil {
+			f, err = gpurt.LoadICacheFlush(r.dev)
 		}
-		var err error
-		if flushes[l], err = gpurt.LoadICacheFlush(r.dev); err != nil {
+		if err != nil {
+			for l, f := range flushes {
+				_ = c.ranks[l].ctx.SetCurrent()
+				_ = f.Module.Unload()
+			}
 			return fmt.Errorf("device %d: %w", r.dev, err)
 		}
+		flushes = append(flushes, f)
 	}
 	fn, _ := flushes[0].Call(0)
 	c.flush = nccl.NewForeign("hipModuleLaunchKernel", fn, gpurt.LaunchError)
