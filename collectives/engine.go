@@ -143,6 +143,15 @@ type Group interface {
 	Wait() error
 }
 
+// CacheFlusher is a Comm that can flush its devices' instruction caches as rccl-tests' -F does: in the warm-up
+// and timed loops, before each local rank's call of every every-th operation (by its index in the loop, 0
+// included).
+// FlushICache readies that before the first measurement; an error says why it cannot, and the run goes on
+// without.
+type CacheFlusher interface {
+	FlushICache(every int) error
+}
+
 // LoopLauncher is a Group that readies whole iterations before the clock starts and launches them at once:
 // iters iterations of agg operations from the first-th operation on (the i-th operation is calls[i mod
 // len(calls)]), an iteration's operations aggregated as its library allows (NCCL: one group, as nccl-tests

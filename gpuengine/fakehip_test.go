@@ -44,7 +44,7 @@ func TestFakeHIPGPUEngineOnMI300X(t *testing.T) {
 		t.Errorf("the engine says it runs on %s", rt)
 	}
 	for _, r := range c.ranks {
-		want := gpurt.Caps{Runtime: gpurt.HIP, Arch: fakehip.MI300X.Arch, WarpSize: 64, FP8: gpurt.FP8FNUZ}
+		want := gpurt.Caps{Runtime: gpurt.HIP, Arch: fakehip.MI300X.Arch, WarpSize: 64, FP8: gpurt.FP8FNUZ, ICacheFlush: true}
 		if r.caps != want {
 			t.Errorf("rank %d: caps %+v, want %+v", r.global, r.caps, want)
 		}

@@ -85,6 +85,8 @@ type Caps struct {
 	// measured correct and fast (NVIDIA), off on HIP until checked on AMD hardware.
 	LL128      bool
 	CopyEngine bool
+	// ICacheFlush: the instruction cache can be flushed by a kernel (LoadICacheFlush; AMD's s_icache_inv).
+	ICacheFlush bool
 }
 
 // Caps returns the device's capabilities under the bound runtime.
@@ -102,6 +104,7 @@ func (d Device) Caps() (Caps, error) {
 		if ArchBase(arch) == "gfx942" {
 			c.FP8 = FP8FNUZ
 		}
+		c.ICacheFlush = true
 		return c, nil
 	}
 	major, _, err := d.ComputeCapability()

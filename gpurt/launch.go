@@ -113,12 +113,9 @@ func Launch(f Function, grid, block [3]uint32, sharedMem uint32, s Stream, args 
 
 // launchKernel is cuLaunchKernel with the parameter array at params (0: none).
 func launchKernel(f Function, grid, block [3]uint32, sharedMem uint32, s Stream, params uintptr) error {
-	r := ccall.Call(cuLaunchKernel.addr, uintptr(f),
-		uintptr(grid[0]), uintptr(grid[1]), uintptr(grid[2]),
-		uintptr(block[0]), uintptr(block[1]), uintptr(block[2]),
-		uintptr(sharedMem), uintptr(s), params, 0)
-	if r := uint32(r); r != 0 {
-		return driverError(cuLaunchKernel.name, int(r))
+	fn, args := kernelCall(f, grid, block, sharedMem, s, params)
+	if r := uint32(ccall.Call(fn, args...)); r != 0 {
+		return LaunchError(int(r))
 	}
 	return nil
 }

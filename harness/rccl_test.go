@@ -2,6 +2,7 @@ package harness
 
 import (
 	"encoding/json"
+	"fmt"
 	"math"
 	"math/rand/v2"
 	"os"
@@ -268,10 +269,14 @@ func TestMemoryTypeNotes(t *testing.T) {
 		t.Errorf("host: exit %d\n%s%s", r.code, r.stdout, r.stderr)
 	}
 	fake := &noteEngine{newFake(1)}
-	r = testRun(t, collectives.AllReduce, seedArgs(1, append(small, "-Y", "managed", "-x", "1")...), fake)
+	r = testRun(t, collectives.AllReduce, seedArgs(1, append(small, "-Y", "managed", "-x", "1", "-F", "3")...), fake)
 	if r.code != exitOK || !strings.Contains(r.stdout, "# Memory: kind 4\n") || !strings.Contains(r.stdout, "# CTA policy 1\n") ||
-		fake.cfg.Memory != collectives.MemoryManaged || fake.cfg.CTAPolicy != 1 {
+		fake.cfg.Memory != collectives.MemoryManaged || fake.cfg.CTAPolicy != 1 || strings.Contains(r.stdout, "-F") {
 		t.Errorf("noter: exit %d\n%s%s", r.code, r.stdout, r.stderr)
+	}
+	r = testRun(t, collectives.AllReduce, seedArgs(1, append(small, "-F", "2")...), fake)
+	if !strings.Contains(r.stdout, "# -F 2 ignored: engine fake: cannot flush every 2\n") {
+		t.Errorf("a flusher that cannot: exit %d\n%s%s", r.code, r.stdout, r.stderr)
 	}
 	r = testRun(t, collectives.AllReduce, seedArgs(1, append(small, "-F", "2", "-x", "0", "--cumask", "f", "-R", "2", "-D", "1")...), newFake(1))
 	for _, want := range []string{"# -F 2 ignored", "# -x 0 ignored", "# --cumask f ignored", "# -D 1 ignored"} {
@@ -281,7 +286,7 @@ func TestMemoryTypeNotes(t *testing.T) {
 	}
 }
 
-// noteEngine's communicators are MemoryNoters and CTAPolicyNoters.
+// noteEngine's communicators are MemoryNoters, CTAPolicyNoters and CacheFlushers.
 type noteEngine struct{ *fakeEngine }
 
 type noteComm struct {
@@ -296,6 +301,14 @@ func (e *noteEngine) Open(cfg collectives.Config) (collectives.Comm, error) {
 
 func (c noteComm) MemoryNote() string    { return "Memory: kind " + strconv.Itoa(int(c.cfg.Memory)) }
 func (c noteComm) CTAPolicyNote() string { return "CTA policy " + strconv.Itoa(c.cfg.CTAPolicy) }
+
+// FlushICache can flush every third operation only.
+func (c noteComm) FlushICache(every int) error {
+	if every != 3 {
+		return fmt.Errorf("cannot flush every %d", every)
+	}
+	return nil
+}
 
 // TestDelayBetweenHalves: -q puts at least its delay between a row's last out-of-place call and its first
 // in-place call (measured with the wall clock, lower bound only).

@@ -110,8 +110,12 @@ func (s *session) rcclNotes() {
 	if r.Cumask != "" {
 		s.note("--cumask %s ignored: compute-unit masks are AMD's; engine %s has none", r.Cumask, name)
 	}
-	if r.CacheFlush > 0 {
+	if cf, ok := s.comm.(collectives.CacheFlusher); r.CacheFlush > 0 && !ok {
 		s.note("-F %d ignored: engine %s cannot flush the instruction cache", r.CacheFlush, name)
+	} else if r.CacheFlush > 0 {
+		if err := cf.FlushICache(r.CacheFlush); err != nil {
+			s.note("-F %d ignored: engine %s: %v", r.CacheFlush, name, err)
+		}
 	}
 	if r.AlgoColumns == 1 && s.o.AlgoColumn {
 		s.note("--algo-column ignored: -A 1 prints the algorithm")

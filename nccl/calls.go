@@ -42,7 +42,8 @@ func (q *Calls) Reset() {
 
 // Run makes the calls in order. A call answering ncclInProgress (non-blocking communicators) does not stop
 // the rest. At the first call that fails, Run stops, ends the groups the calls had left open (the group
-// depth is the thread's, and would swallow later calls) and returns that call's *Error. Otherwise it returns
+// depth is the thread's, and would swallow later calls) and returns that call's *Error (a Foreign call's
+// error as its fail makes it). Otherwise it returns
 // an error for which IsInProgress holds if some call answered so, else nil. A list naming a function the
 // library does not export makes no call and returns an error wrapping collectives.ErrUnsupported.
 func (q *Calls) Run() error {
@@ -55,9 +56,14 @@ func (q *Calls) Run() error {
 		if at == q.batch.Len() {
 			return pending
 		}
-		r := Result(int32(ret))
-		err := q.lib.check(q.funcs[at].name(), r)
-		if r != InProgress {
+		f, r := q.funcs[at], Result(int32(ret))
+		var err error
+		if f.fail != nil {
+			err = f.fail(int(r))
+		} else {
+			err = q.lib.check(f.name(), r)
+		}
+		if f.fail != nil || r != InProgress {
 			for range q.openGroups(at) {
 				ccall.Call(q.lib.groupEnd.addr)
 			}
@@ -81,6 +87,18 @@ func (q *Calls) openGroups(at int) int {
 	}
 	return open
 }
+
+// Foreign is a C function outside the library that a list of calls may make between the library's (a kernel
+// launch); fail turns a non-zero status it returns into Run's error.
+type Foreign struct{ f cfunc }
+
+// NewForeign names the function at addr.
+func NewForeign(name string, addr uintptr, fail func(status int) error) *Foreign {
+	return &Foreign{cfunc{names: []string{name}, addr: addr, fail: fail}}
+}
+
+// Call adds a call of f with args.
+func (q *Calls) Call(f *Foreign, args ...uintptr) *Calls { return q.add(&f.f, args...) }
 
 // GroupStart and GroupEnd are ncclGroupStart and ncclGroupEnd.
 func (q *Calls) GroupStart() *Calls { return q.add(&q.lib.groupStart) }

@@ -2,6 +2,7 @@ package nccl
 
 import (
 	"errors"
+	"fmt"
 	"math/rand/v2"
 	"strings"
 	"testing"
@@ -86,6 +87,28 @@ func TestCallsRun(t *testing.T) {
 		if err := q.GroupEnd().Run(); !errors.Is(err, collectives.ErrUnsupported) || !strings.Contains(err.Error(), name) {
 			t.Fatalf("a missing %s: Run = %v", name, err)
 		}
+	}
+}
+
+// A Foreign call (a kernel launch between the library's) is made in order; its failure, whatever the status
+// (ncclInProgress's number too), stops the calls, ends the open group, and is reported by its own error.
+func TestCallsForeign(t *testing.T) {
+	l := fakeLibrary(t)
+	launch := NewForeign("hipModuleLaunchKernel", l.allReduce.addr, func(status int) error {
+		return fmt.Errorf("launch failed: %d", status)
+	})
+	q := l.NewCalls()
+	q.GroupStart().Call(launch, 0).AllReduce(0, 0, 1, Float32, OpSum, 0, 0).GroupEnd()
+	if err := q.Run(); err != nil {
+		t.Fatalf("every call succeeds: %v", err)
+	}
+	q.Reset()
+	q.GroupStart().Call(launch, uintptr(InProgress)).AllReduce(0, 0, 1, Float32, OpSum, 0, 0).GroupEnd()
+	if err := q.Run(); err == nil || err.Error() != fmt.Sprintf("launch failed: %d", InProgress) {
+		t.Fatalf("a failing launch: Run = %v", err)
+	}
+	if got := q.openGroups(1); got != 1 {
+		t.Errorf("a failing launch leaves %d groups open, want 1", got)
 	}
 }
 

@@ -40,6 +40,7 @@ type Library struct {
 type cfunc struct {
 	names []string
 	addr  uintptr
+	fail  func(status int) error // the error of a non-zero status, for a Foreign function
 }
 
 func (f *cfunc) name() string { return f.names[0] }

@@ -33,6 +33,8 @@ type comm struct {
 	ranks                       []*rank               // local ranks, in local order
 	groups                      []*group
 	devices                     []collectives.Device
+	flushEvery                  int           // -F: flush the instruction cache before every flushEvery-th operation of a timed loop
+	flush                       *nccl.Foreign // the flush kernel's launch function (icache.go)
 
 	abortMu  sync.Mutex
 	abortErr error // why the communicators were aborted; after ncclCommAbort they are gone
@@ -48,7 +50,8 @@ type rank struct {
 	caps   gpurt.Caps
 	// FP8: nccl-tests and rccl-tests run the FP8 types on compute capability 9.0 and later (AMD gfx90a reports
 	// 9.0, gfx942 9.4).
-	fp8 bool
+	fp8   bool
+	flush gpurt.ICacheFlush // -F's kernel on this device, once FlushICache loaded it
 }
 
 func (r *rank) open(streamNull bool) error {
@@ -141,6 +144,9 @@ func (c *comm) Close() error {
 			continue
 		}
 		keep(runtimeError(r.ctx.SetCurrent()))
+		if r.flush.Module != nil {
+			keep(runtimeError(r.flush.Module.Unload()))
+		}
 		if r.stream != 0 {
 			keep(runtimeError(r.stream.Destroy()))
 		}

@@ -1,6 +1,7 @@
 package vendorengine
 
 import (
+	"fmt"
 	"slices"
 	"strings"
 	"sync"
@@ -28,6 +29,22 @@ type hipNCCL struct {
 	initAll  []int32
 	initRank map[int]int // rank -> current device
 	memAlloc int
+	// calls records each ncclGroupStart ("group{"), ncclGroupEnd ("}") and ncclAllReduce ("allreduce <comm>"),
+	// with the number of kernels launched before it.
+	calls []hipCall
+}
+
+type hipCall struct {
+	name     string
+	launched int
+}
+
+// record notes a call of the fake RCCL.
+func (n *hipNCCL) record(name string) uintptr {
+	n.mu.Lock()
+	defer n.mu.Unlock()
+	n.calls = append(n.calls, hipCall{name, n.hip.LaunchCount()})
+	return 0
 }
 
 var (
@@ -66,6 +83,11 @@ func fakeRCCL(t *testing.T, h *fakehip.HIP) *nccl.Library {
 				return 0
 			}),
 			"ncclCommGetAsyncError": purego.NewCallback(func(_ uintptr, state *int32) uintptr { *state = 0; return 0 }),
+			"ncclAllReduce": purego.NewCallback(func(_, _, _, _, _ uintptr, comm nccl.Comm, _ uintptr) uintptr {
+				return rccl.record(fmt.Sprintf("allreduce %d", comm))
+			}),
+			"ncclGroupStart": purego.NewCallback(func() uintptr { return rccl.record("group{") }),
+			"ncclGroupEnd":   purego.NewCallback(func() uintptr { return rccl.record("}") }),
 			"ncclMemAlloc": purego.NewCallback(func(uintptr, uintptr) uintptr {
 				rccl.mu.Lock()
 				defer rccl.mu.Unlock()
@@ -78,7 +100,7 @@ func fakeRCCL(t *testing.T, h *fakehip.HIP) *nccl.Library {
 				return a
 			}
 			switch name {
-			case "ncclCommDestroy", "ncclCommAbort", "ncclGroupStart", "ncclGroupEnd", "ncclAllReduce", "ncclAllGather",
+			case "ncclCommDestroy", "ncclCommAbort", "ncclAllGather",
 				"ncclReduceScatter", "ncclBroadcast", "ncclReduce", "ncclMemFree":
 				return ok
 			}
@@ -90,7 +112,7 @@ func fakeRCCL(t *testing.T, h *fakehip.HIP) *nccl.Library {
 	}
 	rccl.mu.Lock()
 	defer rccl.mu.Unlock()
-	rccl.hip, rccl.initAll, rccl.initRank, rccl.memAlloc = h, nil, map[int]int{}, 0
+	rccl.hip, rccl.initAll, rccl.initRank, rccl.memAlloc, rccl.calls = h, nil, map[int]int{}, 0, nil
 	return rcclLib
 }
 

@@ -32,7 +32,7 @@ func (g *group) Launch(c *collectives.Call) error {
 		return g.corrupt(c)
 	}
 	g.calls.Reset()
-	g.queue(g.calls, c)
+	g.queue(g.calls, c, -1)
 	if err := g.finish(g.calls.Run()); err != nil {
 		return err
 	}
@@ -44,7 +44,7 @@ func (g *group) Launch(c *collectives.Call) error {
 // calls are listed before launch is called (up to preparedCalls of them; a longer loop lists the rest as it
 // goes) and go to the library in one crossing from Go per loopChunk calls. Non-blocking communicators,
 // which must be ready again before their next call, and the corrupt and delay hooks go call by call, through
-// Launch.
+// Launch (without -F's flushes). The flushes of -F (FlushICache) are listed with the library calls.
 func (g *group) PrepareLoop(calls []*collectives.Call, first, iters, agg int) (func() error, error) {
 	if g.c.nonBlocking || g.c.hooks.CorruptRank >= 0 || g.c.hooks.Delay > 0 {
 		return func() error { return collectives.LaunchEach(g, calls, first, iters*agg) }, nil
@@ -60,7 +60,8 @@ func (g *group) PrepareLoop(calls []*collectives.Call, first, iters, agg int) (f
 				q.GroupStart()
 			}
 			for a := range agg {
-				g.queue(q, calls[(first+next*agg+a)%len(calls)])
+				op := first + next*agg + a
+				g.queue(q, calls[op%len(calls)], op)
 			}
 			if agg > 1 {
 				q.GroupEnd()
@@ -142,10 +143,14 @@ func (g *group) prepare(c *collectives.Call) error {
 	return nil
 }
 
-// queue adds c's library calls to q, in one group where grouped says so. The skip hook's rank makes none.
-func (g *group) queue(q *nccl.Calls, c *collectives.Call) {
+// queue adds c's library calls to q, in one group where grouped says so, each rank's after its -F flush where
+// op (c's index in a timed loop, -1 outside one) says so. The skip hook's rank makes none.
+func (g *group) queue(q *nccl.Calls, c *collectives.Call, op int) {
 	g.arrive()
 	if c.Coll.Base() == collectives.HyperCube {
+		for _, r := range g.ranks {
+			g.queueFlush(q, r, op)
+		}
 		g.queueHyperCube(q, c)
 		return
 	}
@@ -154,6 +159,7 @@ func (g *group) queue(q *nccl.Calls, c *collectives.Call) {
 		q.GroupStart()
 	}
 	for l, r := range g.ranks {
+		g.queueFlush(q, r, op)
 		if r.global != g.c.hooks.SkipRank {
 			g.queueOne(q, c, l, r)
 		}

@@ -582,3 +582,10 @@ func (h *HIP) CurrentDevice() int {
 	defer h.mu.Unlock()
 	return h.device()
 }
+
+// LaunchCount is the number of launches recorded so far.
+func (h *HIP) LaunchCount() int {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	return len(h.Launches)
+}
