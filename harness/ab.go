@@ -14,6 +14,7 @@ import (
 
 	"github.com/rcclx-tests/rcclx-tests/bootstrap"
 	"github.com/rcclx-tests/rcclx-tests/collectives"
+	"github.com/rcclx-tests/rcclx-tests/harness/exit"
 	"github.com/rcclx-tests/rcclx-tests/results"
 )
 
@@ -64,6 +65,7 @@ func (e *armError) Error() string {
 	return fmt.Sprintf("arm %s (%s) rank %d: %v", e.arm.name, e.arm.label, e.rank, e.err)
 }
 func (e *armError) Unwrap() error { return e.err }
+func (e *armError) ExitCode() int { return e.code }
 
 func (a *app) runAB(out io.Writer, o *Options, world collectives.World, seed uint64, j *jsonOut) int {
 	r := &abRun{a: a, o: o, out: out, world: world, seed: seed, report: results.ABReport{Rows: []results.ABRow{}}}
@@ -126,7 +128,7 @@ func (r *abRun) start() error {
 			return err
 		}
 		if m.Ready == nil {
-			return &armError{arm: arm, rank: r.world.Rank(), err: errors.New("worker did not report ready"), code: exitRuntime}
+			return &armError{arm: arm, rank: r.world.Rank(), err: errors.New("worker did not report ready"), code: exit.Runtime}
 		}
 		arm.ready = m.Ready
 		if n := m.Ready.AutoNote; i == 0 && n != "" && r.world.Rank() == 0 {
@@ -229,7 +231,7 @@ func (r *abRun) half(i int, c abCommand) (*abHalf, error) {
 		return nil, armUnsupported(fmt.Sprintf("arm %s: %s", r.arms[i].name, m.Unsupported))
 	}
 	if err == nil && m.Half == nil {
-		err = &armError{arm: r.arms[i], rank: r.world.Rank(), err: errors.New("worker sent no result"), code: exitRuntime}
+		err = &armError{arm: r.arms[i], rank: r.world.Rank(), err: errors.New("worker sent no result"), code: exit.Runtime}
 	}
 	return m.Half, err
 }
@@ -286,7 +288,7 @@ func (r *abRun) died(arm *abArm) error {
 		how = arm.cmd.ProcessState.String()
 	default:
 	}
-	return &armError{arm: arm, rank: r.world.Rank(), code: exitRuntime,
+	return &armError{arm: arm, rank: r.world.Rank(), code: exit.Runtime,
 		err: fmt.Errorf("worker process %d died (%s)", arm.cmd.Process.Pid, how)}
 }
 

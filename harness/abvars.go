@@ -10,6 +10,7 @@ import (
 
 	"github.com/rcclx-tests/rcclx-tests/bootstrap"
 	"github.com/rcclx-tests/rcclx-tests/collectives"
+	"github.com/rcclx-tests/rcclx-tests/harness/exit"
 	"github.com/rcclx-tests/rcclx-tests/results"
 )
 
@@ -55,7 +56,7 @@ func (o *Options) checkVariables(fs *pflag.FlagSet, readers func(string) ([]stri
 			err = fmt.Errorf("%s is read from the process environment, which -E does not change: set it there", k)
 		}
 		if err != nil {
-			return &usageError{fmt.Sprintf("invalid value %q for -E/--env: %v", kv, err)}
+			return &exit.UsageError{Msg: fmt.Sprintf("invalid value %q for -E/--env: %v", kv, err)}
 		}
 	}
 	if o.abKey != "" {
@@ -93,7 +94,7 @@ var notPerArm = []string{seedEnv, abWorkerEnv, "RCCLX_TESTS_BOOTSTRAP", "NCCL_TE
 // variable is a "#" warning (both arms will run the same), or with --ab-strict an error.
 func (a *app) checkABVariable(o *Options) (abVariable, error) {
 	refuse := func(why string) (abVariable, error) {
-		return abVariable{}, &usageError{fmt.Sprintf("invalid value %q for --ab: %s", o.AB, why)}
+		return abVariable{}, &exit.UsageError{Msg: fmt.Sprintf("invalid value %q for --ab: %s", o.AB, why)}
 	}
 	if slices.Contains(notPerArm, o.abKey) {
 		return refuse(o.abKey + " is the same in both arms' workers (the launching process sets or reads it), " +

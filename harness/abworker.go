@@ -10,6 +10,7 @@ import (
 	"os"
 
 	"github.com/rcclx-tests/rcclx-tests/collectives"
+	"github.com/rcclx-tests/rcclx-tests/harness/exit"
 )
 
 // An A/B run (--ab KEY=v1,v2) runs each arm in worker processes of its own: the perf binary re-executed with
@@ -99,7 +100,7 @@ func (a *app) abWorker(o *Options, key string) int {
 	dec, enc := json.NewDecoder(commands), json.NewEncoder(replies)
 	var s *session
 	fail := func(err error) int {
-		e := &abError{Msg: err.Error(), Code: exitCode(err)}
+		e := &abError{Msg: err.Error(), Code: exit.Code(err)}
 		if s != nil {
 			e.Size = s.at
 		}
@@ -133,12 +134,12 @@ func (a *app) abWorker(o *Options, key string) int {
 		return fail(err)
 	}
 	if err := enc.Encode(abReply{Ready: ready}); err != nil {
-		return exitRuntime
+		return exit.Runtime
 	}
 	for {
 		var c abCommand
 		if err := dec.Decode(&c); err != nil {
-			return exitOK // the launcher closed the pipe: the run is over (or the launcher is gone)
+			return exit.OK // the launcher closed the pipe: the run is over (or the launcher is gone)
 		}
 		reply, err := s.answer(c)
 		if errors.Is(err, collectives.ErrUnsupported) {
@@ -148,7 +149,7 @@ func (a *app) abWorker(o *Options, key string) int {
 			return fail(err)
 		}
 		if err := enc.Encode(reply); err != nil {
-			return exitRuntime
+			return exit.Runtime
 		}
 	}
 }

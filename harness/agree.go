@@ -10,6 +10,7 @@ import (
 
 	"github.com/rcclx-tests/rcclx-tests/bootstrap"
 	"github.com/rcclx-tests/rcclx-tests/collectives"
+	"github.com/rcclx-tests/rcclx-tests/harness/exit"
 )
 
 // perProcessFlags may differ between the processes of one run: where a process writes (only rank 0 does),
@@ -67,7 +68,7 @@ func agreeArgs(w collectives.World, local runArgs) error {
 	}
 	for p, other := range all {
 		if why := all[0].differs(other); why != "" {
-			return &usageError{fmt.Sprintf("process %d runs %s: every process of a run needs the same binary and "+
+			return &exit.UsageError{Msg: fmt.Sprintf("process %d runs %s: every process of a run needs the same binary and "+
 				"arguments (%s and %s may differ)", p, bootstrap.Printable(why),
 				strings.Join(local.free[:len(local.free)-1], ", "), local.free[len(local.free)-1])}
 		}
@@ -104,7 +105,7 @@ func agreeSwitches(all []runArgs) error {
 			parts = append(parts, fmt.Sprintf("%s %s %s", collectives.ProcessesWord(procs[i]),
 				collectives.JoinRanks(procs[i]), shown))
 		}
-		return &usageError{fmt.Sprintf("%s differs between the processes (%s): every process of a run needs the "+
+		return &exit.UsageError{Msg: fmt.Sprintf("%s differs between the processes (%s): every process of a run needs the "+
 			"same RCCLX switches (set it alike everywhere, or with -E)", v.Name, strings.Join(parts, ", "))}
 	}
 	return nil

@@ -18,6 +18,7 @@ import (
 	"github.com/rcclx-tests/rcclx-tests/bootstrap"
 	"github.com/rcclx-tests/rcclx-tests/collectives"
 	"github.com/rcclx-tests/rcclx-tests/engines"
+	"github.com/rcclx-tests/rcclx-tests/harness/exit"
 	"github.com/rcclx-tests/rcclx-tests/internal/version"
 )
 
@@ -25,17 +26,6 @@ import (
 const nativeLibraries = "none loaded by --version; a run loads its engine's libraries and names their versions " +
 	"in its header (# rcclx-tests version ...) and JSON (library, nccl_version); rcclx-doctor lists what this " +
 	"machine has"
-
-// Exit codes, as nccl-tests and this suite's SPEC define them.
-const (
-	exitOK          = 0
-	exitUsage       = 1
-	exitRuntime     = 2
-	exitLibrary     = 3
-	exitTimeout     = 4
-	exitTestFailed  = 7
-	exitInterrupted = 130
-)
 
 // engineSource names and creates engines; the mains use the engines package, tests their own.
 type engineSource struct {
@@ -102,7 +92,7 @@ func Main(coll *collectives.Collective, args []string) int {
 	defer signal.Stop(sig)
 	first := a.handleSignals(sig, os.Exit, stdoutClosed)
 	code := a.main(args)
-	if s := first.Load(); code == exitInterrupted && s != nil {
+	if s := first.Load(); code == exit.Interrupted && s != nil {
 		code = signalExit(*s)
 	}
 	return code
@@ -151,7 +141,7 @@ func signalExit(s os.Signal) int {
 	if n, ok := s.(syscall.Signal); ok {
 		return 128 + int(n)
 	}
-	return exitInterrupted
+	return exit.Interrupted
 }
 
 func (a *app) binary() string { return a.coll.Name + "_perf" }
@@ -170,15 +160,15 @@ func (a *app) main(args []string) int {
 	o, run, err := a.parse(args)
 	if err != nil {
 		fmt.Fprintf(a.stderr, "%s: %v\n", a.binary(), err)
-		return exitUsage
+		return exit.Usage
 	}
 	if !run {
-		return exitOK
+		return exit.OK
 	}
 	if v := a.getenv(seedEnv); v != "" && !o.Seed.set {
 		if err := o.Seed.Set(v); err != nil {
 			fmt.Fprintf(a.stderr, "%s: invalid %s=%q: %v\n", a.binary(), seedEnv, v, err)
-			return exitUsage
+			return exit.Usage
 		}
 	}
 	if key := a.getenv(abWorkerEnv); key != "" {
@@ -265,10 +255,10 @@ func (a *app) run(o *Options) int {
 	a.runWorld, a.lost = world, a.watchLoss(world)
 	defer a.lost.stop()
 	if err := agreeArgs(world, o.args); err != nil {
-		var ue *usageError
+		var ue *exit.UsageError
 		if errors.As(err, &ue) {
 			fmt.Fprintf(a.stderr, "%s: %v\n", a.binary(), err)
-			return exitUsage
+			return exit.Usage
 		}
 		return a.fail(err)
 	}
@@ -283,7 +273,7 @@ func (a *app) run(o *Options) int {
 	}
 	if err := a.prepareCollective(o, commWorld.Size()*o.NThreads*o.NGpus); err != nil {
 		fmt.Fprintf(a.stderr, "%s: %v\n", a.binary(), err)
-		return exitUsage
+		return exit.Usage
 	}
 	if err := a.probeEngines(o); err != nil {
 		return a.fail(err)
@@ -296,9 +286,9 @@ func (a *app) run(o *Options) int {
 	if err != nil {
 		fmt.Fprintf(a.stderr, "%s: %v\n", a.binary(), err)
 		if errors.Is(err, errInterrupted) {
-			return exitInterrupted
+			return exit.Interrupted
 		}
-		return exitUsage
+		return exit.Usage
 	}
 	seed, err := agreeSeed(world, o.Seed.resolve())
 	if err != nil {
@@ -309,7 +299,7 @@ func (a *app) run(o *Options) int {
 	if err != nil {
 		rccl.discard()
 		fmt.Fprintf(a.stderr, "%s: %v\n", a.binary(), err)
-		return exitUsage
+		return exit.Usage
 	}
 	j.rccl = rccl
 	rccl.announce(out)
@@ -322,7 +312,7 @@ func (a *app) run(o *Options) int {
 	}
 	if err := j.finish(); err != nil {
 		fmt.Fprintf(a.stderr, "%s: %v\n", a.binary(), err)
-		code = max(code, exitRuntime)
+		code = max(code, exit.Runtime)
 	}
 	return code
 }
@@ -354,7 +344,7 @@ func (a *app) probeEngines(o *Options) error {
 // runEngines runs the sweep on each engine of --engine, one after the other, then compares their times.
 func (a *app) runEngines(out io.Writer, o *Options, world collectives.World, sp *split, commWorld collectives.World,
 	seed uint64, j *jsonOut) int {
-	code := exitOK
+	code := exit.OK
 	var runs []*session
 	for _, name := range o.engines {
 		if len(o.engines) > 1 {
@@ -365,8 +355,8 @@ func (a *app) runEngines(out io.Writer, o *Options, world collectives.World, sp 
 		c := s.run()
 		j.add(s.record())
 		runs = append(runs, s)
-		code = worseExit(code, c)
-		if c != exitOK && c != exitTestFailed {
+		code = exit.Worse(code, c)
+		if c != exit.OK && c != exit.TestFailed {
 			break
 		}
 	}
@@ -380,7 +370,7 @@ func (a *app) runEngines(out io.Writer, o *Options, world collectives.World, sp 
 // collective from its environment (alltoallv's pattern), before anything is measured or printed.
 func (a *app) prepareCollective(o *Options, nranks int) error {
 	if a.coll.Rooted && o.Root >= nranks {
-		return &usageError{fmt.Sprintf("invalid value \"%d\" for -r/--root: must be below the rank count %d (or -1 for every root)", o.Root, nranks)}
+		return &exit.UsageError{Msg: fmt.Sprintf("invalid value \"%d\" for -r/--root: must be below the rank count %d (or -1 for every root)", o.Root, nranks)}
 	}
 	coll, err := a.coll.Prepare(overlay(o.env, a.getenv), nranks, o.MinBytes, o.MaxBytes)
 	if err != nil {
@@ -388,25 +378,6 @@ func (a *app) prepareCollective(o *Options, nranks int) error {
 	}
 	a.coll = coll
 	return nil
-}
-
-// worseExit keeps the exit code that matters most: errors over test failures over success.
-func worseExit(a, b int) int {
-	rank := func(c int) int {
-		switch c {
-		case exitOK:
-			return 0
-		case exitTestFailed:
-			return 1
-		case exitInterrupted:
-			return 2
-		}
-		return 3
-	}
-	if rank(b) > rank(a) {
-		return b
-	}
-	return a
 }
 
 // minBW is NCCL_TESTS_MIN_BW, or -1 when unset (the average bus bandwidth is then unchecked).
@@ -438,30 +409,7 @@ func (a *app) failAt(err error, size int64) int {
 	if ab, ok := a.runWorld.(interface{ Abort(error) }); ok {
 		ab.Abort(err)
 	}
-	return exitCode(err)
-}
-
-// exitCode maps an engine error to nccl-tests' exit codes.
-func exitCode(err error) int {
-	var te *collectives.TimeoutError
-	var le *collectives.LibraryError
-	var ae *armError
-	var said *saidError
-	switch {
-	case err == nil:
-		return exitOK
-	case errors.As(err, &said):
-		return said.code
-	case errors.As(err, &te):
-		return exitTimeout
-	case errors.Is(err, bootstrap.ErrInterrupted):
-		return exitInterrupted
-	case errors.As(err, &ae):
-		return ae.code
-	case errors.As(err, &le):
-		return exitLibrary
-	}
-	return exitRuntime
+	return exit.Code(err)
 }
 
 // timeoutLine is the one line printed for a timeout; size is the row's size column, or -1 when unknown. It

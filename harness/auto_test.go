@@ -7,6 +7,7 @@ import (
 	"testing"
 
 	"github.com/rcclx-tests/rcclx-tests/collectives"
+	"github.com/rcclx-tests/rcclx-tests/harness/exit"
 )
 
 // withChoice is fakeSource whose --engine auto answers as engines.Choose would: eng and note, or err.
@@ -26,7 +27,7 @@ func TestAutoNote(t *testing.T) {
 	seed := rand.Uint64()
 	f := onCUDA{newFake(seed)}
 	r := runWith(t, collectives.AllReduce, seedArgs(seed, append(small, "-g", "2")...), withChoice(f, "no GPU found (tried x): measuring the CPU", nil), nil)
-	if r.code != exitOK {
+	if r.code != exit.OK {
 		t.Fatalf("exit %d\n%s", r.code, r.stderr)
 	}
 	if want := "all_reduce_perf: --engine auto: no GPU found (tried x): measuring the CPU\n"; r.stderr != want {
@@ -44,7 +45,7 @@ func TestAutoNote(t *testing.T) {
 func TestAutoRefusal(t *testing.T) {
 	refusal := &collectives.LibraryError{Err: errors.New("8 cuda GPU(s) seen, but no engine can use them")}
 	r := runWith(t, collectives.AllReduce, small, withChoice(nil, "", refusal), nil)
-	if r.code != exitLibrary || r.stdout != "" || !strings.Contains(r.stderr, "no engine can use them") {
-		t.Errorf("exit %d, stdout %q, stderr %q; want exit %d, the reason, no output", r.code, r.stdout, r.stderr, exitLibrary)
+	if r.code != exit.Library || r.stdout != "" || !strings.Contains(r.stderr, "no engine can use them") {
+		t.Errorf("exit %d, stdout %q, stderr %q; want exit %d, the reason, no output", r.code, r.stdout, r.stderr, exit.Library)
 	}
 }

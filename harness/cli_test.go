@@ -7,6 +7,7 @@ import (
 	"testing"
 
 	"github.com/rcclx-tests/rcclx-tests/collectives"
+	"github.com/rcclx-tests/rcclx-tests/harness/exit"
 )
 
 // TestVersion: --version prints the suite, commit and Go version and opens no engine (no GPU needed).
@@ -14,7 +15,7 @@ func TestVersion(t *testing.T) {
 	src := engineSource{names: func() []string { return []string{"auto", "fake"} },
 		open: func(string) (collectives.Engine, error) { return nil, fmt.Errorf("--version opened an engine") }}
 	r := runWith(t, collectives.AllReduce, []string{"--version"}, src, nil)
-	if r.code != exitOK || r.stderr != "" {
+	if r.code != exit.OK || r.stderr != "" {
 		t.Fatalf("exit %d, stderr %q", r.code, r.stderr)
 	}
 	for _, want := range []string{"all_reduce_perf (rcclx-tests) " + Version + "\n", "\ncommit:  ", "\ngo:      " + runtime.Version(), "\nnative:  none loaded"} {
@@ -49,7 +50,7 @@ func TestCompletion(t *testing.T) {
 		}
 	}
 	r := testRun(t, collectives.AllReduce, []string{"completion", "bash"}, newFake(1))
-	if r.code != exitOK || !strings.Contains(r.stdout, "bash completion") {
+	if r.code != exit.OK || !strings.Contains(r.stdout, "bash completion") {
 		t.Errorf("completion bash: exit %d\n%.200s", r.code, r.stdout)
 	}
 }
@@ -58,7 +59,7 @@ func TestCompletion(t *testing.T) {
 func TestProgress(t *testing.T) {
 	plain := testRun(t, collectives.AllReduce, append(small, "-c", "0"), newFake(1))
 	r := testRun(t, collectives.AllReduce, append(small, "-c", "0", "-d", "all", "--progress"), newFake(1))
-	if r.code != exitOK || plain.code != exitOK {
+	if r.code != exit.OK || plain.code != exit.OK {
 		t.Fatalf("exit %d %d: %s", r.code, plain.code, r.stderr)
 	}
 	if strings.ContainsAny(r.stdout, "\r\x1b") || len(tableRows(r.stdout)) != 12*len(tableRows(plain.stdout)) {

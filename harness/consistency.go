@@ -12,6 +12,7 @@ import (
 
 	"github.com/rcclx-tests/rcclx-tests/bootstrap"
 	"github.com/rcclx-tests/rcclx-tests/collectives"
+	"github.com/rcclx-tests/rcclx-tests/harness/exit"
 )
 
 // maxRanksPerProcess bounds -t x -g: every rank is a goroutine or a device context of this process, and some
@@ -39,11 +40,11 @@ func (a *app) checkConsistency(fs *pflag.FlagSet, o *Options) error {
 	getenv := a.parseEnv()
 	l, err := bootstrap.Detect(getenv)
 	if err != nil {
-		return &usageError{err.Error()}
+		return &exit.UsageError{Msg: err.Error()}
 	}
 	if l.Size > 1 {
 		if _, err := bootstrap.Rendezvous(getenv, l); err != nil {
-			return &usageError{err.Error()}
+			return &exit.UsageError{Msg: err.Error()}
 		}
 	}
 	local := o.NThreads * o.NGpus
@@ -56,21 +57,21 @@ func (a *app) checkConsistency(fs *pflag.FlagSet, o *Options) error {
 	}
 	for _, arm := range armEnvs(o) {
 		if err := collectives.CheckHooks(overlay(arm, getenv), local*l.Size); err != nil {
-			return &usageError{fmt.Sprintf("invalid test hook (-E, --ab or the process environment): %v", err)}
+			return &exit.UsageError{Msg: fmt.Sprintf("invalid test hook (-E, --ab or the process environment): %v", err)}
 		}
 	}
 	if o.dialect, err = wantDialect(o.Dialect, getenv); err != nil {
-		return &usageError{err.Error()}
+		return &exit.UsageError{Msg: err.Error()}
 	}
 	if err := checkSplit(getenv, l.Size, o.abKey != ""); err != nil {
-		return &usageError{err.Error()}
+		return &exit.UsageError{Msg: err.Error()}
 	}
 	if _, _, err := firstDevice(getenv); err != nil {
-		return &usageError{err.Error()}
+		return &exit.UsageError{Msg: err.Error()}
 	}
 	if v := getenv("NCCL_TESTS_MIN_BW"); v != "" {
 		if bw, err := strconv.ParseFloat(v, 64); err != nil || bw < 0 || math.IsInf(bw, 0) || math.IsNaN(bw) {
-			return &usageError{fmt.Sprintf("invalid NCCL_TESTS_MIN_BW=%q: want a bandwidth in GB/s, at least 0", v)}
+			return &exit.UsageError{Msg: fmt.Sprintf("invalid NCCL_TESTS_MIN_BW=%q: want a bandwidth in GB/s, at least 0", v)}
 		}
 	}
 	for _, s := range switchFlags {
@@ -89,7 +90,7 @@ func (a *app) checkConsistency(fs *pflag.FlagSet, o *Options) error {
 	}
 	for _, arm := range armEnvs(o) {
 		if _, err := collectives.PolicyFromEnv(overlay(arm, getenv)); err != nil {
-			return &usageError{fmt.Sprintf("invalid communicator environment (-E, --ab or the process): %v", err)}
+			return &exit.UsageError{Msg: fmt.Sprintf("invalid communicator environment (-E, --ab or the process): %v", err)}
 		}
 	}
 	return nil

@@ -113,6 +113,7 @@ type saidError struct {
 }
 
 func (e *saidError) Error() string { return e.msg }
+func (e *saidError) ExitCode() int { return e.code }
 
 // libraryBanner is what RCCL prints under NCCL_DEBUG=VERSION when a communicator is created, and what rccl-tests'
 // test runner reads (its version, hostname and "Librccl path"): in the rccl-tests dialect, where this suite's

@@ -9,6 +9,7 @@ import (
 	"testing"
 
 	"github.com/rcclx-tests/rcclx-tests/collectives"
+	"github.com/rcclx-tests/rcclx-tests/harness/exit"
 	"github.com/rcclx-tests/rcclx-tests/hostengine"
 )
 
@@ -89,17 +90,17 @@ func TestDialectChoice(t *testing.T) {
 		}
 		r := runWith(t, collectives.AllReduce, a, fakeSource(newFake(seed)),
 			func(a *app) { a.getenv = func(k string) string { return map[string]string{envDialect: c.env}[k] } })
-		if rows := tableRows(r.stdout); r.code != exitOK || len(rows) != 1 || rows[0][2] != c.want {
+		if rows := tableRows(r.stdout); r.code != exit.OK || len(rows) != 1 || rows[0][2] != c.want {
 			t.Errorf("%s=%q --dialect %q: exit %d\n%s%s", envDialect, c.env, c.flag, r.code, r.stdout, r.stderr)
 		}
 	}
 	r := runWith(t, collectives.AllReduce, args, fakeSource(newFake(seed)),
 		func(a *app) { a.getenv = func(k string) string { return map[string]string{envDialect: "rccl"}[k] } })
-	if r.code != exitUsage || r.stdout != "" || !strings.Contains(r.stderr, `invalid RCCLX_TESTS_DIALECT="rccl": want nccl-tests or rccl-tests`) {
+	if r.code != exit.Usage || r.stdout != "" || !strings.Contains(r.stderr, `invalid RCCLX_TESTS_DIALECT="rccl": want nccl-tests or rccl-tests`) {
 		t.Errorf("bad variable: exit %d\n%s%s", r.code, r.stdout, r.stderr)
 	}
 	r = testRun(t, collectives.AllReduce, append(args, "--dialect", "amd"), newFake(seed))
-	if r.code != exitUsage || r.stdout != "" || !strings.Contains(r.stderr, `invalid value "amd" for --dialect`) {
+	if r.code != exit.Usage || r.stdout != "" || !strings.Contains(r.stderr, `invalid value "amd" for --dialect`) {
 		t.Errorf("bad flag: exit %d\n%s%s", r.code, r.stdout, r.stderr)
 	}
 }
@@ -112,7 +113,7 @@ func TestDialectFP8Names(t *testing.T) {
 		{dialectNCCL, "fp8_e4m3", "f8e4m3"}, {dialectNCCL, "f8e5m2", "f8e5m2"},
 	} {
 		r := dialectRun(t, collectives.AllGather, c.d, "-d", c.in)
-		if rows := tableRows(r.stdout); r.code != exitOK || len(rows) != 1 || rows[0][2] != c.want {
+		if rows := tableRows(r.stdout); r.code != exit.OK || len(rows) != 1 || rows[0][2] != c.want {
 			t.Errorf("%s -d %s: exit %d\n%s", c.d, c.in, r.code, r.stdout)
 		}
 	}
@@ -132,11 +133,11 @@ func TestDialectFP8Skips(t *testing.T) {
 	}
 	r := dialectRun(t, collectives.AllReduce, dialectRCCL, "-d", "all", "-o", "all")
 	want := "fp8_e4m3 sum,fp8_e4m3 max,fp8_e4m3 min,fp8_e5m2 sum,fp8_e5m2 max,fp8_e5m2 min"
-	if got := ops(r.stdout); r.code != exitOK || got != want {
+	if got := ops(r.stdout); r.code != exit.OK || got != want {
 		t.Errorf("rccl-tests: exit %d, FP8 rows %s, want %s", r.code, got, want)
 	}
 	r = dialectRun(t, collectives.AllReduce, dialectNCCL, "-d", "f8e4m3", "-o", "all")
-	if got := ops(r.stdout); r.code != exitOK || len(strings.Split(got, ",")) != len(collectives.AllOps()) {
+	if got := ops(r.stdout); r.code != exit.OK || len(strings.Split(got, ",")) != len(collectives.AllOps()) {
 		t.Errorf("nccl-tests: exit %d, FP8 rows %s", r.code, got)
 	}
 }
@@ -145,11 +146,11 @@ func TestDialectFP8Skips(t *testing.T) {
 // blank.
 func TestDialectHypercubeRedop(t *testing.T) {
 	r := dialectRun(t, collectives.HyperCube, dialectRCCL, "-g", "2")
-	if rows := tableRows(r.stdout); r.code != exitOK || len(rows) != 1 || rows[0][3] != "none" || rows[0][4] != "-1" {
+	if rows := tableRows(r.stdout); r.code != exit.OK || len(rows) != 1 || rows[0][3] != "none" || rows[0][4] != "-1" {
 		t.Errorf("rccl-tests: exit %d\n%s", r.code, r.stdout)
 	}
 	r = dialectRun(t, collectives.HyperCube, dialectNCCL, "-g", "2")
-	if rows := tableRows(r.stdout); r.code != exitOK || len(rows) != 1 || !strings.Contains(r.stdout, "   float              -1  ") {
+	if rows := tableRows(r.stdout); r.code != exit.OK || len(rows) != 1 || !strings.Contains(r.stdout, "   float              -1  ") {
 		t.Errorf("nccl-tests: exit %d\n%s", r.code, r.stdout)
 	}
 }
@@ -184,7 +185,7 @@ func TestDialectBlockingLine(t *testing.T) {
 		{dialectNCCL, "1", "# Blocking Enabled: wait and barrier after each inner iteration (-m) \n"},
 		{dialectNCCL, "2", "# Blocking Enabled: wait after each inner iteration (-m), no barrier \n"},
 	} {
-		if r := dialectRun(t, collectives.AllReduce, c.d, "-z", c.z); r.code != exitOK || !strings.Contains(r.stdout, c.want) {
+		if r := dialectRun(t, collectives.AllReduce, c.d, "-z", c.z); r.code != exit.OK || !strings.Contains(r.stdout, c.want) {
 			t.Errorf("%s -z %s: exit %d, no %q in\n%s", c.d, c.z, r.code, c.want, r.stdout)
 		}
 	}
@@ -199,7 +200,7 @@ func TestDialectTimestamps(t *testing.T) {
 	}{{dialectRCCL, "1", false}, {dialectRCCL, "0", true}, {dialectNCCL, "1", true}} {
 		r := dialectRun(t, collectives.AllReduce, c.d, "-S", "1", "-O", c.halves)
 		rows := tableRows(r.stdout)
-		if r.code != exitOK || len(rows) != 1 {
+		if r.code != exit.OK || len(rows) != 1 {
 			t.Fatalf("%s -O %s: exit %d\n%s", c.d, c.halves, r.code, r.stdout)
 		}
 		if stamped := strings.Count(rows[0][len(rows[0])-1], ":") == 2; stamped != c.stamped {
@@ -222,7 +223,7 @@ func TestDialectAlgoColumn(t *testing.T) {
 	} {
 		r := dialectRun(t, c.coll, c.d, "-A", "1", "-g", "2")
 		rows := tableRows(r.stdout)
-		if r.code != exitOK || len(rows) != 1 {
+		if r.code != exit.OK || len(rows) != 1 {
 			t.Fatalf("%s %s: exit %d\n%s", c.coll.Name, c.d, r.code, r.stdout)
 		}
 		f := rows[0]
@@ -238,11 +239,11 @@ func TestDialectAlgoColumn(t *testing.T) {
 func TestDialectBiasUnsupported(t *testing.T) {
 	args := []string{"-b", "64", "-e", "64", "-n", "1", "--engine", "host", "-t", "2"}
 	r := testRun(t, collectives.AllReduceBias, append(args, "--dialect", dialectRCCL), hostengine.New())
-	if r.code != exitLibrary || r.stderr != rcclBiasMessage+"\n" || strings.Contains(r.stdout, "Out of bounds") {
+	if r.code != exit.Library || r.stderr != rcclBiasMessage+"\n" || strings.Contains(r.stdout, "Out of bounds") {
 		t.Errorf("rccl-tests: exit %d\n%s%s", r.code, r.stdout, r.stderr)
 	}
 	r = testRun(t, collectives.AllReduceBias, append(args, "--dialect", dialectNCCL), hostengine.New())
-	if r.code != exitOK || !strings.Contains(r.stdout, "# all_reduce_bias skipped: ") || strings.Contains(r.stderr, "RCCL") {
+	if r.code != exit.OK || !strings.Contains(r.stdout, "# all_reduce_bias skipped: ") || strings.Contains(r.stderr, "RCCL") {
 		t.Errorf("nccl-tests: exit %d\n%s%s", r.code, r.stdout, r.stderr)
 	}
 }
@@ -262,7 +263,7 @@ func TestDialectNetCounters(t *testing.T) {
 			fakeSource(eng), func(a *app) { a.getenv = func(k string) string { return env[k] } })
 	}
 	r := run(dialectRCCL, newFake(1))
-	if r.code != exitOK || r.stderr != "# Warning: no RDMA-capable NICs found, disabling net counter collection\n" ||
+	if r.code != exit.OK || r.stderr != "# Warning: no RDMA-capable NICs found, disabling net counter collection\n" ||
 		strings.Contains(r.stdout, "Network counter") || strings.Contains(r.stdout, "NET_COUNTER_TABLE") {
 		t.Errorf("no NIC: exit %d\n%s%s", r.code, r.stdout, r.stderr)
 	}
@@ -288,18 +289,18 @@ func TestDialectNetCounters(t *testing.T) {
 		"# Node " + host + ": lead rank 0 collecting 1 device(s): bnxt_re0(eth0)\n# NIC type: BNXT_RE\n" +
 		"# Counters (2): rx_cnp_pkts tx_cnp_pkts\n"
 	row := regexp.MustCompile(`\nbnxt_re0\(eth0\)      100  +\d+\.\d\d      0  +0\.00\n`)
-	if r.code != exitOK || r.stderr != "" || !strings.Contains(r.stdout, announce) ||
+	if r.code != exit.OK || r.stderr != "" || !strings.Contains(r.stdout, announce) ||
 		!strings.Contains(r.stdout, "NET_COUNTER_TABLE: node="+host+"  rank=0  duration_sec=") || !row.MatchString(r.stdout) ||
 		strings.Index(r.stdout, announce) < strings.Index(r.stdout, "#        (B)") ||
 		strings.Index(r.stdout, "NET_COUNTER_TABLE") > strings.Index(r.stdout, "# Out of bounds") {
 		t.Errorf("bnxt_re0: exit %d\n%s%s", r.code, r.stdout, r.stderr)
 	}
 	env["NCCL_IB_HCA"] = "bnxt_re1"
-	if r = run(dialectRCCL, newFake(1)); r.code != exitOK || !strings.Contains(r.stdout, "# Device list from NCCL_IB_HCA\n") ||
+	if r = run(dialectRCCL, newFake(1)); r.code != exit.OK || !strings.Contains(r.stdout, "# Device list from NCCL_IB_HCA\n") ||
 		!strings.Contains(r.stdout, " collecting 1 device(s): bnxt_re1()\n") {
 		t.Errorf("NCCL_IB_HCA: exit %d\n%s%s", r.code, r.stdout, r.stderr)
 	}
-	if r = run(dialectNCCL, newFake(1)); r.code != exitOK || strings.Contains(r.stdout, "Network counter") ||
+	if r = run(dialectNCCL, newFake(1)); r.code != exit.OK || strings.Contains(r.stdout, "Network counter") ||
 		!strings.Contains(r.stdout, "ignored: rccl-tests' NIC counters are read in its dialect only") {
 		t.Errorf("nccl-tests: exit %d\n%s%s", r.code, r.stdout, r.stderr)
 	}
@@ -317,7 +318,7 @@ func TestDialectLibraryRecord(t *testing.T) {
 			func(a *app) { a.getenv = func(k string) string { return env[k] } })
 		want := "[0000:00:00] Fake Device\nRCCL version : rcclx-tests-" + Version + ":fake-library=1\nHostname     : " + host +
 			"\nLibrccl path : " + self + "\n#\n"
-		if has := strings.Contains(r.stdout, want); r.code != exitOK || has != (d == dialectRCCL) ||
+		if has := strings.Contains(r.stdout, want); r.code != exit.OK || has != (d == dialectRCCL) ||
 			d == dialectNCCL && strings.Contains(r.stdout, "Librccl path") {
 			t.Errorf("%s: exit %d, banner %v\n%s", d, r.code, has, r.stdout)
 		}

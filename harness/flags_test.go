@@ -9,6 +9,7 @@ import (
 	"github.com/spf13/pflag"
 
 	"github.com/rcclx-tests/rcclx-tests/collectives"
+	"github.com/rcclx-tests/rcclx-tests/harness/exit"
 )
 
 // TestBadInput gives each flag a bad value: one line on stderr naming the flag and the value, exit code 1,
@@ -81,7 +82,7 @@ func TestBadInput(t *testing.T) {
 func wantRefused(t *testing.T, r run, args []string, name, val, dir string) {
 	t.Helper()
 	lines := strings.Split(strings.TrimSuffix(r.stderr, "\n"), "\n")
-	if r.code != exitUsage || r.stdout != "" || len(lines) != 1 || !strings.Contains(r.stderr, name) ||
+	if r.code != exit.Usage || r.stdout != "" || len(lines) != 1 || !strings.Contains(r.stderr, name) ||
 		!strings.Contains(r.stderr, val) {
 		t.Errorf("%v: exit %d, stdout %q, stderr %q", args, r.code, r.stdout, r.stderr)
 	}
@@ -93,7 +94,7 @@ func wantRefused(t *testing.T, r run, args []string, name, val, dir string) {
 // TestHelp lists every flag with its default and exits 0.
 func TestHelp(t *testing.T) {
 	r := testRun(t, collectives.AllGather, []string{"--help"}, newFake(1))
-	if r.code != exitOK || r.stderr != "" {
+	if r.code != exit.OK || r.stderr != "" {
 		t.Fatalf("exit %d, stderr %q", r.code, r.stderr)
 	}
 	fs := pflag.NewFlagSet("x", pflag.ContinueOnError)

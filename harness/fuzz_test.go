@@ -8,6 +8,7 @@ import (
 
 	"github.com/rcclx-tests/rcclx-tests/collectives"
 	"github.com/rcclx-tests/rcclx-tests/engines"
+	"github.com/rcclx-tests/rcclx-tests/harness/exit"
 )
 
 // FuzzSizeFlag: the size flag never panics, and what it accepts prints back to the same value.
@@ -117,9 +118,9 @@ func FuzzCommandLine(f *testing.F) {
 		}
 		r := runWith(t, collectives.AllReduce, args, engineSource{names: engines.Names, open: engines.New}, nil)
 		switch {
-		case r.code == exitUsage && (strings.Count(r.stderr, "\n") != 1 || r.stdout != ""):
+		case r.code == exit.Usage && (strings.Count(r.stderr, "\n") != 1 || r.stdout != ""):
 			t.Fatalf("%q: refused with stdout %q, stderr %q", args, r.stdout, r.stderr)
-		case r.code != exitUsage && r.code != exitOK:
+		case r.code != exit.Usage && r.code != exit.OK:
 			t.Fatalf("%q: exit %d, stderr %q", args, r.code, r.stderr)
 		}
 	})

@@ -11,6 +11,7 @@ import (
 	"strings"
 
 	"github.com/rcclx-tests/rcclx-tests/collectives"
+	"github.com/rcclx-tests/rcclx-tests/harness/exit"
 	"github.com/rcclx-tests/rcclx-tests/results"
 )
 
@@ -43,7 +44,7 @@ func (a *app) startJSON(out io.Writer, o *Options, seed uint64, root bool) (*jso
 	} else if name != "" {
 		f, err := results.CreateAside(name)
 		if err != nil {
-			return nil, &usageError{fmt.Sprintf("invalid value %q for -J/--output_file: %v", name, err)}
+			return nil, &exit.UsageError{Msg: fmt.Sprintf("invalid value %q for -J/--output_file: %v", name, err)}
 		}
 		j.file = f
 		a.outputs.claim(f)

@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"github.com/rcclx-tests/rcclx-tests/collectives"
+	"github.com/rcclx-tests/rcclx-tests/harness/exit"
 	"github.com/rcclx-tests/rcclx-tests/internal/syncbuf"
 )
 
@@ -87,7 +88,7 @@ func TestLostProcessEndsRun(t *testing.T) {
 				})
 			took := time.Since(lostAt)
 			want := "all_reduce_perf: " + errPeerDied.Error() + " at all_reduce size 1048576\n"
-			if r.code != exitRuntime || r.stderr != want || took > 2*time.Second {
+			if r.code != exit.Runtime || r.stderr != want || took > 2*time.Second {
 				t.Errorf("exit %d %v after the loss, stderr %q: want exit 2 and %q", r.code, took, r.stderr, want)
 			}
 			if e.cancelErr != errPeerDied {
@@ -110,16 +111,16 @@ func TestLostProcessLastResort(t *testing.T) {
 	e.prepare, e.prepareBlock = true, make(chan struct{})
 	w := newLossyWorld()
 	var stderr syncbuf.Buffer
-	type exit struct {
+	type ended struct {
 		code   int
 		stderr string
 	}
-	exited := make(chan exit, 1)
+	exited := make(chan ended, 1)
 	a := &app{coll: collectives.AllReduce, stdout: &syncbuf.Buffer{}, stderr: &stderr,
 		getenv: func(string) string { return "" }, environ: func() []string { return nil },
 		engines: testSource(e), interrupted: func() bool { return false }, now: time.Now,
 		world: func(time.Duration, <-chan struct{}) (collectives.World, error) { return w, nil },
-		exit:  func(code int) { exited <- exit{code, stderr.String()} }}
+		exit:  func(code int) { exited <- ended{code, stderr.String()} }}
 	go a.main(seedArgs(seed, "-b", "8", "-e", "8"))
 	for start := time.Now(); ; time.Sleep(time.Millisecond) { // until the run is in Prepare
 		e.mu.Lock()
@@ -138,7 +139,7 @@ func TestLostProcessLastResort(t *testing.T) {
 	case x := <-exited:
 		took := time.Since(lostAt)
 		want := "all_reduce_perf: " + errPeerDied.Error() + "\n"
-		if x.code != exitRuntime || x.stderr != want || took > time.Second {
+		if x.code != exit.Runtime || x.stderr != want || took > time.Second {
 			t.Errorf("exit %d %v after the loss, stderr %q: want exit 2 and %q", x.code, took, x.stderr, want)
 		}
 	case <-time.After(5 * time.Second):

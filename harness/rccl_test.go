@@ -15,6 +15,7 @@ import (
 	"time"
 
 	"github.com/rcclx-tests/rcclx-tests/collectives"
+	"github.com/rcclx-tests/rcclx-tests/harness/exit"
 	"github.com/rcclx-tests/rcclx-tests/hostengine"
 )
 
@@ -85,7 +86,7 @@ func TestRCCLOutput(t *testing.T) {
 		args := seedArgs(seed, "-b", "1K", "-e", "16K", "-f", "4", "-n", "2", "-N", "2", "-t", "2", "-g", "2",
 			"-Z", format, "-X", file, "-J", js)
 		r := testRun(t, collectives.AllReduce, args, eng)
-		if r.code != exitOK || !strings.Contains(r.stdout, "# Writing rccl-tests "+format+" output to "+file+"\n") {
+		if r.code != exit.OK || !strings.Contains(r.stdout, "# Writing rccl-tests "+format+" output to "+file+"\n") {
 			t.Fatalf("%s: exit %d\n%s%s", format, r.code, r.stdout, r.stderr)
 		}
 		if existed {
@@ -155,7 +156,7 @@ func TestRCCLOutputDetails(t *testing.T) {
 		t.Fatal(err)
 	}
 	r := testRun(t, collectives.AllGather, seedArgs(1, append(small, "-c", "0", "--csv", keep)...), newFake(1))
-	if r.code != exitOK {
+	if r.code != exit.OK {
 		t.Fatalf("exit %d: %s", r.code, r.stderr)
 	}
 	for _, f := range rcclLines(t, keep, "csv") {
@@ -166,7 +167,7 @@ func TestRCCLOutputDetails(t *testing.T) {
 	file := filepath.Join(dir, "x")
 	seed := rand.Uint64()
 	r = testRun(t, collectives.AllToAll, seedArgs(seed, "-b", "64", "-e", "64", "-n", "1", "-d", "f8e4m3", "-X", file), newFake(seed))
-	if r.code != exitOK {
+	if r.code != exit.OK {
 		t.Fatalf("exit %d: %s", r.code, r.stderr)
 	}
 	for _, f := range rcclLines(t, file, "json") {
@@ -177,12 +178,12 @@ func TestRCCLOutputDetails(t *testing.T) {
 	cube := filepath.Join(dir, "cube.csv")
 	r = testRun(t, collectives.HyperCube, seedArgs(1, "-b", "64", "-e", "64", "-n", "1", "-g", "2", "--csv", cube), newFake(1))
 	for _, f := range rcclLines(t, cube, "csv") {
-		if r.code != exitOK || len(f) < 6 || f[1] != "HyperCube" || f[5] != "none" {
+		if r.code != exit.OK || len(f) < 6 || f[1] != "HyperCube" || f[5] != "none" {
 			t.Errorf("hypercube: exit %d, line %v", r.code, f)
 		}
 	}
 	r = testRun(t, collectives.AllReduce, seedArgs(1, append(small, "-Z", "csv")...), newFake(1))
-	if r.code != exitOK || !strings.Contains(r.stdout, "# -Z csv ignored: no -X file to write\n") {
+	if r.code != exit.OK || !strings.Contains(r.stdout, "# -Z csv ignored: no -X file to write\n") {
 		t.Errorf("-Z without -X: exit %d\n%s", r.code, r.stdout)
 	}
 }
@@ -264,12 +265,12 @@ func TestClashRules(t *testing.T) {
 func TestMemoryTypeNotes(t *testing.T) {
 	r := testRun(t, collectives.AllReduce, []string{"--engine", "host", "-g", "2", "-b", "8", "-e", "8", "-n", "1", "-y", "fine"},
 		hostengine.New())
-	if r.code != exitOK || strings.Count(r.stdout, "# -Y fine ignored: engine host has one kind of memory\n") != 1 {
+	if r.code != exit.OK || strings.Count(r.stdout, "# -Y fine ignored: engine host has one kind of memory\n") != 1 {
 		t.Errorf("host: exit %d\n%s%s", r.code, r.stdout, r.stderr)
 	}
 	fake := &noteEngine{newFake(1)}
 	r = testRun(t, collectives.AllReduce, seedArgs(1, append(small, "-Y", "managed", "-x", "1")...), fake)
-	if r.code != exitOK || !strings.Contains(r.stdout, "# Memory: kind 4\n") || !strings.Contains(r.stdout, "# CTA policy 1\n") ||
+	if r.code != exit.OK || !strings.Contains(r.stdout, "# Memory: kind 4\n") || !strings.Contains(r.stdout, "# CTA policy 1\n") ||
 		fake.cfg.Memory != collectives.MemoryManaged || fake.cfg.CTAPolicy != 1 {
 		t.Errorf("noter: exit %d\n%s%s", r.code, r.stdout, r.stderr)
 	}
@@ -319,7 +320,7 @@ func TestDelayBetweenHalves(t *testing.T) {
 	}
 	r := testRun(t, collectives.AllReduce, seedArgs(seed, "-b", "8", "-e", "32", "-f", "2", "-n", "2", "-w", "0",
 		"-q", strconv.Itoa(int(delay/time.Microsecond))), fake)
-	if r.code != exitOK || len(gaps) != 3 {
+	if r.code != exit.OK || len(gaps) != 3 {
 		t.Fatalf("exit %d, gaps %v\n%s", r.code, gaps, r.stderr)
 	}
 	for _, g := range gaps {
@@ -335,7 +336,7 @@ func TestAlgoProtoChannels(t *testing.T) {
 	r := testRun(t, collectives.AllReduce, seedArgs(1, append(small, "-A", "1", "-O", "1")...), newFake(1))
 	want := "#       size         count      type   redop    root     time   algbw   busbw  #wrong algo      proto      nchannels \n" +
 		"#        (B)    (elements)                               (us)  (GB/s)  (GB/s)                                      \n"
-	if r.code != exitOK || !strings.Contains(r.stdout, want) {
+	if r.code != exit.OK || !strings.Contains(r.stdout, want) {
 		t.Fatalf("exit %d\n%s", r.code, r.stdout)
 	}
 	for _, line := range strings.Split(r.stdout, "\n") {
@@ -368,7 +369,7 @@ func TestRCCLOutputMPI(t *testing.T) {
 		file := filepath.Join(dir, "r."+format)
 		args := seedArgs(seed, append(small, "-t", "2", "-Z", format, "-X", file)...)
 		runs := multiRun(t, 2, args, func(int) *fakeEngine { return newFake(seed) })
-		if runs[0].code != exitOK || runs[1].code != exitOK {
+		if runs[0].code != exit.OK || runs[1].code != exit.OK {
 			t.Fatalf("exits %d %d: %s%s", runs[0].code, runs[1].code, runs[0].stderr, runs[1].stderr)
 		}
 		data, err := os.ReadFile(file)

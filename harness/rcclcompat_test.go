@@ -14,6 +14,7 @@ import (
 	"time"
 
 	"github.com/rcclx-tests/rcclx-tests/collectives"
+	"github.com/rcclx-tests/rcclx-tests/harness/exit"
 	"github.com/rcclx-tests/rcclx-tests/hostengine"
 )
 
@@ -28,7 +29,7 @@ func TestRCCLFileOpenedAsGiven(t *testing.T) {
 	}
 	seed := rand.Uint64()
 	r := testRun(t, collectives.AllReduce, seedArgs(seed, "-b", "64", "-e", "64", "-n", "1", "-Z", "csv", "-X", file), newFake(seed))
-	if r.code != exitOK || !strings.Contains(r.stdout, "# Writing rccl-tests csv output to "+file+"\n") {
+	if r.code != exit.OK || !strings.Contains(r.stdout, "# Writing rccl-tests csv output to "+file+"\n") {
 		t.Fatalf("exit %d\n%s%s", r.code, r.stdout, r.stderr)
 	}
 	if lines := rcclLines(t, file, "csv"); len(lines) != 2 {
@@ -59,7 +60,7 @@ func TestRCCLFileOpenedAsGiven(t *testing.T) {
 	r = testRun(t, collectives.AllReduce, seedArgs(seed, "-b", "64", "-e", "64", "-n", "1", "-X", fifo), newFake(seed))
 	select {
 	case data := <-got:
-		if r.code != exitOK || !strings.HasPrefix(data, "[\n{\"numCycle\":0, \"name\":\"AllReduce\"") || !strings.HasSuffix(data, "}\n]\n") {
+		if r.code != exit.OK || !strings.HasPrefix(data, "[\n{\"numCycle\":0, \"name\":\"AllReduce\"") || !strings.HasSuffix(data, "}\n]\n") {
 			t.Errorf("pipe: exit %d, read %q\n%s", r.code, data, r.stderr)
 		}
 	case <-time.After(10 * time.Second):
@@ -74,7 +75,7 @@ func TestRCCLFileOpenedAsGiven(t *testing.T) {
 		t.Fatal(err)
 	}
 	r = testRun(t, collectives.AllReduce, []string{"--csv", keep, "-J", filepath.Join(dir, "sub.json")}, newFake(1))
-	if data, _ := os.ReadFile(keep); r.code != exitUsage || string(data) != "keep" {
+	if data, _ := os.ReadFile(keep); r.code != exit.Usage || string(data) != "keep" {
 		t.Errorf("refused run: exit %d, %s now holds %q", r.code, keep, data)
 	}
 }
@@ -92,7 +93,7 @@ func TestFP8SkippedAsRCCLTests(t *testing.T) {
 	for _, f := range rows {
 		ops = append(ops, f[2]+" "+f[3])
 	}
-	if r.code != exitOK || strings.Join(ops, ",") != "f8e4m3 sum,f8e4m3 max,f8e4m3 min" ||
+	if r.code != exit.OK || strings.Join(ops, ",") != "f8e4m3 sum,f8e4m3 max,f8e4m3 min" ||
 		!strings.Contains(r.stdout, "# f8e4m3 prod, f8e4m3 avg, f8e4m3 mulsum skipped: rccl-tests runs FP8 with sum, max and min only\n") {
 		t.Errorf("exit %d, rows %v\n%s", r.code, ops, r.stdout)
 	}
@@ -110,17 +111,17 @@ func TestFP8SkippedAsRCCLTests(t *testing.T) {
 			args = append(args, "--engine", "host")
 		}
 		r = testRun(t, collectives.ReduceScatter, append(args, "-Z", "json", "-X", filepath.Join(dir, "r.json")), eng)
-		if r.code != exitOK || len(tableRows(r.stdout)) != 0 || !strings.Contains(r.stdout, "# f8e5m2 prod skipped: rccl-tests") {
+		if r.code != exit.OK || len(tableRows(r.stdout)) != 0 || !strings.Contains(r.stdout, "# f8e5m2 prod skipped: rccl-tests") {
 			t.Errorf("%s, -Z json: exit %d\n%s%s", eng.Name(), r.code, r.stdout, r.stderr)
 		}
 		r = testRun(t, collectives.ReduceScatter, args, eng)
-		if r.code != exitOK || len(tableRows(r.stdout)) != 1 || strings.Contains(r.stdout, "skipped") {
+		if r.code != exit.OK || len(tableRows(r.stdout)) != 1 || strings.Contains(r.stdout, "skipped") {
 			t.Errorf("%s, nccl-tests' output only: exit %d\n%s%s", eng.Name(), r.code, r.stdout, r.stderr)
 		}
 	}
 	r = testRun(t, collectives.SendRecv, seedArgs(seed, "-b", "64", "-e", "64", "-n", "1", "-d", "f8e4m3", "-o", "all",
 		"-g", "2", "--csv", file), newFake(seed))
-	if r.code != exitOK || len(tableRows(r.stdout)) != len(collectives.AllOps()) || strings.Contains(r.stdout, "skipped") {
+	if r.code != exit.OK || len(tableRows(r.stdout)) != len(collectives.AllOps()) || strings.Contains(r.stdout, "skipped") {
 		t.Errorf("sendrecv: exit %d\n%s", r.code, r.stdout)
 	}
 }
@@ -135,7 +136,7 @@ func TestHalfNotRunIsNull(t *testing.T) {
 		file := filepath.Join(t.TempDir(), "r.json")
 		seed := rand.Uint64()
 		r := testRun(t, collectives.AllReduce, seedArgs(seed, append(small, "-O", c.halves, "-J", file)...), newFake(seed))
-		if r.code != exitOK {
+		if r.code != exit.OK {
 			t.Fatalf("-O %s: exit %d\n%s", c.halves, r.code, r.stderr)
 		}
 		var rec struct {
@@ -189,7 +190,7 @@ func TestMemoryLineAsNcclTests(t *testing.T) {
 	} {
 		r := testRun(t, collectives.AllReduce, seedArgs(1, append(small, "-M", "1")...), c.eng)
 		want := "# Collective test concluded: all_reduce_perf\n# GPU memory usage     : " + c.want + "\n#\n"
-		if r.code != exitOK || !strings.Contains(r.stdout, want) {
+		if r.code != exit.OK || !strings.Contains(r.stdout, want) {
 			t.Errorf("exit %d, no %q in\n%s", r.code, want, r.stdout)
 		}
 	}
@@ -199,7 +200,7 @@ func TestMemoryLineAsNcclTests(t *testing.T) {
 // in the header says the flag was ignored (nothing of nccl-tests' line, not even N/A, that was not measured).
 func TestHostEngineMemoryIgnored(t *testing.T) {
 	r := hostRun(t, collectives.AllReduce, "-b", "8", "-e", "8", "-n", "1", "-M", "1")
-	if r.code != exitOK || !strings.Contains(r.stdout, "\n# -M 1 ignored: engine host cannot report device memory\n") ||
+	if r.code != exit.OK || !strings.Contains(r.stdout, "\n# -M 1 ignored: engine host cannot report device memory\n") ||
 		strings.Contains(r.stdout, "GPU memory usage") {
 		t.Errorf("exit %d:\n%s", r.code, r.stdout)
 	}
@@ -224,7 +225,7 @@ func TestTestingCycleLines(t *testing.T) {
 			want = append(want, fmt.Sprintf("# Testing %d cycle.", cycle), op.String(), op.String())
 		}
 	}
-	if r.code != exitOK || strings.Join(got, "|") != strings.Join(want, "|") {
+	if r.code != exit.OK || strings.Join(got, "|") != strings.Join(want, "|") {
 		t.Errorf("exit %d:\n got %v\nwant %v", r.code, got, want)
 	}
 	r = testRun(t, collectives.AllReduce, seedArgs(seed, small...), newFake(seed))
@@ -276,7 +277,7 @@ func TestSplitVariables(t *testing.T) {
 	env = map[string]string{envSplit: "MOD 2"}
 	r = runWith(t, collectives.AllReduce, seedArgs(1, small...), fakeSource(newFake(1)),
 		func(a *app) { a.getenv = func(k string) string { return env[k] } })
-	if r.code != exitOK || !strings.Contains(r.stdout, "# NCCL_TESTS_SPLIT=MOD 2 ignored: one process makes one communicator\n") {
+	if r.code != exit.OK || !strings.Contains(r.stdout, "# NCCL_TESTS_SPLIT=MOD 2 ignored: one process makes one communicator\n") {
 		t.Errorf("one process: exit %d\n%s%s", r.code, r.stdout, r.stderr)
 	}
 }
@@ -289,22 +290,22 @@ func TestUnsupportedVariablesNoted(t *testing.T) {
 	tweak := func(a *app) { a.getenv = func(k string) string { return env[k] } }
 	r := runWith(t, collectives.AllReduce, seedArgs(1, append(small, "-g", "2")...), fakeSource(newFake(1)), tweak)
 	want := "# RCCL_TESTS_NET_COUNTER_ENABLE=1 RCCL_TESTS_NIC_COUNTER_LIST=a,b ignored: rccl-tests' NIC counters are read in its dialect only (--dialect rccl-tests)\n"
-	if r.code != exitOK || !strings.Contains(r.stdout, want) {
+	if r.code != exit.OK || !strings.Contains(r.stdout, want) {
 		t.Errorf("exit %d, no %q in\n%s", r.code, want, r.stdout)
 	}
 	env = map[string]string{envKernelTiming: "/tmp/kt"}
 	r = runWith(t, collectives.AllReduce, seedArgs(1, append(small, "--dialect", "rccl-tests")...), fakeSource(newFake(1)), tweak)
-	if want := "# RCCL_TESTS_KERNEL_TIMING=/tmp/kt ignored: no engine here keeps RCCL's dispatch records (RCCL_KERNEL_TIMING)\n"; r.code != exitOK || !strings.Contains(r.stdout, want) {
+	if want := "# RCCL_TESTS_KERNEL_TIMING=/tmp/kt ignored: no engine here keeps RCCL's dispatch records (RCCL_KERNEL_TIMING)\n"; r.code != exit.OK || !strings.Contains(r.stdout, want) {
 		t.Errorf("kernel timing: exit %d, no %q in\n%s", r.code, want, r.stdout)
 	}
 	env = map[string]string{envDevice: "3"}
 	fake := newFake(1)
 	r = runWith(t, collectives.AllReduce, seedArgs(1, append(small, "-g", "2")...), fakeSource(fake), tweak)
-	if r.code != exitOK || strings.Contains(r.stdout, envDevice) || !fake.cfg.PinDevices || fake.cfg.FirstDevice != 3 {
+	if r.code != exit.OK || strings.Contains(r.stdout, envDevice) || !fake.cfg.PinDevices || fake.cfg.FirstDevice != 3 {
 		t.Errorf("NCCL_TESTS_DEVICE=3: exit %d, config %+v\n%s", r.code, fake.cfg, r.stdout)
 	}
 	r = runWith(t, collectives.AllReduce, append(small, "--engine", "host"), fakeSource(hostengine.New()), tweak)
-	if want := "# NCCL_TESTS_DEVICE=3 ignored: engine host has no devices\n"; r.code != exitOK || !strings.Contains(r.stdout, want) {
+	if want := "# NCCL_TESTS_DEVICE=3 ignored: engine host has no devices\n"; r.code != exit.OK || !strings.Contains(r.stdout, want) {
 		t.Errorf("host engine: exit %d, no %q in\n%s%s", r.code, want, r.stdout, r.stderr)
 	}
 	for _, bad := range []string{"-1", "x", "1.5"} {
@@ -346,7 +347,7 @@ func TestRCCLParsing(t *testing.T) {
 		}
 	}
 	r := testRun(t, collectives.AllReduce, seedArgs(1, append(small, "-F", "-1")...), newFake(1))
-	if r.code != exitOK || strings.Contains(r.stdout, "-F") {
+	if r.code != exit.OK || strings.Contains(r.stdout, "-F") {
 		t.Errorf("-F -1 (never): exit %d\n%s", r.code, r.stdout)
 	}
 }
@@ -372,7 +373,7 @@ func TestDelayAfterOutOfPlaceOnly(t *testing.T) {
 	}
 	r := testRun(t, collectives.AllReduce, seedArgs(seed, "-b", "8", "-e", "32", "-f", "2", "-n", "2", "-w", "0",
 		"-O", "1", "-q", fmt.Sprint(int(delay/time.Microsecond))), fake)
-	if r.code != exitOK || len(gaps) != 2 {
+	if r.code != exit.OK || len(gaps) != 2 {
 		t.Fatalf("exit %d, gaps %v\n%s", r.code, gaps, r.stderr)
 	}
 	for _, g := range gaps {
@@ -420,7 +421,7 @@ func TestColumnHeaderBytes(t *testing.T) {
 	want := "# Blocking Enabled: wait and barrier after each inner iteration (-m) \n" +
 		"# Per-Iteration Report: host clock timing with a wait after each iteration; i_* uses max over process rows \n" +
 		"# Parallel Init Enabled: threads call into NcclInitRank concurrently \n"
-	if r.code != exitOK || !strings.Contains(r.stdout, want) {
+	if r.code != exit.OK || !strings.Contains(r.stdout, want) {
 		t.Errorf("exit %d, no\n%s in\n%s", r.code, want, r.stdout)
 	}
 }

@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/rcclx-tests/rcclx-tests/collectives"
+	"github.com/rcclx-tests/rcclx-tests/harness/exit"
 )
 
 // TestRendezvousSignalAtStart: a signal while the processes meet (a peer that never comes) ends the process
@@ -50,7 +51,7 @@ func TestRendezvousBadLauncherVariables(t *testing.T) {
 		p := startChild(t, "all_reduce", c.env, "--engine", "host", "-b", "8", "-e", "8", "-T", "60")
 		code, took := p.exit(t, 20*time.Second)
 		stderr := p.stderr.String()
-		if code != exitUsage || strings.Count(stderr, "\n") != 1 || !strings.Contains(stderr, c.want) ||
+		if code != exit.Usage || strings.Count(stderr, "\n") != 1 || !strings.Contains(stderr, c.want) ||
 			p.stdout.String() != "" || took > 5*time.Second {
 			t.Errorf("%v: exit %d after %v, stdout %q, stderr %q", c.env, code, took, p.stdout.String(), stderr)
 		}
@@ -74,7 +75,7 @@ func TestRendezvousSwitchesDisagree(t *testing.T) {
 	for rank, p := range procs {
 		code, _ := p.exit(t, 20*time.Second)
 		stderr := p.stderr.String()
-		if code != exitUsage || p.stdout.String() != "" || strings.Count(stderr, "\n") != 1 || !strings.Contains(stderr, want) {
+		if code != exit.Usage || p.stdout.String() != "" || strings.Count(stderr, "\n") != 1 || !strings.Contains(stderr, want) {
 			t.Errorf("rank %d: exit %d, stdout %q, stderr %q", rank, code, p.stdout.String(), stderr)
 		}
 	}
@@ -85,7 +86,7 @@ func TestRendezvousSwitchesDisagree(t *testing.T) {
 		procs[rank] = startChild(t, "all_reduce", env, "--engine", "host", "-b", "8", "-e", "8", "-T", "10")
 	}
 	for rank, p := range procs[:2] {
-		if code, _ := p.exit(t, 20*time.Second); code != exitOK {
+		if code, _ := p.exit(t, 20*time.Second); code != exit.OK {
 			t.Errorf("rank %d: exit %d, stderr %q", rank, code, p.stderr.String())
 		}
 	}
@@ -112,7 +113,7 @@ func TestRendezvousSignalWithStoppedPeer(t *testing.T) {
 	}
 	code, _ := procs[0].exit(t, 20*time.Second)
 	took := time.Since(sent)
-	if code != exitInterrupted || took > 1500*time.Millisecond {
+	if code != exit.Interrupted || took > 1500*time.Millisecond {
 		t.Errorf("rank 0: exit %d %v after SIGINT, stderr %q", code, took, procs[0].stderr.String())
 	}
 	t.Logf("rank 0 ended %v after SIGINT: %q", took, procs[0].stderr.String())
@@ -134,7 +135,7 @@ func TestSplitCommunicators(t *testing.T) {
 				"-b", "1M", "-e", "1M", "-c", "1", "-n", "2", "-w", "1", "-T", "20")
 		}
 		for rank, p := range procs {
-			if code, _ := p.exit(t, 60*time.Second); code != exitOK {
+			if code, _ := p.exit(t, 60*time.Second); code != exit.OK {
 				t.Fatalf("%s: rank %d: exit %d, stderr %q", c.env, rank, code, p.stderr.String())
 			}
 		}

@@ -9,6 +9,7 @@ import (
 	"testing"
 
 	"github.com/rcclx-tests/rcclx-tests/collectives"
+	"github.com/rcclx-tests/rcclx-tests/harness/exit"
 )
 
 // anchor is a real nccl-tests output (testdata/anchors, a copy of docs/data/h200x2-nccl-2.28.3).
@@ -194,7 +195,7 @@ func TestProgramNameFromArgv0(t *testing.T) {
 		a.argv[0] = "/opt/tests/bin/ar_perf_mpi"
 	})
 	for _, want := range []string{"# Collective test starting: ar_perf_mpi\n", "# Collective test concluded: ar_perf_mpi\n"} {
-		if r.code != exitOK || !strings.Contains(r.stdout, want) {
+		if r.code != exit.OK || !strings.Contains(r.stdout, want) {
 			t.Errorf("exit %d, output lacks %q:\n%s%s", r.code, want, r.stdout, r.stderr)
 		}
 	}

@@ -7,6 +7,7 @@ import (
 
 	"github.com/rcclx-tests/rcclx-tests/collectives"
 	"github.com/rcclx-tests/rcclx-tests/engines"
+	"github.com/rcclx-tests/rcclx-tests/harness/exit"
 )
 
 // session is the run of one engine: its communicator, threads and buffers, the sweep and its report.
@@ -55,7 +56,7 @@ func (s *session) run() int {
 		s.a.lost.setBusy(false)
 		if errors.Is(err, errInterrupted) { // before the header: nothing to sum up
 			s.err, s.stopped = nil, true
-			return exitInterrupted
+			return exit.Interrupted
 		}
 		return s.a.fail(err)
 	}
@@ -174,11 +175,11 @@ func finish(out io.Writer, t trailer, stopped bool) int {
 	writeTrailer(out, t)
 	switch {
 	case stopped:
-		return exitInterrupted
+		return exit.Interrupted
 	case t.oob > 0 || !t.bandwidthOK():
-		return exitTestFailed
+		return exit.TestFailed
 	}
-	return exitOK
+	return exit.OK
 }
 
 // open creates the engine, the threads and the communicator (on thread 0, which drives group 0).

@@ -6,6 +6,7 @@ import (
 	"strings"
 
 	"github.com/rcclx-tests/rcclx-tests/collectives"
+	"github.com/rcclx-tests/rcclx-tests/harness/exit"
 )
 
 // ops are the reduction operations to run: -o for reducing collectives (and sendrecv, as nccl-tests), one
@@ -117,7 +118,7 @@ func (s *session) sweep() error {
 			}
 			if s.o.rccl && s.a.coll.HasBias() {
 				fmt.Fprintln(s.a.stderr, rcclBiasMessage)
-				return &saidError{msg: err.Error(), code: exitLibrary}
+				return &saidError{msg: err.Error(), code: exit.Library}
 			}
 			fmt.Fprintf(s.out, "# %s skipped: %v\n", s.a.coll.Name, err)
 			return s.snapshotMemory()

@@ -9,12 +9,8 @@ import (
 
 	"github.com/rcclx-tests/rcclx-tests/collectives"
 	"github.com/rcclx-tests/rcclx-tests/engines"
+	"github.com/rcclx-tests/rcclx-tests/harness/exit"
 )
-
-// usageError is bad command-line input: one line naming the flag and the value, exit code 1.
-type usageError struct{ msg string }
-
-func (e *usageError) Error() string { return e.msg }
 
 func badValue(fs *pflag.FlagSet, name, why string) error {
 	f := fs.Lookup(name)
@@ -22,7 +18,7 @@ func badValue(fs *pflag.FlagSet, name, why string) error {
 	if f.Shorthand != "" {
 		flag = "-" + f.Shorthand + "/" + flag
 	}
-	return &usageError{fmt.Sprintf("invalid value %q for %s: %s", f.Value.String(), flag, why)}
+	return &exit.UsageError{Msg: fmt.Sprintf("invalid value %q for %s: %s", f.Value.String(), flag, why)}
 }
 
 // intRule bounds one integer flag.
@@ -133,7 +129,7 @@ func (o *Options) buildEnv(fs *pflag.FlagSet) error {
 	for _, kv := range o.Env {
 		k, v, ok := strings.Cut(kv, "=")
 		if !ok || k == "" || strings.ContainsAny(k, " \t") {
-			return &usageError{fmt.Sprintf("invalid value %q for -E/--env: want KEY=VALUE", kv)}
+			return &exit.UsageError{Msg: fmt.Sprintf("invalid value %q for -E/--env: want KEY=VALUE", kv)}
 		}
 		o.env[k] = v
 	}
