@@ -86,7 +86,7 @@ func (a *app) runAB(out io.Writer, o *Options, world collectives.World, seed uin
 		}
 		err = r.sweep()
 	}
-	abandoned := errors.Is(err, errInterrupted) // the workers are ended below, without waiting for them
+	abandoned := errors.Is(err, exit.ErrInterrupted) // the workers are ended below, without waiting for them
 	if abandoned {
 		r.stopped, err = true, nil
 	}
@@ -251,7 +251,7 @@ func (r *abRun) await(i int) (abReply, error) {
 	case <-otherGone:
 		arm = r.arms[1-i]
 	case <-r.a.stopNow: // a signal, and the workers did not answer within the grace period
-		return abReply{}, errInterrupted
+		return abReply{}, exit.ErrInterrupted
 	case <-r.lost:
 		// The process that failed says why where it could (its arm's worker, a timeout): the World carries that.
 		if w, ok := r.world.(interface{ Err() error }); ok && w.Err() != nil {

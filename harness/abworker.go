@@ -11,6 +11,7 @@ import (
 
 	"github.com/rcclx-tests/rcclx-tests/collectives"
 	"github.com/rcclx-tests/rcclx-tests/harness/exit"
+	"github.com/rcclx-tests/rcclx-tests/harness/world"
 )
 
 // An A/B run (--ab KEY=v1,v2) runs each arm in worker processes of its own: the perf binary re-executed with
@@ -156,7 +157,7 @@ func (a *app) abWorker(o *Options, key string) int {
 
 // ready describes the arm once the session has started.
 func (s *session) ready() (*abReady, error) {
-	pids, err := gatherJSON(s.world, "the workers' pids", os.Getpid())
+	pids, err := world.Gather(s.world, "the workers' pids", os.Getpid())
 	if err != nil {
 		return nil, err
 	}

@@ -19,6 +19,7 @@ import (
 	"github.com/rcclx-tests/rcclx-tests/collectives"
 	"github.com/rcclx-tests/rcclx-tests/engines"
 	"github.com/rcclx-tests/rcclx-tests/harness/exit"
+	"github.com/rcclx-tests/rcclx-tests/harness/world"
 	"github.com/rcclx-tests/rcclx-tests/internal/version"
 )
 
@@ -26,6 +27,13 @@ import (
 const nativeLibraries = "none loaded by --version; a run loads its engine's libraries and names their versions " +
 	"in its header (# rcclx-tests version ...) and JSON (library, nccl_version); rcclx-doctor lists what this " +
 	"machine has"
+
+// openWorld returns the processes of this run: one, or those an mpirun, srun or torchrun launch started
+// (the bootstrap package detects the launcher and meets the others at a rendezvous). Once stop is closed,
+// every wait on the others ends (bootstrap.ErrInterrupted).
+var openWorld = func(timeout time.Duration, stop <-chan struct{}) (collectives.World, error) {
+	return bootstrap.FromEnv(timeout, bootstrap.StopOn(stop))
+}
 
 // engineSource names and creates engines; the mains use the engines package, tests their own.
 type engineSource struct {
@@ -60,8 +68,8 @@ type app struct {
 	stderrTTY bool     // stderr is a terminal: show the progress line
 	workerEnv []string // variables added to A/B workers' environments (tests re-execute their own binary)
 	runWorld  collectives.World
-	lost      *lossWatch // nil in a run of one process (lost.go)
-	exit      func(int)  // ends the process where the run cannot end itself (nil: never; tests)
+	lost      *world.Watch // nil in a run of one process (world.Watch)
+	exit      func(int)    // ends the process where the run cannot end itself (nil: never; tests)
 }
 
 // stopGrace is how long the first SIGINT or SIGTERM lets a measurement end by itself before the run stops
@@ -206,8 +214,8 @@ func (a *app) parse(args []string) (o *Options, run bool, err error) {
 			if err := a.checkAutoInList(cmd.Flags(), o); err != nil {
 				return err
 			}
-			o.args = newRunArgs(a.binary(), cmd.Flags())
-			o.args.Switches = switchEnv(overlay(o.env, a.parseEnv())) // as the engines will read them
+			o.args = world.NewArgs(a.binary(), cmd.Flags())
+			o.args.Switches = world.SwitchEnv(overlay(o.env, a.parseEnv())) // as the engines will read them
 			if err := o.checkVariables(cmd.Flags(), a.engines.readers); err != nil || o.abKey == "" {
 				return err
 			}
@@ -239,22 +247,22 @@ func (a *app) run(o *Options) int {
 	var stop <-chan struct{}
 	if l, err := bootstrap.Detect(a.parseEnv()); err == nil && l.Size > 1 { // only then is there anyone to wait for
 		var endStop func()
-		stop, endStop = worldStop(a.interrupted, started.Load)
+		stop, endStop = world.Stop(a.interrupted, started.Load)
 		defer endStop()
 	}
-	world, err := a.world(o.Timeout(), stop)
+	w, err := a.world(o.Timeout(), stop)
 	if err != nil {
 		return a.fail(err)
 	}
 	started.Store(true)
 	// A process that ends its run says so, so that the others do not take its going for a loss; until then a
-	// loss anywhere ends this process's run promptly (lost.go).
-	if l, ok := world.(interface{ Leave() }); ok {
+	// loss anywhere ends this process's run promptly (world.Watch).
+	if l, ok := w.(interface{ Leave() }); ok {
 		defer l.Leave()
 	}
-	a.runWorld, a.lost = world, a.watchLoss(world)
-	defer a.lost.stop()
-	if err := agreeArgs(world, o.args); err != nil {
+	a.runWorld, a.lost = w, world.NewWatch(w, a.lastResort())
+	defer a.lost.Stop()
+	if err := world.AgreeArgs(w, o.args); err != nil {
 		var ue *exit.UsageError
 		if errors.As(err, &ue) {
 			fmt.Fprintf(a.stderr, "%s: %v\n", a.binary(), err)
@@ -262,12 +270,12 @@ func (a *app) run(o *Options) int {
 		}
 		return a.fail(err)
 	}
-	sp, commWorld, err := a.splitWorld(world)
+	sp, commWorld, err := a.splitWorld(w)
 	if err != nil {
 		return a.fail(err)
 	}
 	if commWorld == nil {
-		commWorld = world
+		commWorld = w
 	} else if l, ok := commWorld.(interface{ Leave() }); ok {
 		defer l.Leave()
 	}
@@ -279,23 +287,23 @@ func (a *app) run(o *Options) int {
 		return a.fail(err)
 	}
 	out := a.stdout
-	if world.Rank() != 0 {
+	if w.Rank() != 0 {
 		out = io.Discard
 	}
-	rccl, err := a.startRCCL(out, o, world)
+	rccl, err := a.startRCCL(out, o, w)
 	if err != nil {
 		fmt.Fprintf(a.stderr, "%s: %v\n", a.binary(), err)
-		if errors.Is(err, errInterrupted) {
+		if errors.Is(err, exit.ErrInterrupted) {
 			return exit.Interrupted
 		}
 		return exit.Usage
 	}
-	seed, err := agreeSeed(world, o.Seed.resolve())
+	seed, err := world.Seed(w, o.Seed.resolve())
 	if err != nil {
 		rccl.discard()
 		return a.fail(err)
 	}
-	j, err := a.startJSON(out, o, seed, world.Rank() == 0)
+	j, err := a.startJSON(out, o, seed, w.Rank() == 0)
 	if err != nil {
 		rccl.discard()
 		fmt.Fprintf(a.stderr, "%s: %v\n", a.binary(), err)
@@ -306,9 +314,9 @@ func (a *app) run(o *Options) int {
 	j.announce(out)
 	var code int
 	if o.abKey != "" {
-		code = a.runAB(out, o, world, seed, j)
+		code = a.runAB(out, o, w, seed, j)
 	} else {
-		code = a.runEngines(out, o, world, sp, commWorld, seed, j)
+		code = a.runEngines(out, o, w, sp, commWorld, seed, j)
 	}
 	if err := j.finish(); err != nil {
 		fmt.Fprintf(a.stderr, "%s: %v\n", a.binary(), err)
@@ -428,11 +436,22 @@ func timeoutLine(c *collectives.Collective, te *collectives.TimeoutError, size i
 	return fmt.Sprintf("timeout: rank %d %s size %d phase %s after %v", te.Rank, c.Name, size, te.Phase, te.After)
 }
 
-// agreeSeed makes every process use rank 0's seed.
-func agreeSeed(w collectives.World, local uint64) (uint64, error) {
-	all, err := gatherJSON(w, "the seed", local)
-	if err != nil {
-		return 0, err
+// lostProcess reports whether err is the World's own failure (a process died, left or ended the run), which
+// failAt follows with the size in progress.
+func (a *app) lostProcess(err error) bool {
+	w, ok := a.runWorld.(interface{ Err() error })
+	if !ok {
+		return false
 	}
-	return all[0], nil
+	werr := w.Err()
+	return werr != nil && errors.Is(err, werr)
+}
+
+// lastResort is how the loss watch ends a process still busy long after the run was lost: the run's error line,
+// then exit (nil where the app may not exit: tests).
+func (a *app) lastResort() func(err error, at int64) {
+	if a.exit == nil {
+		return nil
+	}
+	return func(err error, at int64) { a.exit(a.failAt(err, at)) }
 }

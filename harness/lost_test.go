@@ -12,6 +12,7 @@ import (
 
 	"github.com/rcclx-tests/rcclx-tests/collectives"
 	"github.com/rcclx-tests/rcclx-tests/harness/exit"
+	"github.com/rcclx-tests/rcclx-tests/harness/world"
 	"github.com/rcclx-tests/rcclx-tests/internal/syncbuf"
 )
 
@@ -67,7 +68,7 @@ var errPeerDied = errors.New("bootstrap: rank 1 died or left the run (pid 4711; 
 // TestLostProcessEndsRun: once the World says another process is lost, a run stuck in the engine ends at once
 // with one line naming the loss and the size in progress and exit 2, writing its JSON marked incomplete:
 // the engine is cancelled (collectives.Canceler), and a thread that does not come back (an engine that cannot
-// be cancelled) is left behind after lostGrace. Not after abandonAfter (5 s), never with 130.
+// be cancelled) is left behind after world.LostGrace. Not after abandonAfter (5 s), never with 130.
 func TestLostProcessEndsRun(t *testing.T) {
 	for _, ignore := range []bool{false, true} {
 		t.Run(fmt.Sprintf("ignoreCancel=%v", ignore), func(t *testing.T) {
@@ -102,10 +103,10 @@ func TestLostProcessEndsRun(t *testing.T) {
 }
 
 // TestLostProcessLastResort: a process stuck where nothing looks for a loss (here the engine's Prepare, on the
-// harness's own goroutine) is ended by the watch lostDeadline after the loss, with the same line and exit 2.
+// harness's own goroutine) is ended by the watch world.LostDeadline after the loss, with the same line and exit 2.
 func TestLostProcessLastResort(t *testing.T) {
-	defer func(d time.Duration) { lostDeadline = d }(lostDeadline)
-	lostDeadline = 200 * time.Millisecond
+	defer func(d time.Duration) { world.LostDeadline = d }(world.LostDeadline)
+	world.LostDeadline = 200 * time.Millisecond
 	seed := rand.Uint64()
 	e := newFake(seed)
 	e.prepare, e.prepareBlock = true, make(chan struct{})

@@ -15,6 +15,7 @@ import (
 	"syscall"
 
 	"github.com/rcclx-tests/rcclx-tests/collectives"
+	"github.com/rcclx-tests/rcclx-tests/harness/world"
 )
 
 const gib = 1 << 30
@@ -213,7 +214,7 @@ func (s *session) memoryLimit() (limit int64, known bool, err error) {
 	if s.o.RCCL.RotatingTensor == 1 {
 		limit -= rotatingBytes // every buffer is that much longer
 	}
-	limit, err = worldMin(s.world, limit)
+	limit, err = world.Min(s.world, limit)
 	return limit, err == nil, err
 }
 
@@ -360,13 +361,4 @@ func (s *session) memoryLine() string {
 	}
 	return fmt.Sprintf("Initialization %s | User-Allocated %s | Collective %s | Total  %s", initText,
 		memoryString(float64(user)), memoryString(float64(coll)), total)
-}
-
-// worldMin is the smallest v over the processes.
-func worldMin(w collectives.World, v int64) (int64, error) {
-	all, err := gatherJSON(w, "free memory", v)
-	for _, x := range all {
-		v = min(v, x)
-	}
-	return v, err
 }

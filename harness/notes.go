@@ -6,25 +6,9 @@ import (
 	"slices"
 	"strings"
 
-	"github.com/rcclx-tests/rcclx-tests/bootstrap"
 	"github.com/rcclx-tests/rcclx-tests/collectives"
 	"github.com/rcclx-tests/rcclx-tests/engines"
 )
-
-// gatherDevices collects every process's devices in rank order for the "# Using devices" lines; another
-// process's text is made printable before it is shown or recorded.
-func gatherDevices(w collectives.World, local []collectives.Device) ([]collectives.Device, error) {
-	all, err := gatherJSON(w, "devices", local)
-	var out []collectives.Device
-	for _, ds := range all {
-		for _, d := range ds {
-			d.Hostname, d.BusID, d.Name = bootstrap.Printable(d.Hostname), bootstrap.Printable(d.BusID),
-				bootstrap.Printable(d.Name)
-			out = append(out, d)
-		}
-	}
-	return out, err
-}
 
 // makeNotes works out the "#" lines this suite adds to nccl-tests' header: the engine, the algorithms the rows
 // will use, the seed, and the flags that do not apply to this engine.

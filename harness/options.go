@@ -7,6 +7,7 @@ import (
 	"time"
 
 	"github.com/rcclx-tests/rcclx-tests/collectives"
+	"github.com/rcclx-tests/rcclx-tests/harness/world"
 )
 
 // Options are the parsed command line. Field names follow nccl-tests' variables; the comments give the flags.
@@ -59,8 +60,8 @@ type Options struct {
 	abVar   abVariable // whether anything reads abKey (app.checkABVariable)
 	// abIgnored are the flags the A/B run set aside (dropABIgnored), as its header names them.
 	abIgnored []string
-	// args are the binary and the flags every process of the run must agree on (agreeArgs).
-	args     runArgs
+	// args are the binary and the flags every process of the run must agree on (world.AgreeArgs).
+	args     world.Args
 	dialect  string // --dialect or RCCLX_TESTS_DIALECT ("" = by platform: setDialect)
 	rccl     bool   // the session prints rccl-tests' dialect
 	rcclAlgo bool   // rccl-tests asks the library for this collective's algorithm (-A)

@@ -10,6 +10,7 @@ import (
 
 	"golang.org/x/sys/unix"
 
+	"github.com/rcclx-tests/rcclx-tests/harness/exit"
 	"github.com/rcclx-tests/rcclx-tests/results"
 )
 
@@ -68,7 +69,7 @@ func (a *app) openWriter(path string, st os.FileInfo, timeout time.Duration) (*o
 		case timeout > 0 && time.Since(start) >= timeout:
 			return nil, fmt.Errorf("the named pipe has no reader (waited %v, -T)", timeout)
 		case a.interrupted != nil && a.interrupted():
-			return nil, fmt.Errorf("the named pipe has no reader (stopped waiting for one: %w)", errInterrupted)
+			return nil, fmt.Errorf("the named pipe has no reader (stopped waiting for one: %w)", exit.ErrInterrupted)
 		}
 		time.Sleep(fifoPoll)
 	}

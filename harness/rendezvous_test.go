@@ -9,6 +9,7 @@ import (
 
 	"github.com/rcclx-tests/rcclx-tests/collectives"
 	"github.com/rcclx-tests/rcclx-tests/harness/exit"
+	"github.com/rcclx-tests/rcclx-tests/harness/world"
 )
 
 // TestRendezvousSignalAtStart: a signal while the processes meet (a peer that never comes) ends the process
@@ -172,7 +173,7 @@ func (w partsWorld) Barrier() error                     { return nil }
 func TestPeerDevicesPrintable(t *testing.T) {
 	w := partsWorld{[]byte(`[{"Rank":0,"Hostname":"a","Name":"host"}]`),
 		[]byte(`[{"Rank":1,"Hostname":"b\u001b[2J","Name":"x\u0007","BusID":"\u001b]0;t"}]`)}
-	ds, err := gatherDevices(w, nil)
+	ds, err := world.Devices(w, nil)
 	if err != nil || len(ds) != 2 || ds[1].Hostname != `b\x1b[2J` || ds[1].Name != `x\a` || ds[1].BusID != `\x1b]0;t` {
 		t.Errorf("devices %+v, %v", ds, err)
 	}

@@ -8,6 +8,7 @@ import (
 	"github.com/rcclx-tests/rcclx-tests/collectives"
 	"github.com/rcclx-tests/rcclx-tests/engines"
 	"github.com/rcclx-tests/rcclx-tests/harness/exit"
+	"github.com/rcclx-tests/rcclx-tests/harness/world"
 )
 
 // session is the run of one engine: its communicator, threads and buffers, the sweep and its report.
@@ -49,12 +50,12 @@ type session struct {
 }
 
 // run opens the engine, sweeps and reports; it returns the exit code. From the start to the sweep's last row
-// the run is busy: a loss of another process then cancels the engine and may end this process (lost.go).
+// the run is busy: a loss of another process then cancels the engine and may end this process (world.Watch).
 func (s *session) run() int {
-	s.a.lost.setBusy(true)
+	s.a.lost.SetBusy(true)
 	if err := s.start(); err != nil {
-		s.a.lost.setBusy(false)
-		if errors.Is(err, errInterrupted) { // before the header: nothing to sum up
+		s.a.lost.SetBusy(false)
+		if errors.Is(err, exit.ErrInterrupted) { // before the header: nothing to sum up
 			s.err, s.stopped = nil, true
 			return exit.Interrupted
 		}
@@ -63,8 +64,8 @@ func (s *session) run() int {
 	defer s.close()
 	writeHeader(s.out, s.o, s.header())
 	if err := s.alloc(); err != nil {
-		s.a.lost.setBusy(false)
-		if errors.Is(err, errInterrupted) {
+		s.a.lost.SetBusy(false)
+		if errors.Is(err, exit.ErrInterrupted) {
 			return s.abort(err)
 		}
 		s.err = err
@@ -72,7 +73,7 @@ func (s *session) run() int {
 	}
 	nc, ncOut := s.startNetCounters()
 	err := s.sweep()
-	s.a.lost.setBusy(false)
+	s.a.lost.SetBusy(false)
 	if err != nil {
 		return s.abort(err)
 	}
@@ -108,7 +109,7 @@ func (s *session) startNetCounters() (*netCounters, io.Writer) {
 // setAt records the size column of the row in progress, which error lines name.
 func (s *session) setAt(size int64) {
 	s.at = size
-	s.a.lost.setAt(size)
+	s.a.lost.SetAt(size)
 }
 
 // start opens the engine and plans the run (devices, memory, the header's notes), allocating nothing large;
@@ -160,7 +161,7 @@ func (s *session) alloc() error {
 // abort reports an error that stopped the sweep, naming the row for a timeout, and returns the exit code. An
 // interrupted sweep is no error: it ends as a stopped run, with the trailer.
 func (s *session) abort(err error) int {
-	if errors.Is(err, errInterrupted) {
+	if errors.Is(err, exit.ErrInterrupted) {
 		s.stopped = true
 		return s.finish(s.trailer())
 	}
@@ -210,9 +211,9 @@ func (s *session) open() error {
 	}
 	s.comm = comm
 	collectives.UseFP8Flavour(collectives.FP8FlavourOf(comm)) // before any data is generated
-	s.a.lost.track(comm)
+	s.a.lost.Track(comm)
 	if err := s.attach(); err != nil {
-		s.a.lost.untrack(comm)
+		s.a.lost.Untrack(comm)
 		_ = comm.Close()
 		s.team.close()
 		return err
@@ -281,8 +282,8 @@ func (s *session) attach() error {
 // processes on 2 cores).
 func (s *session) close() {
 	s.team.stopNow = nil // freeing waits for its threads
-	s.a.lost.untrack(s.comm)
-	if !s.team.broken && s.a.lost.error() == nil {
+	s.a.lost.Untrack(s.comm)
+	if !s.team.broken && s.a.lost.Err() == nil {
 		_ = s.team.each(func(t int) error { return s.threads[t].free() })
 		if err := s.comm.Close(); err != nil && s.err == nil {
 			fmt.Fprintf(s.a.stderr, "%s: closing engine %s: %v\n", s.a.binary(), s.eng.Name(), err)
@@ -304,7 +305,7 @@ func (s *session) localRanks() []int {
 func (s *session) prepare() error {
 	s.setDialect()
 	var err error
-	if s.devices, err = gatherDevices(s.world, s.comm.Devices()); err != nil {
+	if s.devices, err = world.Devices(s.world, s.comm.Devices()); err != nil {
 		return err
 	}
 	if s.split != nil { // nccl-tests numbers the ranks over every process and shows each one's colour as Group
@@ -346,7 +347,7 @@ func (s *session) prepareEngine() error {
 		return err
 	case <-s.a.signalled: // a first compilation can take many seconds
 		s.team.broken = true // the engine is busy: close leaves it to the process's exit
-		return errInterrupted
+		return exit.ErrInterrupted
 	}
 }
 

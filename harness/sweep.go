@@ -7,6 +7,7 @@ import (
 
 	"github.com/rcclx-tests/rcclx-tests/collectives"
 	"github.com/rcclx-tests/rcclx-tests/harness/exit"
+	"github.com/rcclx-tests/rcclx-tests/harness/world"
 )
 
 // ops are the reduction operations to run: -o for reducing collectives (and sendrecv, as nccl-tests), one
@@ -236,7 +237,7 @@ func (s *session) runPoint(p point) (row, error) {
 	var tr *truth
 	if s.o.Check > 0 {
 		var err error // seconds at 1 GiB: a lost run does not wait for it
-		tr, err = orLost(s.a.lost, s.a.signalled, func() *truth {
+		tr, err = world.OrLost(s.a.lost, s.a.signalled, func() *truth {
 			return newTruth(s.a.coll, p, s.nranks, s.localRanks(), s.seed)
 		})
 		if err != nil {
@@ -248,7 +249,7 @@ func (s *session) runPoint(p point) (row, error) {
 			continue
 		}
 		h, err := s.runHalf(p, k, inPlace, tr)
-		if errors.Is(err, errInterrupted) && (r.halves[0].ran || r.halves[1].ran) {
+		if errors.Is(err, exit.ErrInterrupted) && (r.halves[0].ran || r.halves[1].ran) {
 			s.stopped = true
 			break
 		}

@@ -4,6 +4,7 @@ import (
 	"fmt"
 
 	"github.com/rcclx-tests/rcclx-tests/collectives"
+	"github.com/rcclx-tests/rcclx-tests/harness/exit"
 )
 
 // point is one row of the sweep: a collective call shape.
@@ -64,12 +65,12 @@ func (t *thread) touch(pattern []byte, stop <-chan struct{}) error {
 // of copying.
 const writePiece = 64 << 20
 
-// write copies data into v, a piece at a time; once stop is closed (a signal) it returns errInterrupted,
+// write copies data into v, a piece at a time; once stop is closed (a signal) it returns exit.ErrInterrupted,
 // leaving the rest unwritten.
 func (t *thread) write(v collectives.View, data []byte, stop <-chan struct{}) error {
 	for lo := 0; lo < len(data) || lo == 0; lo += writePiece {
 		if stopped(stop) {
-			return errInterrupted
+			return exit.ErrInterrupted
 		}
 		hi := min(lo+writePiece, len(data))
 		if err := t.group.Write(collectives.View{Buf: v.Buf, Off: v.Off + int64(lo)}, data[lo:hi]); err != nil {

@@ -20,6 +20,11 @@ const (
 	Interrupted = 130
 )
 
+// ErrInterrupted ends a sweep stopped by SIGINT or SIGTERM: between two iterations, or by abandoning threads
+// stuck in the engine. The session reports it as an interrupted run, with its trailer; Code leaves it to that
+// report.
+var ErrInterrupted = errors.New("interrupted")
+
 // UsageError is bad command-line input: one line naming the flag and the value, exit code 1.
 type UsageError struct{ Msg string }
 
