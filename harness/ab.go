@@ -15,6 +15,7 @@ import (
 	"github.com/rcclx-tests/rcclx-tests/bootstrap"
 	"github.com/rcclx-tests/rcclx-tests/collectives"
 	"github.com/rcclx-tests/rcclx-tests/harness/exit"
+	"github.com/rcclx-tests/rcclx-tests/harness/plan"
 	"github.com/rcclx-tests/rcclx-tests/results"
 )
 
@@ -25,7 +26,7 @@ import (
 // both arms see the same machine state (the idle arm blocks on its pipe), then each arm is validated.
 type abRun struct {
 	a      *app
-	o      *Options
+	o      *plan.Options
 	out    io.Writer
 	world  collectives.World
 	lost   <-chan struct{} // closed when another process of the run is gone (nil: never)
@@ -67,21 +68,21 @@ func (e *armError) Error() string {
 func (e *armError) Unwrap() error { return e.err }
 func (e *armError) ExitCode() int { return e.code }
 
-func (a *app) runAB(out io.Writer, o *Options, world collectives.World, seed uint64, j *jsonOut) int {
+func (a *app) runAB(out io.Writer, o *plan.Options, world collectives.World, seed uint64, j *jsonOut) int {
 	r := &abRun{a: a, o: o, out: out, world: world, seed: seed, report: results.ABReport{Rows: []results.ABRow{}}}
 	if l, ok := world.(interface{ Failed() <-chan struct{} }); ok {
 		r.lost = l.Failed()
 	}
-	for i, v := range o.abVals {
-		r.arms[i] = &abArm{name: string(rune('A' + i)), label: o.abKey + "=" + v}
+	for i, v := range o.ABValues {
+		r.arms[i] = &abArm{name: string(rune('A' + i)), label: o.ABKey + "=" + v}
 		r.report.Arms[i] = r.arms[i].label
 	}
-	o.abVar.record(&r.report)
+	recordABVariable(o.ABVar, &r.report)
 	var memory string
 	err := r.start()
 	if err == nil {
 		writeHeader(out, o, r.header())
-		if n := o.abVar.note(o.abKey, a.coll.Name); n != "" {
+		if n := abVariableNote(o.ABVar, o.ABKey, a.coll.Name); n != "" {
 			fmt.Fprintln(out, n)
 		}
 		err = r.sweep()
@@ -158,7 +159,7 @@ func (r *abRun) spawn(arm *abArm, world []string) error {
 	}
 	seed := strconv.FormatUint(r.seed, 10)
 	cmd := exec.Command(exe, append([]string{"--seed", seed}, withoutAB(r.a.argv[1:])...)...) // before any "--"
-	env := append(append(world, r.a.workerEnv...), arm.label, abWorkerEnv+"="+r.o.abKey, seedEnv+"="+seed)
+	env := append(append(world, r.a.workerEnv...), arm.label, abWorkerEnv+"="+r.o.ABKey, seedEnv+"="+seed)
 	cmd.Env = bootstrap.Isolate(r.a.environ(), env...)
 	cmd.ExtraFiles = []*os.File{abCommandFD - 3: cmdRead, abReplyFD - 3: replyWrite}
 	// The workers print nothing themselves; what their libraries print (NCCL_DEBUG) goes where a plain run's would.
@@ -349,7 +350,7 @@ func (r *abRun) header() header {
 			h.notes = append(h.notes, "B "+n)
 		}
 	}
-	for _, f := range r.o.abIgnored {
+	for _, f := range r.o.ABIgnored {
 		h.notes = append(h.notes, f+" ignored: --ab runs --ab-rounds interleaved rounds per size instead")
 	}
 	return h
@@ -359,7 +360,7 @@ func (r *abRun) header() header {
 // -N's cycles, each round times one -n loop rather than each iteration (-I, -K), and one half is timed, so
 // there is no wait between halves (-q). The launcher calls it for its header and JSON, each worker so that
 // it runs as if the flags had not been given.
-func (o *Options) dropABIgnored() []string {
+func dropABIgnored(o *plan.Options) []string {
 	var dropped []string
 	if o.Cycles != 1 {
 		dropped, o.Cycles = append(dropped, fmt.Sprintf("-N %d", o.Cycles)), 1
@@ -367,9 +368,9 @@ func (o *Options) dropABIgnored() []string {
 	if o.PerIter == 1 {
 		dropped, o.PerIter = append(dropped, "-I 1"), 0
 	}
-	if o.changed["per_iter_skip"] {
+	if o.Changed["per_iter_skip"] {
 		dropped, o.IterSkip = append(dropped, fmt.Sprintf("-K %d", o.IterSkip)), 0
-		delete(o.changed, "per_iter_skip") // else the workers' header would note it as ignored for another reason
+		delete(o.Changed, "per_iter_skip") // else the workers' header would note it as ignored for another reason
 	}
 	if o.RCCL.DelayUs > 0 {
 		dropped, o.RCCL.DelayUs = append(dropped, fmt.Sprintf("-q %d", o.RCCL.DelayUs)), 0
@@ -434,7 +435,7 @@ func (r *abRun) cannotRun() string {
 
 // point runs the rounds of one size, validates both arms and prints a "#" line with both arms' #wrong.
 func (r *abRun) point(p point) error {
-	inPlace := !r.o.runOutOfPlace()
+	inPlace := !r.o.RunOutOfPlace()
 	half := 0
 	if inPlace {
 		half = 1

@@ -123,8 +123,8 @@ func TestABVariableNothingReads(t *testing.T) {
 		{[]string{"-g", "8", "-E", "RCCL_DDA_NRANKS=8", "--ab", "RCCL_DDA_ENABLE=0,1"}, false},
 	} {
 		o, _, err := a.parse(c.args)
-		if err != nil || o.abVar.noEffect != c.noEffect || (o.abVar.note(o.abKey, "all_reduce") != "") != c.noEffect {
-			t.Errorf("%v: %+v, %v", c.args, o.abVar, err)
+		if err != nil || o.ABVar.NoEffect != c.noEffect || (abVariableNote(o.ABVar, o.ABKey, "all_reduce") != "") != c.noEffect {
+			t.Errorf("%v: %+v, %v", c.args, o.ABVar, err)
 		}
 	}
 	r := hostRun(t, collectives.AllReduce, "-b", "8", "-e", "8", "-n", "1", "--ab-rounds", "2", "--ab",
@@ -157,20 +157,20 @@ func TestABVariableInLibraryFile(t *testing.T) {
 	ab := []string{"--engine", "vendor", "--ab", "NCCL_MAX_NCHANNELS=1,32"}
 
 	o, _, err := a.parse(append(ab, "--lib", with, "--ab-strict"))
-	if err != nil || !o.abVar.known || !o.abVar.read || o.abVar.library != with || o.abVar.note(o.abKey, "all_reduce") != "" {
-		t.Fatalf("library with the name: %+v, %v", o.abVar, err)
+	if err != nil || !o.ABVar.Known || !o.ABVar.Read || o.ABVar.Library != with || abVariableNote(o.ABVar, o.ABKey, "all_reduce") != "" {
+		t.Fatalf("library with the name: %+v, %v", o.ABVar, err)
 	}
 	o, _, err = a.parse(append(ab, "--lib", without))
-	if err != nil || !o.abVar.known || o.abVar.read {
-		t.Fatalf("library without the name: %+v, %v", o.abVar, err)
+	if err != nil || !o.ABVar.Known || o.ABVar.Read {
+		t.Fatalf("library without the name: %+v, %v", o.ABVar, err)
 	}
 	want := "# WARNING: " + without + " does not contain the name NCCL_MAX_NCHANNELS: the library never reads it, " +
 		"so both arms will behave the same"
-	if n := o.abVar.note(o.abKey, "all_reduce"); n != want {
+	if n := abVariableNote(o.ABVar, o.ABKey, "all_reduce"); n != want {
 		t.Errorf("note %q", n)
 	}
 	var rep results.ABReport
-	o.abVar.record(&rep)
+	recordABVariable(o.ABVar, &rep)
 	if rep.VariableRead == nil || *rep.VariableRead || rep.Library != without {
 		t.Errorf("JSON: %+v", rep)
 	}
@@ -187,8 +187,8 @@ func TestABVariableInLibraryFile(t *testing.T) {
 	}
 	// The suite's own variables are not searched for in the library: the vendor engine reads them itself.
 	if o, _, err := a.parse([]string{"--engine", "vendor", "--lib", without, "--ab", "RCCLX_TESTS_DELAY_US=0,100",
-		"--ab-strict"}); err != nil || !o.abVar.read {
-		t.Errorf("suite variable on the vendor engine: %+v %v", o.abVar, err)
+		"--ab-strict"}); err != nil || !o.ABVar.Read {
+		t.Errorf("suite variable on the vendor engine: %+v %v", o.ABVar, err)
 	}
 }
 

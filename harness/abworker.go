@@ -11,6 +11,7 @@ import (
 
 	"github.com/rcclx-tests/rcclx-tests/collectives"
 	"github.com/rcclx-tests/rcclx-tests/harness/exit"
+	"github.com/rcclx-tests/rcclx-tests/harness/plan"
 	"github.com/rcclx-tests/rcclx-tests/harness/world"
 )
 
@@ -89,7 +90,7 @@ type abError struct {
 
 // abWorker is the worker side: open the engine with the arm's value, report ready, then answer commands until
 // the launcher closes the command pipe.
-func (a *app) abWorker(o *Options, key string) int {
+func (a *app) abWorker(o *plan.Options, key string) int {
 	commands, replies := os.NewFile(abCommandFD, "a/b commands"), os.NewFile(abReplyFD, "a/b replies")
 	for _, f := range []*os.File{commands, replies} {
 		if st, err := f.Stat(); err != nil || st.Mode()&os.ModeNamedPipe == 0 {
@@ -97,7 +98,7 @@ func (a *app) abWorker(o *Options, key string) int {
 				abWorkerEnv, f.Fd()))
 		}
 	}
-	o.dropABIgnored()
+	dropABIgnored(o)
 	dec, enc := json.NewDecoder(commands), json.NewEncoder(replies)
 	var s *session
 	fail := func(err error) int {
@@ -109,11 +110,11 @@ func (a *app) abWorker(o *Options, key string) int {
 		_ = enc.Encode(abReply{Err: e})
 		return e.Code
 	}
-	o.env = maps.Clone(o.env)
-	if o.env == nil {
-		o.env = map[string]string{}
+	o.CommEnv = maps.Clone(o.CommEnv)
+	if o.CommEnv == nil {
+		o.CommEnv = map[string]string{}
 	}
-	o.env[key] = a.getenv(key)
+	o.CommEnv[key] = a.getenv(key)
 	world, err := a.world(o.Timeout(), nil) // a worker ends when its launching process says so
 	if err != nil {
 		return fail(err)
@@ -122,7 +123,7 @@ func (a *app) abWorker(o *Options, key string) int {
 	if err := a.prepareCollective(o, world.Size()*o.NThreads*o.NGpus); err != nil {
 		return fail(err)
 	}
-	s = &session{a: a, o: o, world: world, seed: o.Seed.resolve(), out: io.Discard, engineName: o.engines[0]}
+	s = &session{a: a, o: o, world: world, seed: o.Seed.Resolve(), out: io.Discard, engineName: o.Engines[0]}
 	if err := s.start(); err != nil {
 		return fail(err)
 	}

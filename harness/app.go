@@ -1,3 +1,6 @@
+// Package harness is the nccl-tests-compatible driver shared by the four perf binaries: flags, the size sweep,
+// timing, validation and the text and JSON reports. It drives any collectives.Engine and knows nothing of the
+// devices behind it.
 package harness
 
 import (
@@ -19,6 +22,7 @@ import (
 	"github.com/rcclx-tests/rcclx-tests/collectives"
 	"github.com/rcclx-tests/rcclx-tests/engines"
 	"github.com/rcclx-tests/rcclx-tests/harness/exit"
+	"github.com/rcclx-tests/rcclx-tests/harness/plan"
 	"github.com/rcclx-tests/rcclx-tests/harness/world"
 	"github.com/rcclx-tests/rcclx-tests/internal/version"
 )
@@ -173,7 +177,7 @@ func (a *app) main(args []string) int {
 	if !run {
 		return exit.OK
 	}
-	if v := a.getenv(seedEnv); v != "" && !o.Seed.set {
+	if v := a.getenv(seedEnv); v != "" && !o.Seed.Given {
 		if err := o.Seed.Set(v); err != nil {
 			fmt.Fprintf(a.stderr, "%s: invalid %s=%q: %v\n", a.binary(), seedEnv, v, err)
 			return exit.Usage
@@ -186,8 +190,8 @@ func (a *app) main(args []string) int {
 }
 
 // parse reads the command line; run is false when only help was asked for.
-func (a *app) parse(args []string) (o *Options, run bool, err error) {
-	o = &Options{}
+func (a *app) parse(args []string) (o *plan.Options, run bool, err error) {
+	o = &plan.Options{}
 	var showVersion bool
 	cmd := &cobra.Command{
 		Use:   a.binary() + " [flags]",
@@ -205,7 +209,7 @@ func (a *app) parse(args []string) (o *Options, run bool, err error) {
 				return err
 			}
 			run = true
-			if err := o.validate(cmd.Flags(), a.engines.names()); err != nil {
+			if err := validate(o, cmd.Flags(), a.engines.names()); err != nil {
 				return err
 			}
 			if err := a.checkConsistency(cmd.Flags(), o); err != nil {
@@ -214,14 +218,14 @@ func (a *app) parse(args []string) (o *Options, run bool, err error) {
 			if err := a.checkAutoInList(cmd.Flags(), o); err != nil {
 				return err
 			}
-			o.args = world.NewArgs(a.binary(), cmd.Flags())
-			o.args.Switches = world.SwitchEnv(overlay(o.env, a.parseEnv())) // as the engines will read them
-			if err := o.checkVariables(cmd.Flags(), a.engines.readers); err != nil || o.abKey == "" {
+			o.Args = world.NewArgs(a.binary(), cmd.Flags())
+			o.Args.Switches = world.SwitchEnv(overlay(o.CommEnv, a.parseEnv())) // as the engines will read them
+			if err := checkVariables(o, cmd.Flags(), a.engines.readers); err != nil || o.ABKey == "" {
 				return err
 			}
 			var err error
-			o.abVar, err = a.checkABVariable(o)
-			o.abIgnored = o.dropABIgnored()
+			o.ABVar, err = a.checkABVariable(o)
+			o.ABIgnored = dropABIgnored(o)
 			return err
 		},
 	}
@@ -242,7 +246,7 @@ func (a *app) parse(args []string) (o *Options, run bool, err error) {
 }
 
 // run executes a validated command line: the A/B comparison, or each engine of --engine in turn.
-func (a *app) run(o *Options) int {
+func (a *app) run(o *plan.Options) int {
 	var started atomic.Bool
 	var stop <-chan struct{}
 	if l, err := bootstrap.Detect(a.parseEnv()); err == nil && l.Size > 1 { // only then is there anyone to wait for
@@ -262,7 +266,7 @@ func (a *app) run(o *Options) int {
 	}
 	a.runWorld, a.lost = w, world.NewWatch(w, a.lastResort())
 	defer a.lost.Stop()
-	if err := world.AgreeArgs(w, o.args); err != nil {
+	if err := world.AgreeArgs(w, o.Args); err != nil {
 		var ue *exit.UsageError
 		if errors.As(err, &ue) {
 			fmt.Fprintf(a.stderr, "%s: %v\n", a.binary(), err)
@@ -298,7 +302,7 @@ func (a *app) run(o *Options) int {
 		}
 		return exit.Usage
 	}
-	seed, err := world.Seed(w, o.Seed.resolve())
+	seed, err := world.Seed(w, o.Seed.Resolve())
 	if err != nil {
 		rccl.discard()
 		return a.fail(err)
@@ -313,7 +317,7 @@ func (a *app) run(o *Options) int {
 	rccl.announce(out)
 	j.announce(out)
 	var code int
-	if o.abKey != "" {
+	if o.ABKey != "" {
 		code = a.runAB(out, o, w, seed, j)
 	} else {
 		code = a.runEngines(out, o, w, sp, commWorld, seed, j)
@@ -328,11 +332,11 @@ func (a *app) run(o *Options) int {
 // probeEngines finds, before any file is claimed, an engine of an --engine list that cannot run here, so that
 // a list does not fail after the tables of the engines before it. The vendor engine's probe loads the default
 // library, so it is left to Open where --lib names another.
-func (a *app) probeEngines(o *Options) error {
-	if len(o.engines) < 2 || a.engines.open == nil {
+func (a *app) probeEngines(o *plan.Options) error {
+	if len(o.Engines) < 2 || a.engines.open == nil {
 		return nil
 	}
-	for _, name := range o.engines {
+	for _, name := range o.Engines {
 		if name == collectives.EngineVendor && o.Library != "" {
 			continue
 		}
@@ -342,7 +346,7 @@ func (a *app) probeEngines(o *Options) error {
 		}
 		if p, ok := e.(collectives.Prober); ok {
 			if err := p.Available(); err != nil {
-				return fmt.Errorf("--engine %s: %s cannot run here: %w", strings.Join(o.engines, ","), name, err)
+				return fmt.Errorf("--engine %s: %s cannot run here: %w", strings.Join(o.Engines, ","), name, err)
 			}
 		}
 	}
@@ -350,16 +354,16 @@ func (a *app) probeEngines(o *Options) error {
 }
 
 // runEngines runs the sweep on each engine of --engine, one after the other, then compares their times.
-func (a *app) runEngines(out io.Writer, o *Options, world collectives.World, sp *split, commWorld collectives.World,
+func (a *app) runEngines(out io.Writer, o *plan.Options, world collectives.World, sp *split, commWorld collectives.World,
 	seed uint64, j *jsonOut) int {
 	code := exit.OK
 	var runs []*session
-	for _, name := range o.engines {
-		if len(o.engines) > 1 {
+	for _, name := range o.Engines {
+		if len(o.Engines) > 1 {
 			fmt.Fprintf(out, "# Engine: %s\n", name)
 		}
 		s := &session{a: a, o: o, world: world, split: sp, commWorld: commWorld, seed: seed, out: out, engineName: name,
-			multi: len(o.engines) > 1}
+			multi: len(o.Engines) > 1}
 		c := s.run()
 		j.add(s.record())
 		runs = append(runs, s)
@@ -376,11 +380,11 @@ func (a *app) runEngines(out io.Writer, o *Options, world collectives.World, sp 
 
 // prepareCollective checks what depends on the rank count (-r, hypercube's power of two) and configures the
 // collective from its environment (alltoallv's pattern), before anything is measured or printed.
-func (a *app) prepareCollective(o *Options, nranks int) error {
+func (a *app) prepareCollective(o *plan.Options, nranks int) error {
 	if a.coll.Rooted && o.Root >= nranks {
 		return &exit.UsageError{Msg: fmt.Sprintf("invalid value \"%d\" for -r/--root: must be below the rank count %d (or -1 for every root)", o.Root, nranks)}
 	}
-	coll, err := a.coll.Prepare(overlay(o.env, a.getenv), nranks, o.MinBytes, o.MaxBytes)
+	coll, err := a.coll.Prepare(overlay(o.CommEnv, a.getenv), nranks, o.MinBytes, o.MaxBytes)
 	if err != nil {
 		return err
 	}

@@ -13,6 +13,7 @@ import (
 	"github.com/rcclx-tests/rcclx-tests/bootstrap"
 	"github.com/rcclx-tests/rcclx-tests/collectives"
 	"github.com/rcclx-tests/rcclx-tests/harness/exit"
+	"github.com/rcclx-tests/rcclx-tests/harness/plan"
 )
 
 // maxRanksPerProcess bounds -t x -g: every rank is a goroutine or a device context of this process, and some
@@ -25,18 +26,18 @@ const (
 // switchFlags are the convenience flags that set one communicator variable each.
 var switchFlags = []struct {
 	flag, key string
-	on        func(o *Options) (string, bool)
+	on        func(o *plan.Options) (string, bool)
 }{
-	{"dda", "RCCL_DDA_ENABLE", func(o *Options) (string, bool) { return "1", o.DDA }},
-	{"lp", "RCCL_LOW_PRECISION_ENABLE", func(o *Options) (string, bool) { return "1", o.LP }},
-	{"lp-mode", "RCCLX_TESTS_LP_MODE", func(o *Options) (string, bool) { return o.LPMode, o.LPMode != "" }},
+	{"dda", "RCCL_DDA_ENABLE", func(o *plan.Options) (string, bool) { return "1", o.DDA }},
+	{"lp", "RCCL_LOW_PRECISION_ENABLE", func(o *plan.Options) (string, bool) { return "1", o.LP }},
+	{"lp-mode", "RCCLX_TESTS_LP_MODE", func(o *plan.Options) (string, bool) { return o.LPMode, o.LPMode != "" }},
 }
 
 // checkConsistency is the part of validation that looks beyond one flag, before anything runs: the total rank
 // count, the launcher's and the suite's variables, the communicator variables of every arm (with the RCCLX
 // policy's own rules), and flags that contradict each other. Contradictions of two explicit values are errors;
 // a flag that has no effect is noted in the header (notes.go).
-func (a *app) checkConsistency(fs *pflag.FlagSet, o *Options) error {
+func (a *app) checkConsistency(fs *pflag.FlagSet, o *plan.Options) error {
 	getenv := a.parseEnv()
 	l, err := bootstrap.Detect(getenv)
 	if err != nil {
@@ -60,10 +61,10 @@ func (a *app) checkConsistency(fs *pflag.FlagSet, o *Options) error {
 			return &exit.UsageError{Msg: fmt.Sprintf("invalid test hook (-E, --ab or the process environment): %v", err)}
 		}
 	}
-	if o.dialect, err = wantDialect(o.Dialect, getenv); err != nil {
+	if o.ChosenDialect, err = wantDialect(o.Dialect, getenv); err != nil {
 		return &exit.UsageError{Msg: err.Error()}
 	}
-	if err := checkSplit(getenv, l.Size, o.abKey != ""); err != nil {
+	if err := checkSplit(getenv, l.Size, o.ABKey != ""); err != nil {
 		return &exit.UsageError{Msg: err.Error()}
 	}
 	if _, _, err := firstDevice(getenv); err != nil {
@@ -83,7 +84,7 @@ func (a *app) checkConsistency(fs *pflag.FlagSet, o *Options) error {
 			}
 		}
 	}
-	if o.abKey != "" {
+	if o.ABKey != "" {
 		if err := checkAB(fs, o); err != nil {
 			return err
 		}
@@ -106,37 +107,37 @@ func (a *app) parseEnv() func(string) string {
 
 // checkAB refuses an A/B comparison whose key another flag also sets, or whose rows would go to rccl-tests'
 // result file, which has no column for the arm; app.checkABVariable refuses one that compares nothing.
-func checkAB(fs *pflag.FlagSet, o *Options) error {
+func checkAB(fs *pflag.FlagSet, o *plan.Options) error {
 	if o.RCCL.File != "" {
 		flag := "rccl_output_file"
-		if o.RCCL.csvAlias {
+		if o.RCCL.CSVAlias {
 			flag = "csv"
 		}
 		return badValue(fs, flag, "cannot be combined with --ab: rccl-tests' layout has no column for the arm "+
 			"(-J writes both arms)")
 	}
 	for _, kv := range o.Env {
-		if k, _, _ := strings.Cut(kv, "="); k == o.abKey {
-			return badValue(fs, "ab", "sets "+o.abKey+", which -E "+kv+" sets too")
+		if k, _, _ := strings.Cut(kv, "="); k == o.ABKey {
+			return badValue(fs, "ab", "sets "+o.ABKey+", which -E "+kv+" sets too")
 		}
 	}
 	for _, s := range switchFlags {
-		if _, on := s.on(o); on && s.key == o.abKey {
-			return badValue(fs, "ab", "sets "+o.abKey+", which --"+s.flag+" sets too")
+		if _, on := s.on(o); on && s.key == o.ABKey {
+			return badValue(fs, "ab", "sets "+o.ABKey+", which --"+s.flag+" sets too")
 		}
 	}
 	return nil
 }
 
 // armEnvs lists the communicator overrides of every communicator the run opens: one, or the two A/B arms.
-func armEnvs(o *Options) []map[string]string {
-	if o.abKey == "" {
-		return []map[string]string{o.env}
+func armEnvs(o *plan.Options) []map[string]string {
+	if o.ABKey == "" {
+		return []map[string]string{o.CommEnv}
 	}
 	var out []map[string]string
-	for _, v := range o.abVals {
-		arm := map[string]string{o.abKey: v}
-		for k, x := range o.env {
+	for _, v := range o.ABValues {
+		arm := map[string]string{o.ABKey: v}
+		for k, x := range o.CommEnv {
 			arm[k] = x
 		}
 		out = append(out, arm)

@@ -7,6 +7,7 @@ import (
 	"strings"
 
 	"github.com/rcclx-tests/rcclx-tests/collectives"
+	"github.com/rcclx-tests/rcclx-tests/harness/plan"
 	"github.com/rcclx-tests/rcclx-tests/results"
 )
 
@@ -53,36 +54,36 @@ func platformDialect(eng collectives.Engine, comm collectives.Comm) string {
 
 // setDialect fixes the session's dialect once its engine is open.
 func (s *session) setDialect() {
-	d := s.o.dialect
+	d := s.o.ChosenDialect
 	if d == "" {
 		d = platformDialect(s.eng, s.comm)
 	}
-	s.o.rccl = d == dialectRCCL
+	s.o.RCCLDialect = d == dialectRCCL
 	// rccl-tests asks RCCL for the algorithm, protocol and channels (-A) of these collectives only; the
 	// others print N/A.
-	s.o.rcclAlgo = map[string]bool{"all_reduce": true, "all_gather": true, "broadcast": true, "reduce": true,
+	s.o.RCCLAlgo = map[string]bool{"all_reduce": true, "all_gather": true, "broadcast": true, "reduce": true,
 		"reduce_scatter": true, "alltoall": true}[s.a.coll.Base().Name]
 }
 
 // typeName is the type column: rccl-tests spells FP8 fp8_e4m3 and fp8_e5m2.
-func (o *Options) typeName(dt collectives.DType) string {
-	if o.rccl {
+func typeName(o *plan.Options, dt collectives.DType) string {
+	if o.RCCLDialect {
 		return results.RCCLTypeName(dt.String())
 	}
 	return dt.String()
 }
 
 // redopName is the redop column: rccl-tests names hypercube's (blank in nccl-tests) none.
-func (o *Options) redopName(c *collectives.Collective, op collectives.Op) string {
-	if n := c.RedOpName(op); n != "" || !o.rccl {
+func redopName(o *plan.Options, c *collectives.Collective, op collectives.Op) string {
+	if n := c.RedOpName(op); n != "" || !o.RCCLDialect {
 		return n
 	}
 	return "none"
 }
 
 // blockingLine is the header's -z line ("" for -z 0).
-func (o *Options) blockingLine() string {
-	if o.rccl {
+func blockingLine(o *plan.Options) string {
+	if o.RCCLDialect {
 		switch {
 		case o.Blocking == 1:
 			return "# Blocking Enabled: wait for completion and barrier after each collective "
@@ -120,7 +121,7 @@ func (e *saidError) ExitCode() int { return e.code }
 // own engine runs the collectives instead of a library, its lines name the engine and this binary, so that the
 // runner records the code that ran. A loaded library prints its own banner.
 func (s *session) libraryBanner() []string {
-	if !s.o.rccl || !strings.EqualFold(strings.TrimSpace(s.a.parseEnv()("NCCL_DEBUG")), "VERSION") {
+	if !s.o.RCCLDialect || !strings.EqualFold(strings.TrimSpace(s.a.parseEnv()("NCCL_DEBUG")), "VERSION") {
 		return nil
 	}
 	if _, ok := s.comm.(interface{ LibraryPath() string }); ok {

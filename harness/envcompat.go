@@ -194,7 +194,7 @@ func (s *session) envNotes() {
 	if v := getenv(envKernelTiming); v != "" {
 		s.note("%s=%s ignored: no engine here keeps RCCL's dispatch records (RCCL_KERNEL_TIMING)", envKernelTiming, v)
 	}
-	if len(counters) > 0 && !s.o.rccl {
+	if len(counters) > 0 && !s.o.RCCLDialect {
 		s.note("%s ignored: rccl-tests' NIC counters are read in its dialect only (--dialect rccl-tests)", strings.Join(counters, " "))
 	}
 }

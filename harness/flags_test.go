@@ -10,6 +10,7 @@ import (
 
 	"github.com/rcclx-tests/rcclx-tests/collectives"
 	"github.com/rcclx-tests/rcclx-tests/harness/exit"
+	"github.com/rcclx-tests/rcclx-tests/harness/plan"
 )
 
 // TestBadInput gives each flag a bad value: one line on stderr naming the flag and the value, exit code 1,
@@ -98,7 +99,7 @@ func TestHelp(t *testing.T) {
 		t.Fatalf("exit %d, stderr %q", r.code, r.stderr)
 	}
 	fs := pflag.NewFlagSet("x", pflag.ContinueOnError)
-	RegisterFlags(fs, &Options{})
+	RegisterFlags(fs, &plan.Options{})
 	fs.VisitAll(func(f *pflag.Flag) {
 		if !strings.Contains(r.stdout, "--"+f.Name) {
 			t.Errorf("help lacks --%s", f.Name)
@@ -121,7 +122,7 @@ func TestHelp(t *testing.T) {
 // TestFlagLettersAndDefaults pins nccl-tests' letters, long names and defaults.
 func TestFlagLettersAndDefaults(t *testing.T) {
 	fs := pflag.NewFlagSet("x", pflag.ContinueOnError)
-	RegisterFlags(fs, &Options{})
+	RegisterFlags(fs, &plan.Options{})
 	for _, c := range []struct{ short, long, def string }{
 		{"t", "nthreads", "1"}, {"g", "ngpus", "1"}, {"b", "minbytes", "32M"}, {"e", "maxbytes", "32M"},
 		{"i", "stepbytes", "1M"}, {"f", "stepfactor", "1"}, {"n", "iters", "20"}, {"m", "agg_iters", "1"},
@@ -151,15 +152,15 @@ func TestParseValues(t *testing.T) {
 	if err != nil || !run {
 		t.Fatalf("parse: %v", err)
 	}
-	if o.MinBytes != 4096 || o.MaxBytes != 16<<20 || o.dtypes[0] != collectives.F8E4M3 || len(o.ops) != 6 ||
-		o.runOutOfPlace() || !o.runInPlace() || o.Seed.value != 42 || o.Root != 3 || o.abKey != "RCCL_X" || o.abVals[1] != "1" {
+	if o.MinBytes != 4096 || o.MaxBytes != 16<<20 || o.DTypes[0] != collectives.F8E4M3 || len(o.Ops) != 6 ||
+		o.RunOutOfPlace() || !o.RunInPlace() || o.Seed.Value != 42 || o.Root != 3 || o.ABKey != "RCCL_X" || o.ABValues[1] != "1" {
 		t.Errorf("parsed %+v", o)
 	}
 	want := map[string]string{"A": "1", "B": "x=y", "RCCL_DDA_ENABLE": "1", "RCCL_LOW_PRECISION_ENABLE": "1",
 		"RCCLX_TESTS_LP_MODE": "scaled"}
 	for k, v := range want {
-		if o.env[k] != v {
-			t.Errorf("env %s = %q, want %q", k, o.env[k], v)
+		if o.CommEnv[k] != v {
+			t.Errorf("env %s = %q, want %q", k, o.CommEnv[k], v)
 		}
 	}
 }

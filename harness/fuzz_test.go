@@ -48,7 +48,7 @@ func FuzzArgs(f *testing.F) {
 			}
 			return
 		}
-		if run && (o.NThreads < 1 || o.Iters < 1 || o.MinBytes > o.MaxBytes || len(o.dtypes) == 0 || len(o.engines) == 0) {
+		if run && (o.NThreads < 1 || o.Iters < 1 || o.MinBytes > o.MaxBytes || len(o.DTypes) == 0 || len(o.Engines) == 0) {
 			t.Fatalf("%q: accepted invalid options %+v", line, o)
 		}
 	})

@@ -15,7 +15,8 @@ import (
 // (exit) to the root package (harness), which may import all of them and is imported by none.
 var harnessLayout = map[string][]string{
 	"exit":  nil,
-	"world": {"exit"},
+	"plan":  {"exit"},
+	"world": {"plan", "exit"},
 }
 
 // TestHarnessLayout holds the import direction of the harness's packages, read from their source.

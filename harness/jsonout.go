@@ -12,6 +12,7 @@ import (
 
 	"github.com/rcclx-tests/rcclx-tests/collectives"
 	"github.com/rcclx-tests/rcclx-tests/harness/exit"
+	"github.com/rcclx-tests/rcclx-tests/harness/plan"
 	"github.com/rcclx-tests/rcclx-tests/results"
 )
 
@@ -24,7 +25,7 @@ type jsonOut struct {
 	file  *results.Aside // the -J file, nil when no JSON is written
 	rccl  *rcclOut       // nil when no -X file is written
 	rec   *results.Record
-	o     *Options
+	o     *plan.Options
 	a     *app
 	bwSum float64
 	bwN   int
@@ -34,7 +35,7 @@ type jsonOut struct {
 // flag and the user's path) and starts the record; announce then names it, as nccl-tests does before its
 // header. The name is the first free one (path, path.0, path.1, ...); the record is written beside it and
 // appears under it only complete (results.Aside): a run that ends before its record leaves no file there.
-func (a *app) startJSON(out io.Writer, o *Options, seed uint64, root bool) (*jsonOut, error) {
+func (a *app) startJSON(out io.Writer, o *plan.Options, seed uint64, root bool) (*jsonOut, error) {
 	j := &jsonOut{o: o, a: a}
 	if !root {
 		return j, nil
@@ -73,7 +74,7 @@ func (j *jsonOut) announce(out io.Writer) {
 
 // envList is the JSON env key: the collective libraries' and device selection variables of the process, the
 // communicator overrides, and the seed.
-func (a *app) envList(o *Options, seed uint64) []string {
+func (a *app) envList(o *plan.Options, seed uint64) []string {
 	var out []string
 	for _, kv := range a.environ() {
 		if strings.HasPrefix(kv, seedEnv+"=") {
@@ -87,14 +88,14 @@ func (a *app) envList(o *Options, seed uint64) []string {
 		}
 	}
 	var overrides []string
-	for k, v := range o.env {
+	for k, v := range o.CommEnv {
 		overrides = append(overrides, k+"="+v)
 	}
 	slices.Sort(overrides)
 	return append(append(out, overrides...), seedEnv+"="+strconv.FormatUint(seed, 10))
 }
 
-func jsonConfig(o *Options) results.Config {
+func jsonConfig(o *plan.Options) results.Config {
 	c := results.Config{NThreads: o.NThreads, NGpus: o.NGpus, MinimumBytes: o.MinBytes, MaximumBytes: o.MaxBytes,
 		WarmupIters: o.Warmup, Iterations: o.Iters, AggIters: o.AggIters, Validation: o.Check, Graph: o.Graph,
 		Blocking: results.Bool(o.Blocking != 0), PerIterTime: results.Bool(o.PerIter == 1),
@@ -222,7 +223,7 @@ func (j *jsonOut) finish() error {
 	return errors.Join(rerr, err)
 }
 
-func jsonResult(r row, o *Options) results.Result {
+func jsonResult(r row, o *plan.Options) results.Result {
 	res := results.Result{Size: r.size, Count: r.count, Type: r.dtype, Redop: r.redop,
 		Root: results.RootString(r.root), ActualIterations: o.Iters, ExperimentName: r.label, Engine: r.engine,
 		Algorithm: r.algorithm()}
@@ -233,7 +234,7 @@ func jsonResult(r row, o *Options) results.Result {
 
 // jsonHalf is one half of a JSON row; a half that did not run (-O) is written as null (results.Half), as
 // nccl-tests writes a half it did not measure, never with made-up zeros.
-func jsonHalf(h halfResult, o *Options) (results.Half, *results.PerIter) {
+func jsonHalf(h halfResult, o *plan.Options) (results.Half, *results.PerIter) {
 	if !h.ran {
 		return results.Half{}, nil
 	}

@@ -20,10 +20,10 @@ func (s *session) makeNotes() error {
 	if lp, ok := s.comm.(interface{ LibraryPath() string }); ok {
 		s.note("Library: %s", lp.LibraryPath())
 	}
-	if len(o.env) > 0 {
+	if len(o.CommEnv) > 0 {
 		var kv []string
-		for _, k := range slices.Sorted(maps.Keys(o.env)) {
-			kv = append(kv, k+"="+o.env[k])
+		for _, k := range slices.Sorted(maps.Keys(o.CommEnv)) {
+			kv = append(kv, k+"="+o.CommEnv[k])
 		}
 		s.note("Env: %s", strings.Join(kv, " "))
 	}
@@ -56,7 +56,7 @@ func (s *session) makeNotes() error {
 	if _, ok := group.(collectives.MemoryReporter); !ok && o.Memory == 1 {
 		s.note("-M 1 ignored: engine %s cannot report device memory", name)
 	}
-	if o.changed["per_iter_skip"] && o.PerIter != 1 {
+	if o.Changed["per_iter_skip"] && o.PerIter != 1 {
 		s.note("-K %d ignored: per-iteration timing is off (-I 1 turns it on)", o.IterSkip)
 	}
 	lpOn := func(env map[string]string) bool { return lowPrecisionOn(env, s.a.getenv) }
@@ -72,12 +72,12 @@ func (s *session) makeNotes() error {
 	for _, f := range []struct {
 		given bool
 		text  string
-	}{{o.changed["ab-rounds"], fmt.Sprintf("--ab-rounds %d", o.ABRounds)}, {o.changed["ab-strict"], "--ab-strict"}} {
-		if f.given && o.abKey == "" {
+	}{{o.Changed["ab-rounds"], fmt.Sprintf("--ab-rounds %d", o.ABRounds)}, {o.Changed["ab-strict"], "--ab-strict"}} {
+		if f.given && o.ABKey == "" {
 			s.note("%s ignored: there is no --ab comparison", f.text)
 		}
 	}
-	if o.changed["root"] && !s.a.coll.Rooted {
+	if o.Changed["root"] && !s.a.coll.Rooted {
 		s.note("-r %d ignored: %s has no root", o.Root, s.a.coll.Name)
 	}
 	if o.PerIter == 1 {
@@ -183,7 +183,7 @@ func (s *session) algorithms() ([]string, error) {
 			}
 			for _, size := range s.sizes() {
 				p := point{dt: dt, op: op, root: s.roots()[0], size: size}
-				algo := th.group.Algorithm(th.call(p, !s.o.runOutOfPlace(), 0))
+				algo := th.group.Algorithm(th.call(p, !s.o.RunOutOfPlace(), 0))
 				col := s.a.coll.Bytes(th.counts(p, 0), dt)
 				if algo != last {
 					flush()

@@ -16,6 +16,7 @@ import (
 
 	"github.com/rcclx-tests/rcclx-tests/collectives"
 	"github.com/rcclx-tests/rcclx-tests/harness/exit"
+	"github.com/rcclx-tests/rcclx-tests/harness/plan"
 	"github.com/rcclx-tests/rcclx-tests/hostengine"
 )
 
@@ -228,30 +229,30 @@ func TestClashRules(t *testing.T) {
 	a := &app{coll: collectives.AllReduce, engines: engineSource{names: func() []string { return []string{"auto", "host"} }}}
 	for _, c := range []struct {
 		args  []string
-		check func(o *Options) bool
+		check func(o *plan.Options) bool
 	}{
-		{[]string{"-y", "1"}, func(o *Options) bool { return o.StreamNull == 1 && o.RCCL.MemoryType == "" }},
-		{[]string{"-y", "coarse"}, func(o *Options) bool { return o.StreamNull == 0 && o.RCCL.MemoryType == "coarse" }},
-		{[]string{"-y", "managed"}, func(o *Options) bool { return o.RCCL.memoryKind() == collectives.MemoryManaged }},
-		{[]string{"-Y", "host"}, func(o *Options) bool { return o.RCCL.memoryKind() == collectives.MemoryHost }},
-		{[]string{"-r", "all"}, func(o *Options) bool { return o.Root == -1 }},
-		{[]string{"-r", "2"}, func(o *Options) bool { return o.Root == 2 }},
-		{[]string{"-u", "4"}, func(o *Options) bool { return o.Unalign == 4 && o.RCCL.Cumask == "" }},
-		{[]string{"-u", "0x10"}, func(o *Options) bool { return o.Unalign == 16 && o.RCCL.Cumask == "" }},
-		{[]string{"-u", "ff,0,0,0"}, func(o *Options) bool { return o.Unalign == 0 && o.RCCL.Cumask == "ff,0,0,0" }},
-		{[]string{"-u", "ff"}, func(o *Options) bool { return o.Unalign == 0 && o.RCCL.Cumask == "ff" }},
-		{[]string{"-E", "A=1"}, func(o *Options) bool { return o.env["A"] == "1" && o.RCCL.RotatingTensor == 0 }},
-		{[]string{"-E", "1", "-E", "B=0"}, func(o *Options) bool {
-			return o.RCCL.RotatingTensor == 1 && o.env["B"] == "0" && len(o.env) == 1
+		{[]string{"-y", "1"}, func(o *plan.Options) bool { return o.StreamNull == 1 && o.RCCL.MemoryType == "" }},
+		{[]string{"-y", "coarse"}, func(o *plan.Options) bool { return o.StreamNull == 0 && o.RCCL.MemoryType == "coarse" }},
+		{[]string{"-y", "managed"}, func(o *plan.Options) bool { return o.RCCL.MemoryKind() == collectives.MemoryManaged }},
+		{[]string{"-Y", "host"}, func(o *plan.Options) bool { return o.RCCL.MemoryKind() == collectives.MemoryHost }},
+		{[]string{"-r", "all"}, func(o *plan.Options) bool { return o.Root == -1 }},
+		{[]string{"-r", "2"}, func(o *plan.Options) bool { return o.Root == 2 }},
+		{[]string{"-u", "4"}, func(o *plan.Options) bool { return o.Unalign == 4 && o.RCCL.Cumask == "" }},
+		{[]string{"-u", "0x10"}, func(o *plan.Options) bool { return o.Unalign == 16 && o.RCCL.Cumask == "" }},
+		{[]string{"-u", "ff,0,0,0"}, func(o *plan.Options) bool { return o.Unalign == 0 && o.RCCL.Cumask == "ff,0,0,0" }},
+		{[]string{"-u", "ff"}, func(o *plan.Options) bool { return o.Unalign == 0 && o.RCCL.Cumask == "ff" }},
+		{[]string{"-E", "A=1"}, func(o *plan.Options) bool { return o.CommEnv["A"] == "1" && o.RCCL.RotatingTensor == 0 }},
+		{[]string{"-E", "1", "-E", "B=0"}, func(o *plan.Options) bool {
+			return o.RCCL.RotatingTensor == 1 && o.CommEnv["B"] == "0" && len(o.CommEnv) == 1
 		}},
-		{[]string{"--rotating_tensor", "1"}, func(o *Options) bool { return o.RCCL.RotatingTensor == 1 }},
-		{[]string{"--memory_report", "1"}, func(o *Options) bool { return o.Memory == 1 }},
-		{[]string{"-X", "f"}, func(o *Options) bool { return o.RCCL.Format == "json" && o.RCCL.File == "f" }},
-		{[]string{"--csv", "f"}, func(o *Options) bool { return o.RCCL.Format == "csv" && o.RCCL.File == "f" }},
-		{[]string{"-x", "1", "-q", "5", "-F", "3", "-A", "1"}, func(o *Options) bool {
+		{[]string{"--rotating_tensor", "1"}, func(o *plan.Options) bool { return o.RCCL.RotatingTensor == 1 }},
+		{[]string{"--memory_report", "1"}, func(o *plan.Options) bool { return o.Memory == 1 }},
+		{[]string{"-X", "f"}, func(o *plan.Options) bool { return o.RCCL.Format == "json" && o.RCCL.File == "f" }},
+		{[]string{"--csv", "f"}, func(o *plan.Options) bool { return o.RCCL.Format == "csv" && o.RCCL.File == "f" }},
+		{[]string{"-x", "1", "-q", "5", "-F", "3", "-A", "1"}, func(o *plan.Options) bool {
 			return o.RCCL.CTAPolicy == 1 && o.RCCL.DelayUs == 5 && o.RCCL.CacheFlush == 3 && o.RCCL.AlgoColumns == 1
 		}},
-		{[]string{"-R", "2", "-D", "1", "-V", "32"}, func(o *Options) bool { return o.RCCL.DeviceImpl == 1 && o.RCCL.DeviceCTAs == 32 }},
+		{[]string{"-R", "2", "-D", "1", "-V", "32"}, func(o *plan.Options) bool { return o.RCCL.DeviceImpl == 1 && o.RCCL.DeviceCTAs == 32 }},
 	} {
 		o, run, err := a.parse(c.args)
 		if err != nil || !run || !c.check(o) {
@@ -350,7 +351,7 @@ func TestAlgoProtoChannels(t *testing.T) {
 // TestRotatingTensor: the timed iterations alternate between the buffer start and 192 MiB further, and the
 // buffers grow by that much.
 func TestRotatingTensor(t *testing.T) {
-	o := &Options{}
+	o := &plan.Options{}
 	o.RCCL.RotatingTensor = 1
 	th := &thread{coll: collectives.AllReduce, nranks: 1, ranks: []int{0}, opts: o,
 		send: []collectives.Buffer{&fakeBuffer{}}, recv: []collectives.Buffer{&fakeBuffer{}}}

@@ -15,6 +15,7 @@ import (
 
 	"github.com/rcclx-tests/rcclx-tests/collectives"
 	"github.com/rcclx-tests/rcclx-tests/harness/exit"
+	"github.com/rcclx-tests/rcclx-tests/harness/plan"
 	"github.com/rcclx-tests/rcclx-tests/hostengine"
 )
 
@@ -328,18 +329,18 @@ func TestRCCLParsing(t *testing.T) {
 	a := &app{coll: collectives.AllReduce, engines: engineSource{names: func() []string { return []string{"auto", "host"} }}}
 	for _, c := range []struct {
 		args  []string
-		check func(o *Options) bool
+		check func(o *plan.Options) bool
 	}{
-		{[]string{"-O", "2"}, func(o *Options) bool { return o.Halves == outOfPlaceOnly }},
-		{[]string{"-O", "-1"}, func(o *Options) bool { return o.Halves == outOfPlaceOnly }},
-		{[]string{"-O", "0x0"}, func(o *Options) bool { return o.Halves == inPlaceOnly }},
-		{[]string{"-O", "both"}, func(o *Options) bool { return o.Halves == bothHalves }},
-		{[]string{"-E", "2"}, func(o *Options) bool { return o.RCCL.RotatingTensor == 1 }},
-		{[]string{"-E", "0"}, func(o *Options) bool { return o.RCCL.RotatingTensor == 0 }},
-		{[]string{"--rotating_tensor", "-1"}, func(o *Options) bool { return o.RCCL.RotatingTensor == 1 }},
-		{[]string{"-A", "2"}, func(o *Options) bool { return o.RCCL.AlgoColumns == 1 }},
-		{[]string{"-F", "-1"}, func(o *Options) bool { return o.RCCL.CacheFlush == -1 }},
-		{[]string{"-q", "010"}, func(o *Options) bool { return o.RCCL.DelayUs == 10 }},
+		{[]string{"-O", "2"}, func(o *plan.Options) bool { return o.Halves == plan.OutOfPlaceOnly }},
+		{[]string{"-O", "-1"}, func(o *plan.Options) bool { return o.Halves == plan.OutOfPlaceOnly }},
+		{[]string{"-O", "0x0"}, func(o *plan.Options) bool { return o.Halves == plan.InPlaceOnly }},
+		{[]string{"-O", "both"}, func(o *plan.Options) bool { return o.Halves == plan.BothHalves }},
+		{[]string{"-E", "2"}, func(o *plan.Options) bool { return o.RCCL.RotatingTensor == 1 }},
+		{[]string{"-E", "0"}, func(o *plan.Options) bool { return o.RCCL.RotatingTensor == 0 }},
+		{[]string{"--rotating_tensor", "-1"}, func(o *plan.Options) bool { return o.RCCL.RotatingTensor == 1 }},
+		{[]string{"-A", "2"}, func(o *plan.Options) bool { return o.RCCL.AlgoColumns == 1 }},
+		{[]string{"-F", "-1"}, func(o *plan.Options) bool { return o.RCCL.CacheFlush == -1 }},
+		{[]string{"-q", "010"}, func(o *plan.Options) bool { return o.RCCL.DelayUs == 10 }},
 	} {
 		o, run, err := a.parse(c.args)
 		if err != nil || !run || !c.check(o) {
@@ -390,25 +391,25 @@ func TestColumnHeaderBytes(t *testing.T) {
 	both := lead + "  %7s  %6s  %6s  %6s  %7s  %6s  %6s  %6s %*s"
 	one := lead + "  %7s  %6s  %6s  %6s %*s %*s"
 	for _, c := range []struct {
-		o    *Options
+		o    *plan.Options
 		want []string
 	}{
-		{&Options{Halves: bothHalves}, []string{
+		{&plan.Options{Halves: plan.BothHalves}, []string{
 			fmt.Sprintf(lead+"           out-of-place                       in-place          ", "", "", "", "", ""),
 			fmt.Sprintf(both, "size", "count", "type", "redop", "root", "time", "algbw", "busbw", "#wrong", "time", "algbw", "busbw", "#wrong", 0, ""),
 			fmt.Sprintf(both, "(B)", "(elements)", "", "", "", "(us)", "(GB/s)", "(GB/s)", "", "(us)", "(GB/s)", "(GB/s)", "", 0, ""),
 		}},
-		{&Options{Halves: bothHalves, CPUTime: 1, Timestamps: 1}, []string{
+		{&plan.Options{Halves: plan.BothHalves, CPUTime: 1, Timestamps: 1}, []string{
 			fmt.Sprintf(lead+"           out-of-place                       in-place          ", "", "", "", "", ""),
 			fmt.Sprintf(both, "size", "count", "type", "redop", "root", "cputime", "algbw", "busbw", "#wrong", "cputime", "algbw", "busbw", "#wrong", 19, "timestamp"),
 			fmt.Sprintf(both, "(B)", "(elements)", "", "", "", "(us)", "(GB/s)", "(GB/s)", "", "(us)", "(GB/s)", "(GB/s)", "", 19, "%Y-%m-%d %H:%M:%S"),
 		}},
-		{&Options{Halves: outOfPlaceOnly, RCCL: rcclOptions{AlgoColumns: 1}}, []string{
+		{&plan.Options{Halves: plan.OutOfPlaceOnly, RCCL: plan.RCCLOptions{AlgoColumns: 1}}, []string{
 			fmt.Sprintf(lead+"           out-of-place          ", "", "", "", "", ""),
 			fmt.Sprintf(one, "size", "count", "type", "redop", "root", "time", "algbw", "busbw", "#wrong", 28, "algo      proto      nchannels", 0, ""),
 			fmt.Sprintf(one, "(B)", "(elements)", "", "", "", "(us)", "(GB/s)", "(GB/s)", "", 28, "", 0, ""),
 		}},
-		{&Options{Halves: inPlaceOnly, Timestamps: 1}, []string{
+		{&plan.Options{Halves: plan.InPlaceOnly, Timestamps: 1}, []string{
 			fmt.Sprintf(lead+"           in-place          ", "", "", "", "", ""),
 			fmt.Sprintf(one, "size", "count", "type", "redop", "root", "time", "algbw", "busbw", "#wrong", 0, "", 19, "timestamp"),
 			fmt.Sprintf(one, "(B)", "(elements)", "", "", "", "(us)", "(GB/s)", "(GB/s)", "", 0, "", 19, "%Y-%m-%d %H:%M:%S"),

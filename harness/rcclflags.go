@@ -12,6 +12,7 @@ import (
 	"github.com/spf13/pflag"
 
 	"github.com/rcclx-tests/rcclx-tests/collectives"
+	"github.com/rcclx-tests/rcclx-tests/harness/plan"
 	"github.com/rcclx-tests/rcclx-tests/results"
 )
 
@@ -20,36 +21,14 @@ import (
 // rccl-tests' memory type; -u N is nccl-tests' unalign, a list of hex masks rccl-tests' cumask; -E KEY=VALUE
 // is this suite's environment override, anything else rccl-tests' rotating tensor switch.
 
-// rcclOptions are the parsed values of these flags.
-type rcclOptions struct {
-	MemoryType     string // -Y/--memory_type, or -y with a word: coarse, fine, host, managed ("" when not given)
-	Cumask         string // --cumask, or -u with a mask list: AMD compute-unit masks
-	DelayUs        int    // -q/--delay_inout_place: microseconds between the out-of-place and in-place halves
-	CacheFlush     int    // -F/--cache_flush: flush the instruction cache every N iterations (0: never)
-	RotatingTensor int    // --rotating_tensor, or -E 0|1: alternate the timed iterations between two buffer halves
-	Format         string // -Z/--rccl_output_format: csv or json
-	File           string // -X/--rccl_output_file (--csv FILE is -Z csv -X FILE)
-	csvAlias       bool   // the file came from --csv
-	AlgoColumns    int    // -A/--output_algo_proto_channels: algorithm, protocol and channel columns
-	CTAPolicy      int    // -x/--cta_policy: ncclConfig's CTAPolicy (-1: not set)
-	DeviceImpl     int    // -D/--device_implementation
-	DeviceCTAs     int    // -V/--device_cta_count
-}
-
 // rotatingBytes is how far rccl-tests' rotating tensor moves every other iteration (its cache_bytes).
 const rotatingBytes = 192 << 20
 
-// memoryTypes are rccl-tests' memory types, in its order.
-var memoryTypes = map[string]collectives.MemoryKind{
-	"coarse": collectives.MemoryCoarse, "fine": collectives.MemoryFine, "host": collectives.MemoryHost,
-	"managed": collectives.MemoryManaged,
-}
-
 // registerRCCLFlags defines the flags above that have no letter of nccl-tests'.
-func registerRCCLFlags(fs *pflag.FlagSet, o *Options) {
+func registerRCCLFlags(fs *pflag.FlagSet, o *plan.Options) {
 	r := &o.RCCL
 	r.CTAPolicy = -1
-	fs.VarP(wordValue{&r.MemoryType, slices.Sorted(maps.Keys(memoryTypes)), "want coarse, fine, host or managed", "type"},
+	fs.VarP(wordValue{&r.MemoryType, slices.Sorted(maps.Keys(plan.MemoryTypes)), "want coarse, fine, host or managed", "type"},
 		"memory_type", "Y", "rccl-tests' buffer memory: coarse, fine, host or managed")
 	fs.Var(cumaskValue{&r.Cumask}, "cumask", "rccl-tests' AMD compute-unit masks d0,d1,d2,d3 (hex; also -u with a list)")
 	fs.VarP(decimalValue{&r.DelayUs}, "delay_inout_place", "q",
@@ -70,7 +49,7 @@ func registerRCCLFlags(fs *pflag.FlagSet, o *Options) {
 }
 
 // validateRCCL checks what the flags' own parsers cannot: ranges and combinations.
-func (o *Options) validateRCCL(fs *pflag.FlagSet) error {
+func validateRCCL(o *plan.Options, fs *pflag.FlagSet) error {
 	r := &o.RCCL
 	for _, c := range []intRule{
 		{"delay_inout_place", r.DelayUs, 0, 1 << 30}, {"cta_policy", r.CTAPolicy, -1, 2}, {"device_implementation", r.DeviceImpl, 0, 1 << 20},
@@ -83,7 +62,7 @@ func (o *Options) validateRCCL(fs *pflag.FlagSet) error {
 	if r.DeviceImpl > 0 && o.Register != 2 {
 		return badValue(fs, "device_implementation", "needs symmetric registration (-R 2)")
 	}
-	if r.csvAlias && (fs.Changed("rccl_output_file") || fs.Changed("rccl_output_format")) {
+	if r.CSVAlias && (fs.Changed("rccl_output_file") || fs.Changed("rccl_output_format")) {
 		return badValue(fs, "csv", "is -Z csv -X FILE: cannot be combined with -X or -Z json")
 	}
 	if r.File != "" && r.Format == "" {
@@ -91,9 +70,6 @@ func (o *Options) validateRCCL(fs *pflag.FlagSet) error {
 	}
 	return nil
 }
-
-// memoryKind is the memory type the engines get.
-func (r *rcclOptions) memoryKind() collectives.MemoryKind { return memoryTypes[r.MemoryType] }
 
 // rcclNotes are the header's lines about the rccl-tests flags that do not apply to this engine.
 func (s *session) rcclNotes() {
@@ -148,7 +124,7 @@ func (v streamNullValue) Set(s string) error {
 		*v.null = int(n)
 		return nil
 	}
-	if _, ok := memoryTypes[s]; ok {
+	if _, ok := plan.MemoryTypes[s]; ok {
 		*v.mem = s
 		return nil
 	}
@@ -261,10 +237,10 @@ func (v wordValue) Set(s string) error {
 func (v wordValue) Type() string { return v.kind }
 
 // csvAliasValue is --csv FILE: -Z csv -X FILE.
-type csvAliasValue struct{ r *rcclOptions }
+type csvAliasValue struct{ r *plan.RCCLOptions }
 
 func (v csvAliasValue) String() string {
-	if v.r == nil || !v.r.csvAlias {
+	if v.r == nil || !v.r.CSVAlias {
 		return ""
 	}
 	return v.r.File
@@ -274,7 +250,7 @@ func (v csvAliasValue) Set(s string) error {
 	if s == "" {
 		return fmt.Errorf("want a file name")
 	}
-	v.r.File, v.r.Format, v.r.csvAlias = s, results.RCCLCSV, true
+	v.r.File, v.r.Format, v.r.CSVAlias = s, results.RCCLCSV, true
 	return nil
 }
 

@@ -7,6 +7,7 @@ import (
 	"os"
 
 	"github.com/rcclx-tests/rcclx-tests/collectives"
+	"github.com/rcclx-tests/rcclx-tests/harness/plan"
 	"github.com/rcclx-tests/rcclx-tests/results"
 )
 
@@ -31,7 +32,7 @@ type rcclOut struct {
 // method accepts. Several processes write rccl-tests' MPI columns (nodes, ranks, ranksPerNode, gpusPerRank:
 // ranks are processes, nodes distinct host names); one process its gpus column. GPUs per process are threads
 // x GPUs (-t x -g).
-func (a *app) startRCCL(out io.Writer, o *Options, world collectives.World) (*rcclOut, error) {
+func (a *app) startRCCL(out io.Writer, o *plan.Options, world collectives.World) (*rcclOut, error) {
 	r := &o.RCCL
 	if world.Rank() != 0 {
 		return nil, nil
@@ -58,7 +59,7 @@ func (a *app) startRCCL(out io.Writer, o *Options, world collectives.World) (*rc
 	}
 	if err != nil {
 		flag := "-X/--rccl_output_file"
-		if r.csvAlias {
+		if r.CSVAlias {
 			flag = "--csv"
 		}
 		return nil, fmt.Errorf("invalid value %q for %s: %w", r.File, flag, err)

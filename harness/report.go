@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/rcclx-tests/rcclx-tests/collectives"
+	"github.com/rcclx-tests/rcclx-tests/harness/plan"
 	"github.com/rcclx-tests/rcclx-tests/internal/version"
 )
 
@@ -49,7 +50,7 @@ type header struct {
 	banner  []string // RCCL's NCCL_DEBUG=VERSION lines, where this suite's engine stands in for it (libraryBanner)
 }
 
-func writeHeader(w io.Writer, o *Options, h header) {
+func writeHeader(w io.Writer, o *plan.Options, h header) {
 	step, kind := o.StepBytes, "bytes"
 	if o.StepFactor > 1 {
 		step, kind = o.StepFactor, "factor"
@@ -61,7 +62,7 @@ func writeHeader(w io.Writer, o *Options, h header) {
 			"agg iters: %d validation: %d graph: %d unalign: %d", o.NThreads, o.NGpus, o.MinBytes, o.MaxBytes, step,
 			kind, o.Warmup, o.Iters, o.AggIters, o.Check, h.graph, o.Unalign),
 	}
-	if b := o.blockingLine(); b != "" {
+	if b := blockingLine(o); b != "" {
 		lines = append(lines, b)
 	}
 	if h.perIter != "" {
@@ -92,7 +93,7 @@ func writeHeader(w io.Writer, o *Options, h header) {
 // columnHeader is the table's three header lines, with nccl-tests' widths and trailing spaces. rccl-tests'
 // -O and -A (flags nccl-tests lacks), and the rccl-tests dialect, take rccl-tests' layout: only the halves that
 // run, then its extra columns' field (empty without -A: one more trailing space).
-func columnHeader(o *Options) []string {
+func columnHeader(o *plan.Options) []string {
 	timeName := "time"
 	if o.CPUTime == 1 {
 		timeName = "cputime"
@@ -113,9 +114,9 @@ func columnHeader(o *Options) []string {
 		unitHalf += iter("(us)", "(us)", "(us)", "(%)")
 	}
 	nameLine, unitLine := names+nameHalf+nameHalf, lead("(B)", "(elements)")+unitHalf+unitHalf
-	if o.rcclLayout() || o.rccl {
-		if o.Halves != bothHalves {
-			which := map[halves]string{outOfPlaceOnly: "out-of-place", inPlaceOnly: "in-place"}[o.Halves]
+	if o.RCCLLayout() || o.RCCLDialect {
+		if o.Halves != plan.BothHalves {
+			which := map[plan.Halves]string{plan.OutOfPlaceOnly: "out-of-place", plan.InPlaceOnly: "in-place"}[o.Halves]
 			top = "           " + which + "          "
 			if o.PerIter == 1 {
 				top = "              " + which + " (+ per-iteration)"
@@ -185,7 +186,7 @@ func (r row) algorithm() string {
 
 // formatRow renders r as nccl-tests prints it, or in rccl-tests' layout (rcclLayout): only the halves
 // that ran, then -A's columns.
-func formatRow(r row, o *Options) string {
+func formatRow(r row, o *plan.Options) string {
 	var b strings.Builder
 	fmt.Fprintf(&b, "%12d  %12d  %8s  %6s  %6d", r.size, r.count, r.dtype, r.redop, r.root)
 	for _, h := range r.halves {
@@ -205,7 +206,7 @@ func formatRow(r row, o *Options) string {
 		}
 	}
 	// rccl-tests stamps the in-place half only: none with -O 1.
-	if o.Timestamps == 1 && (!o.rccl || r.halves[1].ran) {
+	if o.Timestamps == 1 && (!o.RCCLDialect || r.halves[1].ran) {
 		fmt.Fprintf(&b, "%21s", r.when.Format(timeLayout))
 	}
 	if o.RCCL.AlgoColumns == 1 {
@@ -213,7 +214,7 @@ func formatRow(r row, o *Options) string {
 		// through the NCCL API: N/A, as rccl-tests prints where it cannot ask (and, in its dialect, for the
 		// collectives it never asks about).
 		algo := rcclAlgoName(r.algorithm())
-		if r.engine == "vendor" || algo == "" || (o.rccl && !o.rcclAlgo) {
+		if r.engine == "vendor" || algo == "" || (o.RCCLDialect && !o.RCCLAlgo) {
 			algo = "N/A"
 		}
 		fmt.Fprintf(&b, "%8s  %8s  %10s", algo, "N/A", "N/A")

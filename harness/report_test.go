@@ -10,6 +10,7 @@ import (
 
 	"github.com/rcclx-tests/rcclx-tests/collectives"
 	"github.com/rcclx-tests/rcclx-tests/harness/exit"
+	"github.com/rcclx-tests/rcclx-tests/harness/plan"
 )
 
 // anchor is a real nccl-tests output (testdata/anchors, a copy of docs/data/h200x2-nccl-2.28.3).
@@ -59,7 +60,7 @@ func anchorRow(t *testing.T, f []string) row {
 
 // TestRowsMatchAnchors renders every anchor row from its numbers and compares it byte for byte.
 func TestRowsMatchAnchors(t *testing.T) {
-	o := &Options{Halves: bothHalves}
+	o := &plan.Options{Halves: plan.BothHalves}
 	n := 0
 	for _, a := range loadAnchors(t) {
 		for _, line := range a.lines {
@@ -79,9 +80,9 @@ func TestRowsMatchAnchors(t *testing.T) {
 }
 
 // anchorOptions are the command lines the anchors were taken with (see docs/data/h200x2-nccl-2.28.3/README.md).
-func anchorOptions() *Options {
-	return &Options{NThreads: 1, NGpus: 2, MinBytes: 8, MaxBytes: 1 << 30, StepFactor: 2, StepBytes: 1 << 20,
-		Warmup: 20, Iters: 50, AggIters: 1, Check: 1, Halves: bothHalves}
+func anchorOptions() *plan.Options {
+	return &plan.Options{NThreads: 1, NGpus: 2, MinBytes: 8, MaxBytes: 1 << 30, StepFactor: 2, StepBytes: 1 << 20,
+		Warmup: 20, Iters: 50, AggIters: 1, Check: 1, Halves: plan.BothHalves}
 }
 
 // TestHeaderAndTrailerMatchAnchors prints the lines around the table for each anchor's run and compares them with
@@ -158,7 +159,7 @@ func TestCG(t *testing.T) {
 }
 
 func TestColumnHeaderVariants(t *testing.T) {
-	o := &Options{PerIter: 1, Timestamps: 1, CPUTime: 1}
+	o := &plan.Options{PerIter: 1, Timestamps: 1, CPUTime: 1}
 	h := columnHeader(o)
 	if !strings.Contains(h[1], "cputime") || !strings.Contains(h[1], "i_cv%") || !strings.HasSuffix(h[1], " timestamp") {
 		t.Errorf("names line %q", h[1])
@@ -171,8 +172,8 @@ func TestColumnHeaderVariants(t *testing.T) {
 		t.Errorf("names and units lines differ in length: %d, %d", len(h[1]), len(h[2]))
 	}
 	// rccl-tests' layout (-O, -A): the same, except that -A's 30-character label overflows its 28-wide field.
-	for _, o := range []*Options{{Halves: inPlaceOnly}, {Halves: outOfPlaceOnly, Timestamps: 1}, {Halves: bothHalves,
-		RCCL: rcclOptions{AlgoColumns: 1}}, {Halves: inPlaceOnly, PerIter: 1, RCCL: rcclOptions{AlgoColumns: 1}}} {
+	for _, o := range []*plan.Options{{Halves: plan.InPlaceOnly}, {Halves: plan.OutOfPlaceOnly, Timestamps: 1}, {Halves: plan.BothHalves,
+		RCCL: plan.RCCLOptions{AlgoColumns: 1}}, {Halves: plan.InPlaceOnly, PerIter: 1, RCCL: plan.RCCLOptions{AlgoColumns: 1}}} {
 		h := columnHeader(o)
 		if len(h[1]) != len(h[2])+2*o.RCCL.AlgoColumns {
 			t.Errorf("-O %d -A %d: names and units lines:\n%q\n%q", o.Halves, o.RCCL.AlgoColumns, h[1], h[2])

@@ -8,13 +8,14 @@ import (
 	"github.com/rcclx-tests/rcclx-tests/collectives"
 	"github.com/rcclx-tests/rcclx-tests/engines"
 	"github.com/rcclx-tests/rcclx-tests/harness/exit"
+	"github.com/rcclx-tests/rcclx-tests/harness/plan"
 	"github.com/rcclx-tests/rcclx-tests/harness/world"
 )
 
 // session is the run of one engine: its communicator, threads and buffers, the sweep and its report.
 type session struct {
 	a          *app
-	o          *Options
+	o          *plan.Options
 	world      collectives.World // every process of the run: the harness's barriers and gathers
 	split      *split            // NCCL_TESTS_SPLIT's, when it divides the processes
 	commWorld  collectives.World // the processes of this process's communicator (nil: every process)
@@ -85,7 +86,7 @@ func (s *session) run() int {
 // prints them, as rccl-tests' node leads do.
 func (s *session) startNetCounters() (*netCounters, io.Writer) {
 	ranks := s.localRanks()
-	if !s.o.rccl || len(ranks) == 0 {
+	if !s.o.RCCLDialect || len(ranks) == 0 {
 		return nil, nil
 	}
 	host := ""
@@ -196,10 +197,10 @@ func (s *session) open() error {
 	if commWorld == nil {
 		commWorld = s.world
 	}
-	cfg := collectives.Config{NThreads: o.NThreads, NGpus: o.NGpus, World: commWorld, Env: o.env,
+	cfg := collectives.Config{NThreads: o.NThreads, NGpus: o.NGpus, World: commWorld, Env: o.CommEnv,
 		Timeout: o.Timeout(), StreamNull: o.StreamNull == 1, Register: o.Register > 0,
 		ParallelInit: o.ParallelInit == 1, Oversubscribe: o.Oversubscribe, Library: o.Library,
-		Memory: o.RCCL.memoryKind(), CTAPolicy: o.RCCL.CTAPolicy}
+		Memory: o.RCCL.MemoryKind(), CTAPolicy: o.RCCL.CTAPolicy}
 	cfg.FirstDevice, cfg.PinDevices, _ = firstDevice(s.a.parseEnv()) // checked before the run
 	s.splitDevices(&cfg)
 	s.team = newTeam(o.NThreads, s.world)
@@ -341,7 +342,7 @@ func (s *session) prepareEngine() error {
 		}
 	}
 	done := make(chan error, 1)
-	go func() { done <- p.Prepare(s.a.coll, s.o.dtypes, s.ops(), note) }()
+	go func() { done <- p.Prepare(s.a.coll, s.o.DTypes, s.ops(), note) }()
 	select {
 	case err := <-done:
 		return err
@@ -355,7 +356,7 @@ func (s *session) prepareEngine() error {
 // plus the -u shift.
 func (s *session) bufferBytes() int64 {
 	var need int64
-	for _, dt := range s.o.dtypes {
+	for _, dt := range s.o.DTypes {
 		es := int64(dt.Size())
 		for _, r := range s.localRanks() {
 			k := s.a.coll.Counts(s.maxBytes, s.nranks, r, dt)

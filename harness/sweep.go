@@ -7,6 +7,7 @@ import (
 
 	"github.com/rcclx-tests/rcclx-tests/collectives"
 	"github.com/rcclx-tests/rcclx-tests/harness/exit"
+	"github.com/rcclx-tests/rcclx-tests/harness/plan"
 	"github.com/rcclx-tests/rcclx-tests/harness/world"
 )
 
@@ -14,11 +15,11 @@ import (
 // pass otherwise.
 func (s *session) ops() []collectives.Op { return sweepOps(s.a.coll, s.o) }
 
-func sweepOps(c *collectives.Collective, o *Options) []collectives.Op {
+func sweepOps(c *collectives.Collective, o *plan.Options) []collectives.Op {
 	if !c.SweepsOps() {
 		return []collectives.Op{collectives.Sum}
 	}
-	return o.ops
+	return o.Ops
 }
 
 // typeOp is one type and operation of the sweep.
@@ -31,17 +32,17 @@ type typeOp struct {
 // with sum, max and min only (prod, avg and mulsum are skipped, under -o all and -d all too). nccl-tests runs
 // them all, so this suite skips those rows in the rccl-tests dialect, or when rccl-tests' result file is asked
 // for (-Z, -X, --csv), on every engine, and its header names them (skipNote).
-func rcclSkips(c *collectives.Collective, o *Options, dt collectives.DType, op collectives.Op) bool {
+func rcclSkips(c *collectives.Collective, o *plan.Options, dt collectives.DType, op collectives.Op) bool {
 	fp8 := dt == collectives.F8E4M3 || dt == collectives.F8E5M2
-	return (o.rccl || o.RCCL.Format != "") && c.Reduces && fp8 &&
+	return (o.RCCLDialect || o.RCCL.Format != "") && c.Reduces && fp8 &&
 		(op == collectives.Prod || op == collectives.Avg || op == collectives.MulSum)
 }
 
 // sweepPairs are the types and operations to run, in nccl-tests' nesting (type, then operation), less those
 // rccl-tests skips when its output is asked for.
-func sweepPairs(c *collectives.Collective, o *Options) []typeOp {
+func sweepPairs(c *collectives.Collective, o *plan.Options) []typeOp {
 	var out []typeOp
-	for _, dt := range o.dtypes {
+	for _, dt := range o.DTypes {
 		for _, op := range sweepOps(c, o) {
 			if !rcclSkips(c, o, dt, op) {
 				out = append(out, typeOp{dt, op})
@@ -52,12 +53,12 @@ func sweepPairs(c *collectives.Collective, o *Options) []typeOp {
 }
 
 // skipNote is the header line naming the types and operations rccl-tests skips ("" when none is asked for).
-func skipNote(c *collectives.Collective, o *Options) string {
+func skipNote(c *collectives.Collective, o *plan.Options) string {
 	var names []string
-	for _, dt := range o.dtypes {
+	for _, dt := range o.DTypes {
 		for _, op := range sweepOps(c, o) {
 			if rcclSkips(c, o, dt, op) {
-				names = append(names, o.typeName(dt)+" "+op.String())
+				names = append(names, typeName(o, dt)+" "+op.String())
 			}
 		}
 	}
@@ -70,7 +71,7 @@ func skipNote(c *collectives.Collective, o *Options) string {
 // roots are the roots to run: -r for rooted collectives (-1: every rank in turn), none (-1) otherwise.
 func (s *session) roots() []int { return sweepRoots(s.a.coll, s.o, s.nranks) }
 
-func sweepRoots(c *collectives.Collective, o *Options, nranks int) []int {
+func sweepRoots(c *collectives.Collective, o *plan.Options, nranks int) []int {
 	switch {
 	case !c.Rooted:
 		return []int{-1}
@@ -117,7 +118,7 @@ func (s *session) sweep() error {
 			if !errors.Is(err, collectives.ErrUnsupported) {
 				return err
 			}
-			if s.o.rccl && s.a.coll.HasBias() {
+			if s.o.RCCLDialect && s.a.coll.HasBias() {
 				fmt.Fprintln(s.a.stderr, rcclBiasMessage)
 				return &saidError{msg: err.Error(), code: exit.Library}
 			}
@@ -134,7 +135,7 @@ func (s *session) sweep() error {
 				return err
 			}
 			if skipped {
-				fmt.Fprintf(s.out, "# %s %s skipped: not supported by engine %s\n", s.o.typeName(p.dt), s.o.redopName(s.a.coll, p.op),
+				fmt.Fprintf(s.out, "# %s %s skipped: not supported by engine %s\n", typeName(s.o, p.dt), redopName(s.o, s.a.coll, p.op),
 					s.eng.Name())
 				break
 			}
@@ -231,8 +232,8 @@ func (s *session) addRow(r row) {
 func (s *session) runPoint(p point) (row, error) {
 	th := s.threads[0]
 	k := th.counts(p, 0)
-	r := row{size: s.a.coll.Bytes(k, p.dt), count: k.Param, dtype: s.o.typeName(p.dt),
-		redop: s.o.redopName(s.a.coll, p.op), root: p.root, engine: s.eng.Name()}
+	r := row{size: s.a.coll.Bytes(k, p.dt), count: k.Param, dtype: typeName(s.o, p.dt),
+		redop: redopName(s.o, s.a.coll, p.op), root: p.root, engine: s.eng.Name()}
 	s.setAt(r.size)
 	var tr *truth
 	if s.o.Check > 0 {
@@ -245,7 +246,7 @@ func (s *session) runPoint(p point) (row, error) {
 		}
 	}
 	for i, inPlace := range []bool{false, true} {
-		if (inPlace && !s.o.runInPlace()) || (!inPlace && !s.o.runOutOfPlace()) {
+		if (inPlace && !s.o.RunInPlace()) || (!inPlace && !s.o.RunOutOfPlace()) {
 			continue
 		}
 		h, err := s.runHalf(p, k, inPlace, tr)

@@ -5,6 +5,7 @@ import (
 
 	"github.com/rcclx-tests/rcclx-tests/collectives"
 	"github.com/rcclx-tests/rcclx-tests/harness/exit"
+	"github.com/rcclx-tests/rcclx-tests/harness/plan"
 )
 
 // point is one row of the sweep: a collective call shape.
@@ -22,7 +23,7 @@ type thread struct {
 	group  collectives.Group
 	ranks  []int // global ranks, in local order
 	nranks int
-	opts   *Options
+	opts   *plan.Options
 	send   []collectives.Buffer
 	recv   []collectives.Buffer
 	// bufBytes is the usable length of every buffer: the largest view at -e plus the -u shift.

@@ -10,6 +10,7 @@ import (
 	"github.com/rcclx-tests/rcclx-tests/collectives"
 	"github.com/rcclx-tests/rcclx-tests/engines"
 	"github.com/rcclx-tests/rcclx-tests/harness/exit"
+	"github.com/rcclx-tests/rcclx-tests/harness/plan"
 )
 
 func badValue(fs *pflag.FlagSet, name, why string) error {
@@ -29,7 +30,7 @@ type intRule struct {
 }
 
 // validate checks the parsed flags and derives the run's lists. engineNames are the engines --engine accepts.
-func (o *Options) validate(fs *pflag.FlagSet, engineNames []string) error {
+func validate(o *plan.Options, fs *pflag.FlagSet, engineNames []string) error {
 	const unbounded = int(^uint(0) >> 1)
 	for _, r := range []intRule{
 		{"nthreads", o.NThreads, 1, maxRanksPerProcess}, {"ngpus", o.NGpus, 1, maxRanksPerProcess}, {"iters", o.Iters, 1, unbounded},
@@ -49,7 +50,7 @@ func (o *Options) validate(fs *pflag.FlagSet, engineNames []string) error {
 			return badValue(fs, r.name, why)
 		}
 	}
-	if err := o.validateSweep(fs); err != nil {
+	if err := validateSweep(o, fs); err != nil {
 		return err
 	}
 	if o.PerIter == 1 && o.IterSkip >= o.Iters {
@@ -59,27 +60,27 @@ func (o *Options) validate(fs *pflag.FlagSet, engineNames []string) error {
 		return badValue(fs, "per_iter_timing", "cannot be combined with -G (a graph replays all iterations at once)")
 	}
 	var err error
-	if o.dtypes, err = collectives.ParseDTypes(o.DType); err != nil {
+	if o.DTypes, err = collectives.ParseDTypes(o.DType); err != nil {
 		return badValue(fs, "datatype", err.Error())
 	}
-	if o.ops, err = collectives.ParseOps(o.Op); err != nil {
+	if o.Ops, err = collectives.ParseOps(o.Op); err != nil {
 		return badValue(fs, "op", err.Error())
 	}
-	if err := o.validateEngines(fs, engineNames); err != nil {
+	if err := validateEngines(o, fs, engineNames); err != nil {
 		return err
 	}
-	if err := o.buildEnv(fs); err != nil {
+	if err := buildEnv(o, fs); err != nil {
 		return err
 	}
-	if err := o.validateRCCL(fs); err != nil {
+	if err := validateRCCL(o, fs); err != nil {
 		return err
 	}
-	o.changed = map[string]bool{}
-	fs.Visit(func(f *pflag.Flag) { o.changed[f.Name] = true })
+	o.Changed = map[string]bool{}
+	fs.Visit(func(f *pflag.Flag) { o.Changed[f.Name] = true })
 	return nil
 }
 
-func (o *Options) validateSweep(fs *pflag.FlagSet) error {
+func validateSweep(o *plan.Options, fs *pflag.FlagSet) error {
 	switch {
 	case o.MinBytes > o.MaxBytes:
 		return badValue(fs, "minbytes", fmt.Sprintf("larger than -e %s (%d B)", fs.Lookup("maxbytes").Value, o.MaxBytes))
@@ -93,19 +94,19 @@ func (o *Options) validateSweep(fs *pflag.FlagSet) error {
 	return nil
 }
 
-func (o *Options) validateEngines(fs *pflag.FlagSet, known []string) error {
-	o.engines = nil
+func validateEngines(o *plan.Options, fs *pflag.FlagSet, known []string) error {
+	o.Engines = nil
 	for _, name := range strings.Split(o.Engine, ",") {
 		name = strings.TrimSpace(name)
 		if !slices.Contains(known, name) {
 			return badValue(fs, "engine", "want one of "+strings.Join(known, ", ")+", or a comma list")
 		}
-		if slices.Contains(o.engines, name) {
+		if slices.Contains(o.Engines, name) {
 			return badValue(fs, "engine", "names "+name+" twice")
 		}
-		o.engines = append(o.engines, name)
+		o.Engines = append(o.Engines, name)
 	}
-	if o.AB != "" && len(o.engines) > 1 {
+	if o.AB != "" && len(o.Engines) > 1 {
 		return badValue(fs, "ab", "cannot be combined with several engines")
 	}
 	return nil
@@ -113,36 +114,36 @@ func (o *Options) validateEngines(fs *pflag.FlagSet, known []string) error {
 
 // checkAutoInList refuses an engine list where auto names an engine the list names too (--engine auto,host
 // on a machine without a GPU would run the host engine twice and pool both runs as one).
-func (a *app) checkAutoInList(fs *pflag.FlagSet, o *Options) error {
-	if len(o.engines) < 2 || !slices.Contains(o.engines, engines.Auto) {
+func (a *app) checkAutoInList(fs *pflag.FlagSet, o *plan.Options) error {
+	if len(o.Engines) < 2 || !slices.Contains(o.Engines, engines.Auto) {
 		return nil
 	}
-	if picked, _ := a.readers(engines.Auto); len(picked) == 1 && slices.Contains(o.engines, picked[0]) {
+	if picked, _ := a.readers(engines.Auto); len(picked) == 1 && slices.Contains(o.Engines, picked[0]) {
 		return badValue(fs, "engine", fmt.Sprintf("names %s twice (auto is %s here)", picked[0], picked[0]))
 	}
 	return nil
 }
 
 // buildEnv gathers the communicator overrides: -E pairs, then the convenience flags, then the A/B key.
-func (o *Options) buildEnv(fs *pflag.FlagSet) error {
-	o.env = map[string]string{}
+func buildEnv(o *plan.Options, fs *pflag.FlagSet) error {
+	o.CommEnv = map[string]string{}
 	for _, kv := range o.Env {
 		k, v, ok := strings.Cut(kv, "=")
 		if !ok || k == "" || strings.ContainsAny(k, " \t") {
 			return &exit.UsageError{Msg: fmt.Sprintf("invalid value %q for -E/--env: want KEY=VALUE", kv)}
 		}
-		o.env[k] = v
+		o.CommEnv[k] = v
 	}
 	if o.DDA {
-		o.env["RCCL_DDA_ENABLE"] = "1"
+		o.CommEnv["RCCL_DDA_ENABLE"] = "1"
 	}
 	if o.LP {
-		o.env["RCCL_LOW_PRECISION_ENABLE"] = "1"
+		o.CommEnv["RCCL_LOW_PRECISION_ENABLE"] = "1"
 	}
 	switch o.LPMode {
 	case "":
 	case collectives.LPModeRCCLX, collectives.LPModeScaled:
-		o.env["RCCLX_TESTS_LP_MODE"] = o.LPMode
+		o.CommEnv["RCCLX_TESTS_LP_MODE"] = o.LPMode
 	default:
 		return badValue(fs, "lp-mode", "want rcclx or scaled")
 	}
@@ -154,6 +155,6 @@ func (o *Options) buildEnv(fs *pflag.FlagSet) error {
 	if !ok || k == "" || len(v) != 2 {
 		return badValue(fs, "ab", "want KEY=v1,v2")
 	}
-	o.abKey, o.abVals = k, [2]string{v[0], v[1]}
+	o.ABKey, o.ABValues = k, [2]string{v[0], v[1]}
 	return nil
 }

@@ -11,23 +11,13 @@ import (
 	"github.com/rcclx-tests/rcclx-tests/bootstrap"
 	"github.com/rcclx-tests/rcclx-tests/collectives"
 	"github.com/rcclx-tests/rcclx-tests/harness/exit"
+	"github.com/rcclx-tests/rcclx-tests/harness/plan"
 )
 
 // perProcessFlags may differ between the processes of one run: where a process writes (only rank 0 does),
 // what it shows on its terminal, its timeout, its own library path, and the seed (rank 0's is taken).
 var perProcessFlags = []string{"output_file", "rccl_output_file", "csv", "progress", "version", "help", "timeout",
 	"lib", "seed"}
-
-// Args are the binary and every flag value that shapes the run, as each process must agree on them: the
-// engines index each other's buffers by their own sizes, and call counts must match.
-type Args struct {
-	Binary string
-	Flags  [][2]string // display name ("-d/--datatype"), value
-	// Switches are the RCCLX switches (the variables of collectives.PolicyFromEnv) set in this process's
-	// environment: a collective whose algorithm differs between processes hangs or times out.
-	Switches map[string]string
-	Free     []string `json:"-"` // the per-process flags a user sets, as named in a refusal ("-J", "--csv")
-}
 
 // SwitchEnv is the RCCLX switches of getenv that are set.
 func SwitchEnv(getenv func(string) string) map[string]string {
@@ -40,8 +30,8 @@ func SwitchEnv(getenv func(string) string) map[string]string {
 	return out
 }
 
-func NewArgs(binary string, fs *pflag.FlagSet) Args {
-	r := Args{Binary: binary}
+func NewArgs(binary string, fs *pflag.FlagSet) plan.Args {
+	r := plan.Args{Binary: binary}
 	fs.VisitAll(func(f *pflag.Flag) {
 		name, short := "--"+f.Name, "--"+f.Name
 		if f.Shorthand != "" {
@@ -61,13 +51,13 @@ func NewArgs(binary string, fs *pflag.FlagSet) Args {
 // AgreeArgs refuses a run whose processes were started with different binaries or arguments: each would run
 // its own sizes, types or counts against the others' (a wrong element, a hang or a crash). Every process
 // names the first difference from process 0.
-func AgreeArgs(w collectives.World, local Args) error {
+func AgreeArgs(w collectives.World, local plan.Args) error {
 	all, err := Gather(w, "the command lines", local)
 	if err != nil {
 		return err
 	}
 	for p, other := range all {
-		if why := all[0].differs(other); why != "" {
+		if why := differs(all[0], other); why != "" {
 			return &exit.UsageError{Msg: fmt.Sprintf("process %d runs %s: every process of a run needs the same "+
 				"binary and arguments (%s and %s may differ)", p, bootstrap.Printable(why),
 				strings.Join(local.Free[:len(local.Free)-1], ", "), local.Free[len(local.Free)-1])}
@@ -78,7 +68,7 @@ func AgreeArgs(w collectives.World, local Args) error {
 
 // agreeSwitches refuses a run whose processes have different RCCLX switches in their environments, naming the
 // first such variable and which process has which value.
-func agreeSwitches(all []Args) error {
+func agreeSwitches(all []plan.Args) error {
 	for _, v := range collectives.Variables {
 		if !v.Policy() {
 			continue
@@ -112,7 +102,7 @@ func agreeSwitches(all []Args) error {
 }
 
 // differs names the first difference of o from r, "" when there is none.
-func (r Args) differs(o Args) string {
+func differs(r, o plan.Args) string {
 	if r.Binary != o.Binary {
 		return fmt.Sprintf("%s, process 0 %s", o.Binary, r.Binary)
 	}
