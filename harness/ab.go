@@ -16,6 +16,7 @@ import (
 	"github.com/rcclx-tests/rcclx-tests/collectives"
 	"github.com/rcclx-tests/rcclx-tests/harness/exit"
 	"github.com/rcclx-tests/rcclx-tests/harness/plan"
+	"github.com/rcclx-tests/rcclx-tests/harness/report"
 	"github.com/rcclx-tests/rcclx-tests/results"
 )
 
@@ -32,7 +33,7 @@ type abRun struct {
 	lost   <-chan struct{} // closed when another process of the run is gone (nil: never)
 	seed   uint64
 	arms   [2]*abArm
-	rows   [2][]row
+	rows   [2][]report.Row
 	oob    [2]int
 	bwSum  [2]float64
 	bwN    [2]int
@@ -81,7 +82,7 @@ func (a *app) runAB(out io.Writer, o *plan.Options, world collectives.World, see
 	var memory string
 	err := r.start()
 	if err == nil {
-		writeHeader(out, o, r.header())
+		report.WriteHeader(out, o, r.header())
 		if n := abVariableNote(o.ABVar, o.ABKey, a.coll.Name); n != "" {
 			fmt.Fprintln(out, n)
 		}
@@ -106,9 +107,9 @@ func (a *app) runAB(out io.Writer, o *plan.Options, world collectives.World, see
 		return r.abort(err)
 	}
 	// The arms' bandwidths are not one run's: NCCL_TESTS_MIN_BW is not checked (minBW -1), as docs/REFERENCE.md says.
-	t := trailer{binary: a.programName(), oob: r.oob[0] + r.oob[1], minBW: -1, memory: memory}
+	t := report.Trailer{Binary: a.programName(), OOB: r.oob[0] + r.oob[1], MinBW: -1, Memory: memory}
 	if n := r.bwN[0] + r.bwN[1]; n > 0 {
-		t.avgBusBW = (r.bwSum[0] + r.bwSum[1]) / float64(n)
+		t.AvgBusBW = (r.bwSum[0] + r.bwSum[1]) / float64(n)
 	}
 	return finish(out, t, r.stopped)
 }
@@ -335,23 +336,23 @@ func (r *abRun) stop(failed bool) {
 func (r *abRun) abort(err error) int { return r.a.failAt(err, r.at) }
 
 // header is arm A's header, with arm B's algorithms and the comparison noted; there is no nccl-tests table.
-func (r *abRun) header() header {
+func (r *abRun) header() report.Header {
 	a, b := r.arms[0].ready, r.arms[1].ready
-	h := header{binary: r.a.programName(), library: a.Library, engine: a.Fields, graph: a.Graph, notes: append([]string(nil), a.Notes...),
-		devices: a.Devices, reduced: a.Reduced, noTable: true}
+	h := report.Header{Binary: r.a.programName(), Library: a.Library, Engine: a.Fields, Graph: a.Graph, Notes: append([]string(nil), a.Notes...),
+		Devices: a.Devices, Reduced: a.Reduced, NoTable: true}
 	if b.Reduced > 0 && (a.Reduced == 0 || b.Reduced < a.Reduced) {
-		h.reduced = b.Reduced
+		h.Reduced = b.Reduced
 	}
-	h.notes = append(h.notes, fmt.Sprintf("A/B: A is %s, B is %s, %d interleaved rounds per size; each arm runs in "+
+	h.Notes = append(h.Notes, fmt.Sprintf("A/B: A is %s, B is %s, %d interleaved rounds per size; each arm runs in "+
 		"worker processes of its own (A: pid %s, B: pid %s)", r.arms[0].label, r.arms[1].label, r.o.ABRounds,
 		collectives.JoinRanks(a.Pids), collectives.JoinRanks(b.Pids)))
 	for _, n := range b.Notes {
 		if strings.HasPrefix(n, "Algorithm") {
-			h.notes = append(h.notes, "B "+n)
+			h.Notes = append(h.Notes, "B "+n)
 		}
 	}
 	for _, f := range r.o.ABIgnored {
-		h.notes = append(h.notes, f+" ignored: --ab runs --ab-rounds interleaved rounds per size instead")
+		h.Notes = append(h.Notes, f+" ignored: --ab runs --ab-rounds interleaved rounds per size instead")
 	}
 	return h
 }
@@ -441,7 +442,7 @@ func (r *abRun) point(p point) error {
 		half = 1
 	}
 	c := abCommand{Do: "time", DType: p.dt, Op: p.op, Root: p.root, Size: p.size, InPlace: inPlace}
-	var hs [2]halfResult
+	var hs [2]report.Half
 	var us [2][]float64
 	var last [2]*abHalf
 	for range r.o.ABRounds {
@@ -451,40 +452,40 @@ func (r *abRun) point(p point) error {
 				return err
 			}
 			r.at, last[i] = h.Bytes, h
-			hs[i].algorithm = h.Algorithm
-			hs[i].rounds = append(hs[i].rounds, h.Sec)
+			hs[i].Algorithm = h.Algorithm
+			hs[i].Rounds = append(hs[i].Rounds, h.Sec)
 			us[i] = append(us[i], h.Sec*1e6)
 		}
 	}
 	ab := results.AnalyzeAB([]int64{r.at}, [][]float64{us[0]}, [][]float64{us[1]})[0]
 	ab.Type, ab.Redop, ab.Root = p.dt.String(), r.a.coll.RedOpName(p.op), p.root
 	if r.arms[0].ready.KnowsAlgorithm && r.arms[1].ready.KnowsAlgorithm {
-		ab.AlgorithmA, ab.AlgorithmB = hs[0].algorithm, hs[1].algorithm
+		ab.AlgorithmA, ab.AlgorithmB = hs[0].Algorithm, hs[1].Algorithm
 	}
 	c.Do = "check"
 	for i, us := range [2]float64{ab.TimeA, ab.TimeB} {
 		h := &hs[i]
 		// The arm's time is the statistic of the table (the geometric mean of its paired rounds); bandwidths
 		// scale with its inverse.
-		h.ran, h.sec = true, us*1e-6
-		if h.sec > 0 {
-			h.algBW, h.busBW = last[i].AlgBW*last[i].Sec/h.sec, last[i].BusBW*last[i].Sec/h.sec
+		h.Ran, h.Sec = true, us*1e-6
+		if h.Sec > 0 {
+			h.AlgBW, h.BusBW = last[i].AlgBW*last[i].Sec/h.Sec, last[i].BusBW*last[i].Sec/h.Sec
 		}
 		if r.o.Check > 0 {
 			v, err := r.half(i, c)
 			if err != nil {
 				return err
 			}
-			h.checked, h.wrong, h.errs = v.Checked, v.Wrong, v.Errs
+			h.Checked, h.Wrong, h.Errs = v.Checked, v.Wrong, v.Errs
 			if v.Wrong > 0 {
 				r.oob[i]++
 			}
 		}
-		r.bwSum[i] += h.busBW
+		r.bwSum[i] += h.BusBW
 		r.bwN[i]++
-		row := row{size: r.at, count: last[i].Count, dtype: p.dt.String(), redop: r.a.coll.RedOpName(p.op),
-			root: p.root, when: r.a.now(), engine: r.arms[i].ready.Engine, label: r.arms[i].label}
-		row.halves[half] = *h
+		row := report.Row{Size: r.at, Count: last[i].Count, DType: p.dt.String(), Redop: r.a.coll.RedOpName(p.op),
+			Root: p.root, When: r.a.now(), Engine: r.arms[i].ready.Engine, Label: r.arms[i].label}
+		row.Halves[half] = *h
 		r.rows[i] = append(r.rows[i], row)
 	}
 	r.report.Rows = append(r.report.Rows, ab)
@@ -493,7 +494,7 @@ func (r *abRun) point(p point) error {
 		at = fmt.Sprintf("root %d, %s", p.root, at)
 	}
 	fmt.Fprintf(r.out, "# %s %s, %s: #wrong %s %s, %s %s\n", p.dt, r.a.coll.RedOpName(p.op), at,
-		r.arms[0].label, hs[0].wrongText(), r.arms[1].label, hs[1].wrongText())
+		r.arms[0].label, hs[0].WrongText(), r.arms[1].label, hs[1].WrongText())
 	r.stopped = r.a.interrupted()
 	return nil
 }
@@ -501,9 +502,9 @@ func (r *abRun) point(p point) error {
 // record adds both arms, what they completed, and the comparison to the JSON.
 func (r *abRun) record(j *jsonOut, err error) {
 	for i, arm := range r.arms {
-		e := engineRun{rows: r.rows[i], oob: r.oob[i], bwSum: r.bwSum[i], bwN: r.bwN[i], stopped: r.stopped}
+		e := report.EngineRun{Rows: r.rows[i], OOB: r.oob[i], BWSum: r.bwSum[i], BWN: r.bwN[i], Stopped: r.stopped}
 		if m := arm.ready; m != nil {
-			e.opened, e.engine, e.library, e.version, e.graph, e.devices = true, m.Engine, m.Library, m.Version,
+			e.Opened, e.Engine, e.Library, e.Version, e.Graph, e.Devices = true, m.Engine, m.Library, m.Version,
 				m.Graph, m.Devices
 		}
 		j.add(e)

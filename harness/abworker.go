@@ -12,6 +12,7 @@ import (
 	"github.com/rcclx-tests/rcclx-tests/collectives"
 	"github.com/rcclx-tests/rcclx-tests/harness/exit"
 	"github.com/rcclx-tests/rcclx-tests/harness/plan"
+	"github.com/rcclx-tests/rcclx-tests/harness/report"
 	"github.com/rcclx-tests/rcclx-tests/harness/world"
 )
 
@@ -163,9 +164,9 @@ func (s *session) ready() (*abReady, error) {
 		return nil, err
 	}
 	h := s.header()
-	r := &abReady{Pids: pids, Engine: s.eng.Name(), Library: h.library, Version: s.comm.Version(), Graph: h.graph,
-		Notes: h.notes, Devices: h.devices, Reduced: h.reduced, MinBytes: s.minBytes, MaxBytes: s.maxBytes,
-		KnowsAlgorithm: true, AutoNote: s.autoNote, Fields: h.engine}
+	r := &abReady{Pids: pids, Engine: s.eng.Name(), Library: h.Library, Version: s.comm.Version(), Graph: h.Graph,
+		Notes: h.Notes, Devices: h.Devices, Reduced: h.Reduced, MinBytes: s.minBytes, MaxBytes: s.maxBytes,
+		KnowsAlgorithm: true, AutoNote: s.autoNote, Fields: h.Engine}
 	if lp, ok := s.comm.(interface{ LibraryPath() string }); ok {
 		r.LibraryPath, r.KnowsAlgorithm = lp.LibraryPath(), false
 	}
@@ -199,15 +200,15 @@ func (s *session) abHalf(c abCommand) (abHalf, error) {
 	switch c.Do {
 	case "time":
 		h, err := s.timeHalf(p, k, c.InPlace)
-		out.Sec, out.AlgBW, out.BusBW, out.Algorithm = h.sec, h.algBW, h.busBW, h.algorithm
+		out.Sec, out.AlgBW, out.BusBW, out.Algorithm = h.Sec, h.AlgBW, h.BusBW, h.Algorithm
 		return out, err
 	case "check":
 		if !s.checkable(c.InPlace) {
 			return out, nil
 		}
-		var h halfResult
+		var h report.Half
 		err := s.validate(newTruth(s.a.coll, p, s.nranks, s.localRanks(), s.seed), c.InPlace, &h)
-		out.Checked, out.Wrong, out.Errs = true, h.wrong, h.errs
+		out.Checked, out.Wrong, out.Errs = true, h.Wrong, h.Errs
 		for _, v := range []*float64{&out.Errs.MaxRel, &out.Errs.SumSqRel} {
 			if math.IsNaN(*v) || math.IsInf(*v, 0) {
 				*v = math.MaxFloat64 // JSON has no infinity; the -J file clamps it the same way

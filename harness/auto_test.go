@@ -8,6 +8,7 @@ import (
 
 	"github.com/rcclx-tests/rcclx-tests/collectives"
 	"github.com/rcclx-tests/rcclx-tests/harness/exit"
+	"github.com/rcclx-tests/rcclx-tests/harness/report"
 )
 
 // withChoice is fakeSource whose --engine auto answers as engines.Choose would: eng and note, or err.
@@ -33,7 +34,7 @@ func TestAutoNote(t *testing.T) {
 	if want := "all_reduce_perf: --engine auto: no GPU found (tried x): measuring the CPU\n"; r.stderr != want {
 		t.Errorf("stderr %q, want %q", r.stderr, want)
 	}
-	for _, want := range []string{"# rcclx-tests version " + Version + " fake-library=1 engine=fake runtime=cuda\n",
+	for _, want := range []string{"# rcclx-tests version " + report.Version + " fake-library=1 engine=fake runtime=cuda\n",
 		"# Engine: fake (auto) on CUDA: 2 x Fake Device\n"} {
 		if !strings.Contains(r.stdout, want) {
 			t.Errorf("output lacks %q:\n%s", want, r.stdout)

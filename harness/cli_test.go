@@ -8,6 +8,7 @@ import (
 
 	"github.com/rcclx-tests/rcclx-tests/collectives"
 	"github.com/rcclx-tests/rcclx-tests/harness/exit"
+	"github.com/rcclx-tests/rcclx-tests/harness/report"
 )
 
 // TestVersion: --version prints the suite, commit and Go version and opens no engine (no GPU needed).
@@ -18,7 +19,7 @@ func TestVersion(t *testing.T) {
 	if r.code != exit.OK || r.stderr != "" {
 		t.Fatalf("exit %d, stderr %q", r.code, r.stderr)
 	}
-	for _, want := range []string{"all_reduce_perf (rcclx-tests) " + Version + "\n", "\ncommit:  ", "\ngo:      " + runtime.Version(), "\nnative:  none loaded"} {
+	for _, want := range []string{"all_reduce_perf (rcclx-tests) " + report.Version + "\n", "\ncommit:  ", "\ngo:      " + runtime.Version(), "\nnative:  none loaded"} {
 		if !strings.Contains(r.stdout, want) {
 			t.Errorf("--version lacks %q:\n%s", want, r.stdout)
 		}

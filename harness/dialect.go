@@ -7,8 +7,7 @@ import (
 	"strings"
 
 	"github.com/rcclx-tests/rcclx-tests/collectives"
-	"github.com/rcclx-tests/rcclx-tests/harness/plan"
-	"github.com/rcclx-tests/rcclx-tests/results"
+	"github.com/rcclx-tests/rcclx-tests/harness/report"
 )
 
 // The output dialects: the text, exit codes and messages of nccl-tests or of rccl-tests. By default the platform
@@ -65,44 +64,6 @@ func (s *session) setDialect() {
 		"reduce_scatter": true, "alltoall": true}[s.a.coll.Base().Name]
 }
 
-// typeName is the type column: rccl-tests spells FP8 fp8_e4m3 and fp8_e5m2.
-func typeName(o *plan.Options, dt collectives.DType) string {
-	if o.RCCLDialect {
-		return results.RCCLTypeName(dt.String())
-	}
-	return dt.String()
-}
-
-// redopName is the redop column: rccl-tests names hypercube's (blank in nccl-tests) none.
-func redopName(o *plan.Options, c *collectives.Collective, op collectives.Op) string {
-	if n := c.RedOpName(op); n != "" || !o.RCCLDialect {
-		return n
-	}
-	return "none"
-}
-
-// blockingLine is the header's -z line ("" for -z 0).
-func blockingLine(o *plan.Options) string {
-	if o.RCCLDialect {
-		switch {
-		case o.Blocking == 1:
-			return "# Blocking Enabled: wait for completion and barrier after each collective "
-		case o.Blocking > 1:
-			return "# Blocking Enabled: wait for completion after each collective (no barrier) "
-		}
-		return ""
-	}
-	switch o.Blocking {
-	case 1:
-		return "# Blocking Enabled: wait and barrier after each inner iteration (-m) "
-	case 2:
-		return "# Blocking Enabled: wait after each inner iteration (-m), no barrier "
-	case 3:
-		return "# Blocking Enabled: wait and barrier after each outer iteration (-n); time excludes barrier "
-	}
-	return ""
-}
-
 // rcclBiasMessage is rccl-tests' line (stderr) when the library has no ncclAllReduceWithBias; it then exits
 // with its collective-library error code.
 const rcclBiasMessage = "[ERROR] This version of RCCL doesn't support ncclAllReduceWithBias"
@@ -133,6 +94,6 @@ func (s *session) libraryBanner() []string {
 		self = "Unknown" // RCCL's word when it cannot find its file
 	}
 	line := func(k, v string) string { return fmt.Sprintf("%-12s : %s", k, v) }
-	return []string{line("RCCL version", "rcclx-tests-"+Version+":"+s.comm.Library()), line("Hostname", host),
+	return []string{line("RCCL version", "rcclx-tests-"+report.Version+":"+s.comm.Library()), line("Hostname", host),
 		line("Librccl path", self)}
 }

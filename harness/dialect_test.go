@@ -10,6 +10,7 @@ import (
 
 	"github.com/rcclx-tests/rcclx-tests/collectives"
 	"github.com/rcclx-tests/rcclx-tests/harness/exit"
+	"github.com/rcclx-tests/rcclx-tests/harness/report"
 	"github.com/rcclx-tests/rcclx-tests/hostengine"
 )
 
@@ -316,7 +317,7 @@ func TestDialectLibraryRecord(t *testing.T) {
 	for _, d := range []string{dialectRCCL, dialectNCCL} {
 		r := runWith(t, collectives.AllReduce, seedArgs(1, "-b", "8", "-e", "8", "--dialect", d), fakeSource(newFake(1)),
 			func(a *app) { a.getenv = func(k string) string { return env[k] } })
-		want := "[0000:00:00] Fake Device\nRCCL version : rcclx-tests-" + Version + ":fake-library=1\nHostname     : " + host +
+		want := "[0000:00:00] Fake Device\nRCCL version : rcclx-tests-" + report.Version + ":fake-library=1\nHostname     : " + host +
 			"\nLibrccl path : " + self + "\n#\n"
 		if has := strings.Contains(r.stdout, want); r.code != exit.OK || has != (d == dialectRCCL) ||
 			d == dialectNCCL && strings.Contains(r.stdout, "Librccl path") {

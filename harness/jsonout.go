@@ -4,15 +4,14 @@ import (
 	"errors"
 	"fmt"
 	"io"
-	"math"
 	"path/filepath"
 	"slices"
 	"strconv"
 	"strings"
 
-	"github.com/rcclx-tests/rcclx-tests/collectives"
 	"github.com/rcclx-tests/rcclx-tests/harness/exit"
 	"github.com/rcclx-tests/rcclx-tests/harness/plan"
+	"github.com/rcclx-tests/rcclx-tests/harness/report"
 	"github.com/rcclx-tests/rcclx-tests/results"
 )
 
@@ -53,8 +52,8 @@ func (a *app) startJSON(out io.Writer, o *plan.Options, seed uint64, root bool) 
 	if j.file == nil {
 		return j, nil
 	}
-	j.rec = &results.Record{Version: results.SchemaVersion, StartTime: a.now().Format(timeLayout), Args: a.argv,
-		Env: a.envList(o, seed), Config: jsonConfig(o), Errors: []string{""}, Suite: results.SuiteName,
+	j.rec = &results.Record{Version: results.SchemaVersion, StartTime: a.now().Format(report.TimeLayout), Args: a.argv,
+		Env: a.envList(o, seed), Config: report.JSONConfig(o), Errors: []string{""}, Suite: results.SuiteName,
 		Results: []results.Result{}}
 	return j, nil
 }
@@ -95,73 +94,45 @@ func (a *app) envList(o *plan.Options, seed uint64) []string {
 	return append(append(out, overrides...), seedEnv+"="+strconv.FormatUint(seed, 10))
 }
 
-func jsonConfig(o *plan.Options) results.Config {
-	c := results.Config{NThreads: o.NThreads, NGpus: o.NGpus, MinimumBytes: o.MinBytes, MaximumBytes: o.MaxBytes,
-		WarmupIters: o.Warmup, Iterations: o.Iters, AggIters: o.AggIters, Validation: o.Check, Graph: o.Graph,
-		Blocking: results.Bool(o.Blocking != 0), PerIterTime: results.Bool(o.PerIter == 1),
-		PerIterSkip: o.IterSkip, ParallelInit: results.Bool(o.ParallelInit == 1), Devices: []results.Device{}}
-	if o.StepFactor > 1 {
-		f := o.StepFactor
-		c.StepFactor = &f
-	} else {
-		b := o.StepBytes
-		c.StepBytes = &b
-	}
-	return c
-}
-
-// engineRun is what the JSON records of one engine's run (or of one A/B arm).
-type engineRun struct {
-	opened          bool // the communicator was opened: the fields up to devices are known
-	engine, library string
-	version, graph  int
-	devices         []collectives.Device
-	rows            []row
-	oob, bwN        int
-	bwSum           float64
-	err             error
-	stopped         bool
-}
-
 // record is what the JSON keeps of the session.
-func (s *session) record() engineRun {
-	e := engineRun{rows: s.rows, oob: s.oob, bwSum: s.bwSum, bwN: s.bwN, err: s.err, stopped: s.stopped}
+func (s *session) record() report.EngineRun {
+	e := report.EngineRun{Rows: s.rows, OOB: s.oob, BWSum: s.bwSum, BWN: s.bwN, Err: s.err, Stopped: s.stopped}
 	if s.comm != nil {
-		e.opened, e.engine, e.library, e.version = true, s.eng.Name(), s.comm.Library(), s.comm.Version()
-		e.graph, e.devices = s.graph, s.devices
+		e.Opened, e.Engine, e.Library, e.Version = true, s.eng.Name(), s.comm.Library(), s.comm.Version()
+		e.Graph, e.Devices = s.graph, s.devices
 	}
 	return e
 }
 
 // add records one engine's run.
-func (j *jsonOut) add(s engineRun) {
+func (j *jsonOut) add(s report.EngineRun) {
 	j.rccl.add(s)
 	if j.rec == nil {
 		return
 	}
 	r := j.rec
-	if s.opened {
+	if s.Opened {
 		if len(r.Config.Devices) == 0 {
-			r.NcclVersion = s.version
-			r.Config.Graph = s.graph
-			for _, d := range s.devices {
+			r.NcclVersion = s.Version
+			r.Config.Graph = s.Graph
+			for _, d := range s.Devices {
 				r.Config.Devices = append(r.Config.Devices, results.Device{Rank: d.Rank, Group: d.Group,
 					Pid: d.Pid, Hostname: d.Hostname, Device: d.Index, DeviceHex: d.BusID, DeviceInfo: d.Name})
 			}
 		}
-		r.Engine = joinName(r.Engine, s.engine)
-		r.Library = joinName(r.Library, s.library)
+		r.Engine = joinName(r.Engine, s.Engine)
+		r.Library = joinName(r.Library, s.Library)
 	}
-	for _, row := range s.rows {
-		r.Results = append(r.Results, jsonResult(row, j.o))
+	for _, row := range s.Rows {
+		r.Results = append(r.Results, report.JSONResult(row, j.o))
 	}
-	r.OutOfBounds.Count += s.oob
-	j.bwSum += s.bwSum
-	j.bwN += s.bwN
+	r.OutOfBounds.Count += s.OOB
+	j.bwSum += s.BWSum
+	j.bwN += s.BWN
 	switch {
-	case s.err != nil:
-		j.fail(s.err.Error())
-	case s.stopped && !slices.Contains(r.Errors, errStopped):
+	case s.Err != nil:
+		j.fail(s.Err.Error())
+	case s.Stopped && !slices.Contains(r.Errors, errStopped):
 		j.fail(errStopped)
 	}
 }
@@ -201,15 +172,15 @@ func (j *jsonOut) finish() error {
 		return rerr
 	}
 	r := j.rec
-	r.EndTime = j.a.now().Format(timeLayout)
+	r.EndTime = j.a.now().Format(report.TimeLayout)
 	r.OutOfBounds.Okay = results.Bool(r.OutOfBounds.Count == 0)
 	if j.bwN > 0 {
 		r.AverageBusBandwidth.Bandwidth = j.bwSum / float64(j.bwN)
 	}
-	t := trailer{avgBusBW: r.AverageBusBandwidth.Bandwidth, minBW: j.a.minBW()}
+	t := report.Trailer{AvgBusBW: r.AverageBusBandwidth.Bandwidth, MinBW: j.a.minBW()}
 	r.AverageBusBandwidth.Okay = "unchecked"
-	if t.minBW >= 0 {
-		r.AverageBusBandwidth.Okay = results.Bool(t.bandwidthOK())
+	if t.MinBW >= 0 {
+		r.AverageBusBandwidth.Okay = results.Bool(t.BandwidthOK())
 	}
 	data, err := results.Marshal(r)
 	if err != nil {
@@ -221,40 +192,4 @@ func (j *jsonOut) finish() error {
 		fmt.Fprintf(j.a.stderr, "%s: %s was taken during the run: JSON written to %s\n", j.a.binary(), j.file.Name(), name)
 	}
 	return errors.Join(rerr, err)
-}
-
-func jsonResult(r row, o *plan.Options) results.Result {
-	res := results.Result{Size: r.size, Count: r.count, Type: r.dtype, Redop: r.redop,
-		Root: results.RootString(r.root), ActualIterations: o.Iters, ExperimentName: r.label, Engine: r.engine,
-		Algorithm: r.algorithm()}
-	res.OutOfPlace, res.OutOfPlacePerIter = jsonHalf(r.halves[0], o)
-	res.InPlace, res.InPlacePerIter = jsonHalf(r.halves[1], o)
-	return res
-}
-
-// jsonHalf is one half of a JSON row; a half that did not run (-O) is written as null (results.Half), as
-// nccl-tests writes a half it did not measure, never with made-up zeros.
-func jsonHalf(h halfResult, o *plan.Options) (results.Half, *results.PerIter) {
-	if !h.ran {
-		return results.Half{}, nil
-	}
-	out := results.Half{AlgBW: h.algBW, BusBW: h.busBW}
-	us := h.sec * 1e6
-	if o.CPUTime == 1 {
-		out.CPUTime = &us
-	} else {
-		out.Time = &us
-	}
-	for _, sec := range h.rounds {
-		out.Rounds = append(out.Rounds, sec*1e6)
-	}
-	if h.checked {
-		wrong, rel, rms := float64(h.wrong), min(h.errs.MaxRel, math.MaxFloat64), min(h.errs.RMSRel(), math.MaxFloat64)
-		out.NWrong, out.MaxRelErr, out.RMSRelErr = &wrong, &rel, &rms
-	}
-	if o.PerIter != 1 {
-		return out, nil
-	}
-	s := iterSummary(h.iters, o.IterSkip)
-	return out, &s
 }

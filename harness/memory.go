@@ -15,6 +15,7 @@ import (
 	"syscall"
 
 	"github.com/rcclx-tests/rcclx-tests/collectives"
+	"github.com/rcclx-tests/rcclx-tests/harness/report"
 	"github.com/rcclx-tests/rcclx-tests/harness/world"
 )
 
@@ -357,8 +358,8 @@ func (s *session) memoryLine() string {
 	initText, total := "N/A", "N/A"
 	if r, ok := s.comm.(collectives.OpenMemoryReporter); ok {
 		opened := r.OpenMemory()
-		initText, total = memoryString(float64(opened)), memoryString(float64(opened+user+coll))
+		initText, total = report.MemoryString(float64(opened)), report.MemoryString(float64(opened+user+coll))
 	}
 	return fmt.Sprintf("Initialization %s | User-Allocated %s | Collective %s | Total  %s", initText,
-		memoryString(float64(user)), memoryString(float64(coll)), total)
+		report.MemoryString(float64(user)), report.MemoryString(float64(coll)), total)
 }

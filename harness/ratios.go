@@ -3,6 +3,8 @@ package harness
 import (
 	"fmt"
 	"io"
+
+	"github.com/rcclx-tests/rcclx-tests/harness/report"
 )
 
 // rowKey identifies a row across engines; n counts repeats of the same key (-N cycles).
@@ -12,11 +14,11 @@ type rowKey struct {
 	n            int
 }
 
-func keyRows(rows []row) map[rowKey]row {
-	out := map[rowKey]row{}
+func keyRows(rows []report.Row) map[rowKey]report.Row {
+	out := map[rowKey]report.Row{}
 	seen := map[rowKey]int{}
 	for _, r := range rows {
-		k := rowKey{size: r.size, dtype: r.dtype, redop: r.redop}
+		k := rowKey{size: r.Size, dtype: r.DType, redop: r.Redop}
 		k.n = seen[k]
 		seen[k]++
 		out[k] = r
@@ -39,22 +41,22 @@ func writeRatios(out io.Writer, runs []*session) {
 		fmt.Fprintf(out, "# %10s  %8s  %6s  %12s  %12s\n", "size", "type", "redop", "out-of-place", "in-place")
 		seen := map[rowKey]int{}
 		for _, r := range s.rows {
-			k := rowKey{size: r.size, dtype: r.dtype, redop: r.redop}
+			k := rowKey{size: r.Size, dtype: r.DType, redop: r.Redop}
 			k.n = seen[k]
 			seen[k]++
 			b, ok := ref[k]
 			if !ok {
 				continue
 			}
-			fmt.Fprintf(out, "# %10d  %8s  %6s  %12s  %12s\n", r.size, r.dtype, r.redop,
-				ratio(r.halves[0], b.halves[0]), ratio(r.halves[1], b.halves[1]))
+			fmt.Fprintf(out, "# %10d  %8s  %6s  %12s  %12s\n", r.Size, r.DType, r.Redop,
+				ratio(r.Halves[0], b.Halves[0]), ratio(r.Halves[1], b.Halves[1]))
 		}
 	}
 }
 
-func ratio(h, base halfResult) string {
-	if !h.ran || !base.ran || base.sec <= 0 {
+func ratio(h, base report.Half) string {
+	if !h.Ran || !base.Ran || base.Sec <= 0 {
 		return "N/A"
 	}
-	return fmt.Sprintf("%.3f", h.sec/base.sec)
+	return fmt.Sprintf("%.3f", h.Sec/base.Sec)
 }

@@ -16,6 +16,7 @@ import (
 	"github.com/rcclx-tests/rcclx-tests/collectives"
 	"github.com/rcclx-tests/rcclx-tests/harness/exit"
 	"github.com/rcclx-tests/rcclx-tests/harness/plan"
+	"github.com/rcclx-tests/rcclx-tests/harness/report"
 	"github.com/rcclx-tests/rcclx-tests/hostengine"
 )
 
@@ -415,7 +416,7 @@ func TestColumnHeaderBytes(t *testing.T) {
 			fmt.Sprintf(one, "(B)", "(elements)", "", "", "", "(us)", "(GB/s)", "(GB/s)", "", 0, "", 19, "%Y-%m-%d %H:%M:%S"),
 		}},
 	} {
-		compareLines(t, fmt.Sprintf("%+v", *c.o), columnHeader(c.o), c.want)
+		compareLines(t, fmt.Sprintf("%+v", *c.o), report.ColumnHeader(c.o), c.want)
 	}
 	// -I 1 -p 1: nccl-tests prints its per-iteration line before the parallel-init line.
 	r := testRun(t, collectives.AllReduce, seedArgs(1, append(small, "-I", "1", "-p", "1", "-z", "1")...), newFake(1))

@@ -8,6 +8,7 @@ import (
 
 	"github.com/rcclx-tests/rcclx-tests/collectives"
 	"github.com/rcclx-tests/rcclx-tests/harness/plan"
+	"github.com/rcclx-tests/rcclx-tests/harness/report"
 	"github.com/rcclx-tests/rcclx-tests/results"
 )
 
@@ -99,28 +100,28 @@ func (w *rcclOut) discard() {
 }
 
 // add takes one engine's rows: one line per half that ran.
-func (w *rcclOut) add(s engineRun) {
+func (w *rcclOut) add(s report.EngineRun) {
 	if w == nil {
 		return
 	}
-	if !w.laid && len(s.devices) > 0 {
-		w.layout.Nodes = nodes(s.devices)
+	if !w.laid && len(s.Devices) > 0 {
+		w.layout.Nodes = nodes(s.Devices)
 		w.layout.ProcsPerNode = max(w.layout.Processes/w.layout.Nodes, 1)
 		w.laid = true
 	}
-	for _, r := range s.rows {
-		for i, h := range r.halves {
-			if !h.ran {
+	for _, r := range s.Rows {
+		for i, h := range r.Halves {
+			if !h.Ran {
 				continue
 			}
-			redop := r.redop
+			redop := r.Redop
 			if redop == "" {
 				redop = "none" // nccl-tests' hypercube prints no redop; rccl-tests' names it none
 			}
-			line := results.RCCLRow{Cycle: r.cycle, Name: w.name, Size: r.size, Type: results.RCCLTypeName(r.dtype),
-				Redop: redop, InPlace: i == 1, Time: h.sec * 1e6, AlgBW: h.algBW, BusBW: h.busBW}
-			if h.checked {
-				wrong := h.wrong
+			line := results.RCCLRow{Cycle: r.Cycle, Name: w.name, Size: r.Size, Type: results.RCCLTypeName(r.DType),
+				Redop: redop, InPlace: i == 1, Time: h.Sec * 1e6, AlgBW: h.AlgBW, BusBW: h.BusBW}
+			if h.Checked {
+				wrong := h.Wrong
 				line.Wrong = &wrong
 			}
 			w.rows = append(w.rows, line)

@@ -9,6 +9,7 @@ import (
 	"github.com/rcclx-tests/rcclx-tests/engines"
 	"github.com/rcclx-tests/rcclx-tests/harness/exit"
 	"github.com/rcclx-tests/rcclx-tests/harness/plan"
+	"github.com/rcclx-tests/rcclx-tests/harness/report"
 	"github.com/rcclx-tests/rcclx-tests/harness/world"
 )
 
@@ -40,7 +41,7 @@ type session struct {
 	perIter  string    // -I: nccl-tests' "Per-Iteration Report" line
 	freeMem  [][]int64 // -M: free memory per local rank after Open, after allocation, after the sweep
 
-	rows    []row
+	rows    []report.Row
 	oob     int
 	bwSum   float64
 	bwN     int
@@ -63,7 +64,7 @@ func (s *session) run() int {
 		return s.a.fail(err)
 	}
 	defer s.close()
-	writeHeader(s.out, s.o, s.header())
+	report.WriteHeader(s.out, s.o, s.header())
 	if err := s.alloc(); err != nil {
 		s.a.lost.SetBusy(false)
 		if errors.Is(err, exit.ErrInterrupted) {
@@ -171,14 +172,14 @@ func (s *session) abort(err error) int {
 }
 
 // finish prints the trailer and returns the exit code it implies.
-func (s *session) finish(t trailer) int { return finish(s.out, t, s.stopped) }
+func (s *session) finish(t report.Trailer) int { return finish(s.out, t, s.stopped) }
 
-func finish(out io.Writer, t trailer, stopped bool) int {
-	writeTrailer(out, t)
+func finish(out io.Writer, t report.Trailer, stopped bool) int {
+	report.WriteTrailer(out, t)
 	switch {
 	case stopped:
 		return exit.Interrupted
-	case t.oob > 0 || !t.bandwidthOK():
+	case t.OOB > 0 || !t.BandwidthOK():
 		return exit.TestFailed
 	}
 	return exit.OK
@@ -370,16 +371,16 @@ func (s *session) bufferBytes() int64 {
 }
 
 // header describes this session for the lines before the table.
-func (s *session) header() header {
-	return header{binary: s.a.programName(), library: s.comm.Library(), engine: s.versionFields(), graph: s.graph,
-		perIter: s.perIter, notes: s.notes, devices: s.devices, reduced: s.reduced, banner: s.libraryBanner()}
+func (s *session) header() report.Header {
+	return report.Header{Binary: s.a.programName(), Library: s.comm.Library(), Engine: s.versionFields(), Graph: s.graph,
+		PerIter: s.perIter, Notes: s.notes, Devices: s.devices, Reduced: s.reduced, Banner: s.libraryBanner()}
 }
 
 // trailer sums up the table.
-func (s *session) trailer() trailer {
-	t := trailer{binary: s.a.programName(), oob: s.oob, minBW: s.a.minBW(), memory: s.memoryLine()}
+func (s *session) trailer() report.Trailer {
+	t := report.Trailer{Binary: s.a.programName(), OOB: s.oob, MinBW: s.a.minBW(), Memory: s.memoryLine()}
 	if s.bwN > 0 {
-		t.avgBusBW = s.bwSum / float64(s.bwN)
+		t.AvgBusBW = s.bwSum / float64(s.bwN)
 	}
 	return t
 }

@@ -8,6 +8,7 @@ import (
 	"github.com/rcclx-tests/rcclx-tests/collectives"
 	"github.com/rcclx-tests/rcclx-tests/harness/exit"
 	"github.com/rcclx-tests/rcclx-tests/harness/plan"
+	"github.com/rcclx-tests/rcclx-tests/harness/report"
 	"github.com/rcclx-tests/rcclx-tests/harness/world"
 )
 
@@ -58,7 +59,7 @@ func skipNote(c *collectives.Collective, o *plan.Options) string {
 	for _, dt := range o.DTypes {
 		for _, op := range sweepOps(c, o) {
 			if rcclSkips(c, o, dt, op) {
-				names = append(names, typeName(o, dt)+" "+op.String())
+				names = append(names, report.TypeName(o, dt)+" "+op.String())
 			}
 		}
 	}
@@ -135,7 +136,7 @@ func (s *session) sweep() error {
 				return err
 			}
 			if skipped {
-				fmt.Fprintf(s.out, "# %s %s skipped: not supported by engine %s\n", typeName(s.o, p.dt), redopName(s.o, s.a.coll, p.op),
+				fmt.Fprintf(s.out, "# %s %s skipped: not supported by engine %s\n", report.TypeName(s.o, p.dt), report.RedopName(s.o, s.a.coll, p.op),
 					s.eng.Name())
 				break
 			}
@@ -198,11 +199,11 @@ func (s *session) cycle(dt collectives.DType, op collectives.Op, root, n int) (s
 			return false, err
 		}
 		s.prog.clear()
-		r.cycle = n
-		fmt.Fprintln(s.out, formatRow(r, s.o))
-		for _, h := range r.halves {
-			if h.ran {
-				for _, line := range s.a.coll.Summary(s.threads[0].counts(p, 0), dt, s.nranks, h.bwSec) {
+		r.Cycle = n
+		fmt.Fprintln(s.out, report.FormatRow(r, s.o))
+		for _, h := range r.Halves {
+			if h.Ran {
+				for _, line := range s.a.coll.Summary(s.threads[0].counts(p, 0), dt, s.nranks, h.BWSec) {
 					fmt.Fprintln(s.out, line)
 				}
 			}
@@ -217,11 +218,11 @@ func (s *session) cycle(dt collectives.DType, op collectives.Op, root, n int) (s
 
 // addRow keeps a row for the JSON and its halves for the average bus bandwidth, as the table shows it: a half
 // counts in all three or in none.
-func (s *session) addRow(r row) {
+func (s *session) addRow(r report.Row) {
 	s.rows = append(s.rows, r)
-	for _, h := range r.halves {
-		if h.ran {
-			s.bwSum += h.busBW
+	for _, h := range r.Halves {
+		if h.Ran {
+			s.bwSum += h.BusBW
 			s.bwN++
 		}
 	}
@@ -229,12 +230,12 @@ func (s *session) addRow(r row) {
 
 // runPoint measures and validates the halves -O selects of one row. A signal that stops a half (its inputs,
 // its measurement or its check) leaves the row with the halves before it, and the run stopped.
-func (s *session) runPoint(p point) (row, error) {
+func (s *session) runPoint(p point) (report.Row, error) {
 	th := s.threads[0]
 	k := th.counts(p, 0)
-	r := row{size: s.a.coll.Bytes(k, p.dt), count: k.Param, dtype: typeName(s.o, p.dt),
-		redop: redopName(s.o, s.a.coll, p.op), root: p.root, engine: s.eng.Name()}
-	s.setAt(r.size)
+	r := report.Row{Size: s.a.coll.Bytes(k, p.dt), Count: k.Param, DType: report.TypeName(s.o, p.dt),
+		Redop: report.RedopName(s.o, s.a.coll, p.op), Root: p.root, Engine: s.eng.Name()}
+	s.setAt(r.Size)
 	var tr *truth
 	if s.o.Check > 0 {
 		var err error // seconds at 1 GiB: a lost run does not wait for it
@@ -250,14 +251,14 @@ func (s *session) runPoint(p point) (row, error) {
 			continue
 		}
 		h, err := s.runHalf(p, k, inPlace, tr)
-		if errors.Is(err, exit.ErrInterrupted) && (r.halves[0].ran || r.halves[1].ran) {
+		if errors.Is(err, exit.ErrInterrupted) && (r.Halves[0].Ran || r.Halves[1].Ran) {
 			s.stopped = true
 			break
 		}
 		if err != nil {
 			return r, err
 		}
-		r.halves[i] = h
+		r.Halves[i] = h
 		if s.a.interrupted() {
 			s.stopped = true
 			break
@@ -266,20 +267,20 @@ func (s *session) runPoint(p point) (row, error) {
 			s.delayHalves()
 		}
 	}
-	r.when = s.a.now()
+	r.When = s.a.now()
 	return r, nil
 }
 
 // runHalf writes the inputs (when validating: nccl-tests times real data too), times one half on every thread,
 // then validates it -c times (stopping at the first failure).
-func (s *session) runHalf(p point, k collectives.Counts, inPlace bool, tr *truth) (halfResult, error) {
+func (s *session) runHalf(p point, k collectives.Counts, inPlace bool, tr *truth) (report.Half, error) {
 	if tr != nil {
 		err := s.team.each(func(t int) error {
 			_, err := s.threads[t].writeInputs(tr, inPlace, nil, s.a.signalled)
 			return err
 		})
 		if err != nil {
-			return halfResult{}, err
+			return report.Half{}, err
 		}
 	}
 	h, err := s.timeHalf(p, k, inPlace)
@@ -288,14 +289,14 @@ func (s *session) runHalf(p point, k collectives.Counts, inPlace bool, tr *truth
 	}
 	if tr != nil && s.checkable(inPlace) {
 		if err := s.validate(tr, inPlace, &h); err != nil {
-			return halfResult{}, err
+			return report.Half{}, err
 		}
 	}
 	return h, nil
 }
 
 // timeHalf times one half on every thread and combines the threads' and processes' times per -a.
-func (s *session) timeHalf(p point, k collectives.Counts, inPlace bool) (halfResult, error) {
+func (s *session) timeHalf(p point, k collectives.Counts, inPlace bool) (report.Half, error) {
 	ts := make([]timing, len(s.threads))
 	algos := make([]string, len(s.threads))
 	var gate *iterGate
@@ -309,24 +310,24 @@ func (s *session) timeHalf(p point, k collectives.Counts, inPlace bool) (halfRes
 		return err
 	})
 	if err != nil {
-		return halfResult{}, err
+		return report.Half{}, err
 	}
 	sum, err := overWorld(s.world, timingSummary(ts))
 	if err != nil {
-		return halfResult{}, err
+		return report.Half{}, err
 	}
 	sec := sum.Time.pick(s.o.Average)
-	h := halfResult{ran: true, sec: sec, bwSec: sec, algBW: s.a.coll.AlgBW(k, p.dt, sec),
-		busBW: s.a.coll.BusBW(k, p.dt, sec, s.nranks), iters: sum.Iters, algorithm: algos[0]}
+	h := report.Half{Ran: true, Sec: sec, BWSec: sec, AlgBW: s.a.coll.AlgBW(k, p.dt, sec),
+		BusBW: s.a.coll.BusBW(k, p.dt, sec, s.nranks), Iters: sum.Iters, Algorithm: algos[0]}
 	if s.o.CPUTime == 1 {
-		h.sec = sum.CPU.pick(s.o.Average)
+		h.Sec = sum.CPU.pick(s.o.Average)
 	}
 	return h, nil
 }
 
 // validate runs the -c validation runs of a half; every process sees the same totals and stops together.
-func (s *session) validate(tr *truth, inPlace bool, h *halfResult) error {
-	h.checked = true
+func (s *session) validate(tr *truth, inPlace bool, h *report.Half) error {
+	h.Checked = true
 	for range s.o.Check {
 		calls := make([]*collectives.Call, len(s.threads))
 		err := s.team.each(func(t int) error {
@@ -358,10 +359,10 @@ func (s *session) validate(tr *truth, inPlace bool, h *halfResult) error {
 		if err != nil {
 			return err
 		}
-		h.wrong = total.Errors.Wrong
-		h.errs.MaxRel = max(h.errs.MaxRel, total.Errors.MaxRel)
-		h.errs.SumSqRel += total.Errors.SumSqRel
-		h.errs.N += total.Errors.N
+		h.Wrong = total.Errors.Wrong
+		h.Errs.MaxRel = max(h.Errs.MaxRel, total.Errors.MaxRel)
+		h.Errs.SumSqRel += total.Errors.SumSqRel
+		h.Errs.N += total.Errors.N
 		if total.Errors.Wrong > 0 {
 			s.oob++
 			break
