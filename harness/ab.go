@@ -69,7 +69,7 @@ func (e *armError) Error() string {
 func (e *armError) Unwrap() error { return e.err }
 func (e *armError) ExitCode() int { return e.code }
 
-func (a *app) runAB(out io.Writer, o *plan.Options, world collectives.World, seed uint64, j *jsonOut) int {
+func (a *app) runAB(out io.Writer, o *plan.Options, world collectives.World, seed uint64, j *report.JSON) int {
 	r := &abRun{a: a, o: o, out: out, world: world, seed: seed, report: results.ABReport{Rows: []results.ABRow{}}}
 	if l, ok := world.(interface{ Failed() <-chan struct{} }); ok {
 		r.lost = l.Failed()
@@ -160,7 +160,7 @@ func (r *abRun) spawn(arm *abArm, world []string) error {
 	}
 	seed := strconv.FormatUint(r.seed, 10)
 	cmd := exec.Command(exe, append([]string{"--seed", seed}, withoutAB(r.a.argv[1:])...)...) // before any "--"
-	env := append(append(world, r.a.workerEnv...), arm.label, abWorkerEnv+"="+r.o.ABKey, seedEnv+"="+seed)
+	env := append(append(world, r.a.workerEnv...), arm.label, abWorkerEnv+"="+r.o.ABKey, plan.SeedEnv+"="+seed)
 	cmd.Env = bootstrap.Isolate(r.a.environ(), env...)
 	cmd.ExtraFiles = []*os.File{abCommandFD - 3: cmdRead, abReplyFD - 3: replyWrite}
 	// The workers print nothing themselves; what their libraries print (NCCL_DEBUG) goes where a plain run's would.
@@ -500,21 +500,19 @@ func (r *abRun) point(p point) error {
 }
 
 // record adds both arms, what they completed, and the comparison to the JSON.
-func (r *abRun) record(j *jsonOut, err error) {
+func (r *abRun) record(j *report.JSON, err error) {
 	for i, arm := range r.arms {
 		e := report.EngineRun{Rows: r.rows[i], OOB: r.oob[i], BWSum: r.bwSum[i], BWN: r.bwN[i], Stopped: r.stopped}
 		if m := arm.ready; m != nil {
 			e.Opened, e.Engine, e.Library, e.Version, e.Graph, e.Devices = true, m.Engine, m.Library, m.Version,
 				m.Graph, m.Devices
 		}
-		j.add(e)
+		j.Add(e)
 	}
 	if err != nil {
-		j.fail(err.Error())
+		j.Fail(err.Error())
 	}
-	if j.rec != nil {
-		j.rec.AB = &r.report
-	}
+	j.SetAB(&r.report)
 }
 
 // withoutAB is a command line less its --ab, --ab-rounds and --ab-strict flags.

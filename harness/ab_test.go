@@ -16,6 +16,7 @@ import (
 
 	"github.com/rcclx-tests/rcclx-tests/collectives"
 	"github.com/rcclx-tests/rcclx-tests/harness/exit"
+	"github.com/rcclx-tests/rcclx-tests/harness/plan"
 	"github.com/rcclx-tests/rcclx-tests/results"
 )
 
@@ -212,7 +213,7 @@ func TestABAcrossProcesses(t *testing.T) {
 	file := filepath.Join(t.TempDir(), "ab.json")
 	var procs [2]*proc
 	for rank := range procs {
-		env := append(launcherEnv(rank, 2, port), seedEnv+"="+seed, childFaultEnv+"=none")
+		env := append(launcherEnv(rank, 2, port), plan.SeedEnv+"="+seed, childFaultEnv+"=none")
 		procs[rank] = startChild(t, "all_reduce", env, "-g", "2", "-b", "1K", "-e", "4K", "-f", "2", "-n", "2",
 			"--ab", "FAKE_ALGO=ring,tree", "--ab-rounds", "2", "-J", file, "-T", "10")
 	}
@@ -246,7 +247,7 @@ func stuckABLaunchers(t *testing.T, g string) [2]*proc {
 	seed := strconv.FormatUint(rand.Uint64(), 10)
 	var procs [2]*proc
 	for rank, fault := range []string{"hang:5", "none"} {
-		env := append(launcherEnv(rank, 2, port), seedEnv+"="+seed, childFaultEnv+"="+fault)
+		env := append(launcherEnv(rank, 2, port), plan.SeedEnv+"="+seed, childFaultEnv+"="+fault)
 		procs[rank] = startChild(t, "all_reduce", env, "-g", g, "-b", "1K", "-e", "4K", "-f", "2", "-n", "2",
 			"--ab", "FAKE_ALGO=ring,tree")
 	}

@@ -78,7 +78,7 @@ func (a *app) readers(name string) ([]string, bool) {
 
 // notPerArm are the suite's variables an arm cannot vary: the launching process reads them (the minimum
 // bandwidth) or sets them in every worker (the seed, the worker's control channel and rendezvous).
-var notPerArm = []string{seedEnv, abWorkerEnv, "RCCLX_TESTS_BOOTSTRAP", "NCCL_TESTS_MIN_BW"}
+var notPerArm = []string{plan.SeedEnv, abWorkerEnv, "RCCLX_TESTS_BOOTSTRAP", "NCCL_TESTS_MIN_BW"}
 
 // checkABVariable finds out, when the flags are parsed, whether anything reads the --ab variable, and refuses
 // arms that mean the same to its reader. Our engines' names were checked by checkVariables; an engine that

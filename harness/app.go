@@ -17,12 +17,14 @@ import (
 	"time"
 
 	"github.com/spf13/cobra"
+	"golang.org/x/sys/unix"
 
 	"github.com/rcclx-tests/rcclx-tests/bootstrap"
 	"github.com/rcclx-tests/rcclx-tests/collectives"
 	"github.com/rcclx-tests/rcclx-tests/engines"
 	"github.com/rcclx-tests/rcclx-tests/harness/exit"
 	"github.com/rcclx-tests/rcclx-tests/harness/plan"
+	"github.com/rcclx-tests/rcclx-tests/harness/report"
 	"github.com/rcclx-tests/rcclx-tests/harness/world"
 	"github.com/rcclx-tests/rcclx-tests/internal/version"
 )
@@ -66,7 +68,7 @@ type app struct {
 	// signalled is closed at the first signal: the harness's own set-up work (touching buffers, generating
 	// inputs) is left unfinished at once (nil: never).
 	signalled <-chan struct{}
-	outputs   outputs // the result files, which a second signal must not leave half-written
+	outputs   report.Outputs // the result files, which a second signal must not leave half-written
 	now       func() time.Time
 	world     func(timeout time.Duration, stop <-chan struct{}) (collectives.World, error)
 	stderrTTY bool     // stderr is a terminal: show the progress line
@@ -141,7 +143,7 @@ func (a *app) handleSignals(sig <-chan os.Signal, exit func(int), pipeClosed fun
 		time.AfterFunc(stopGrace, func() { close(stopNow) })
 		s = next()
 		fmt.Fprintf(a.stderr, "%s: interrupted again: exiting now\n", a.binary())
-		a.outputs.abandon()
+		a.outputs.Abandon()
 		exit(signalExit(s))
 	}()
 	return &first
@@ -177,9 +179,9 @@ func (a *app) main(args []string) int {
 	if !run {
 		return exit.OK
 	}
-	if v := a.getenv(seedEnv); v != "" && !o.Seed.Given {
+	if v := a.getenv(plan.SeedEnv); v != "" && !o.Seed.Given {
 		if err := o.Seed.Set(v); err != nil {
-			fmt.Fprintf(a.stderr, "%s: invalid %s=%q: %v\n", a.binary(), seedEnv, v, err)
+			fmt.Fprintf(a.stderr, "%s: invalid %s=%q: %v\n", a.binary(), plan.SeedEnv, v, err)
 			return exit.Usage
 		}
 	}
@@ -294,7 +296,7 @@ func (a *app) run(o *plan.Options) int {
 	if w.Rank() != 0 {
 		out = io.Discard
 	}
-	rccl, err := a.startRCCL(out, o, w)
+	rccl, err := report.StartRCCL(out, o, w, a.coll.Name, &a.outputs, a.interrupted)
 	if err != nil {
 		fmt.Fprintf(a.stderr, "%s: %v\n", a.binary(), err)
 		if errors.Is(err, exit.ErrInterrupted) {
@@ -304,25 +306,26 @@ func (a *app) run(o *plan.Options) int {
 	}
 	seed, err := world.Seed(w, o.Seed.Resolve())
 	if err != nil {
-		rccl.discard()
+		rccl.Discard()
 		return a.fail(err)
 	}
-	j, err := a.startJSON(out, o, seed, w.Rank() == 0)
+	j, err := report.StartJSON(out, o, seed, w.Rank() == 0, report.RunInfo{Binary: a.binary(), Argv: a.argv, Environ: a.environ,
+		Now: a.now, MinBW: a.minBW, Stderr: a.stderr}, &a.outputs)
 	if err != nil {
-		rccl.discard()
+		rccl.Discard()
 		fmt.Fprintf(a.stderr, "%s: %v\n", a.binary(), err)
 		return exit.Usage
 	}
-	j.rccl = rccl
-	rccl.announce(out)
-	j.announce(out)
+	j.RCCL = rccl
+	rccl.Announce(out)
+	j.Announce(out)
 	var code int
 	if o.ABKey != "" {
 		code = a.runAB(out, o, w, seed, j)
 	} else {
 		code = a.runEngines(out, o, w, sp, commWorld, seed, j)
 	}
-	if err := j.finish(); err != nil {
+	if err := j.Finish(); err != nil {
 		fmt.Fprintf(a.stderr, "%s: %v\n", a.binary(), err)
 		code = max(code, exit.Runtime)
 	}
@@ -355,7 +358,7 @@ func (a *app) probeEngines(o *plan.Options) error {
 
 // runEngines runs the sweep on each engine of --engine, one after the other, then compares their times.
 func (a *app) runEngines(out io.Writer, o *plan.Options, world collectives.World, sp *split, commWorld collectives.World,
-	seed uint64, j *jsonOut) int {
+	seed uint64, j *report.JSON) int {
 	code := exit.OK
 	var runs []*session
 	for _, name := range o.Engines {
@@ -365,7 +368,7 @@ func (a *app) runEngines(out io.Writer, o *plan.Options, world collectives.World
 		s := &session{a: a, o: o, world: world, split: sp, commWorld: commWorld, seed: seed, out: out, engineName: name,
 			multi: len(o.Engines) > 1}
 		c := s.run()
-		j.add(s.record())
+		j.Add(s.record())
 		runs = append(runs, s)
 		code = exit.Worse(code, c)
 		if c != exit.OK && c != exit.TestFailed {
@@ -373,7 +376,14 @@ func (a *app) runEngines(out io.Writer, o *plan.Options, world collectives.World
 		}
 	}
 	if len(runs) > 1 {
-		writeRatios(out, runs)
+		names, rows := make([]string, len(runs)), make([][]report.Row, len(runs))
+		for i, s := range runs {
+			if s.eng != nil {
+				names[i] = s.eng.Name()
+			}
+			rows[i] = s.rows
+		}
+		report.WriteRatios(out, names, rows)
 	}
 	return code
 }
@@ -458,4 +468,18 @@ func (a *app) lastResort() func(err error, at int64) {
 		return nil
 	}
 	return func(err error, at int64) { a.exit(a.failAt(err, at)) }
+}
+
+// isTerminal reports whether f is a character device such as a terminal.
+func isTerminal(f *os.File) bool {
+	st, err := f.Stat()
+	return err == nil && st.Mode()&os.ModeCharDevice != 0
+}
+
+// stdoutClosed reports whether this process's standard output is a pipe or socket whose reader has gone:
+// what a SIGPIPE means when it concerns the output and not a connection of the run.
+func stdoutClosed() bool {
+	fds := []unix.PollFd{{Fd: int32(os.Stdout.Fd())}}
+	n, err := unix.Poll(fds, 0)
+	return err == nil && n == 1 && fds[0].Revents&(unix.POLLERR|unix.POLLHUP) != 0
 }

@@ -255,9 +255,9 @@ func TestDialectBiasUnsupported(t *testing.T) {
 // rccl-tests' warning on stderr. The nccl-tests dialect notes the variables and reads nothing.
 func TestDialectNetCounters(t *testing.T) {
 	root := t.TempDir()
-	old := sysRoot
-	sysRoot = root
-	defer func() { sysRoot = old }()
+	old := report.SysRoot
+	report.SysRoot = root
+	defer func() { report.SysRoot = old }()
 	env := map[string]string{"RCCL_TESTS_NET_COUNTER_ENABLE": "1"}
 	run := func(d string, eng *fakeEngine) run {
 		return runWith(t, collectives.AllReduce, seedArgs(1, "-b", "64", "-e", "64", "-n", "1", "--dialect", d),

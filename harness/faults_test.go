@@ -128,11 +128,11 @@ func TestSecondSignalWaitsForTheWrite(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	a.outputs.claim(aside)
+	a.outputs.Claim(aside)
 	sig := make(chan os.Signal, 2)
 	exited := make(chan int, 1)
 	a.handleSignals(sig, func(code int) { exited <- code }, func() bool { return false })
-	a.outputs.mu.Lock()    // finish is writing
+	a.outputs.Mu.Lock()    // finish is writing
 	sig <- syscall.SIGPIPE // stdout is fine: a connection's SIGPIPE is no signal to stop
 	sig <- syscall.SIGTERM
 	sig <- syscall.SIGINT
@@ -147,7 +147,7 @@ func TestSecondSignalWaitsForTheWrite(t *testing.T) {
 	if _, err := aside.Commit([]byte("{}\n")); err != nil {
 		t.Fatal(err)
 	}
-	a.outputs.mu.Unlock()
+	a.outputs.Mu.Unlock()
 	if code := <-exited; code != 130 {
 		t.Errorf("exit %d", code)
 	}

@@ -18,6 +18,8 @@ import (
 
 	"github.com/rcclx-tests/rcclx-tests/collectives"
 	"github.com/rcclx-tests/rcclx-tests/harness/exit"
+	"github.com/rcclx-tests/rcclx-tests/harness/plan"
+	"github.com/rcclx-tests/rcclx-tests/harness/report"
 	"github.com/rcclx-tests/rcclx-tests/internal/syncbuf"
 )
 
@@ -63,7 +65,7 @@ func childMain(name string, args []string) int {
 	}
 	kind, at, _ := strings.Cut(fault, ":")
 	n, _ := strconv.Atoi(at)
-	seed, _ := strconv.ParseUint(os.Getenv(seedEnv), 10, 64)
+	seed, _ := strconv.ParseUint(os.Getenv(plan.SeedEnv), 10, 64)
 	p := &probe{Engine: newFake(seed)}
 	p.beforeLaunch = func(launch int) {
 		switch {
@@ -345,7 +347,7 @@ func TestReliabilitySIGINT(t *testing.T) {
 		t.Fatalf("exit %d\nstdout:\n%s\nstderr:\n%s", code, p.stdout.String(), p.stderr.String())
 	}
 	if rec := loadRecord(t, file); !rec.Incomplete || len(rec.Results) != len(rows) || len(rec.Errors) != 1 ||
-		rec.Errors[0] != errStopped {
+		rec.Errors[0] != report.ErrStopped {
 		t.Errorf("JSON: incomplete %v, %d results for %d rows, errors %q", rec.Incomplete, len(rec.Results), len(rows), rec.Errors)
 	}
 
@@ -479,7 +481,7 @@ func TestReliabilityPeerProcessFails(t *testing.T) {
 			seed := strconv.FormatUint(rand.Uint64(), 10)
 			var procs [2]*proc
 			for rank := range procs {
-				env := append(launcherEnv(rank, 2, port), seedEnv+"="+seed, childFaultEnv+"=none")
+				env := append(launcherEnv(rank, 2, port), plan.SeedEnv+"="+seed, childFaultEnv+"=none")
 				if rank == c.victim {
 					env[len(env)-1] = childFaultEnv + "=" + c.fault
 				}

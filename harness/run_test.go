@@ -16,6 +16,7 @@ import (
 
 	"github.com/rcclx-tests/rcclx-tests/collectives"
 	"github.com/rcclx-tests/rcclx-tests/harness/exit"
+	"github.com/rcclx-tests/rcclx-tests/harness/plan"
 	"github.com/rcclx-tests/rcclx-tests/results"
 )
 
@@ -615,7 +616,7 @@ func allRight(t *testing.T, coll *collectives.Collective, r run, n int) [][]stri
 // TestSeedFromEnvironment: the seed recorded in JSON replays through the environment.
 func TestSeedFromEnvironment(t *testing.T) {
 	r := runWith(t, collectives.AllReduce, append(small, "-g", "2"), testSource(newFake(77)), func(a *app) {
-		a.getenv = func(k string) string { return map[string]string{seedEnv: "77"}[k] }
+		a.getenv = func(k string) string { return map[string]string{plan.SeedEnv: "77"}[k] }
 	})
 	allRight(t, collectives.AllReduce, r, 7)
 	if !strings.Contains(r.stdout, "# Seed: 77\n") {

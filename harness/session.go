@@ -47,7 +47,7 @@ type session struct {
 	bwN     int
 	at      int64 // size column of the row being run, for error messages
 	stopped bool  // interrupted (SIGINT/SIGTERM)
-	prog    *progress
+	prog    *report.Progress
 	err     error // what ended the run early
 }
 
@@ -79,13 +79,13 @@ func (s *session) run() int {
 	if err != nil {
 		return s.abort(err)
 	}
-	nc.finish(ncOut)
+	nc.Finish(ncOut)
 	return s.finish(s.trailer())
 }
 
 // startNetCounters starts rccl-tests' NIC counters (its dialect only) on the first process of each node, which
 // prints them, as rccl-tests' node leads do.
-func (s *session) startNetCounters() (*netCounters, io.Writer) {
+func (s *session) startNetCounters() (*report.NetCounters, io.Writer) {
 	ranks := s.localRanks()
 	if !s.o.RCCLDialect || len(ranks) == 0 {
 		return nil, nil
@@ -105,7 +105,7 @@ func (s *session) startNetCounters() (*netCounters, io.Writer) {
 	if s.world.Rank() != 0 {
 		out = s.a.stdout
 	}
-	return startNetCounters(s.a.parseEnv(), out, s.a.stderr, ranks[0]), out
+	return report.StartNetCounters(s.a.parseEnv(), out, s.a.stderr, ranks[0]), out
 }
 
 // setAt records the size column of the row in progress, which error lines name.
@@ -383,4 +383,14 @@ func (s *session) trailer() report.Trailer {
 		t.AvgBusBW = s.bwSum / float64(s.bwN)
 	}
 	return t
+}
+
+// record is what the JSON keeps of the session.
+func (s *session) record() report.EngineRun {
+	e := report.EngineRun{Rows: s.rows, OOB: s.oob, BWSum: s.bwSum, BWN: s.bwN, Err: s.err, Stopped: s.stopped}
+	if s.comm != nil {
+		e.Opened, e.Engine, e.Library, e.Version = true, s.eng.Name(), s.comm.Library(), s.comm.Version()
+		e.Graph, e.Devices = s.graph, s.devices
+	}
+	return e
 }

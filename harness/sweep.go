@@ -128,7 +128,7 @@ func (s *session) sweep() error {
 		}
 	}
 	s.prog = s.newProgress()
-	defer s.prog.clear()
+	defer s.prog.Clear()
 	for _, p := range sweepPairs(s.a.coll, s.o) {
 		for _, root := range s.roots() {
 			skipped, err := s.passes(p.dt, p.op, root)
@@ -190,7 +190,7 @@ func (s *session) warmUp(dt collectives.DType, op collectives.Op, root int) (ski
 func (s *session) cycle(dt collectives.DType, op collectives.Op, root, n int) (skipped bool, err error) {
 	for _, size := range s.sizes() {
 		p := point{dt: dt, op: op, root: root, size: size}
-		s.prog.row(dt, s.a.coll.RedOpName(op), size)
+		s.prog.Row(dt, s.a.coll.RedOpName(op), size)
 		r, err := s.runPoint(p)
 		if errors.Is(err, collectives.ErrUnsupported) {
 			return true, nil
@@ -198,7 +198,7 @@ func (s *session) cycle(dt collectives.DType, op collectives.Op, root, n int) (s
 		if err != nil {
 			return false, err
 		}
-		s.prog.clear()
+		s.prog.Clear()
 		r.Cycle = n
 		fmt.Fprintln(s.out, report.FormatRow(r, s.o))
 		for _, h := range r.Halves {
@@ -369,4 +369,13 @@ func (s *session) validate(tr *truth, inPlace bool, h *report.Half) error {
 		}
 	}
 	return nil
+}
+
+// newProgress returns the session's progress line, or nil when none is to be shown.
+func (s *session) newProgress() *report.Progress {
+	if !(s.o.Progress || s.a.stderrTTY) || s.world.Rank() != 0 {
+		return nil
+	}
+	return report.NewProgress(s.a.stderr, s.a.coll.Name,
+		len(sweepPairs(s.a.coll, s.o))*len(s.roots())*s.o.Cycles*len(s.sizes()))
 }

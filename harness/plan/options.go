@@ -78,3 +78,6 @@ func (o *Options) RCCLLayout() bool { return o.Halves != BothHalves || o.RCCL.Al
 // RunOutOfPlace and RunInPlace say which halves -O selects.
 func (o *Options) RunOutOfPlace() bool { return o.Halves != InPlaceOnly }
 func (o *Options) RunInPlace() bool    { return o.Halves != OutOfPlaceOnly }
+
+// SeedEnv is the variable under which the JSON records the seed; --seed defaults to it, so a run replays.
+const SeedEnv = "RCCLX_TESTS_SEED"

@@ -1,4 +1,4 @@
-package harness
+package report
 
 import (
 	"errors"
@@ -8,34 +8,44 @@ import (
 	"slices"
 	"strconv"
 	"strings"
+	"time"
 
 	"github.com/rcclx-tests/rcclx-tests/harness/exit"
 	"github.com/rcclx-tests/rcclx-tests/harness/plan"
-	"github.com/rcclx-tests/rcclx-tests/harness/report"
 	"github.com/rcclx-tests/rcclx-tests/results"
 )
 
-// seedEnv is the variable under which the JSON records the seed; --seed defaults to it, so a run replays.
-const seedEnv = "RCCLX_TESTS_SEED"
-
-// jsonOut is the -J file: nccl-tests' schema (version 3) plus this suite's keys, written once at the end by
-// world rank 0 into the file it claimed before the run; the same rows go to the -X file in rccl-tests' layout.
-type jsonOut struct {
-	file  *results.Aside // the -J file, nil when no JSON is written
-	rccl  *rcclOut       // nil when no -X file is written
-	rec   *results.Record
-	o     *plan.Options
-	a     *app
-	bwSum float64
-	bwN   int
+// RunInfo is what the -J record says of the process: its program, command line and environment, the clock,
+// and NCCL_TESTS_MIN_BW (-1 when unset), read when the record needs them; stderr takes the line about a file renamed during the run.
+type RunInfo struct {
+	Binary  string
+	Argv    []string
+	Environ func() []string
+	Now     func() time.Time
+	MinBW   func() float64
+	Stderr  io.Writer
 }
 
-// startJSON claims the -J file before anything runs (a name that cannot be created is bad input, naming the
+// JSON is the -J file: nccl-tests' schema (version 3) plus this suite's keys, written once at the end by
+// world rank 0 into the file it claimed before the run; the same rows go to the -X file in rccl-tests' layout.
+type JSON struct {
+	file    *results.Aside // the -J file, nil when no JSON is written
+	RCCL    *RCCLOut       // nil when no -X file is written
+	rec     *results.Record
+	o       *plan.Options
+	run     RunInfo
+	outputs *Outputs
+	bwSum   float64
+	bwN     int
+}
+
+// StartJSON claims the -J file before anything runs (a name that cannot be created is bad input, naming the
 // flag and the user's path) and starts the record; announce then names it, as nccl-tests does before its
 // header. The name is the first free one (path, path.0, path.1, ...); the record is written beside it and
 // appears under it only complete (results.Aside): a run that ends before its record leaves no file there.
-func (a *app) startJSON(out io.Writer, o *plan.Options, seed uint64, root bool) (*jsonOut, error) {
-	j := &jsonOut{o: o, a: a}
+func StartJSON(out io.Writer, o *plan.Options, seed uint64, root bool, run RunInfo, outputs *Outputs) (*JSON,
+	error) {
+	j := &JSON{o: o, run: run, outputs: outputs}
 	if !root {
 		return j, nil
 	}
@@ -47,13 +57,13 @@ func (a *app) startJSON(out io.Writer, o *plan.Options, seed uint64, root bool) 
 			return nil, &exit.UsageError{Msg: fmt.Sprintf("invalid value %q for -J/--output_file: %v", name, err)}
 		}
 		j.file = f
-		a.outputs.claim(f)
+		outputs.Claim(f)
 	}
 	if j.file == nil {
 		return j, nil
 	}
-	j.rec = &results.Record{Version: results.SchemaVersion, StartTime: a.now().Format(report.TimeLayout), Args: a.argv,
-		Env: a.envList(o, seed), Config: report.JSONConfig(o), Errors: []string{""}, Suite: results.SuiteName,
+	j.rec = &results.Record{Version: results.SchemaVersion, StartTime: run.Now().Format(TimeLayout), Args: run.Argv,
+		Env: envList(run.Environ(), o, seed), Config: JSONConfig(o), Errors: []string{""}, Suite: results.SuiteName,
 		Results: []results.Result{}}
 	return j, nil
 }
@@ -64,8 +74,8 @@ func jsonName(name string) bool {
 	return strings.EqualFold(filepath.Ext(name), ".json")
 }
 
-// announce says where the record goes, once every output file of the run is claimed.
-func (j *jsonOut) announce(out io.Writer) {
+// Announce says where the record goes, once every output file of the run is claimed.
+func (j *JSON) Announce(out io.Writer) {
 	if j.file != nil {
 		fmt.Fprintf(out, "# Writing JSON output to %s\n", j.file.Name())
 	}
@@ -73,10 +83,10 @@ func (j *jsonOut) announce(out io.Writer) {
 
 // envList is the JSON env key: the collective libraries' and device selection variables of the process, the
 // communicator overrides, and the seed.
-func (a *app) envList(o *plan.Options, seed uint64) []string {
+func envList(environ []string, o *plan.Options, seed uint64) []string {
 	var out []string
-	for _, kv := range a.environ() {
-		if strings.HasPrefix(kv, seedEnv+"=") {
+	for _, kv := range environ {
+		if strings.HasPrefix(kv, plan.SeedEnv+"=") {
 			continue
 		}
 		for _, prefix := range []string{"NCCL_", "RCCL", "CUDA_VISIBLE_DEVICES=", "HIP_VISIBLE_DEVICES="} {
@@ -91,22 +101,12 @@ func (a *app) envList(o *plan.Options, seed uint64) []string {
 		overrides = append(overrides, k+"="+v)
 	}
 	slices.Sort(overrides)
-	return append(append(out, overrides...), seedEnv+"="+strconv.FormatUint(seed, 10))
+	return append(append(out, overrides...), plan.SeedEnv+"="+strconv.FormatUint(seed, 10))
 }
 
-// record is what the JSON keeps of the session.
-func (s *session) record() report.EngineRun {
-	e := report.EngineRun{Rows: s.rows, OOB: s.oob, BWSum: s.bwSum, BWN: s.bwN, Err: s.err, Stopped: s.stopped}
-	if s.comm != nil {
-		e.Opened, e.Engine, e.Library, e.Version = true, s.eng.Name(), s.comm.Library(), s.comm.Version()
-		e.Graph, e.Devices = s.graph, s.devices
-	}
-	return e
-}
-
-// add records one engine's run.
-func (j *jsonOut) add(s report.EngineRun) {
-	j.rccl.add(s)
+// Add records one engine's run.
+func (j *JSON) Add(s EngineRun) {
+	j.RCCL.Add(s)
 	if j.rec == nil {
 		return
 	}
@@ -124,24 +124,31 @@ func (j *jsonOut) add(s report.EngineRun) {
 		r.Library = joinName(r.Library, s.Library)
 	}
 	for _, row := range s.Rows {
-		r.Results = append(r.Results, report.JSONResult(row, j.o))
+		r.Results = append(r.Results, JSONResult(row, j.o))
 	}
 	r.OutOfBounds.Count += s.OOB
 	j.bwSum += s.BWSum
 	j.bwN += s.BWN
 	switch {
 	case s.Err != nil:
-		j.fail(s.Err.Error())
-	case s.Stopped && !slices.Contains(r.Errors, errStopped):
-		j.fail(errStopped)
+		j.Fail(s.Err.Error())
+	case s.Stopped && !slices.Contains(r.Errors, ErrStopped):
+		j.Fail(ErrStopped)
 	}
 }
 
-// errStopped is the JSON's error for a run a signal stopped after the size in progress.
-const errStopped = "interrupted: stopped after the size in progress"
+// SetAB records the A/B comparison (--ab) in the JSON's ab key.
+func (j *JSON) SetAB(ab *results.ABReport) {
+	if j.rec != nil {
+		j.rec.AB = ab
+	}
+}
 
-// fail records an error that ended the run early.
-func (j *jsonOut) fail(msg string) {
+// ErrStopped is the JSON's error for a run a signal stopped after the size in progress.
+const ErrStopped = "interrupted: stopped after the size in progress"
+
+// Fail records an error that ended the run early.
+func (j *JSON) Fail(msg string) {
 	if j.rec == nil {
 		return
 	}
@@ -163,21 +170,21 @@ func joinName(list, name string) string {
 	return list + "," + name
 }
 
-// finish fills the summary keys and writes the files. A second signal meanwhile waits for them (app.outputs).
-func (j *jsonOut) finish() error {
-	j.a.outputs.mu.Lock()
-	defer j.a.outputs.mu.Unlock()
-	rerr := j.rccl.finish()
+// Finish fills the summary keys and writes the files. A second signal meanwhile waits for them (outputs).
+func (j *JSON) Finish() error {
+	j.outputs.Mu.Lock()
+	defer j.outputs.Mu.Unlock()
+	rerr := j.RCCL.Finish()
 	if j.rec == nil {
 		return rerr
 	}
 	r := j.rec
-	r.EndTime = j.a.now().Format(report.TimeLayout)
+	r.EndTime = j.run.Now().Format(TimeLayout)
 	r.OutOfBounds.Okay = results.Bool(r.OutOfBounds.Count == 0)
 	if j.bwN > 0 {
 		r.AverageBusBandwidth.Bandwidth = j.bwSum / float64(j.bwN)
 	}
-	t := report.Trailer{AvgBusBW: r.AverageBusBandwidth.Bandwidth, MinBW: j.a.minBW()}
+	t := Trailer{AvgBusBW: r.AverageBusBandwidth.Bandwidth, MinBW: j.run.MinBW()}
 	r.AverageBusBandwidth.Okay = "unchecked"
 	if t.MinBW >= 0 {
 		r.AverageBusBandwidth.Okay = results.Bool(t.BandwidthOK())
@@ -189,7 +196,8 @@ func (j *jsonOut) finish() error {
 	}
 	name, err := j.file.Commit(data)
 	if err == nil && name != j.file.Name() {
-		fmt.Fprintf(j.a.stderr, "%s: %s was taken during the run: JSON written to %s\n", j.a.binary(), j.file.Name(), name)
+		fmt.Fprintf(j.run.Stderr, "%s: %s was taken during the run: JSON written to %s\n", j.run.Binary, j.file.Name(),
+			name)
 	}
 	return errors.Join(rerr, err)
 }

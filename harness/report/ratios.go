@@ -1,10 +1,8 @@
-package harness
+package report
 
 import (
 	"fmt"
 	"io"
-
-	"github.com/rcclx-tests/rcclx-tests/harness/report"
 )
 
 // rowKey identifies a row across engines; n counts repeats of the same key (-N cycles).
@@ -14,8 +12,8 @@ type rowKey struct {
 	n            int
 }
 
-func keyRows(rows []report.Row) map[rowKey]report.Row {
-	out := map[rowKey]report.Row{}
+func keyRows(rows []Row) map[rowKey]Row {
+	out := map[rowKey]Row{}
 	seen := map[rowKey]int{}
 	for _, r := range rows {
 		k := rowKey{size: r.Size, dtype: r.DType, redop: r.Redop}
@@ -26,21 +24,21 @@ func keyRows(rows []report.Row) map[rowKey]report.Row {
 	return out
 }
 
-// writeRatios compares each engine's times with the first engine's, row by row, as "#" lines.
-func writeRatios(out io.Writer, runs []*session) {
-	base := runs[0]
-	if base.eng == nil {
+// WriteRatios compares each engine's times with the first engine's, row by row, as "#" lines: runs are the
+// engines' rows in order, by engine name ("" where the engine could not be created).
+func WriteRatios(out io.Writer, names []string, runs [][]Row) {
+	if names[0] == "" {
 		return
 	}
-	ref := keyRows(base.rows)
-	for _, s := range runs[1:] {
-		if s.eng == nil {
+	ref := keyRows(runs[0])
+	for i, rows := range runs[1:] {
+		if names[i+1] == "" {
 			continue
 		}
-		fmt.Fprintf(out, "# Time ratio %s / %s:\n", s.eng.Name(), base.eng.Name())
+		fmt.Fprintf(out, "# Time ratio %s / %s:\n", names[i+1], names[0])
 		fmt.Fprintf(out, "# %10s  %8s  %6s  %12s  %12s\n", "size", "type", "redop", "out-of-place", "in-place")
 		seen := map[rowKey]int{}
-		for _, r := range s.rows {
+		for _, r := range rows {
 			k := rowKey{size: r.Size, dtype: r.DType, redop: r.Redop}
 			k.n = seen[k]
 			seen[k]++
@@ -54,7 +52,7 @@ func writeRatios(out io.Writer, runs []*session) {
 	}
 }
 
-func ratio(h, base report.Half) string {
+func ratio(h, base Half) string {
 	if !h.Ran || !base.Ran || base.Sec <= 0 {
 		return "N/A"
 	}
