@@ -10,6 +10,7 @@ import (
 
 	"github.com/rcclx-tests/rcclx-tests/bootstrap"
 	"github.com/rcclx-tests/rcclx-tests/collectives"
+	"github.com/rcclx-tests/rcclx-tests/harness/cli"
 	"github.com/rcclx-tests/rcclx-tests/harness/exit"
 	"github.com/rcclx-tests/rcclx-tests/harness/plan"
 	"github.com/rcclx-tests/rcclx-tests/results"
@@ -62,7 +63,7 @@ func checkVariables(o *plan.Options, fs *pflag.FlagSet, readers func(string) ([]
 	}
 	if o.ABKey != "" {
 		if err := check(o.ABKey, o.ABValues[:]...); err != nil {
-			return badValue(fs, "ab", err.Error())
+			return cli.BadValue(fs, "ab", err.Error())
 		}
 	}
 	return nil

@@ -22,6 +22,7 @@ import (
 	"github.com/rcclx-tests/rcclx-tests/bootstrap"
 	"github.com/rcclx-tests/rcclx-tests/collectives"
 	"github.com/rcclx-tests/rcclx-tests/engines"
+	"github.com/rcclx-tests/rcclx-tests/harness/cli"
 	"github.com/rcclx-tests/rcclx-tests/harness/exit"
 	"github.com/rcclx-tests/rcclx-tests/harness/plan"
 	"github.com/rcclx-tests/rcclx-tests/harness/report"
@@ -211,7 +212,7 @@ func (a *app) parse(args []string) (o *plan.Options, run bool, err error) {
 				return err
 			}
 			run = true
-			if err := validate(o, cmd.Flags(), a.engines.names()); err != nil {
+			if err := cli.Validate(o, cmd.Flags(), a.engines.names()); err != nil {
 				return err
 			}
 			if err := a.checkConsistency(cmd.Flags(), o); err != nil {
@@ -231,10 +232,10 @@ func (a *app) parse(args []string) (o *plan.Options, run bool, err error) {
 			return err
 		},
 	}
-	RegisterFlags(cmd.Flags(), o)
+	cli.RegisterFlags(cmd.Flags(), o)
 	cmd.Flags().BoolVar(&o.Progress, "progress", false, "show a progress line on stderr (default: when stderr is a terminal)")
 	cmd.Flags().BoolVar(&showVersion, "version", false, "print the suite, commit, Go and module versions, and exit")
-	addCompletions(cmd, a.engines.names())
+	cli.AddCompletions(cmd, a.engines.names())
 	cmd.SetOut(a.stdout)
 	cmd.SetErr(a.stderr)
 	if args == nil {

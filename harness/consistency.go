@@ -12,15 +12,10 @@ import (
 
 	"github.com/rcclx-tests/rcclx-tests/bootstrap"
 	"github.com/rcclx-tests/rcclx-tests/collectives"
+	"github.com/rcclx-tests/rcclx-tests/engines"
+	"github.com/rcclx-tests/rcclx-tests/harness/cli"
 	"github.com/rcclx-tests/rcclx-tests/harness/exit"
 	"github.com/rcclx-tests/rcclx-tests/harness/plan"
-)
-
-// maxRanksPerProcess bounds -t x -g: every rank is a goroutine or a device context of this process, and some
-// engine state grows with the square of the rank count. maxRanks bounds the whole run (x processes).
-const (
-	maxRanksPerProcess = 1024
-	maxRanks           = 1 << 16
 )
 
 // switchFlags are the convenience flags that set one communicator variable each.
@@ -49,12 +44,12 @@ func (a *app) checkConsistency(fs *pflag.FlagSet, o *plan.Options) error {
 		}
 	}
 	local := o.NThreads * o.NGpus
-	if local > maxRanksPerProcess {
-		return badValue(fs, "ngpus", fmt.Sprintf("-t %d x -g %d is %d ranks in one process; at most %d",
-			o.NThreads, o.NGpus, local, maxRanksPerProcess))
-	} else if total := local * l.Size; total > maxRanks {
-		return badValue(fs, "ngpus", fmt.Sprintf("-t %d x -g %d x %d processes is %d ranks; at most %d",
-			o.NThreads, o.NGpus, l.Size, total, maxRanks))
+	if local > cli.MaxRanksPerProcess {
+		return cli.BadValue(fs, "ngpus", fmt.Sprintf("-t %d x -g %d is %d ranks in one process; at most %d",
+			o.NThreads, o.NGpus, local, cli.MaxRanksPerProcess))
+	} else if total := local * l.Size; total > cli.MaxRanks {
+		return cli.BadValue(fs, "ngpus", fmt.Sprintf("-t %d x -g %d x %d processes is %d ranks; at most %d",
+			o.NThreads, o.NGpus, l.Size, total, cli.MaxRanks))
 	}
 	for _, arm := range armEnvs(o) {
 		if err := collectives.CheckHooks(overlay(arm, getenv), local*l.Size); err != nil {
@@ -80,7 +75,7 @@ func (a *app) checkConsistency(fs *pflag.FlagSet, o *plan.Options) error {
 		known, _ := collectives.LookupVariable(s.key)
 		for _, kv := range o.Env {
 			if k, ev, _ := strings.Cut(kv, "="); on && k == s.key && !known.Same(ev, v) {
-				return badValue(fs, s.flag, fmt.Sprintf("contradicts -E %s", kv))
+				return cli.BadValue(fs, s.flag, fmt.Sprintf("contradicts -E %s", kv))
 			}
 		}
 	}
@@ -113,17 +108,17 @@ func checkAB(fs *pflag.FlagSet, o *plan.Options) error {
 		if o.RCCL.CSVAlias {
 			flag = "csv"
 		}
-		return badValue(fs, flag, "cannot be combined with --ab: rccl-tests' layout has no column for the arm "+
+		return cli.BadValue(fs, flag, "cannot be combined with --ab: rccl-tests' layout has no column for the arm "+
 			"(-J writes both arms)")
 	}
 	for _, kv := range o.Env {
 		if k, _, _ := strings.Cut(kv, "="); k == o.ABKey {
-			return badValue(fs, "ab", "sets "+o.ABKey+", which -E "+kv+" sets too")
+			return cli.BadValue(fs, "ab", "sets "+o.ABKey+", which -E "+kv+" sets too")
 		}
 	}
 	for _, s := range switchFlags {
 		if _, on := s.on(o); on && s.key == o.ABKey {
-			return badValue(fs, "ab", "sets "+o.ABKey+", which --"+s.flag+" sets too")
+			return cli.BadValue(fs, "ab", "sets "+o.ABKey+", which --"+s.flag+" sets too")
 		}
 	}
 	return nil
@@ -159,4 +154,16 @@ func overlay(env map[string]string, getenv func(string) string) func(string) str
 func lowPrecisionOn(env map[string]string, getenv func(string) string) bool {
 	p, err := collectives.PolicyFromEnv(overlay(env, getenv))
 	return err == nil && slices.Contains(slices.Collect(maps.Values(p.LP)), true)
+}
+
+// checkAutoInList refuses an engine list where auto names an engine the list names too (--engine auto,host
+// on a machine without a GPU would run the host engine twice and pool both runs as one).
+func (a *app) checkAutoInList(fs *pflag.FlagSet, o *plan.Options) error {
+	if len(o.Engines) < 2 || !slices.Contains(o.Engines, engines.Auto) {
+		return nil
+	}
+	if picked, _ := a.readers(engines.Auto); len(picked) == 1 && slices.Contains(o.Engines, picked[0]) {
+		return cli.BadValue(fs, "engine", fmt.Sprintf("names %s twice (auto is %s here)", picked[0], picked[0]))
+	}
+	return nil
 }

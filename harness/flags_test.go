@@ -9,6 +9,7 @@ import (
 	"github.com/spf13/pflag"
 
 	"github.com/rcclx-tests/rcclx-tests/collectives"
+	"github.com/rcclx-tests/rcclx-tests/harness/cli"
 	"github.com/rcclx-tests/rcclx-tests/harness/exit"
 	"github.com/rcclx-tests/rcclx-tests/harness/plan"
 )
@@ -99,7 +100,7 @@ func TestHelp(t *testing.T) {
 		t.Fatalf("exit %d, stderr %q", r.code, r.stderr)
 	}
 	fs := pflag.NewFlagSet("x", pflag.ContinueOnError)
-	RegisterFlags(fs, &plan.Options{})
+	cli.RegisterFlags(fs, &plan.Options{})
 	fs.VisitAll(func(f *pflag.Flag) {
 		if !strings.Contains(r.stdout, "--"+f.Name) {
 			t.Errorf("help lacks --%s", f.Name)
@@ -122,7 +123,7 @@ func TestHelp(t *testing.T) {
 // TestFlagLettersAndDefaults pins nccl-tests' letters, long names and defaults.
 func TestFlagLettersAndDefaults(t *testing.T) {
 	fs := pflag.NewFlagSet("x", pflag.ContinueOnError)
-	RegisterFlags(fs, &plan.Options{})
+	cli.RegisterFlags(fs, &plan.Options{})
 	for _, c := range []struct{ short, long, def string }{
 		{"t", "nthreads", "1"}, {"g", "ngpus", "1"}, {"b", "minbytes", "32M"}, {"e", "maxbytes", "32M"},
 		{"i", "stepbytes", "1M"}, {"f", "stepfactor", "1"}, {"n", "iters", "20"}, {"m", "agg_iters", "1"},

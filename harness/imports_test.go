@@ -16,6 +16,7 @@ import (
 var harnessLayout = map[string][]string{
 	"exit":   nil,
 	"plan":   {"exit"},
+	"cli":    {"plan", "exit"},
 	"report": {"plan", "exit"},
 	"world":  {"plan", "exit"},
 }

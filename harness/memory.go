@@ -15,6 +15,7 @@ import (
 	"syscall"
 
 	"github.com/rcclx-tests/rcclx-tests/collectives"
+	"github.com/rcclx-tests/rcclx-tests/harness/plan"
 	"github.com/rcclx-tests/rcclx-tests/harness/report"
 	"github.com/rcclx-tests/rcclx-tests/harness/world"
 )
@@ -213,7 +214,7 @@ func (s *session) memoryLimit() (limit int64, known bool, err error) {
 		return 0, false, nil
 	}
 	if s.o.RCCL.RotatingTensor == 1 {
-		limit -= rotatingBytes // every buffer is that much longer
+		limit -= plan.RotatingBytes // every buffer is that much longer
 	}
 	limit, err = world.Min(s.world, limit)
 	return limit, err == nil, err

@@ -356,7 +356,7 @@ func TestRotatingTensor(t *testing.T) {
 	th := &thread{coll: collectives.AllReduce, nranks: 1, ranks: []int{0}, opts: o,
 		send: []collectives.Buffer{&fakeBuffer{}}, recv: []collectives.Buffer{&fakeBuffer{}}}
 	calls := th.timedCalls(point{dt: collectives.Float, size: 1024}, false, 20)
-	if len(calls) != 2 || calls[0].Send[0].Off != 0 || calls[1].Send[0].Off != rotatingBytes || calls[1].Recv[0].Off != rotatingBytes {
+	if len(calls) != 2 || calls[0].Send[0].Off != 0 || calls[1].Send[0].Off != plan.RotatingBytes || calls[1].Recv[0].Off != plan.RotatingBytes {
 		t.Errorf("calls %+v", calls)
 	}
 }

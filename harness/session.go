@@ -365,7 +365,7 @@ func (s *session) bufferBytes() int64 {
 		}
 	}
 	if s.o.RCCL.RotatingTensor == 1 {
-		need += rotatingBytes
+		need += plan.RotatingBytes
 	}
 	return max(need, 64)
 }

@@ -152,8 +152,8 @@ const maxRotation = 64
 
 func (t *thread) timedCalls(p point, inPlace bool, iterations int) []*collectives.Call {
 	if t.opts.RCCL.RotatingTensor == 1 {
-		// rccl-tests' rotating tensor: even iterations at the buffer's start, odd ones rotatingBytes further.
-		return []*collectives.Call{t.call(p, inPlace, 0), t.call(p, inPlace, rotatingBytes)}
+		// rccl-tests' rotating tensor: even iterations at the buffer's start, odd ones plan.RotatingBytes further.
+		return []*collectives.Call{t.call(p, inPlace, 0), t.call(p, inPlace, plan.RotatingBytes)}
 	}
 	es := int64(p.dt.Size())
 	k := t.counts(p, 0)

@@ -48,7 +48,7 @@ type Options struct {
 	Oversubscribe      bool
 	AlgoColumn         bool
 	Dialect            string      // --dialect: nccl-tests or rccl-tests ("" = by platform, or RCCLX_TESTS_DIALECT)
-	RCCL               RCCLOptions // rccl-tests' flags and nccl-tests' -x, -D, -V (harness/rcclflags.go)
+	RCCL               RCCLOptions // rccl-tests' flags and nccl-tests' -x, -D, -V (harness/cli/rcclflags.go)
 
 	// Derived from the flags and the environment by the command line (validate).
 	DTypes   []collectives.DType

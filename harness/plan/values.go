@@ -111,3 +111,6 @@ type ABVariable struct {
 	// noEffect: read, but with the run's other settings both values give the collective the same policy.
 	NoEffect bool
 }
+
+// RotatingBytes is how far rccl-tests' rotating tensor moves every other iteration (its cache_bytes).
+const RotatingBytes = 192 << 20

@@ -1,4 +1,4 @@
-package harness
+package cli
 
 import (
 	"errors"
@@ -7,11 +7,9 @@ import (
 	"slices"
 	"strconv"
 	"strings"
-	"time"
 
 	"github.com/spf13/pflag"
 
-	"github.com/rcclx-tests/rcclx-tests/collectives"
 	"github.com/rcclx-tests/rcclx-tests/harness/plan"
 	"github.com/rcclx-tests/rcclx-tests/results"
 )
@@ -20,9 +18,6 @@ import (
 // this suite) another meaning, the value's form decides: -y 0|1 is nccl-tests' stream_null, a word is
 // rccl-tests' memory type; -u N is nccl-tests' unalign, a list of hex masks rccl-tests' cumask; -E KEY=VALUE
 // is this suite's environment override, anything else rccl-tests' rotating tensor switch.
-
-// rotatingBytes is how far rccl-tests' rotating tensor moves every other iteration (its cache_bytes).
-const rotatingBytes = 192 << 20
 
 // registerRCCLFlags defines the flags above that have no letter of nccl-tests'.
 func registerRCCLFlags(fs *pflag.FlagSet, o *plan.Options) {
@@ -56,54 +51,19 @@ func validateRCCL(o *plan.Options, fs *pflag.FlagSet) error {
 		{"device_cta_count", r.DeviceCTAs, 1, 128},
 	} {
 		if c.v < c.min || c.v > c.max {
-			return badValue(fs, c.name, fmt.Sprintf("must be between %d and %d", c.min, c.max))
+			return BadValue(fs, c.name, fmt.Sprintf("must be between %d and %d", c.min, c.max))
 		}
 	}
 	if r.DeviceImpl > 0 && o.Register != 2 {
-		return badValue(fs, "device_implementation", "needs symmetric registration (-R 2)")
+		return BadValue(fs, "device_implementation", "needs symmetric registration (-R 2)")
 	}
 	if r.CSVAlias && (fs.Changed("rccl_output_file") || fs.Changed("rccl_output_format")) {
-		return badValue(fs, "csv", "is -Z csv -X FILE: cannot be combined with -X or -Z json")
+		return BadValue(fs, "csv", "is -Z csv -X FILE: cannot be combined with -X or -Z json")
 	}
 	if r.File != "" && r.Format == "" {
 		r.Format = results.RCCLJSON // rccl-tests' reporter writes JSON unless -Z says csv
 	}
 	return nil
-}
-
-// rcclNotes are the header's lines about the rccl-tests flags that do not apply to this engine.
-func (s *session) rcclNotes() {
-	r, name := &s.o.RCCL, s.eng.Name()
-	if r.MemoryType != "" {
-		if mn, ok := s.comm.(collectives.MemoryNoter); ok {
-			if n := mn.MemoryNote(); n != "" {
-				s.note("%s", n)
-			}
-		} else {
-			s.note("-Y %s ignored: engine %s has one kind of memory", r.MemoryType, name)
-		}
-	}
-	if r.Cumask != "" {
-		s.note("--cumask %s ignored: compute-unit masks are AMD's; engine %s has none", r.Cumask, name)
-	}
-	if r.CacheFlush > 0 {
-		s.note("-F %d ignored: engine %s cannot flush the instruction cache", r.CacheFlush, name)
-	}
-	if r.AlgoColumns == 1 && s.o.AlgoColumn {
-		s.note("--algo-column ignored: -A 1 prints the algorithm")
-	}
-	if r.CTAPolicy >= 0 {
-		if cn, ok := s.comm.(collectives.CTAPolicyNoter); ok {
-			if n := cn.CTAPolicyNote(); n != "" {
-				s.note("%s", n)
-			}
-		} else {
-			s.note("-x %d ignored: engine %s has no ncclConfig", r.CTAPolicy, name)
-		}
-	}
-	if r.DeviceImpl > 0 {
-		s.note("-D %d ignored: engine %s runs the host API (NCCL's device-API kernels are not built here)", r.DeviceImpl, name)
-	}
 }
 
 // streamNullValue is -y: nccl-tests' stream_null (an integer) or, given a word, rccl-tests' memory type.
@@ -255,11 +215,3 @@ func (v csvAliasValue) Set(s string) error {
 }
 
 func (csvAliasValue) Type() string { return "string" }
-
-// delayHalves waits -q microseconds after an out-of-place half. rccl-tests sleeps there whenever the
-// out-of-place half ran, with -O 1 (no in-place half follows) too; with -O 0 nothing sleeps.
-func (s *session) delayHalves() {
-	if d := s.o.RCCL.DelayUs; d > 0 {
-		time.Sleep(time.Duration(d) * time.Microsecond)
-	}
-}

@@ -1,4 +1,8 @@
-package harness
+// Package cli is the perf binaries' command line: the flags with nccl-tests' and rccl-tests' letters, their values,
+// the checks of each value and of their combinations, and shell completions. Its input is argv through a pflag
+// FlagSet; its output is a filled-in plan.Options, or an exit.UsageError naming the flag and the value. It runs
+// nothing, and imports no other package of the harness but plan and exit.
+package cli
 
 import (
 	"fmt"

@@ -1,4 +1,4 @@
-package harness
+package cli
 
 import (
 	"fmt"
@@ -8,12 +8,12 @@ import (
 	"github.com/spf13/pflag"
 
 	"github.com/rcclx-tests/rcclx-tests/collectives"
-	"github.com/rcclx-tests/rcclx-tests/engines"
 	"github.com/rcclx-tests/rcclx-tests/harness/exit"
 	"github.com/rcclx-tests/rcclx-tests/harness/plan"
 )
 
-func badValue(fs *pflag.FlagSet, name, why string) error {
+// BadValue is the usage error for flag name's value: it names the flag as the user can give it and says why.
+func BadValue(fs *pflag.FlagSet, name, why string) error {
 	f := fs.Lookup(name)
 	flag := "--" + name
 	if f.Shorthand != "" {
@@ -22,6 +22,13 @@ func badValue(fs *pflag.FlagSet, name, why string) error {
 	return &exit.UsageError{Msg: fmt.Sprintf("invalid value %q for %s: %s", f.Value.String(), flag, why)}
 }
 
+// MaxRanksPerProcess bounds -t x -g: every rank is a goroutine or a device context of this process, and some
+// engine state grows with the square of the rank count. MaxRanks bounds the whole run (x processes).
+const (
+	MaxRanksPerProcess = 1024
+	MaxRanks           = 1 << 16
+)
+
 // intRule bounds one integer flag.
 type intRule struct {
 	name     string
@@ -29,11 +36,11 @@ type intRule struct {
 	min, max int
 }
 
-// validate checks the parsed flags and derives the run's lists. engineNames are the engines --engine accepts.
-func validate(o *plan.Options, fs *pflag.FlagSet, engineNames []string) error {
+// Validate checks the parsed flags and derives the run's lists. engineNames are the engines --engine accepts.
+func Validate(o *plan.Options, fs *pflag.FlagSet, engineNames []string) error {
 	const unbounded = int(^uint(0) >> 1)
 	for _, r := range []intRule{
-		{"nthreads", o.NThreads, 1, maxRanksPerProcess}, {"ngpus", o.NGpus, 1, maxRanksPerProcess}, {"iters", o.Iters, 1, unbounded},
+		{"nthreads", o.NThreads, 1, MaxRanksPerProcess}, {"ngpus", o.NGpus, 1, MaxRanksPerProcess}, {"iters", o.Iters, 1, unbounded},
 		{"agg_iters", o.AggIters, 1, unbounded}, {"warmup_iters", o.Warmup, 0, unbounded},
 		{"run_cycles", o.Cycles, 0, unbounded}, {"check", o.Check, 0, unbounded}, {"root", o.Root, -1, unbounded},
 		{"blocking", o.Blocking, 0, 3}, {"stream_null", o.StreamNull, 0, 1}, {"timeout", o.TimeoutSec, 0, 1 << 30},
@@ -47,24 +54,24 @@ func validate(o *plan.Options, fs *pflag.FlagSet, engineNames []string) error {
 			if r.max != unbounded {
 				why = fmt.Sprintf("must be between %d and %d", r.min, r.max)
 			}
-			return badValue(fs, r.name, why)
+			return BadValue(fs, r.name, why)
 		}
 	}
 	if err := validateSweep(o, fs); err != nil {
 		return err
 	}
 	if o.PerIter == 1 && o.IterSkip >= o.Iters {
-		return badValue(fs, "per_iter_skip", fmt.Sprintf("must be below -n (%d)", o.Iters))
+		return BadValue(fs, "per_iter_skip", fmt.Sprintf("must be below -n (%d)", o.Iters))
 	}
 	if o.PerIter == 1 && o.Graph > 0 {
-		return badValue(fs, "per_iter_timing", "cannot be combined with -G (a graph replays all iterations at once)")
+		return BadValue(fs, "per_iter_timing", "cannot be combined with -G (a graph replays all iterations at once)")
 	}
 	var err error
 	if o.DTypes, err = collectives.ParseDTypes(o.DType); err != nil {
-		return badValue(fs, "datatype", err.Error())
+		return BadValue(fs, "datatype", err.Error())
 	}
 	if o.Ops, err = collectives.ParseOps(o.Op); err != nil {
-		return badValue(fs, "op", err.Error())
+		return BadValue(fs, "op", err.Error())
 	}
 	if err := validateEngines(o, fs, engineNames); err != nil {
 		return err
@@ -83,13 +90,13 @@ func validate(o *plan.Options, fs *pflag.FlagSet, engineNames []string) error {
 func validateSweep(o *plan.Options, fs *pflag.FlagSet) error {
 	switch {
 	case o.MinBytes > o.MaxBytes:
-		return badValue(fs, "minbytes", fmt.Sprintf("larger than -e %s (%d B)", fs.Lookup("maxbytes").Value, o.MaxBytes))
+		return BadValue(fs, "minbytes", fmt.Sprintf("larger than -e %s (%d B)", fs.Lookup("maxbytes").Value, o.MaxBytes))
 	case o.StepFactor < 1:
-		return badValue(fs, "stepfactor", "must be at least 1")
+		return BadValue(fs, "stepfactor", "must be at least 1")
 	case o.StepFactor == 1 && o.StepBytes < 1 && o.MinBytes < o.MaxBytes:
-		return badValue(fs, "stepbytes", "must be at least 1 when -f is 1")
+		return BadValue(fs, "stepbytes", "must be at least 1 when -f is 1")
 	case o.StepFactor > 1 && o.MinBytes == 0 && o.MaxBytes > 0:
-		return badValue(fs, "minbytes", "a multiplicative sweep (-f above 1) cannot start at 0")
+		return BadValue(fs, "minbytes", "a multiplicative sweep (-f above 1) cannot start at 0")
 	}
 	return nil
 }
@@ -99,27 +106,15 @@ func validateEngines(o *plan.Options, fs *pflag.FlagSet, known []string) error {
 	for _, name := range strings.Split(o.Engine, ",") {
 		name = strings.TrimSpace(name)
 		if !slices.Contains(known, name) {
-			return badValue(fs, "engine", "want one of "+strings.Join(known, ", ")+", or a comma list")
+			return BadValue(fs, "engine", "want one of "+strings.Join(known, ", ")+", or a comma list")
 		}
 		if slices.Contains(o.Engines, name) {
-			return badValue(fs, "engine", "names "+name+" twice")
+			return BadValue(fs, "engine", "names "+name+" twice")
 		}
 		o.Engines = append(o.Engines, name)
 	}
 	if o.AB != "" && len(o.Engines) > 1 {
-		return badValue(fs, "ab", "cannot be combined with several engines")
-	}
-	return nil
-}
-
-// checkAutoInList refuses an engine list where auto names an engine the list names too (--engine auto,host
-// on a machine without a GPU would run the host engine twice and pool both runs as one).
-func (a *app) checkAutoInList(fs *pflag.FlagSet, o *plan.Options) error {
-	if len(o.Engines) < 2 || !slices.Contains(o.Engines, engines.Auto) {
-		return nil
-	}
-	if picked, _ := a.readers(engines.Auto); len(picked) == 1 && slices.Contains(o.Engines, picked[0]) {
-		return badValue(fs, "engine", fmt.Sprintf("names %s twice (auto is %s here)", picked[0], picked[0]))
+		return BadValue(fs, "ab", "cannot be combined with several engines")
 	}
 	return nil
 }
@@ -145,7 +140,7 @@ func buildEnv(o *plan.Options, fs *pflag.FlagSet) error {
 	case collectives.LPModeRCCLX, collectives.LPModeScaled:
 		o.CommEnv["RCCLX_TESTS_LP_MODE"] = o.LPMode
 	default:
-		return badValue(fs, "lp-mode", "want rcclx or scaled")
+		return BadValue(fs, "lp-mode", "want rcclx or scaled")
 	}
 	if o.AB == "" && !fs.Changed("ab") {
 		return nil
@@ -153,7 +148,7 @@ func buildEnv(o *plan.Options, fs *pflag.FlagSet) error {
 	k, vals, ok := strings.Cut(o.AB, "=")
 	v := strings.Split(vals, ",")
 	if !ok || k == "" || len(v) != 2 {
-		return badValue(fs, "ab", "want KEY=v1,v2")
+		return BadValue(fs, "ab", "want KEY=v1,v2")
 	}
 	o.ABKey, o.ABValues = k, [2]string{v[0], v[1]}
 	return nil
