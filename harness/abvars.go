@@ -93,10 +93,10 @@ func (a *app) checkABVariable(o *plan.Options) (plan.ABVariable, error) {
 		return refuse(o.ABKey + " is the same in both arms' workers (the launching process sets or reads it), " +
 			"so there is nothing to compare")
 	}
-	if o.ABKey == envDevice {
-		return refuse(envDevice + " moves the run to other devices; an A/B compares two settings on the same ones")
+	if o.ABKey == plan.EnvDevice {
+		return refuse(plan.EnvDevice + " moves the run to other devices; an A/B compares two settings on the same ones")
 	}
-	if slices.Contains(unsupportedVars, o.ABKey) {
+	if slices.Contains(plan.UnsupportedVars, o.ABKey) {
 		return refuse(o.ABKey + " is not supported here (a run refuses it or notes it ignored), so there is " +
 			"nothing to compare")
 	}
@@ -119,7 +119,7 @@ func (a *app) checkABVariable(o *plan.Options) (plan.ABVariable, error) {
 			strings.Join(colls, ", ")))
 	}
 	if suite {
-		same := collectives.SameEffect(a.coll, a.runShape(o), overlay(o.CommEnv, a.parseEnv()), o.ABKey, x, y)
+		same := collectives.SameEffect(a.coll, a.runShape(o), plan.Overlay(o.CommEnv, a.parseEnv()), o.ABKey, x, y)
 		return plan.ABVariable{Known: true, Read: true, NoEffect: same}, nil
 	}
 	if a.engines.open == nil {

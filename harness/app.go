@@ -215,14 +215,14 @@ func (a *app) parse(args []string) (o *plan.Options, run bool, err error) {
 			if err := cli.Validate(o, cmd.Flags(), a.engines.names()); err != nil {
 				return err
 			}
-			if err := a.checkConsistency(cmd.Flags(), o); err != nil {
+			if err := cli.CheckConsistency(cmd.Flags(), o, a.parseEnv()); err != nil {
 				return err
 			}
 			if err := a.checkAutoInList(cmd.Flags(), o); err != nil {
 				return err
 			}
 			o.Args = world.NewArgs(a.binary(), cmd.Flags())
-			o.Args.Switches = world.SwitchEnv(overlay(o.CommEnv, a.parseEnv())) // as the engines will read them
+			o.Args.Switches = world.SwitchEnv(plan.Overlay(o.CommEnv, a.parseEnv())) // as the engines will read them
 			if err := checkVariables(o, cmd.Flags(), a.engines.readers); err != nil || o.ABKey == "" {
 				return err
 			}
@@ -358,7 +358,7 @@ func (a *app) probeEngines(o *plan.Options) error {
 }
 
 // runEngines runs the sweep on each engine of --engine, one after the other, then compares their times.
-func (a *app) runEngines(out io.Writer, o *plan.Options, world collectives.World, sp *split, commWorld collectives.World,
+func (a *app) runEngines(out io.Writer, o *plan.Options, world collectives.World, sp *plan.Split, commWorld collectives.World,
 	seed uint64, j *report.JSON) int {
 	code := exit.OK
 	var runs []*session
@@ -395,7 +395,7 @@ func (a *app) prepareCollective(o *plan.Options, nranks int) error {
 	if a.coll.Rooted && o.Root >= nranks {
 		return &exit.UsageError{Msg: fmt.Sprintf("invalid value \"%d\" for -r/--root: must be below the rank count %d (or -1 for every root)", o.Root, nranks)}
 	}
-	coll, err := a.coll.Prepare(overlay(o.CommEnv, a.getenv), nranks, o.MinBytes, o.MaxBytes)
+	coll, err := a.coll.Prepare(plan.Overlay(o.CommEnv, a.getenv), nranks, o.MinBytes, o.MaxBytes)
 	if err != nil {
 		return err
 	}

@@ -7,48 +7,23 @@ import (
 	"strings"
 
 	"github.com/rcclx-tests/rcclx-tests/collectives"
+	"github.com/rcclx-tests/rcclx-tests/harness/plan"
 	"github.com/rcclx-tests/rcclx-tests/harness/report"
 )
-
-// The output dialects: the text, exit codes and messages of nccl-tests or of rccl-tests. By default the platform
-// decides: rccl-tests' where the HIP runtime or an RCCL library is in use, nccl-tests' elsewhere (CUDA, NCCL, the
-// host engine); --dialect or RCCLX_TESTS_DIALECT (for test suites that cannot add flags) picks one. Every
-// difference is listed in docs/DIALECTS.md and pinned by dialect_test.go.
-const (
-	dialectNCCL = "nccl-tests"
-	dialectRCCL = "rccl-tests"
-	envDialect  = "RCCLX_TESTS_DIALECT"
-)
-
-// wantDialect reads --dialect, else RCCLX_TESTS_DIALECT: "" lets the platform decide.
-func wantDialect(flag string, getenv func(string) string) (string, error) {
-	name, v := "--dialect", flag
-	if v == "" {
-		name, v = envDialect, getenv(envDialect)
-	}
-	switch v {
-	case "", dialectNCCL, dialectRCCL:
-		return v, nil
-	}
-	if name == envDialect {
-		return "", fmt.Errorf("invalid %s=%q: want %s or %s", envDialect, v, dialectNCCL, dialectRCCL)
-	}
-	return "", fmt.Errorf("invalid value %q for --dialect: want %s or %s", v, dialectNCCL, dialectRCCL)
-}
 
 // platformDialect is the dialect of the user's tool for an open engine: rccl-tests' on the HIP runtime or over
 // an RCCL library (its file name says so), nccl-tests' otherwise.
 func platformDialect(eng collectives.Engine, comm collectives.Comm) string {
 	for _, v := range []any{eng, comm} {
 		if rn, ok := v.(collectives.RuntimeNamer); ok && rn.Runtime() == collectives.RuntimeHIP {
-			return dialectRCCL
+			return plan.DialectRCCL
 		}
 	}
 	if lp, ok := comm.(interface{ LibraryPath() string }); ok &&
 		strings.Contains(strings.ToLower(filepath.Base(lp.LibraryPath())), "rccl") {
-		return dialectRCCL
+		return plan.DialectRCCL
 	}
-	return dialectNCCL
+	return plan.DialectNCCL
 }
 
 // setDialect fixes the session's dialect once its engine is open.
@@ -57,7 +32,7 @@ func (s *session) setDialect() {
 	if d == "" {
 		d = platformDialect(s.eng, s.comm)
 	}
-	s.o.RCCLDialect = d == dialectRCCL
+	s.o.RCCLDialect = d == plan.DialectRCCL
 	// rccl-tests asks RCCL for the algorithm, protocol and channels (-A) of these collectives only; the
 	// others print N/A.
 	s.o.RCCLAlgo = map[string]bool{"all_reduce": true, "all_gather": true, "broadcast": true, "reduce": true,

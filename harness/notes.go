@@ -8,6 +8,7 @@ import (
 
 	"github.com/rcclx-tests/rcclx-tests/collectives"
 	"github.com/rcclx-tests/rcclx-tests/engines"
+	"github.com/rcclx-tests/rcclx-tests/harness/plan"
 )
 
 // makeNotes works out the "#" lines this suite adds to nccl-tests' header: the engine, the algorithms the rows
@@ -59,14 +60,14 @@ func (s *session) makeNotes() error {
 	if o.Changed["per_iter_skip"] && o.PerIter != 1 {
 		s.note("-K %d ignored: per-iteration timing is off (-I 1 turns it on)", o.IterSkip)
 	}
-	lpOn := func(env map[string]string) bool { return lowPrecisionOn(env, s.a.getenv) }
+	lpOn := func(env map[string]string) bool { return plan.LowPrecisionOn(env, s.a.getenv) }
 	// An A/B arm may turn low precision on: the launcher knows both arms; a worker, whose header the launcher
 	// prints, knows only its own value of a policy switch under comparison.
 	armPolicy := false
 	if v, ok := collectives.LookupVariable(s.a.parseEnv()(abWorkerEnv)); ok {
 		armPolicy = v.Policy()
 	}
-	if o.LPMode != "" && !armPolicy && !slices.ContainsFunc(armEnvs(o), lpOn) {
+	if o.LPMode != "" && !armPolicy && !slices.ContainsFunc(plan.ArmEnvs(o), lpOn) {
 		s.note("--lp-mode %s ignored: low precision is off (--lp turns it on)", o.LPMode)
 	}
 	for _, f := range []struct {

@@ -250,33 +250,33 @@ func TestSplitVariables(t *testing.T) {
 		{"", "AND", 4, 0}, {"3", "", 4, 4}, {"0x2", "AND 0", 4, 2}, {"0", "", 64, 1}, {"zz", "", 4, 0},
 	} {
 		getenv := func(k string) string {
-			return map[string]string{envSplitMask: c.mask, envSplit: c.split}[k]
+			return map[string]string{plan.EnvSplitMask: c.mask, plan.EnvSplit: c.split}[k]
 		}
-		s, err := parseSplit(getenv)
+		s, err := plan.ParseSplit(getenv)
 		switch {
 		case c.comms == 0 && err == nil:
 			t.Errorf("mask %q split %q: accepted", c.mask, c.split)
-		case c.comms != 0 && (err != nil || s.communicators(c.nprocs) != c.comms):
+		case c.comms != 0 && (err != nil || s.Communicators(c.nprocs) != c.comms):
 			t.Errorf("mask %q split %q on %d processes: %v, want %d communicators", c.mask, c.split, c.nprocs, err, c.comms)
 		}
 	}
 	env := map[string]string{"RANK": "0", "WORLD_SIZE": "4", "MASTER_ADDR": "127.0.0.1", "MASTER_PORT": "29500",
-		envSplit: "DIV 3"}
+		plan.EnvSplit: "DIV 3"}
 	dir := t.TempDir()
 	r := runWith(t, collectives.AllReduce, seedArgs(1, append(small, "-J", filepath.Join(dir, "r.json"))...),
 		fakeSource(newFake(1)), func(a *app) { a.getenv = func(k string) string { return env[k] } })
-	wantRefused(t, r, []string{envSplit + "=DIV 3"}, envSplit, "DIV 3", dir)
+	wantRefused(t, r, []string{plan.EnvSplit + "=DIV 3"}, plan.EnvSplit, "DIV 3", dir)
 	if !strings.Contains(r.stderr, "into communicators of unequal sizes (3, 1)") {
 		t.Errorf("stderr %q", r.stderr)
 	}
-	split := func(k string) string { return map[string]string{envSplit: "MOD 2"}[k] }
-	if err := checkSplit(split, 4, false); err != nil {
+	split := func(k string) string { return map[string]string{plan.EnvSplit: "MOD 2"}[k] }
+	if err := plan.CheckSplit(split, 4, false); err != nil {
 		t.Errorf("MOD 2 on 4 processes: %v", err)
 	}
-	if err := checkSplit(split, 4, true); err == nil || !strings.Contains(err.Error(), "not supported with --ab") {
+	if err := plan.CheckSplit(split, 4, true); err == nil || !strings.Contains(err.Error(), "not supported with --ab") {
 		t.Errorf("MOD 2 on 4 processes with --ab: %v", err)
 	}
-	env = map[string]string{envSplit: "MOD 2"}
+	env = map[string]string{plan.EnvSplit: "MOD 2"}
 	r = runWith(t, collectives.AllReduce, seedArgs(1, small...), fakeSource(newFake(1)),
 		func(a *app) { a.getenv = func(k string) string { return env[k] } })
 	if r.code != exit.OK || !strings.Contains(r.stdout, "# NCCL_TESTS_SPLIT=MOD 2 ignored: one process makes one communicator\n") {
@@ -295,15 +295,15 @@ func TestUnsupportedVariablesNoted(t *testing.T) {
 	if r.code != exit.OK || !strings.Contains(r.stdout, want) {
 		t.Errorf("exit %d, no %q in\n%s", r.code, want, r.stdout)
 	}
-	env = map[string]string{envKernelTiming: "/tmp/kt"}
+	env = map[string]string{plan.EnvKernelTiming: "/tmp/kt"}
 	r = runWith(t, collectives.AllReduce, seedArgs(1, append(small, "--dialect", "rccl-tests")...), fakeSource(newFake(1)), tweak)
 	if want := "# RCCL_TESTS_KERNEL_TIMING=/tmp/kt ignored: no engine here keeps RCCL's dispatch records (RCCL_KERNEL_TIMING)\n"; r.code != exit.OK || !strings.Contains(r.stdout, want) {
 		t.Errorf("kernel timing: exit %d, no %q in\n%s", r.code, want, r.stdout)
 	}
-	env = map[string]string{envDevice: "3"}
+	env = map[string]string{plan.EnvDevice: "3"}
 	fake := newFake(1)
 	r = runWith(t, collectives.AllReduce, seedArgs(1, append(small, "-g", "2")...), fakeSource(fake), tweak)
-	if r.code != exit.OK || strings.Contains(r.stdout, envDevice) || !fake.cfg.PinDevices || fake.cfg.FirstDevice != 3 {
+	if r.code != exit.OK || strings.Contains(r.stdout, plan.EnvDevice) || !fake.cfg.PinDevices || fake.cfg.FirstDevice != 3 {
 		t.Errorf("NCCL_TESTS_DEVICE=3: exit %d, config %+v\n%s", r.code, fake.cfg, r.stdout)
 	}
 	r = runWith(t, collectives.AllReduce, append(small, "--engine", "host"), fakeSource(hostengine.New()), tweak)
@@ -311,13 +311,13 @@ func TestUnsupportedVariablesNoted(t *testing.T) {
 		t.Errorf("host engine: exit %d, no %q in\n%s%s", r.code, want, r.stdout, r.stderr)
 	}
 	for _, bad := range []string{"-1", "x", "1.5"} {
-		env = map[string]string{envDevice: bad}
+		env = map[string]string{plan.EnvDevice: bad}
 		dir := t.TempDir()
 		r = runWith(t, collectives.AllReduce, seedArgs(1, append(small, "-J", filepath.Join(dir, "r.json"))...), fakeSource(newFake(1)), tweak)
 		wantRefused(t, r, nil, "invalid NCCL_TESTS_DEVICE", bad, dir)
 	}
 	// An A/B arm cannot vary them: both arms would run the same, or on other devices.
-	for _, name := range unsupportedVars {
+	for _, name := range plan.UnsupportedVars {
 		dir := t.TempDir()
 		r = testRun(t, collectives.AllReduce, []string{"--ab", name + "=1,2", "-J", filepath.Join(dir, "r.json")}, newFake(1))
 		wantRefused(t, r, []string{"--ab", name + "=1,2"}, name, "--ab", dir)

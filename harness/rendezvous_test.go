@@ -9,6 +9,7 @@ import (
 
 	"github.com/rcclx-tests/rcclx-tests/collectives"
 	"github.com/rcclx-tests/rcclx-tests/harness/exit"
+	"github.com/rcclx-tests/rcclx-tests/harness/plan"
 	"github.com/rcclx-tests/rcclx-tests/harness/world"
 )
 
@@ -190,9 +191,9 @@ func (w localWorld) LocalRank() int { return w.local }
 // TestSplitDevices: in a split run each process's ranks take the devices of its local rank among every process
 // of its host, as nccl-tests places them; within its communicator alone, two communicators would share devices.
 func TestSplitDevices(t *testing.T) {
-	sp := &split{name: envSplit, value: "MOD 2", op: "mod", n: 2}
+	sp := &plan.Split{Name: plan.EnvSplit, Value: "MOD 2", Op: "mod", N: 2}
 	for _, c := range []struct {
-		sp    *split
+		sp    *plan.Split
 		pin   bool
 		first int
 		want  string

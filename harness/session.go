@@ -18,7 +18,7 @@ type session struct {
 	a          *app
 	o          *plan.Options
 	world      collectives.World // every process of the run: the harness's barriers and gathers
-	split      *split            // NCCL_TESTS_SPLIT's, when it divides the processes
+	split      *plan.Split       // NCCL_TESTS_SPLIT's, when it divides the processes
 	commWorld  collectives.World // the processes of this process's communicator (nil: every process)
 	seed       uint64
 	out        io.Writer
@@ -202,7 +202,7 @@ func (s *session) open() error {
 		Timeout: o.Timeout(), StreamNull: o.StreamNull == 1, Register: o.Register > 0,
 		ParallelInit: o.ParallelInit == 1, Oversubscribe: o.Oversubscribe, Library: o.Library,
 		Memory: o.RCCL.MemoryKind(), CTAPolicy: o.RCCL.CTAPolicy}
-	cfg.FirstDevice, cfg.PinDevices, _ = firstDevice(s.a.parseEnv()) // checked before the run
+	cfg.FirstDevice, cfg.PinDevices, _ = plan.FirstDevice(s.a.parseEnv()) // checked before the run
 	s.splitDevices(&cfg)
 	s.team = newTeam(o.NThreads, s.world)
 	s.team.lost = s.a.lost
@@ -313,7 +313,7 @@ func (s *session) prepare() error {
 	if s.split != nil { // nccl-tests numbers the ranks over every process and shows each one's colour as Group
 		nlocal := s.o.NThreads * s.o.NGpus
 		for i := range s.devices {
-			s.devices[i].Rank, s.devices[i].Group = i, int(s.split.color(i/nlocal))
+			s.devices[i].Rank, s.devices[i].Group = i, int(s.split.Color(i/nlocal))
 		}
 	}
 	if err := s.fitMemory(); err != nil {
