@@ -29,9 +29,9 @@ func (a *app) splitWorld(world collectives.World) (*plan.Split, collectives.Worl
 	return s, sub, nil
 }
 
-// envNotes are the header's lines about these variables: a split that changes nothing, NCCL_TESTS_DEVICE on
-// the host engine, rccl-tests' kernel-timing mode, and its NIC counters outside its dialect (netcounter.go reads
-// them in it).
+// envNotes are the header's lines about the variables of plan/env.go: a split that changes nothing,
+// NCCL_TESTS_DEVICE on the host engine, rccl-tests' kernel-timing mode, and its NIC counters outside its dialect
+// (report/netcounter.go reads them in it).
 func (s *session) envNotes() {
 	getenv := s.a.parseEnv()
 	if sp, err := plan.ParseSplit(getenv); err == nil && sp != nil {

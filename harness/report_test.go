@@ -161,7 +161,7 @@ func TestColumnHeaderVariants(t *testing.T) {
 func TestMemoryString(t *testing.T) {
 	for v, want := range map[float64]string{512: "512 B", 1536: "1.50 KB", 50 << 20: "50.0 MB", 3 << 30: "3.00 GB"} {
 		if got := report.MemoryString(v); got != want {
-			t.Errorf("memoryString(%v) = %q, want %q", v, got, want)
+			t.Errorf("MemoryString(%v) = %q, want %q", v, got, want)
 		}
 	}
 }

@@ -192,7 +192,7 @@ func LowPrecisionOn(env map[string]string, getenv func(string) string) bool {
 // The output dialects: the text, exit codes and messages of nccl-tests or of rccl-tests. By default the platform
 // decides: rccl-tests' where the HIP runtime or an RCCL library is in use, nccl-tests' elsewhere (CUDA, NCCL, the
 // host engine); --dialect or RCCLX_TESTS_DIALECT (for test suites that cannot add flags) picks one. Every
-// difference is listed in docs/DIALECTS.md and pinned by dialect_test.go.
+// difference is listed in docs/DIALECTS.md and pinned by harness/dialect_test.go.
 const (
 	DialectNCCL = "nccl-tests"
 	DialectRCCL = "rccl-tests"

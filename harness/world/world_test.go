@@ -54,7 +54,8 @@ func TestGatherNamesTheProcess(t *testing.T) {
 }
 
 func TestAgreeArgs(t *testing.T) {
-	local := plan.Args{Binary: "all_reduce_perf", Flags: [][2]string{{"-b/--minbytes", "8"}}, Free: []string{"-J", "--csv"}}
+	local := plan.Args{Binary: "all_reduce_perf", Flags: [][2]string{{"-b/--minbytes", "8"}},
+		Free: []string{"-J", "--csv"}}
 	other := local
 	other.Flags = [][2]string{{"-b/--minbytes", "16"}}
 	w := &others{answers: [][]byte{jsonOf(t, local), jsonOf(t, other)}}
