@@ -423,7 +423,7 @@ func (a *app) failAt(err error, size int64) int {
 	switch {
 	case errors.As(err, &said):
 	case errors.As(err, &te):
-		fmt.Fprintln(a.stderr, timeoutLine(a.coll, te, size))
+		fmt.Fprintln(a.stderr, report.TimeoutLine(a.coll, te, size))
 	case size >= 0 && a.lostProcess(err):
 		fmt.Fprintf(a.stderr, "%s: %v at %s size %d\n", a.binary(), err, a.coll.Name, size)
 	default:
@@ -433,22 +433,6 @@ func (a *app) failAt(err error, size int64) int {
 		ab.Abort(err)
 	}
 	return exit.Code(err)
-}
-
-// timeoutLine is the one line printed for a timeout; size is the row's size column, or -1 when unknown. It
-// names the ranks that never arrived when the engine knows them, else the rank that gave up waiting.
-func timeoutLine(c *collectives.Collective, te *collectives.TimeoutError, size int64) string {
-	if len(te.Processes) > 0 {
-		return fmt.Sprintf("timeout: %s %s did not answer at %s size %d (process %d waited in %s) after %v",
-			collectives.ProcessesWord(te.Processes), collectives.JoinRanks(te.Processes), c.Name, size, te.Rank,
-			te.Phase, te.After)
-	}
-	if len(te.Missing) > 0 {
-		return fmt.Sprintf("timeout: %s %s did not arrive at %s size %d (rank %d waited in phase %s) after %v",
-			collectives.RanksWord(te.Missing), collectives.JoinRanks(te.Missing), c.Name, size, te.Rank, te.Phase,
-			te.After)
-	}
-	return fmt.Sprintf("timeout: rank %d %s size %d phase %s after %v", te.Rank, c.Name, size, te.Phase, te.After)
 }
 
 // lostProcess reports whether err is the World's own failure (a process died, left or ended the run), which
