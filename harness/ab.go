@@ -14,6 +14,9 @@ import (
 
 	"github.com/rcclx-tests/rcclx-tests/bootstrap"
 	"github.com/rcclx-tests/rcclx-tests/collectives"
+	"github.com/rcclx-tests/rcclx-tests/harness/exit"
+	"github.com/rcclx-tests/rcclx-tests/harness/plan"
+	"github.com/rcclx-tests/rcclx-tests/harness/report"
 	"github.com/rcclx-tests/rcclx-tests/results"
 )
 
@@ -24,13 +27,13 @@ import (
 // both arms see the same machine state (the idle arm blocks on its pipe), then each arm is validated.
 type abRun struct {
 	a      *app
-	o      *Options
+	o      *plan.Options
 	out    io.Writer
 	world  collectives.World
 	lost   <-chan struct{} // closed when another process of the run is gone (nil: never)
 	seed   uint64
 	arms   [2]*abArm
-	rows   [2][]row
+	rows   [2][]report.Row
 	oob    [2]int
 	bwSum  [2]float64
 	bwN    [2]int
@@ -64,27 +67,28 @@ func (e *armError) Error() string {
 	return fmt.Sprintf("arm %s (%s) rank %d: %v", e.arm.name, e.arm.label, e.rank, e.err)
 }
 func (e *armError) Unwrap() error { return e.err }
+func (e *armError) ExitCode() int { return e.code }
 
-func (a *app) runAB(out io.Writer, o *Options, world collectives.World, seed uint64, j *jsonOut) int {
+func (a *app) runAB(out io.Writer, o *plan.Options, world collectives.World, seed uint64, j *report.JSON) int {
 	r := &abRun{a: a, o: o, out: out, world: world, seed: seed, report: results.ABReport{Rows: []results.ABRow{}}}
 	if l, ok := world.(interface{ Failed() <-chan struct{} }); ok {
 		r.lost = l.Failed()
 	}
-	for i, v := range o.abVals {
-		r.arms[i] = &abArm{name: string(rune('A' + i)), label: o.abKey + "=" + v}
+	for i, v := range o.ABValues {
+		r.arms[i] = &abArm{name: string(rune('A' + i)), label: o.ABKey + "=" + v}
 		r.report.Arms[i] = r.arms[i].label
 	}
-	o.abVar.record(&r.report)
+	recordABVariable(o.ABVar, &r.report)
 	var memory string
 	err := r.start()
 	if err == nil {
-		writeHeader(out, o, r.header())
-		if n := o.abVar.note(o.abKey, a.coll.Name); n != "" {
+		report.WriteHeader(out, o, r.header())
+		if n := abVariableNote(o.ABVar, o.ABKey, a.coll.Name); n != "" {
 			fmt.Fprintln(out, n)
 		}
 		err = r.sweep()
 	}
-	abandoned := errors.Is(err, errInterrupted) // the workers are ended below, without waiting for them
+	abandoned := errors.Is(err, exit.ErrInterrupted) // the workers are ended below, without waiting for them
 	if abandoned {
 		r.stopped, err = true, nil
 	}
@@ -103,9 +107,9 @@ func (a *app) runAB(out io.Writer, o *Options, world collectives.World, seed uin
 		return r.abort(err)
 	}
 	// The arms' bandwidths are not one run's: NCCL_TESTS_MIN_BW is not checked (minBW -1), as docs/REFERENCE.md says.
-	t := trailer{binary: a.programName(), oob: r.oob[0] + r.oob[1], minBW: -1, memory: memory}
+	t := report.Trailer{Binary: a.programName(), OOB: r.oob[0] + r.oob[1], MinBW: -1, Memory: memory}
 	if n := r.bwN[0] + r.bwN[1]; n > 0 {
-		t.avgBusBW = (r.bwSum[0] + r.bwSum[1]) / float64(n)
+		t.AvgBusBW = (r.bwSum[0] + r.bwSum[1]) / float64(n)
 	}
 	return finish(out, t, r.stopped)
 }
@@ -126,7 +130,7 @@ func (r *abRun) start() error {
 			return err
 		}
 		if m.Ready == nil {
-			return &armError{arm: arm, rank: r.world.Rank(), err: errors.New("worker did not report ready"), code: exitRuntime}
+			return &armError{arm: arm, rank: r.world.Rank(), err: errors.New("worker did not report ready"), code: exit.Runtime}
 		}
 		arm.ready = m.Ready
 		if n := m.Ready.AutoNote; i == 0 && n != "" && r.world.Rank() == 0 {
@@ -156,7 +160,7 @@ func (r *abRun) spawn(arm *abArm, world []string) error {
 	}
 	seed := strconv.FormatUint(r.seed, 10)
 	cmd := exec.Command(exe, append([]string{"--seed", seed}, withoutAB(r.a.argv[1:])...)...) // before any "--"
-	env := append(append(world, r.a.workerEnv...), arm.label, abWorkerEnv+"="+r.o.abKey, seedEnv+"="+seed)
+	env := append(append(world, r.a.workerEnv...), arm.label, abWorkerEnv+"="+r.o.ABKey, plan.SeedEnv+"="+seed)
 	cmd.Env = bootstrap.Isolate(r.a.environ(), env...)
 	cmd.ExtraFiles = []*os.File{abCommandFD - 3: cmdRead, abReplyFD - 3: replyWrite}
 	// The workers print nothing themselves; what their libraries print (NCCL_DEBUG) goes where a plain run's would.
@@ -229,7 +233,7 @@ func (r *abRun) half(i int, c abCommand) (*abHalf, error) {
 		return nil, armUnsupported(fmt.Sprintf("arm %s: %s", r.arms[i].name, m.Unsupported))
 	}
 	if err == nil && m.Half == nil {
-		err = &armError{arm: r.arms[i], rank: r.world.Rank(), err: errors.New("worker sent no result"), code: exitRuntime}
+		err = &armError{arm: r.arms[i], rank: r.world.Rank(), err: errors.New("worker sent no result"), code: exit.Runtime}
 	}
 	return m.Half, err
 }
@@ -249,7 +253,7 @@ func (r *abRun) await(i int) (abReply, error) {
 	case <-otherGone:
 		arm = r.arms[1-i]
 	case <-r.a.stopNow: // a signal, and the workers did not answer within the grace period
-		return abReply{}, errInterrupted
+		return abReply{}, exit.ErrInterrupted
 	case <-r.lost:
 		// The process that failed says why where it could (its arm's worker, a timeout): the World carries that.
 		if w, ok := r.world.(interface{ Err() error }); ok && w.Err() != nil {
@@ -286,7 +290,7 @@ func (r *abRun) died(arm *abArm) error {
 		how = arm.cmd.ProcessState.String()
 	default:
 	}
-	return &armError{arm: arm, rank: r.world.Rank(), code: exitRuntime,
+	return &armError{arm: arm, rank: r.world.Rank(), code: exit.Runtime,
 		err: fmt.Errorf("worker process %d died (%s)", arm.cmd.Process.Pid, how)}
 }
 
@@ -332,23 +336,23 @@ func (r *abRun) stop(failed bool) {
 func (r *abRun) abort(err error) int { return r.a.failAt(err, r.at) }
 
 // header is arm A's header, with arm B's algorithms and the comparison noted; there is no nccl-tests table.
-func (r *abRun) header() header {
+func (r *abRun) header() report.Header {
 	a, b := r.arms[0].ready, r.arms[1].ready
-	h := header{binary: r.a.programName(), library: a.Library, engine: a.Fields, graph: a.Graph, notes: append([]string(nil), a.Notes...),
-		devices: a.Devices, reduced: a.Reduced, noTable: true}
+	h := report.Header{Binary: r.a.programName(), Library: a.Library, Engine: a.Fields, Graph: a.Graph, Notes: append([]string(nil), a.Notes...),
+		Devices: a.Devices, Reduced: a.Reduced, NoTable: true}
 	if b.Reduced > 0 && (a.Reduced == 0 || b.Reduced < a.Reduced) {
-		h.reduced = b.Reduced
+		h.Reduced = b.Reduced
 	}
-	h.notes = append(h.notes, fmt.Sprintf("A/B: A is %s, B is %s, %d interleaved rounds per size; each arm runs in "+
+	h.Notes = append(h.Notes, fmt.Sprintf("A/B: A is %s, B is %s, %d interleaved rounds per size; each arm runs in "+
 		"worker processes of its own (A: pid %s, B: pid %s)", r.arms[0].label, r.arms[1].label, r.o.ABRounds,
 		collectives.JoinRanks(a.Pids), collectives.JoinRanks(b.Pids)))
 	for _, n := range b.Notes {
 		if strings.HasPrefix(n, "Algorithm") {
-			h.notes = append(h.notes, "B "+n)
+			h.Notes = append(h.Notes, "B "+n)
 		}
 	}
-	for _, f := range r.o.abIgnored {
-		h.notes = append(h.notes, f+" ignored: --ab runs --ab-rounds interleaved rounds per size instead")
+	for _, f := range r.o.ABIgnored {
+		h.Notes = append(h.Notes, f+" ignored: --ab runs --ab-rounds interleaved rounds per size instead")
 	}
 	return h
 }
@@ -357,7 +361,7 @@ func (r *abRun) header() header {
 // -N's cycles, each round times one -n loop rather than each iteration (-I, -K), and one half is timed, so
 // there is no wait between halves (-q). The launcher calls it for its header and JSON, each worker so that
 // it runs as if the flags had not been given.
-func (o *Options) dropABIgnored() []string {
+func dropABIgnored(o *plan.Options) []string {
 	var dropped []string
 	if o.Cycles != 1 {
 		dropped, o.Cycles = append(dropped, fmt.Sprintf("-N %d", o.Cycles)), 1
@@ -365,9 +369,9 @@ func (o *Options) dropABIgnored() []string {
 	if o.PerIter == 1 {
 		dropped, o.PerIter = append(dropped, "-I 1"), 0
 	}
-	if o.changed["per_iter_skip"] {
+	if o.Changed["per_iter_skip"] {
 		dropped, o.IterSkip = append(dropped, fmt.Sprintf("-K %d", o.IterSkip)), 0
-		delete(o.changed, "per_iter_skip") // else the workers' header would note it as ignored for another reason
+		delete(o.Changed, "per_iter_skip") // else the workers' header would note it as ignored for another reason
 	}
 	if o.RCCL.DelayUs > 0 {
 		dropped, o.RCCL.DelayUs = append(dropped, fmt.Sprintf("-q %d", o.RCCL.DelayUs)), 0
@@ -432,13 +436,13 @@ func (r *abRun) cannotRun() string {
 
 // point runs the rounds of one size, validates both arms and prints a "#" line with both arms' #wrong.
 func (r *abRun) point(p point) error {
-	inPlace := !r.o.runOutOfPlace()
+	inPlace := !r.o.RunOutOfPlace()
 	half := 0
 	if inPlace {
 		half = 1
 	}
 	c := abCommand{Do: "time", DType: p.dt, Op: p.op, Root: p.root, Size: p.size, InPlace: inPlace}
-	var hs [2]halfResult
+	var hs [2]report.Half
 	var us [2][]float64
 	var last [2]*abHalf
 	for range r.o.ABRounds {
@@ -448,40 +452,40 @@ func (r *abRun) point(p point) error {
 				return err
 			}
 			r.at, last[i] = h.Bytes, h
-			hs[i].algorithm = h.Algorithm
-			hs[i].rounds = append(hs[i].rounds, h.Sec)
+			hs[i].Algorithm = h.Algorithm
+			hs[i].Rounds = append(hs[i].Rounds, h.Sec)
 			us[i] = append(us[i], h.Sec*1e6)
 		}
 	}
 	ab := results.AnalyzeAB([]int64{r.at}, [][]float64{us[0]}, [][]float64{us[1]})[0]
 	ab.Type, ab.Redop, ab.Root = p.dt.String(), r.a.coll.RedOpName(p.op), p.root
 	if r.arms[0].ready.KnowsAlgorithm && r.arms[1].ready.KnowsAlgorithm {
-		ab.AlgorithmA, ab.AlgorithmB = hs[0].algorithm, hs[1].algorithm
+		ab.AlgorithmA, ab.AlgorithmB = hs[0].Algorithm, hs[1].Algorithm
 	}
 	c.Do = "check"
 	for i, us := range [2]float64{ab.TimeA, ab.TimeB} {
 		h := &hs[i]
 		// The arm's time is the statistic of the table (the geometric mean of its paired rounds); bandwidths
 		// scale with its inverse.
-		h.ran, h.sec = true, us*1e-6
-		if h.sec > 0 {
-			h.algBW, h.busBW = last[i].AlgBW*last[i].Sec/h.sec, last[i].BusBW*last[i].Sec/h.sec
+		h.Ran, h.Sec = true, us*1e-6
+		if h.Sec > 0 {
+			h.AlgBW, h.BusBW = last[i].AlgBW*last[i].Sec/h.Sec, last[i].BusBW*last[i].Sec/h.Sec
 		}
 		if r.o.Check > 0 {
 			v, err := r.half(i, c)
 			if err != nil {
 				return err
 			}
-			h.checked, h.wrong, h.errs = v.Checked, v.Wrong, v.Errs
+			h.Checked, h.Wrong, h.Errs = v.Checked, v.Wrong, v.Errs
 			if v.Wrong > 0 {
 				r.oob[i]++
 			}
 		}
-		r.bwSum[i] += h.busBW
+		r.bwSum[i] += h.BusBW
 		r.bwN[i]++
-		row := row{size: r.at, count: last[i].Count, dtype: p.dt.String(), redop: r.a.coll.RedOpName(p.op),
-			root: p.root, when: r.a.now(), engine: r.arms[i].ready.Engine, label: r.arms[i].label}
-		row.halves[half] = *h
+		row := report.Row{Size: r.at, Count: last[i].Count, DType: p.dt.String(), Redop: r.a.coll.RedOpName(p.op),
+			Root: p.root, When: r.a.now(), Engine: r.arms[i].ready.Engine, Label: r.arms[i].label}
+		row.Halves[half] = *h
 		r.rows[i] = append(r.rows[i], row)
 	}
 	r.report.Rows = append(r.report.Rows, ab)
@@ -490,27 +494,25 @@ func (r *abRun) point(p point) error {
 		at = fmt.Sprintf("root %d, %s", p.root, at)
 	}
 	fmt.Fprintf(r.out, "# %s %s, %s: #wrong %s %s, %s %s\n", p.dt, r.a.coll.RedOpName(p.op), at,
-		r.arms[0].label, hs[0].wrongText(), r.arms[1].label, hs[1].wrongText())
+		r.arms[0].label, hs[0].WrongText(), r.arms[1].label, hs[1].WrongText())
 	r.stopped = r.a.interrupted()
 	return nil
 }
 
 // record adds both arms, what they completed, and the comparison to the JSON.
-func (r *abRun) record(j *jsonOut, err error) {
+func (r *abRun) record(j *report.JSON, err error) {
 	for i, arm := range r.arms {
-		e := engineRun{rows: r.rows[i], oob: r.oob[i], bwSum: r.bwSum[i], bwN: r.bwN[i], stopped: r.stopped}
+		e := report.EngineRun{Rows: r.rows[i], OOB: r.oob[i], BWSum: r.bwSum[i], BWN: r.bwN[i], Stopped: r.stopped}
 		if m := arm.ready; m != nil {
-			e.opened, e.engine, e.library, e.version, e.graph, e.devices = true, m.Engine, m.Library, m.Version,
+			e.Opened, e.Engine, e.Library, e.Version, e.Graph, e.Devices = true, m.Engine, m.Library, m.Version,
 				m.Graph, m.Devices
 		}
-		j.add(e)
+		j.Add(e)
 	}
 	if err != nil {
-		j.fail(err.Error())
+		j.Fail(err.Error())
 	}
-	if j.rec != nil {
-		j.rec.AB = &r.report
-	}
+	j.SetAB(&r.report)
 }
 
 // withoutAB is a command line less its --ab, --ab-rounds and --ab-strict flags.

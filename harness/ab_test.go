@@ -15,6 +15,8 @@ import (
 	"time"
 
 	"github.com/rcclx-tests/rcclx-tests/collectives"
+	"github.com/rcclx-tests/rcclx-tests/harness/exit"
+	"github.com/rcclx-tests/rcclx-tests/harness/plan"
 	"github.com/rcclx-tests/rcclx-tests/results"
 )
 
@@ -37,7 +39,7 @@ func TestABArmsInProcessesOfTheirOwn(t *testing.T) {
 			file := filepath.Join(t.TempDir(), "ab.json")
 			r := hostRun(t, collectives.AllReduce, "-g", "2", "-b", "8", "-e", "512", "-f", "8", "-n", "5", "-w", "1",
 				"--ab", collectives.EnvDelayUS+"="+c.values, "--ab-rounds", "7", "-J", file)
-			if r.code != exitOK || !strings.Contains(r.stdout, "each arm runs in worker processes of its own") {
+			if r.code != exit.OK || !strings.Contains(r.stdout, "each arm runs in worker processes of its own") {
 				t.Fatalf("exit %d\n%s%s", r.code, r.stdout, r.stderr)
 			}
 			if n := strings.Count(r.stdout, " same algorithm (ring): "+c.verdict+" |"); n != 3 {
@@ -92,7 +94,7 @@ func TestABValidation(t *testing.T) {
 			t.Errorf("no %q", want)
 		}
 	}
-	if r.code != exitTestFailed || !strings.Contains(r.stdout, "# Out of bounds values : 4 FAILED") {
+	if r.code != exit.TestFailed || !strings.Contains(r.stdout, "# Out of bounds values : 4 FAILED") {
 		t.Fatalf("exit %d\n%s%s", r.code, r.stdout, r.stderr)
 	}
 	rec := loadRecord(t, file)
@@ -111,7 +113,7 @@ func TestABWorkersFreeEverything(t *testing.T) {
 		a.workerEnv = append(a.workerEnv, childFaultEnv+"=count")
 	})
 	lines := regexp.MustCompile(`(?m)^probe: (\d+) opened (\d+) closed (\d+) allocated (\d+) freed$`).FindAllStringSubmatch(r.stderr, -1)
-	if r.code != exitOK || len(lines) != 2 {
+	if r.code != exit.OK || len(lines) != 2 {
 		t.Fatalf("exit %d, %d probe lines\n%s%s", r.code, len(lines), r.stdout, r.stderr)
 	}
 	for _, m := range lines {
@@ -128,7 +130,7 @@ func TestABTimeoutNamesArm(t *testing.T) {
 	r := hostRun(t, collectives.AllReduce, "-g", "2", "-b", "1K", "-e", "1K", "-T", "1", "-E", "RCCLX_TESTS_SKIP_RANK=1",
 		"--ab", collectives.EnvDelayUS+"=0,1")
 	want := regexp.MustCompile(`^timeout: rank 1 did not arrive at all_reduce size 1024 \(rank 0 waited in phase .* \(arm A, RCCLX_TESTS_DELAY_US=0\)\) after 1s\n$`)
-	if r.code != exitTimeout || !want.MatchString(r.stderr) || time.Since(start) > 10*time.Second {
+	if r.code != exit.Timeout || !want.MatchString(r.stderr) || time.Since(start) > 10*time.Second {
 		t.Errorf("exit %d after %v, stderr %q", r.code, time.Since(start), r.stderr)
 	}
 }
@@ -170,7 +172,7 @@ func TestABWorkerDies(t *testing.T) {
 			stderr := p.stderr.String()
 			want := "all_reduce_perf: arm " + name + " (" + collectives.EnvDelayUS + "=" + []string{"0", strconv.Itoa(plantedDelayUS)}[victim] +
 				") rank 0: worker process " + strconv.Itoa(pids[victim]) + " died (signal: killed)\n"
-			if code != exitRuntime || stderr != want || took > 2*time.Second {
+			if code != exit.Runtime || stderr != want || took > 2*time.Second {
 				t.Errorf("exit %d %v after the kill, stderr %q, want %q", code, took, stderr, want)
 			}
 			if !gone(pids[1-victim]) {
@@ -193,7 +195,7 @@ func TestABInterrupt(t *testing.T) {
 	p.cmd.Process.Signal(os.Interrupt)
 	code, _ := p.exit(t, 20*time.Second)
 	out := p.stdout.String()
-	if code != exitInterrupted || !strings.Contains(out, " same algorithm (ring): ") ||
+	if code != exit.Interrupted || !strings.Contains(out, " same algorithm (ring): ") ||
 		!strings.Contains(out, "# Collective test concluded") || !gone(pids[0]) || !gone(pids[1]) {
 		t.Fatalf("exit %d\nstdout:\n%s\nstderr:\n%s", code, out, p.stderr.String())
 	}
@@ -211,12 +213,12 @@ func TestABAcrossProcesses(t *testing.T) {
 	file := filepath.Join(t.TempDir(), "ab.json")
 	var procs [2]*proc
 	for rank := range procs {
-		env := append(launcherEnv(rank, 2, port), seedEnv+"="+seed, childFaultEnv+"=none")
+		env := append(launcherEnv(rank, 2, port), plan.SeedEnv+"="+seed, childFaultEnv+"=none")
 		procs[rank] = startChild(t, "all_reduce", env, "-g", "2", "-b", "1K", "-e", "4K", "-f", "2", "-n", "2",
 			"--ab", "FAKE_ALGO=ring,tree", "--ab-rounds", "2", "-J", file, "-T", "10")
 	}
 	for rank, p := range procs {
-		if code, _ := p.exit(t, 60*time.Second); code != exitOK || (rank == 1) != (p.stdout.String() == "") {
+		if code, _ := p.exit(t, 60*time.Second); code != exit.OK || (rank == 1) != (p.stdout.String() == "") {
 			t.Fatalf("rank %d: exit %d\nstdout:\n%s\nstderr:\n%s", rank, code, p.stdout.String(), p.stderr.String())
 		}
 	}
@@ -245,7 +247,7 @@ func stuckABLaunchers(t *testing.T, g string) [2]*proc {
 	seed := strconv.FormatUint(rand.Uint64(), 10)
 	var procs [2]*proc
 	for rank, fault := range []string{"hang:5", "none"} {
-		env := append(launcherEnv(rank, 2, port), seedEnv+"="+seed, childFaultEnv+"="+fault)
+		env := append(launcherEnv(rank, 2, port), plan.SeedEnv+"="+seed, childFaultEnv+"="+fault)
 		procs[rank] = startChild(t, "all_reduce", env, "-g", g, "-b", "1K", "-e", "4K", "-f", "2", "-n", "2",
 			"--ab", "FAKE_ALGO=ring,tree")
 	}
@@ -266,7 +268,7 @@ func TestABOtherLaunchersWorkerDies(t *testing.T) {
 	want := fmt.Sprintf("arm A (FAKE_ALGO=ring) rank 1: worker process %d died (signal: killed)", pid)
 	for rank, p := range procs {
 		code, _ := p.exit(t, 20*time.Second)
-		if stderr := p.stderr.String(); code != exitRuntime || strings.Count(stderr, "\n") != 1 || !strings.Contains(stderr, want) {
+		if stderr := p.stderr.String(); code != exit.Runtime || strings.Count(stderr, "\n") != 1 || !strings.Contains(stderr, want) {
 			t.Errorf("rank %d: exit %d, stderr %q, want %q", rank, code, stderr, want)
 		}
 	}
@@ -285,7 +287,7 @@ func TestABProcessLost(t *testing.T) {
 	code, _ := procs[0].exit(t, 20*time.Second)
 	took := time.Since(killed)
 	stderr := procs[0].stderr.String()
-	if code != exitRuntime || took > 2*time.Second || strings.Count(stderr, "\n") != 1 ||
+	if code != exit.Runtime || took > 2*time.Second || strings.Count(stderr, "\n") != 1 ||
 		!strings.Contains(stderr, fmt.Sprintf("bootstrap: rank 1 died or left the run (pid %d;", procs[1].cmd.Process.Pid)) {
 		t.Errorf("exit %d %v after the kill, stderr %q", code, took, stderr)
 	}
@@ -308,7 +310,7 @@ func TestWithoutAB(t *testing.T) {
 	// The workers' --seed goes before the user's "--", which ends the flags.
 	r := hostRun(t, collectives.AllReduce, "-g", "2", "-b", "1K", "-e", "1K", "-n", "1", "--ab", "RCCLX_TESTS_DELAY_US=0,1",
 		"--ab-rounds", "2", "--")
-	if r.code != exitOK {
+	if r.code != exit.OK {
 		t.Errorf("with --: exit %d\n%s%s", r.code, r.stdout, r.stderr)
 	}
 }
@@ -319,7 +321,7 @@ func TestABIgnoredFlags(t *testing.T) {
 	file := filepath.Join(t.TempDir(), "ab.json")
 	r := testRun(t, collectives.AllReduce, seedArgs(rand.Uint64(), "-b", "1K", "-e", "1K", "-n", "3", "-g", "2",
 		"-N", "2", "-I", "1", "-K", "1", "-q", "5", "--ab", "FAKE_ALGO=a,b", "--ab-rounds", "2", "-J", file), newFake(0))
-	if r.code != exitOK {
+	if r.code != exit.OK {
 		t.Fatalf("exit %d\n%s%s", r.code, r.stdout, r.stderr)
 	}
 	for _, f := range []string{"-N 2", "-I 1", "-K 1", "-q 5"} {
@@ -352,7 +354,7 @@ func TestABRowsNameTypeOpRoot(t *testing.T) {
 		file := filepath.Join(t.TempDir(), "ab.json")
 		r := hostRun(t, c.coll, append(c.args, "-b", "1K", "-e", "2K", "-f", "2", "-n", "1", "-w", "0", "-g", "2",
 			"--ab", collectives.EnvDelayUS+"=0,1", "--ab-rounds", "2", "-J", file)...)
-		if r.code != exitOK {
+		if r.code != exit.OK {
 			t.Fatalf("exit %d\n%s%s", r.code, r.stdout, r.stderr)
 		}
 		var got []string
@@ -372,7 +374,7 @@ func TestABNoRowsIsEmptyList(t *testing.T) {
 	r := runWith(t, collectives.AllReduce, seedArgs(seed, "-b", "1K", "-e", "1K", "-n", "1", "--ab", "FAKE_ALGO=a,b",
 		"-J", file), testSource(newFake(seed)), func(a *app) { a.workerEnv = append(a.workerEnv, childFaultEnv+"=die:0") })
 	rec := loadRecord(t, file)
-	if r.code != exitRuntime || !rec.Incomplete || rec.AB == nil || rec.AB.Rows == nil || len(rec.AB.Rows) != 0 {
+	if r.code != exit.Runtime || !rec.Incomplete || rec.AB == nil || rec.AB.Rows == nil || len(rec.AB.Rows) != 0 {
 		t.Errorf("exit %d, JSON incomplete %v, ab %+v\n%s%s", r.code, rec.Incomplete, rec.AB, r.stdout, r.stderr)
 	}
 }

@@ -8,6 +8,7 @@ import (
 
 	"github.com/rcclx-tests/rcclx-tests/collectives"
 	"github.com/rcclx-tests/rcclx-tests/engines"
+	"github.com/rcclx-tests/rcclx-tests/harness/exit"
 	"github.com/rcclx-tests/rcclx-tests/results"
 )
 
@@ -34,7 +35,7 @@ func TestUnknownVariableNamesClosest(t *testing.T) {
 	} {
 		dir := t.TempDir()
 		r := runWith(t, collectives.AllReduce, append(c.args, "-J", filepath.Join(dir, "x.json")), realEngines, nil)
-		if r.code != exitUsage || r.stdout != "" || strings.Count(r.stderr, "\n") != 1 || !strings.Contains(r.stderr, c.want) {
+		if r.code != exit.Usage || r.stdout != "" || strings.Count(r.stderr, "\n") != 1 || !strings.Contains(r.stderr, c.want) {
 			t.Errorf("%v: exit %d, stdout %q, stderr %q", c.args, r.code, r.stdout, r.stderr)
 		}
 		if entries, _ := os.ReadDir(dir); len(entries) != 0 {
@@ -94,7 +95,7 @@ func TestABVariableNothingReads(t *testing.T) {
 	for _, c := range refused {
 		dir := t.TempDir()
 		r := runWith(t, c.coll, append(c.args, "-J", filepath.Join(dir, "x.json")), realEngines, nil)
-		if r.code != exitUsage || r.stdout != "" || strings.Count(r.stderr, "\n") != 1 || !strings.Contains(r.stderr, c.want) {
+		if r.code != exit.Usage || r.stdout != "" || strings.Count(r.stderr, "\n") != 1 || !strings.Contains(r.stderr, c.want) {
 			t.Errorf("%s %v: exit %d, stdout %q, stderr %q", c.coll.Name, c.args, r.code, r.stdout, r.stderr)
 		}
 		if entries, _ := os.ReadDir(dir); len(entries) != 0 {
@@ -122,14 +123,14 @@ func TestABVariableNothingReads(t *testing.T) {
 		{[]string{"-g", "8", "-E", "RCCL_DDA_NRANKS=8", "--ab", "RCCL_DDA_ENABLE=0,1"}, false},
 	} {
 		o, _, err := a.parse(c.args)
-		if err != nil || o.abVar.noEffect != c.noEffect || (o.abVar.note(o.abKey, "all_reduce") != "") != c.noEffect {
-			t.Errorf("%v: %+v, %v", c.args, o.abVar, err)
+		if err != nil || o.ABVar.NoEffect != c.noEffect || (abVariableNote(o.ABVar, o.ABKey, "all_reduce") != "") != c.noEffect {
+			t.Errorf("%v: %+v, %v", c.args, o.ABVar, err)
 		}
 	}
 	r := hostRun(t, collectives.AllReduce, "-b", "8", "-e", "8", "-n", "1", "--ab-rounds", "2", "--ab",
 		"RCCLX_TESTS_LP_MODE=rcclx,scaled")
 	if want := "# WARNING: with the run's other settings both values of RCCLX_TESTS_LP_MODE give all_reduce the " +
-		"same algorithms and settings"; r.code != exitOK || strings.Count(r.stdout, want) != 1 {
+		"same algorithms and settings"; r.code != exit.OK || strings.Count(r.stdout, want) != 1 {
 		t.Errorf("exit %d, no %q:\n%s%s", r.code, want, r.stdout, r.stderr)
 	}
 }
@@ -156,20 +157,20 @@ func TestABVariableInLibraryFile(t *testing.T) {
 	ab := []string{"--engine", "vendor", "--ab", "NCCL_MAX_NCHANNELS=1,32"}
 
 	o, _, err := a.parse(append(ab, "--lib", with, "--ab-strict"))
-	if err != nil || !o.abVar.known || !o.abVar.read || o.abVar.library != with || o.abVar.note(o.abKey, "all_reduce") != "" {
-		t.Fatalf("library with the name: %+v, %v", o.abVar, err)
+	if err != nil || !o.ABVar.Known || !o.ABVar.Read || o.ABVar.Library != with || abVariableNote(o.ABVar, o.ABKey, "all_reduce") != "" {
+		t.Fatalf("library with the name: %+v, %v", o.ABVar, err)
 	}
 	o, _, err = a.parse(append(ab, "--lib", without))
-	if err != nil || !o.abVar.known || o.abVar.read {
-		t.Fatalf("library without the name: %+v, %v", o.abVar, err)
+	if err != nil || !o.ABVar.Known || o.ABVar.Read {
+		t.Fatalf("library without the name: %+v, %v", o.ABVar, err)
 	}
 	want := "# WARNING: " + without + " does not contain the name NCCL_MAX_NCHANNELS: the library never reads it, " +
 		"so both arms will behave the same"
-	if n := o.abVar.note(o.abKey, "all_reduce"); n != want {
+	if n := abVariableNote(o.ABVar, o.ABKey, "all_reduce"); n != want {
 		t.Errorf("note %q", n)
 	}
 	var rep results.ABReport
-	o.abVar.record(&rep)
+	recordABVariable(o.ABVar, &rep)
 	if rep.VariableRead == nil || *rep.VariableRead || rep.Library != without {
 		t.Errorf("JSON: %+v", rep)
 	}
@@ -177,7 +178,7 @@ func TestABVariableInLibraryFile(t *testing.T) {
 	dir := t.TempDir()
 	r := runWith(t, collectives.AllReduce, append(ab, "--lib", without, "--ab-strict", "-J", filepath.Join(dir, "x.json")),
 		realEngines, nil)
-	if r.code != exitUsage || r.stdout != "" || strings.Count(r.stderr, "\n") != 1 ||
+	if r.code != exit.Usage || r.stdout != "" || strings.Count(r.stderr, "\n") != 1 ||
 		!strings.Contains(r.stderr, "does not contain the name NCCL_MAX_NCHANNELS") {
 		t.Errorf("--ab-strict: exit %d, stdout %q, stderr %q", r.code, r.stdout, r.stderr)
 	}
@@ -186,8 +187,8 @@ func TestABVariableInLibraryFile(t *testing.T) {
 	}
 	// The suite's own variables are not searched for in the library: the vendor engine reads them itself.
 	if o, _, err := a.parse([]string{"--engine", "vendor", "--lib", without, "--ab", "RCCLX_TESTS_DELAY_US=0,100",
-		"--ab-strict"}); err != nil || !o.abVar.read {
-		t.Errorf("suite variable on the vendor engine: %+v %v", o.abVar, err)
+		"--ab-strict"}); err != nil || !o.ABVar.Read {
+		t.Errorf("suite variable on the vendor engine: %+v %v", o.ABVar, err)
 	}
 }
 
@@ -203,7 +204,7 @@ func TestABArmsThatMeanTheSame(t *testing.T) {
 		r := runWith(t, collectives.AllReduce, []string{"--engine", "host", "--ab", ab, "-J", filepath.Join(dir, "x.json")},
 			realEngines, nil)
 		want := `invalid value "` + ab + `" for --ab: both arms are the same`
-		if r.code != exitUsage || r.stdout != "" || strings.Count(r.stderr, "\n") != 1 || !strings.Contains(r.stderr, want) {
+		if r.code != exit.Usage || r.stdout != "" || strings.Count(r.stderr, "\n") != 1 || !strings.Contains(r.stderr, want) {
 			t.Errorf("%s: exit %d, stdout %q, stderr %q", ab, r.code, r.stdout, r.stderr)
 		}
 		if entries, _ := os.ReadDir(dir); len(entries) != 0 {
@@ -250,7 +251,7 @@ func TestEngineListProbedFirst(t *testing.T) {
 	file := filepath.Join(t.TempDir(), "r.json")
 	r := runWith(t, collectives.AllReduce, []string{"--engine", "host,gpu", "-g", "2", "-b", "8", "-e", "8", "-J", file},
 		realEngines, nil)
-	if r.code != exitRuntime || r.stdout != "" || strings.Count(r.stderr, "\n") != 1 ||
+	if r.code != exit.Runtime || r.stdout != "" || strings.Count(r.stderr, "\n") != 1 ||
 		!strings.Contains(r.stderr, "--engine host,gpu: gpu cannot run here: ") {
 		t.Errorf("exit %d, stdout %q, stderr %q", r.code, r.stdout, r.stderr)
 	}

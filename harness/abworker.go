@@ -10,6 +10,10 @@ import (
 	"os"
 
 	"github.com/rcclx-tests/rcclx-tests/collectives"
+	"github.com/rcclx-tests/rcclx-tests/harness/exit"
+	"github.com/rcclx-tests/rcclx-tests/harness/plan"
+	"github.com/rcclx-tests/rcclx-tests/harness/report"
+	"github.com/rcclx-tests/rcclx-tests/harness/world"
 )
 
 // An A/B run (--ab KEY=v1,v2) runs each arm in worker processes of its own: the perf binary re-executed with
@@ -87,7 +91,7 @@ type abError struct {
 
 // abWorker is the worker side: open the engine with the arm's value, report ready, then answer commands until
 // the launcher closes the command pipe.
-func (a *app) abWorker(o *Options, key string) int {
+func (a *app) abWorker(o *plan.Options, key string) int {
 	commands, replies := os.NewFile(abCommandFD, "a/b commands"), os.NewFile(abReplyFD, "a/b replies")
 	for _, f := range []*os.File{commands, replies} {
 		if st, err := f.Stat(); err != nil || st.Mode()&os.ModeNamedPipe == 0 {
@@ -95,11 +99,11 @@ func (a *app) abWorker(o *Options, key string) int {
 				abWorkerEnv, f.Fd()))
 		}
 	}
-	o.dropABIgnored()
+	dropABIgnored(o)
 	dec, enc := json.NewDecoder(commands), json.NewEncoder(replies)
 	var s *session
 	fail := func(err error) int {
-		e := &abError{Msg: err.Error(), Code: exitCode(err)}
+		e := &abError{Msg: err.Error(), Code: exit.Code(err)}
 		if s != nil {
 			e.Size = s.at
 		}
@@ -107,11 +111,11 @@ func (a *app) abWorker(o *Options, key string) int {
 		_ = enc.Encode(abReply{Err: e})
 		return e.Code
 	}
-	o.env = maps.Clone(o.env)
-	if o.env == nil {
-		o.env = map[string]string{}
+	o.CommEnv = maps.Clone(o.CommEnv)
+	if o.CommEnv == nil {
+		o.CommEnv = map[string]string{}
 	}
-	o.env[key] = a.getenv(key)
+	o.CommEnv[key] = a.getenv(key)
 	world, err := a.world(o.Timeout(), nil) // a worker ends when its launching process says so
 	if err != nil {
 		return fail(err)
@@ -120,7 +124,7 @@ func (a *app) abWorker(o *Options, key string) int {
 	if err := a.prepareCollective(o, world.Size()*o.NThreads*o.NGpus); err != nil {
 		return fail(err)
 	}
-	s = &session{a: a, o: o, world: world, seed: o.Seed.resolve(), out: io.Discard, engineName: o.engines[0]}
+	s = &session{a: a, o: o, world: world, seed: o.Seed.Resolve(), out: io.Discard, engineName: o.Engines[0]}
 	if err := s.start(); err != nil {
 		return fail(err)
 	}
@@ -133,12 +137,12 @@ func (a *app) abWorker(o *Options, key string) int {
 		return fail(err)
 	}
 	if err := enc.Encode(abReply{Ready: ready}); err != nil {
-		return exitRuntime
+		return exit.Runtime
 	}
 	for {
 		var c abCommand
 		if err := dec.Decode(&c); err != nil {
-			return exitOK // the launcher closed the pipe: the run is over (or the launcher is gone)
+			return exit.OK // the launcher closed the pipe: the run is over (or the launcher is gone)
 		}
 		reply, err := s.answer(c)
 		if errors.Is(err, collectives.ErrUnsupported) {
@@ -148,21 +152,21 @@ func (a *app) abWorker(o *Options, key string) int {
 			return fail(err)
 		}
 		if err := enc.Encode(reply); err != nil {
-			return exitRuntime
+			return exit.Runtime
 		}
 	}
 }
 
 // ready describes the arm once the session has started.
 func (s *session) ready() (*abReady, error) {
-	pids, err := gatherJSON(s.world, "the workers' pids", os.Getpid())
+	pids, err := world.Gather(s.world, "the workers' pids", os.Getpid())
 	if err != nil {
 		return nil, err
 	}
 	h := s.header()
-	r := &abReady{Pids: pids, Engine: s.eng.Name(), Library: h.library, Version: s.comm.Version(), Graph: h.graph,
-		Notes: h.notes, Devices: h.devices, Reduced: h.reduced, MinBytes: s.minBytes, MaxBytes: s.maxBytes,
-		KnowsAlgorithm: true, AutoNote: s.autoNote, Fields: h.engine}
+	r := &abReady{Pids: pids, Engine: s.eng.Name(), Library: h.Library, Version: s.comm.Version(), Graph: h.Graph,
+		Notes: h.Notes, Devices: h.Devices, Reduced: h.Reduced, MinBytes: s.minBytes, MaxBytes: s.maxBytes,
+		KnowsAlgorithm: true, AutoNote: s.autoNote, Fields: h.Engine}
 	if lp, ok := s.comm.(interface{ LibraryPath() string }); ok {
 		r.LibraryPath, r.KnowsAlgorithm = lp.LibraryPath(), false
 	}
@@ -196,15 +200,15 @@ func (s *session) abHalf(c abCommand) (abHalf, error) {
 	switch c.Do {
 	case "time":
 		h, err := s.timeHalf(p, k, c.InPlace)
-		out.Sec, out.AlgBW, out.BusBW, out.Algorithm = h.sec, h.algBW, h.busBW, h.algorithm
+		out.Sec, out.AlgBW, out.BusBW, out.Algorithm = h.Sec, h.AlgBW, h.BusBW, h.Algorithm
 		return out, err
 	case "check":
 		if !s.checkable(c.InPlace) {
 			return out, nil
 		}
-		var h halfResult
+		var h report.Half
 		err := s.validate(newTruth(s.a.coll, p, s.nranks, s.localRanks(), s.seed), c.InPlace, &h)
-		out.Checked, out.Wrong, out.Errs = true, h.wrong, h.errs
+		out.Checked, out.Wrong, out.Errs = true, h.Wrong, h.Errs
 		for _, v := range []*float64{&out.Errs.MaxRel, &out.Errs.SumSqRel} {
 			if math.IsNaN(*v) || math.IsInf(*v, 0) {
 				*v = math.MaxFloat64 // JSON has no infinity; the -J file clamps it the same way

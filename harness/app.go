@@ -1,3 +1,6 @@
+// Package harness is the nccl-tests-compatible driver shared by the four perf binaries: flags, the size sweep,
+// timing, validation and the text and JSON reports. It drives any collectives.Engine and knows nothing of the
+// devices behind it.
 package harness
 
 import (
@@ -14,10 +17,16 @@ import (
 	"time"
 
 	"github.com/spf13/cobra"
+	"golang.org/x/sys/unix"
 
 	"github.com/rcclx-tests/rcclx-tests/bootstrap"
 	"github.com/rcclx-tests/rcclx-tests/collectives"
 	"github.com/rcclx-tests/rcclx-tests/engines"
+	"github.com/rcclx-tests/rcclx-tests/harness/cli"
+	"github.com/rcclx-tests/rcclx-tests/harness/exit"
+	"github.com/rcclx-tests/rcclx-tests/harness/plan"
+	"github.com/rcclx-tests/rcclx-tests/harness/report"
+	"github.com/rcclx-tests/rcclx-tests/harness/world"
 	"github.com/rcclx-tests/rcclx-tests/internal/version"
 )
 
@@ -26,16 +35,12 @@ const nativeLibraries = "none loaded by --version; a run loads its engine's libr
 	"in its header (# rcclx-tests version ...) and JSON (library, nccl_version); rcclx-doctor lists what this " +
 	"machine has"
 
-// Exit codes, as nccl-tests and this suite's SPEC define them.
-const (
-	exitOK          = 0
-	exitUsage       = 1
-	exitRuntime     = 2
-	exitLibrary     = 3
-	exitTimeout     = 4
-	exitTestFailed  = 7
-	exitInterrupted = 130
-)
+// openWorld returns the processes of this run: one, or those an mpirun, srun or torchrun launch started
+// (the bootstrap package detects the launcher and meets the others at a rendezvous). Once stop is closed,
+// every wait on the others ends (bootstrap.ErrInterrupted).
+var openWorld = func(timeout time.Duration, stop <-chan struct{}) (collectives.World, error) {
+	return bootstrap.FromEnv(timeout, bootstrap.StopOn(stop))
+}
 
 // engineSource names and creates engines; the mains use the engines package, tests their own.
 type engineSource struct {
@@ -64,14 +69,14 @@ type app struct {
 	// signalled is closed at the first signal: the harness's own set-up work (touching buffers, generating
 	// inputs) is left unfinished at once (nil: never).
 	signalled <-chan struct{}
-	outputs   outputs // the result files, which a second signal must not leave half-written
+	outputs   report.Outputs // the result files, which a second signal must not leave half-written
 	now       func() time.Time
 	world     func(timeout time.Duration, stop <-chan struct{}) (collectives.World, error)
 	stderrTTY bool     // stderr is a terminal: show the progress line
 	workerEnv []string // variables added to A/B workers' environments (tests re-execute their own binary)
 	runWorld  collectives.World
-	lost      *lossWatch // nil in a run of one process (lost.go)
-	exit      func(int)  // ends the process where the run cannot end itself (nil: never; tests)
+	lost      *world.Watch // nil in a run of one process (world.Watch)
+	exit      func(int)    // ends the process where the run cannot end itself (nil: never; tests)
 }
 
 // stopGrace is how long the first SIGINT or SIGTERM lets a measurement end by itself before the run stops
@@ -102,7 +107,7 @@ func Main(coll *collectives.Collective, args []string) int {
 	defer signal.Stop(sig)
 	first := a.handleSignals(sig, os.Exit, stdoutClosed)
 	code := a.main(args)
-	if s := first.Load(); code == exitInterrupted && s != nil {
+	if s := first.Load(); code == exit.Interrupted && s != nil {
 		code = signalExit(*s)
 	}
 	return code
@@ -139,7 +144,7 @@ func (a *app) handleSignals(sig <-chan os.Signal, exit func(int), pipeClosed fun
 		time.AfterFunc(stopGrace, func() { close(stopNow) })
 		s = next()
 		fmt.Fprintf(a.stderr, "%s: interrupted again: exiting now\n", a.binary())
-		a.outputs.abandon()
+		a.outputs.Abandon()
 		exit(signalExit(s))
 	}()
 	return &first
@@ -151,7 +156,7 @@ func signalExit(s os.Signal) int {
 	if n, ok := s.(syscall.Signal); ok {
 		return 128 + int(n)
 	}
-	return exitInterrupted
+	return exit.Interrupted
 }
 
 func (a *app) binary() string { return a.coll.Name + "_perf" }
@@ -170,15 +175,15 @@ func (a *app) main(args []string) int {
 	o, run, err := a.parse(args)
 	if err != nil {
 		fmt.Fprintf(a.stderr, "%s: %v\n", a.binary(), err)
-		return exitUsage
+		return exit.Usage
 	}
 	if !run {
-		return exitOK
+		return exit.OK
 	}
-	if v := a.getenv(seedEnv); v != "" && !o.Seed.set {
+	if v := a.getenv(plan.SeedEnv); v != "" && !o.Seed.Given {
 		if err := o.Seed.Set(v); err != nil {
-			fmt.Fprintf(a.stderr, "%s: invalid %s=%q: %v\n", a.binary(), seedEnv, v, err)
-			return exitUsage
+			fmt.Fprintf(a.stderr, "%s: invalid %s=%q: %v\n", a.binary(), plan.SeedEnv, v, err)
+			return exit.Usage
 		}
 	}
 	if key := a.getenv(abWorkerEnv); key != "" {
@@ -188,8 +193,8 @@ func (a *app) main(args []string) int {
 }
 
 // parse reads the command line; run is false when only help was asked for.
-func (a *app) parse(args []string) (o *Options, run bool, err error) {
-	o = &Options{}
+func (a *app) parse(args []string) (o *plan.Options, run bool, err error) {
+	o = &plan.Options{}
 	var showVersion bool
 	cmd := &cobra.Command{
 		Use:   a.binary() + " [flags]",
@@ -207,30 +212,30 @@ func (a *app) parse(args []string) (o *Options, run bool, err error) {
 				return err
 			}
 			run = true
-			if err := o.validate(cmd.Flags(), a.engines.names()); err != nil {
+			if err := cli.Validate(o, cmd.Flags(), a.engines.names()); err != nil {
 				return err
 			}
-			if err := a.checkConsistency(cmd.Flags(), o); err != nil {
+			if err := cli.CheckConsistency(cmd.Flags(), o, a.parseEnv()); err != nil {
 				return err
 			}
 			if err := a.checkAutoInList(cmd.Flags(), o); err != nil {
 				return err
 			}
-			o.args = newRunArgs(a.binary(), cmd.Flags())
-			o.args.Switches = switchEnv(overlay(o.env, a.parseEnv())) // as the engines will read them
-			if err := o.checkVariables(cmd.Flags(), a.engines.readers); err != nil || o.abKey == "" {
+			o.Args = world.NewArgs(a.binary(), cmd.Flags())
+			o.Args.Switches = world.SwitchEnv(plan.Overlay(o.CommEnv, a.parseEnv())) // as the engines will read them
+			if err := checkVariables(o, cmd.Flags(), a.engines.readers); err != nil || o.ABKey == "" {
 				return err
 			}
 			var err error
-			o.abVar, err = a.checkABVariable(o)
-			o.abIgnored = o.dropABIgnored()
+			o.ABVar, err = a.checkABVariable(o)
+			o.ABIgnored = dropABIgnored(o)
 			return err
 		},
 	}
-	RegisterFlags(cmd.Flags(), o)
+	cli.RegisterFlags(cmd.Flags(), o)
 	cmd.Flags().BoolVar(&o.Progress, "progress", false, "show a progress line on stderr (default: when stderr is a terminal)")
 	cmd.Flags().BoolVar(&showVersion, "version", false, "print the suite, commit, Go and module versions, and exit")
-	addCompletions(cmd, a.engines.names())
+	cli.AddCompletions(cmd, a.engines.names())
 	cmd.SetOut(a.stdout)
 	cmd.SetErr(a.stderr)
 	if args == nil {
@@ -244,85 +249,86 @@ func (a *app) parse(args []string) (o *Options, run bool, err error) {
 }
 
 // run executes a validated command line: the A/B comparison, or each engine of --engine in turn.
-func (a *app) run(o *Options) int {
+func (a *app) run(o *plan.Options) int {
 	var started atomic.Bool
 	var stop <-chan struct{}
 	if l, err := bootstrap.Detect(a.parseEnv()); err == nil && l.Size > 1 { // only then is there anyone to wait for
 		var endStop func()
-		stop, endStop = worldStop(a.interrupted, started.Load)
+		stop, endStop = world.Stop(a.interrupted, started.Load)
 		defer endStop()
 	}
-	world, err := a.world(o.Timeout(), stop)
+	w, err := a.world(o.Timeout(), stop)
 	if err != nil {
 		return a.fail(err)
 	}
 	started.Store(true)
 	// A process that ends its run says so, so that the others do not take its going for a loss; until then a
-	// loss anywhere ends this process's run promptly (lost.go).
-	if l, ok := world.(interface{ Leave() }); ok {
+	// loss anywhere ends this process's run promptly (world.Watch).
+	if l, ok := w.(interface{ Leave() }); ok {
 		defer l.Leave()
 	}
-	a.runWorld, a.lost = world, a.watchLoss(world)
-	defer a.lost.stop()
-	if err := agreeArgs(world, o.args); err != nil {
-		var ue *usageError
+	a.runWorld, a.lost = w, world.NewWatch(w, a.lastResort())
+	defer a.lost.Stop()
+	if err := world.AgreeArgs(w, o.Args); err != nil {
+		var ue *exit.UsageError
 		if errors.As(err, &ue) {
 			fmt.Fprintf(a.stderr, "%s: %v\n", a.binary(), err)
-			return exitUsage
+			return exit.Usage
 		}
 		return a.fail(err)
 	}
-	sp, commWorld, err := a.splitWorld(world)
+	sp, commWorld, err := a.splitWorld(w)
 	if err != nil {
 		return a.fail(err)
 	}
 	if commWorld == nil {
-		commWorld = world
+		commWorld = w
 	} else if l, ok := commWorld.(interface{ Leave() }); ok {
 		defer l.Leave()
 	}
 	if err := a.prepareCollective(o, commWorld.Size()*o.NThreads*o.NGpus); err != nil {
 		fmt.Fprintf(a.stderr, "%s: %v\n", a.binary(), err)
-		return exitUsage
+		return exit.Usage
 	}
 	if err := a.probeEngines(o); err != nil {
 		return a.fail(err)
 	}
 	out := a.stdout
-	if world.Rank() != 0 {
+	if w.Rank() != 0 {
 		out = io.Discard
 	}
-	rccl, err := a.startRCCL(out, o, world)
+	rccl, err := report.StartRCCL(out, o, w, a.coll.Name, &a.outputs, a.interrupted)
 	if err != nil {
 		fmt.Fprintf(a.stderr, "%s: %v\n", a.binary(), err)
-		if errors.Is(err, errInterrupted) {
-			return exitInterrupted
+		if errors.Is(err, exit.ErrInterrupted) {
+			return exit.Interrupted
 		}
-		return exitUsage
+		return exit.Usage
 	}
-	seed, err := agreeSeed(world, o.Seed.resolve())
+	seed, err := world.Seed(w, o.Seed.Resolve())
 	if err != nil {
-		rccl.discard()
+		rccl.Discard()
 		return a.fail(err)
 	}
-	j, err := a.startJSON(out, o, seed, world.Rank() == 0)
+	j, err := report.StartJSON(out, o, seed, w.Rank() == 0, report.RunInfo{Binary: a.binary(), Argv: a.argv, Environ: a.environ,
+		Now: a.now, MinBW: a.minBW, Stderr: a.stderr}, &a.outputs)
 	if err != nil {
-		rccl.discard()
+		rccl.Discard()
 		fmt.Fprintf(a.stderr, "%s: %v\n", a.binary(), err)
-		return exitUsage
+		return exit.Usage
 	}
-	j.rccl = rccl
-	rccl.announce(out)
-	j.announce(out)
+	j.RCCL = rccl
+	rccl.Announce(out)
+	j.Announce(out)
 	var code int
-	if o.abKey != "" {
-		code = a.runAB(out, o, world, seed, j)
+	if o.ABKey != "" {
+		code = a.runAB(out, o, w, seed, j)
 	} else {
-		code = a.runEngines(out, o, world, sp, commWorld, seed, j)
+		code = a.runEngines(out, o, w, sp, commWorld, seed, j)
 	}
-	if err := j.finish(); err != nil {
+	if err := j.Finish(); err != nil {
 		fmt.Fprintf(a.stderr, "%s: %v\n", a.binary(), err)
-		code = max(code, exitRuntime)
+		code = max(code, exit.Runtime)
 	}
 	return code
 }
@@ -330,11 +336,11 @@ func (a *app) run(o *Options) int {
 // probeEngines finds, before any file is claimed, an engine of an --engine list that cannot run here, so that
 // a list does not fail after the tables of the engines before it. The vendor engine's probe loads the default
 // library, so it is left to Open where --lib names another.
-func (a *app) probeEngines(o *Options) error {
-	if len(o.engines) < 2 || a.engines.open == nil {
+func (a *app) probeEngines(o *plan.Options) error {
+	if len(o.Engines) < 2 || a.engines.open == nil {
 		return nil
 	}
-	for _, name := range o.engines {
+	for _, name := range o.Engines {
 		if name == collectives.EngineVendor && o.Library != "" {
 			continue
 		}
@@ -344,7 +350,7 @@ func (a *app) probeEngines(o *Options) error {
 		}
 		if p, ok := e.(collectives.Prober); ok {
 			if err := p.Available(); err != nil {
-				return fmt.Errorf("--engine %s: %s cannot run here: %w", strings.Join(o.engines, ","), name, err)
+				return fmt.Errorf("--engine %s: %s cannot run here: %w", strings.Join(o.Engines, ","), name, err)
 			}
 		}
 	}
@@ -352,61 +358,49 @@ func (a *app) probeEngines(o *Options) error {
 }
 
 // runEngines runs the sweep on each engine of --engine, one after the other, then compares their times.
-func (a *app) runEngines(out io.Writer, o *Options, world collectives.World, sp *split, commWorld collectives.World,
-	seed uint64, j *jsonOut) int {
-	code := exitOK
+func (a *app) runEngines(out io.Writer, o *plan.Options, world collectives.World, sp *plan.Split, commWorld collectives.World,
+	seed uint64, j *report.JSON) int {
+	code := exit.OK
 	var runs []*session
-	for _, name := range o.engines {
-		if len(o.engines) > 1 {
+	for _, name := range o.Engines {
+		if len(o.Engines) > 1 {
 			fmt.Fprintf(out, "# Engine: %s\n", name)
 		}
 		s := &session{a: a, o: o, world: world, split: sp, commWorld: commWorld, seed: seed, out: out, engineName: name,
-			multi: len(o.engines) > 1}
+			multi: len(o.Engines) > 1}
 		c := s.run()
-		j.add(s.record())
+		j.Add(s.record())
 		runs = append(runs, s)
-		code = worseExit(code, c)
-		if c != exitOK && c != exitTestFailed {
+		code = exit.Worse(code, c)
+		if c != exit.OK && c != exit.TestFailed {
 			break
 		}
 	}
 	if len(runs) > 1 {
-		writeRatios(out, runs)
+		names, rows := make([]string, len(runs)), make([][]report.Row, len(runs))
+		for i, s := range runs {
+			if s.eng != nil {
+				names[i] = s.eng.Name()
+			}
+			rows[i] = s.rows
+		}
+		report.WriteRatios(out, names, rows)
 	}
 	return code
 }
 
 // prepareCollective checks what depends on the rank count (-r, hypercube's power of two) and configures the
 // collective from its environment (alltoallv's pattern), before anything is measured or printed.
-func (a *app) prepareCollective(o *Options, nranks int) error {
+func (a *app) prepareCollective(o *plan.Options, nranks int) error {
 	if a.coll.Rooted && o.Root >= nranks {
-		return &usageError{fmt.Sprintf("invalid value \"%d\" for -r/--root: must be below the rank count %d (or -1 for every root)", o.Root, nranks)}
+		return &exit.UsageError{Msg: fmt.Sprintf("invalid value \"%d\" for -r/--root: must be below the rank count %d (or -1 for every root)", o.Root, nranks)}
 	}
-	coll, err := a.coll.Prepare(overlay(o.env, a.getenv), nranks, o.MinBytes, o.MaxBytes)
+	coll, err := a.coll.Prepare(plan.Overlay(o.CommEnv, a.getenv), nranks, o.MinBytes, o.MaxBytes)
 	if err != nil {
 		return err
 	}
 	a.coll = coll
 	return nil
-}
-
-// worseExit keeps the exit code that matters most: errors over test failures over success.
-func worseExit(a, b int) int {
-	rank := func(c int) int {
-		switch c {
-		case exitOK:
-			return 0
-		case exitTestFailed:
-			return 1
-		case exitInterrupted:
-			return 2
-		}
-		return 3
-	}
-	if rank(b) > rank(a) {
-		return b
-	}
-	return a
 }
 
 // minBW is NCCL_TESTS_MIN_BW, or -1 when unset (the average bus bandwidth is then unchecked).
@@ -429,7 +423,7 @@ func (a *app) failAt(err error, size int64) int {
 	switch {
 	case errors.As(err, &said):
 	case errors.As(err, &te):
-		fmt.Fprintln(a.stderr, timeoutLine(a.coll, te, size))
+		fmt.Fprintln(a.stderr, report.TimeoutLine(a.coll, te, size))
 	case size >= 0 && a.lostProcess(err):
 		fmt.Fprintf(a.stderr, "%s: %v at %s size %d\n", a.binary(), err, a.coll.Name, size)
 	default:
@@ -438,53 +432,39 @@ func (a *app) failAt(err error, size int64) int {
 	if ab, ok := a.runWorld.(interface{ Abort(error) }); ok {
 		ab.Abort(err)
 	}
-	return exitCode(err)
+	return exit.Code(err)
 }
 
-// exitCode maps an engine error to nccl-tests' exit codes.
-func exitCode(err error) int {
-	var te *collectives.TimeoutError
-	var le *collectives.LibraryError
-	var ae *armError
-	var said *saidError
-	switch {
-	case err == nil:
-		return exitOK
-	case errors.As(err, &said):
-		return said.code
-	case errors.As(err, &te):
-		return exitTimeout
-	case errors.Is(err, bootstrap.ErrInterrupted):
-		return exitInterrupted
-	case errors.As(err, &ae):
-		return ae.code
-	case errors.As(err, &le):
-		return exitLibrary
+// lostProcess reports whether err is the World's own failure (a process died, left or ended the run), which
+// failAt follows with the size in progress.
+func (a *app) lostProcess(err error) bool {
+	w, ok := a.runWorld.(interface{ Err() error })
+	if !ok {
+		return false
 	}
-	return exitRuntime
+	werr := w.Err()
+	return werr != nil && errors.Is(err, werr)
 }
 
-// timeoutLine is the one line printed for a timeout; size is the row's size column, or -1 when unknown. It
-// names the ranks that never arrived when the engine knows them, else the rank that gave up waiting.
-func timeoutLine(c *collectives.Collective, te *collectives.TimeoutError, size int64) string {
-	if len(te.Processes) > 0 {
-		return fmt.Sprintf("timeout: %s %s did not answer at %s size %d (process %d waited in %s) after %v",
-			collectives.ProcessesWord(te.Processes), collectives.JoinRanks(te.Processes), c.Name, size, te.Rank,
-			te.Phase, te.After)
+// lastResort is how the loss watch ends a process still busy long after the run was lost: the run's error line,
+// then exit (nil where the app may not exit: tests).
+func (a *app) lastResort() func(err error, at int64) {
+	if a.exit == nil {
+		return nil
 	}
-	if len(te.Missing) > 0 {
-		return fmt.Sprintf("timeout: %s %s did not arrive at %s size %d (rank %d waited in phase %s) after %v",
-			collectives.RanksWord(te.Missing), collectives.JoinRanks(te.Missing), c.Name, size, te.Rank, te.Phase,
-			te.After)
-	}
-	return fmt.Sprintf("timeout: rank %d %s size %d phase %s after %v", te.Rank, c.Name, size, te.Phase, te.After)
+	return func(err error, at int64) { a.exit(a.failAt(err, at)) }
 }
 
-// agreeSeed makes every process use rank 0's seed.
-func agreeSeed(w collectives.World, local uint64) (uint64, error) {
-	all, err := gatherJSON(w, "the seed", local)
-	if err != nil {
-		return 0, err
-	}
-	return all[0], nil
+// isTerminal reports whether f is a character device such as a terminal.
+func isTerminal(f *os.File) bool {
+	st, err := f.Stat()
+	return err == nil && st.Mode()&os.ModeCharDevice != 0
+}
+
+// stdoutClosed reports whether this process's standard output is a pipe or socket whose reader has gone:
+// what a SIGPIPE means when it concerns the output and not a connection of the run.
+func stdoutClosed() bool {
+	fds := []unix.PollFd{{Fd: int32(os.Stdout.Fd())}}
+	n, err := unix.Poll(fds, 0)
+	return err == nil && n == 1 && fds[0].Revents&(unix.POLLERR|unix.POLLHUP) != 0
 }

@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"github.com/rcclx-tests/rcclx-tests/collectives"
+	"github.com/rcclx-tests/rcclx-tests/harness/exit"
 )
 
 // realCgroup is a memory cgroup a test created (cgroup v2 where the unified hierarchy has the memory
@@ -151,7 +152,7 @@ func TestMemoryPlanInRealCgroup(t *testing.T) {
 		p := cg.start(t, c.coll, nil, args...)
 		code, took := p.exit(t, 120*time.Second)
 		what := c.coll + " " + strings.Join(c.args, " ")
-		if kills := cg.oomKills(t); kills != 0 || code != exitOK {
+		if kills := cg.oomKills(t); kills != 0 || code != exit.OK {
 			t.Fatalf("%s: exit %d, %d OOM kills in the cgroup (%v)\nstdout:\n%s\nstderr:\n%s", what, code, kills, took,
 				p.stdout.String(), p.stderr.String())
 		}
@@ -178,7 +179,7 @@ func TestMemoryPlanSharedByProcessesOfOneHost(t *testing.T) {
 			"-e", "1G", "-w", "0", "-n", "1", "-T", "60", "-J", file))
 	}
 	for rank, p := range ps {
-		if code, _ := p.exit(t, 120*time.Second); code != exitOK {
+		if code, _ := p.exit(t, 120*time.Second); code != exit.OK {
 			t.Errorf("rank %d: exit %d\nstdout:\n%s\nstderr:\n%s", rank, code, p.stdout.String(), p.stderr.String())
 		}
 	}
@@ -214,13 +215,13 @@ func TestMemoryPlanUnderAddressSpaceLimit(t *testing.T) {
 		go func() { p.cmd.Wait(); close(p.done) }()
 		code, _ := p.exit(t, 60*time.Second)
 		what := "ulimit -v " + c.kb + " GOMEMLIMIT=" + c.gomemlimit
-		refused := code == exitRuntime && c.kb == "2000000" && strings.Count(p.stderr.String(), "\n") == 1 &&
+		refused := code == exit.Runtime && c.kb == "2000000" && strings.Count(p.stderr.String(), "\n") == 1 &&
 			strings.Contains(p.stderr.String(), "not enough memory for any buffer")
 		if refused {
 			t.Logf("%s: %s", what, p.stderr.String())
 			continue
 		}
-		if code != exitOK || !strings.Contains(p.stdout.String(), "# Reducing maxBytes to ") {
+		if code != exit.OK || !strings.Contains(p.stdout.String(), "# Reducing maxBytes to ") {
 			t.Fatalf("%s: exit %d\nstdout:\n%s\nstderr:\n%.2000s", what, code, p.stdout.String(), p.stderr.String())
 		}
 		if rec := loadRecord(t, file); rec.Incomplete || len(rec.Results) == 0 {

@@ -5,6 +5,8 @@ import (
 	"sync"
 
 	"github.com/rcclx-tests/rcclx-tests/collectives"
+	"github.com/rcclx-tests/rcclx-tests/harness/exit"
+	"github.com/rcclx-tests/rcclx-tests/harness/world"
 )
 
 // poisonByte fills receive buffers before a validation run, so an engine that writes nothing is caught.
@@ -172,22 +174,22 @@ func (t *thread) writeInputs(tr *truth, inPlace bool, poison []byte, stop <-chan
 	return c, nil
 }
 
-// poisonBuffer returns n bytes of the poison pattern, or stops with the loss once the run is lost (lost.go).
+// poisonBuffer returns n bytes of the poison pattern, or stops with the loss once the run is lost (world.Watch).
 // It writes a MiB at a time and yields after each: one copy of 1 GiB into fresh memory faults its pages in for
 // seconds without a point where the scheduler can stop it, and a garbage collection that starts meanwhile then
 // holds up every goroutine of the process, the one that notices a lost process too.
-func poisonBuffer(n int64, lost *lossWatch, stop <-chan struct{}) ([]byte, error) {
+func poisonBuffer(n int64, lost *world.Watch, stop <-chan struct{}) ([]byte, error) {
 	b := make([]byte, n)
 	first := b[:min(n, poisonPiece)]
 	for i := range first {
 		first[i] = poisonByte
 	}
 	for lo := int64(len(first)); lo < n; lo += poisonPiece {
-		if err := lost.error(); err != nil {
+		if err := lost.Err(); err != nil {
 			return nil, err
 		}
 		if stopped(stop) {
-			return nil, errInterrupted
+			return nil, exit.ErrInterrupted
 		}
 		copy(b[lo:min(lo+poisonPiece, n)], first)
 		runtime.Gosched()

@@ -7,6 +7,8 @@ import (
 	"testing"
 
 	"github.com/rcclx-tests/rcclx-tests/collectives"
+	"github.com/rcclx-tests/rcclx-tests/harness/exit"
+	"github.com/rcclx-tests/rcclx-tests/harness/report"
 )
 
 // TestVersion: --version prints the suite, commit and Go version and opens no engine (no GPU needed).
@@ -14,10 +16,10 @@ func TestVersion(t *testing.T) {
 	src := engineSource{names: func() []string { return []string{"auto", "fake"} },
 		open: func(string) (collectives.Engine, error) { return nil, fmt.Errorf("--version opened an engine") }}
 	r := runWith(t, collectives.AllReduce, []string{"--version"}, src, nil)
-	if r.code != exitOK || r.stderr != "" {
+	if r.code != exit.OK || r.stderr != "" {
 		t.Fatalf("exit %d, stderr %q", r.code, r.stderr)
 	}
-	for _, want := range []string{"all_reduce_perf (rcclx-tests) " + Version + "\n", "\ncommit:  ", "\ngo:      " + runtime.Version(), "\nnative:  none loaded"} {
+	for _, want := range []string{"all_reduce_perf (rcclx-tests) " + report.Version + "\n", "\ncommit:  ", "\ngo:      " + runtime.Version(), "\nnative:  none loaded"} {
 		if !strings.Contains(r.stdout, want) {
 			t.Errorf("--version lacks %q:\n%s", want, r.stdout)
 		}
@@ -49,7 +51,7 @@ func TestCompletion(t *testing.T) {
 		}
 	}
 	r := testRun(t, collectives.AllReduce, []string{"completion", "bash"}, newFake(1))
-	if r.code != exitOK || !strings.Contains(r.stdout, "bash completion") {
+	if r.code != exit.OK || !strings.Contains(r.stdout, "bash completion") {
 		t.Errorf("completion bash: exit %d\n%.200s", r.code, r.stdout)
 	}
 }
@@ -58,7 +60,7 @@ func TestCompletion(t *testing.T) {
 func TestProgress(t *testing.T) {
 	plain := testRun(t, collectives.AllReduce, append(small, "-c", "0"), newFake(1))
 	r := testRun(t, collectives.AllReduce, append(small, "-c", "0", "-d", "all", "--progress"), newFake(1))
-	if r.code != exitOK || plain.code != exitOK {
+	if r.code != exit.OK || plain.code != exit.OK {
 		t.Fatalf("exit %d %d: %s", r.code, plain.code, r.stderr)
 	}
 	if strings.ContainsAny(r.stdout, "\r\x1b") || len(tableRows(r.stdout)) != 12*len(tableRows(plain.stdout)) {

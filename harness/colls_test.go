@@ -12,6 +12,7 @@ import (
 
 	"github.com/rcclx-tests/rcclx-tests/collectives"
 	"github.com/rcclx-tests/rcclx-tests/engines"
+	"github.com/rcclx-tests/rcclx-tests/harness/exit"
 	"github.com/rcclx-tests/rcclx-tests/results"
 )
 
@@ -38,7 +39,7 @@ func fakeRunEnv(t *testing.T, coll *collectives.Collective, e *fakeEngine, env m
 // usageFailure fails unless r is one line on stderr naming what, exit code 1 and nothing on stdout.
 func usageFailure(t *testing.T, r run, what string) {
 	t.Helper()
-	if r.code != exitUsage || r.stdout != "" || strings.Count(r.stderr, "\n") != 1 || !strings.Contains(r.stderr, what) {
+	if r.code != exit.Usage || r.stdout != "" || strings.Count(r.stderr, "\n") != 1 || !strings.Contains(r.stderr, what) {
 		t.Errorf("exit %d, stdout %q, stderr %q; want exit 1 and one line naming %q", r.code, r.stdout, r.stderr, what)
 	}
 }
@@ -79,7 +80,7 @@ func TestPlantedWrongElementCaught(t *testing.T) {
 	for _, coll := range newColls {
 		r := hostRun(t, coll, "-g", "4", "-b", "1K", "-e", "1K", "-n", "1", "-r", "3", "-E", "RCCLX_TESTS_CORRUPT_RANK=3")
 		rows := tableRows(r.stdout)
-		if r.code != exitTestFailed || len(rows) != 1 || rows[0][8] != "1" {
+		if r.code != exit.TestFailed || len(rows) != 1 || rows[0][8] != "1" {
 			t.Errorf("%s: exit %d\n%s%s", coll.Name, r.code, r.stdout, r.stderr)
 		}
 	}
@@ -88,7 +89,7 @@ func TestPlantedWrongElementCaught(t *testing.T) {
 func TestRootOutOfRange(t *testing.T) {
 	usageFailure(t, hostRun(t, collectives.Broadcast, "-g", "3", "-r", "3"), "-r/--root")
 	r := hostRun(t, collectives.AllReduce, "-g", "2", "-b", "64", "-e", "64", "-r", "5")
-	if r.code != exitOK || !strings.Contains(r.stdout, "# -r 5 ignored: all_reduce has no root") {
+	if r.code != exit.OK || !strings.Contains(r.stdout, "# -r 5 ignored: all_reduce has no root") {
 		t.Errorf("all_reduce -r 5: exit %d\n%s%s", r.code, r.stdout, r.stderr)
 	}
 }
@@ -159,7 +160,7 @@ func TestAllToAllVSummaryTimeWithCPUTime(t *testing.T) {
 	e.waitDelay = 20 * time.Millisecond // one Wait per timed loop of -n 2: about 10 ms per operation
 	r := fakeRunEnv(t, collectives.AllToAllV, e, map[string]string{"NCCL_TESTS_ALLTOALLV_PRINT_SUMMARY": "1"},
 		seedArgs(seed, "-g", "2", "-b", "1M", "-e", "1M", "-n", "2", "-C", "1", "-O", "1")...)
-	if r.code != exitOK {
+	if r.code != exit.OK {
 		t.Fatalf("exit %d\n%s", r.code, r.stderr)
 	}
 	var us float64
@@ -195,9 +196,9 @@ func TestAllToAllVMatrixTailChecked(t *testing.T) {
 		}
 		r := fakeRunEnv(t, collectives.AllToAllV, e, map[string]string{"NCCL_TESTS_ALLTOALLV_MATRIX_FILE": matrix},
 			seedArgs(seed, "-g", "2", "-b", "64", "-e", "64", "-n", "1", "-w", "0", "-d", "int8", "-O", "1")...)
-		want, wrong := exitOK, "0"
+		want, wrong := exit.OK, "0"
 		if scribble {
-			want, wrong = exitTestFailed, "1"
+			want, wrong = exit.TestFailed, "1"
 		}
 		if rows := tableRows(r.stdout); r.code != want || len(rows) != 1 || rows[0][8] != wrong {
 			t.Errorf("scribbling %v: exit %d (want %d), rows %v\n%s%s", scribble, r.code, want, rows, r.stdout, r.stderr)
@@ -243,7 +244,7 @@ func TestNewBinariesJSON(t *testing.T) {
 	for _, coll := range newColls {
 		file := filepath.Join(dir, coll.Name+".json")
 		r := hostRun(t, coll, "-g", "4", "-b", "64", "-e", "1K", "-f", "4", "-n", "1", "-r", "2", "-J", file)
-		if r.code != exitOK {
+		if r.code != exit.OK {
 			t.Fatalf("%s: exit %d\n%s", coll.Name, r.code, r.stderr)
 		}
 		rec, err := results.Load(file)
@@ -278,7 +279,7 @@ func writeFile(t *testing.T, dir, name, text string) string {
 // exit 0 as for any unsupported row.
 func TestAllReduceBiasWhereUnsupported(t *testing.T) {
 	r := hostRun(t, collectives.AllReduceBias, "-g", "2", "-d", "all", "-o", "all", "-b", "1K", "-e", "1K")
-	if r.code != exitOK || len(tableRows(r.stdout)) != 0 || strings.Count(r.stdout, "# all_reduce_bias skipped") != 1 ||
+	if r.code != exit.OK || len(tableRows(r.stdout)) != 0 || strings.Count(r.stdout, "# all_reduce_bias skipped") != 1 ||
 		!strings.Contains(r.stdout, "# all_reduce_bias skipped: engine host has no all_reduce_bias") {
 		t.Errorf("exit %d\n%s%s", r.code, r.stdout, r.stderr)
 	}
@@ -286,7 +287,7 @@ func TestAllReduceBiasWhereUnsupported(t *testing.T) {
 	// type and operation.
 	r = hostRun(t, collectives.AllReduceBias, "-g", "2", "-d", "all", "-o", "all", "-b", "1K", "-e", "1K",
 		"--ab", "RCCLX_TESTS_DELAY_US=0,1")
-	if r.code != exitOK || len(tableRows(r.stdout)) != 0 || strings.Count(r.stdout, "# all_reduce_bias skipped") != 1 ||
+	if r.code != exit.OK || len(tableRows(r.stdout)) != 0 || strings.Count(r.stdout, "# all_reduce_bias skipped") != 1 ||
 		!strings.Contains(r.stdout, "# all_reduce_bias skipped: engine host has no all_reduce_bias") {
 		t.Errorf("--ab: exit %d\n%s%s", r.code, r.stdout, r.stderr)
 	}
@@ -296,7 +297,7 @@ func TestAllReduceBiasWhereUnsupported(t *testing.T) {
 func TestABEveryRoot(t *testing.T) {
 	r := hostRun(t, collectives.Broadcast, "-g", "3", "-b", "1K", "-e", "4K", "-f", "4", "-r", "-1", "-n", "2",
 		"--ab", "RCCLX_TESTS_DELAY_US=0,1", "--ab-rounds", "2") // RCCL_DDA_ENABLE: broadcast does not read it
-	if r.code != exitOK || strings.Count(r.stdout, "#wrong RCCLX_TESTS_DELAY_US=0 0, RCCLX_TESTS_DELAY_US=1 0") != 6 ||
+	if r.code != exit.OK || strings.Count(r.stdout, "#wrong RCCLX_TESTS_DELAY_US=0 0, RCCLX_TESTS_DELAY_US=1 0") != 6 ||
 		!strings.Contains(r.stdout, "# float none, root 2, size 4096: #wrong") {
 		t.Errorf("exit %d\n%s%s", r.code, r.stdout, r.stderr)
 	}

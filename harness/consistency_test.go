@@ -9,6 +9,7 @@ import (
 	"testing"
 
 	"github.com/rcclx-tests/rcclx-tests/collectives"
+	"github.com/rcclx-tests/rcclx-tests/harness/exit"
 )
 
 // envRun is testRun with a process environment.
@@ -58,7 +59,7 @@ func TestParseTimeChecks(t *testing.T) {
 			args = append(args, "--csv", filepath.Join(dir, "out.csv"))
 		}
 		r := envRun(t, args, c.env)
-		if r.code != exitUsage || r.stdout != "" || strings.Count(r.stderr, "\n") != 1 || !strings.Contains(r.stderr, c.text) {
+		if r.code != exit.Usage || r.stdout != "" || strings.Count(r.stderr, "\n") != 1 || !strings.Contains(r.stderr, c.text) {
 			t.Errorf("%v %v: exit %d, stdout %q, stderr %q", c.args, c.env, r.code, r.stdout, r.stderr)
 		}
 		if entries, _ := os.ReadDir(dir); len(entries) != 0 {
@@ -85,7 +86,7 @@ func TestABRefusesRCCLFile(t *testing.T) {
 			}
 		}
 		r := envRun(t, append(c.args, "--ab", "K=0,1", "-J", filepath.Join(dir, "out.json"), "-b", "8", "-e", "8"), nil)
-		if r.code != exitUsage || r.stdout != "" || strings.Count(r.stderr, "\n") != 1 ||
+		if r.code != exit.Usage || r.stdout != "" || strings.Count(r.stderr, "\n") != 1 ||
 			!strings.Contains(r.stderr, "for "+c.flag+": cannot be combined with --ab") {
 			t.Errorf("%v: exit %d, stdout %q, stderr %q", c.args, r.code, r.stdout, r.stderr)
 		}
@@ -108,14 +109,14 @@ func TestIneffectiveFlagsNoted(t *testing.T) {
 		{[]string{"--lib", "libnccl.so.2"}, "# --lib libnccl.so.2 ignored: engine fake loads no collective library"},
 	} {
 		r := envRun(t, append(c.args, "-b", "8", "-e", "8", "-n", "1"), nil)
-		if r.code != exitOK || strings.Count(r.stdout, c.note) != 1 {
+		if r.code != exit.OK || strings.Count(r.stdout, c.note) != 1 {
 			t.Errorf("%v: exit %d, stderr %q, stdout\n%s", c.args, r.code, r.stderr, r.stdout)
 		}
 	}
 	// With low precision on, in the run or in an A/B arm, --lp-mode applies and is not noted.
 	for _, args := range [][]string{{"--lp"}, {"--ab", "RCCL_LOW_PRECISION_ENABLE=0,1", "--ab-rounds", "1"}} {
 		r := envRun(t, append(args, "--lp-mode", "scaled", "-b", "8", "-e", "8", "-n", "1"), nil)
-		if r.code != exitOK || strings.Contains(r.stdout, "--lp-mode scaled ignored") {
+		if r.code != exit.OK || strings.Contains(r.stdout, "--lp-mode scaled ignored") {
 			t.Errorf("%v --lp-mode: exit %d\n%s%s", args, r.code, r.stdout, r.stderr)
 		}
 	}
@@ -125,7 +126,7 @@ func TestIneffectiveFlagsNoted(t *testing.T) {
 func TestFractionalSizes(t *testing.T) {
 	r := envRun(t, []string{"-b", "1.5M", "-e", "1.5M", "-n", "1", "-d", "int8"}, nil)
 	rows := tableRows(r.stdout)
-	if r.code != exitOK || len(rows) != 1 || rows[0][0] != "1572864" {
+	if r.code != exit.OK || len(rows) != 1 || rows[0][0] != "1572864" {
 		t.Errorf("exit %d, stderr %q\n%s", r.code, r.stderr, r.stdout)
 	}
 }

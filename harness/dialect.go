@@ -7,99 +7,36 @@ import (
 	"strings"
 
 	"github.com/rcclx-tests/rcclx-tests/collectives"
-	"github.com/rcclx-tests/rcclx-tests/results"
+	"github.com/rcclx-tests/rcclx-tests/harness/plan"
+	"github.com/rcclx-tests/rcclx-tests/harness/report"
 )
-
-// The output dialects: the text, exit codes and messages of nccl-tests or of rccl-tests. By default the platform
-// decides: rccl-tests' where the HIP runtime or an RCCL library is in use, nccl-tests' elsewhere (CUDA, NCCL, the
-// host engine); --dialect or RCCLX_TESTS_DIALECT (for test suites that cannot add flags) picks one. Every
-// difference is listed in docs/DIALECTS.md and pinned by dialect_test.go.
-const (
-	dialectNCCL = "nccl-tests"
-	dialectRCCL = "rccl-tests"
-	envDialect  = "RCCLX_TESTS_DIALECT"
-)
-
-// wantDialect reads --dialect, else RCCLX_TESTS_DIALECT: "" lets the platform decide.
-func wantDialect(flag string, getenv func(string) string) (string, error) {
-	name, v := "--dialect", flag
-	if v == "" {
-		name, v = envDialect, getenv(envDialect)
-	}
-	switch v {
-	case "", dialectNCCL, dialectRCCL:
-		return v, nil
-	}
-	if name == envDialect {
-		return "", fmt.Errorf("invalid %s=%q: want %s or %s", envDialect, v, dialectNCCL, dialectRCCL)
-	}
-	return "", fmt.Errorf("invalid value %q for --dialect: want %s or %s", v, dialectNCCL, dialectRCCL)
-}
 
 // platformDialect is the dialect of the user's tool for an open engine: rccl-tests' on the HIP runtime or over
 // an RCCL library (its file name says so), nccl-tests' otherwise.
 func platformDialect(eng collectives.Engine, comm collectives.Comm) string {
 	for _, v := range []any{eng, comm} {
 		if rn, ok := v.(collectives.RuntimeNamer); ok && rn.Runtime() == collectives.RuntimeHIP {
-			return dialectRCCL
+			return plan.DialectRCCL
 		}
 	}
 	if lp, ok := comm.(interface{ LibraryPath() string }); ok &&
 		strings.Contains(strings.ToLower(filepath.Base(lp.LibraryPath())), "rccl") {
-		return dialectRCCL
+		return plan.DialectRCCL
 	}
-	return dialectNCCL
+	return plan.DialectNCCL
 }
 
 // setDialect fixes the session's dialect once its engine is open.
 func (s *session) setDialect() {
-	d := s.o.dialect
+	d := s.o.ChosenDialect
 	if d == "" {
 		d = platformDialect(s.eng, s.comm)
 	}
-	s.o.rccl = d == dialectRCCL
+	s.o.RCCLDialect = d == plan.DialectRCCL
 	// rccl-tests asks RCCL for the algorithm, protocol and channels (-A) of these collectives only; the
 	// others print N/A.
-	s.o.rcclAlgo = map[string]bool{"all_reduce": true, "all_gather": true, "broadcast": true, "reduce": true,
+	s.o.RCCLAlgo = map[string]bool{"all_reduce": true, "all_gather": true, "broadcast": true, "reduce": true,
 		"reduce_scatter": true, "alltoall": true}[s.a.coll.Base().Name]
-}
-
-// typeName is the type column: rccl-tests spells FP8 fp8_e4m3 and fp8_e5m2.
-func (o *Options) typeName(dt collectives.DType) string {
-	if o.rccl {
-		return results.RCCLTypeName(dt.String())
-	}
-	return dt.String()
-}
-
-// redopName is the redop column: rccl-tests names hypercube's (blank in nccl-tests) none.
-func (o *Options) redopName(c *collectives.Collective, op collectives.Op) string {
-	if n := c.RedOpName(op); n != "" || !o.rccl {
-		return n
-	}
-	return "none"
-}
-
-// blockingLine is the header's -z line ("" for -z 0).
-func (o *Options) blockingLine() string {
-	if o.rccl {
-		switch {
-		case o.Blocking == 1:
-			return "# Blocking Enabled: wait for completion and barrier after each collective "
-		case o.Blocking > 1:
-			return "# Blocking Enabled: wait for completion after each collective (no barrier) "
-		}
-		return ""
-	}
-	switch o.Blocking {
-	case 1:
-		return "# Blocking Enabled: wait and barrier after each inner iteration (-m) "
-	case 2:
-		return "# Blocking Enabled: wait after each inner iteration (-m), no barrier "
-	case 3:
-		return "# Blocking Enabled: wait and barrier after each outer iteration (-n); time excludes barrier "
-	}
-	return ""
 }
 
 // rcclBiasMessage is rccl-tests' line (stderr) when the library has no ncclAllReduceWithBias; it then exits
@@ -113,13 +50,14 @@ type saidError struct {
 }
 
 func (e *saidError) Error() string { return e.msg }
+func (e *saidError) ExitCode() int { return e.code }
 
 // libraryBanner is what RCCL prints under NCCL_DEBUG=VERSION when a communicator is created, and what rccl-tests'
 // test runner reads (its version, hostname and "Librccl path"): in the rccl-tests dialect, where this suite's
 // own engine runs the collectives instead of a library, its lines name the engine and this binary, so that the
 // runner records the code that ran. A loaded library prints its own banner.
 func (s *session) libraryBanner() []string {
-	if !s.o.rccl || !strings.EqualFold(strings.TrimSpace(s.a.parseEnv()("NCCL_DEBUG")), "VERSION") {
+	if !s.o.RCCLDialect || !strings.EqualFold(strings.TrimSpace(s.a.parseEnv()("NCCL_DEBUG")), "VERSION") {
 		return nil
 	}
 	if _, ok := s.comm.(interface{ LibraryPath() string }); ok {
@@ -131,6 +69,6 @@ func (s *session) libraryBanner() []string {
 		self = "Unknown" // RCCL's word when it cannot find its file
 	}
 	line := func(k, v string) string { return fmt.Sprintf("%-12s : %s", k, v) }
-	return []string{line("RCCL version", "rcclx-tests-"+Version+":"+s.comm.Library()), line("Hostname", host),
+	return []string{line("RCCL version", "rcclx-tests-"+report.Version+":"+s.comm.Library()), line("Hostname", host),
 		line("Librccl path", self)}
 }

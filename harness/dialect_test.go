@@ -9,6 +9,9 @@ import (
 	"testing"
 
 	"github.com/rcclx-tests/rcclx-tests/collectives"
+	"github.com/rcclx-tests/rcclx-tests/harness/exit"
+	"github.com/rcclx-tests/rcclx-tests/harness/plan"
+	"github.com/rcclx-tests/rcclx-tests/harness/report"
 	"github.com/rcclx-tests/rcclx-tests/hostengine"
 )
 
@@ -60,11 +63,11 @@ func TestDialectChoice(t *testing.T) {
 		comm collectives.Comm
 		want string
 	}{
-		{hipEngine{fake}, nil, dialectRCCL},
-		{cudaEngine{fake}, nil, dialectNCCL},
-		{fake, libComm{path: "/opt/rocm/lib/librccl.so.1"}, dialectRCCL},
-		{fake, libComm{path: "/usr/lib/x86_64-linux-gnu/libnccl.so.2"}, dialectNCCL},
-		{hostengine.New(), nil, dialectNCCL},
+		{hipEngine{fake}, nil, plan.DialectRCCL},
+		{cudaEngine{fake}, nil, plan.DialectNCCL},
+		{fake, libComm{path: "/opt/rocm/lib/librccl.so.1"}, plan.DialectRCCL},
+		{fake, libComm{path: "/usr/lib/x86_64-linux-gnu/libnccl.so.2"}, plan.DialectNCCL},
+		{hostengine.New(), nil, plan.DialectNCCL},
 	} {
 		if got := platformDialect(c.eng, c.comm); got != c.want {
 			t.Errorf("%T %v: %s, want %s", c.eng, c.comm, got, c.want)
@@ -76,30 +79,32 @@ func TestDialectChoice(t *testing.T) {
 		tableRows(r.stdout)[0][2] != "fp8_e4m3" {
 		t.Errorf("HIP engine: exit %d\n%s", r.code, r.stdout)
 	}
-	if r := testRun(t, collectives.AllReduce, append(args, "--dialect", dialectNCCL), hipEngine{newFake(seed)}); len(tableRows(r.stdout)) != 1 ||
+	if r := testRun(t, collectives.AllReduce, append(args, "--dialect", plan.DialectNCCL), hipEngine{newFake(seed)}); len(tableRows(r.stdout)) != 1 ||
 		tableRows(r.stdout)[0][2] != "f8e4m3" {
 		t.Errorf("HIP engine, --dialect nccl-tests: exit %d\n%s", r.code, r.stdout)
 	}
 	for _, c := range []struct{ env, flag, want string }{
-		{dialectRCCL, "", "fp8_e4m3"}, {dialectRCCL, dialectNCCL, "f8e4m3"}, {"", "", "f8e4m3"},
+		{plan.DialectRCCL, "", "fp8_e4m3"}, {plan.DialectRCCL, plan.DialectNCCL, "f8e4m3"}, {"", "", "f8e4m3"},
 	} {
 		a := args
 		if c.flag != "" {
 			a = append(a, "--dialect", c.flag)
 		}
 		r := runWith(t, collectives.AllReduce, a, fakeSource(newFake(seed)),
-			func(a *app) { a.getenv = func(k string) string { return map[string]string{envDialect: c.env}[k] } })
-		if rows := tableRows(r.stdout); r.code != exitOK || len(rows) != 1 || rows[0][2] != c.want {
-			t.Errorf("%s=%q --dialect %q: exit %d\n%s%s", envDialect, c.env, c.flag, r.code, r.stdout, r.stderr)
+			func(a *app) { a.getenv = func(k string) string { return map[string]string{plan.EnvDialect: c.env}[k] } })
+		if rows := tableRows(r.stdout); r.code != exit.OK || len(rows) != 1 || rows[0][2] != c.want {
+			t.Errorf("%s=%q --dialect %q: exit %d\n%s%s", plan.EnvDialect, c.env, c.flag, r.code, r.stdout, r.stderr)
 		}
 	}
 	r := runWith(t, collectives.AllReduce, args, fakeSource(newFake(seed)),
-		func(a *app) { a.getenv = func(k string) string { return map[string]string{envDialect: "rccl"}[k] } })
-	if r.code != exitUsage || r.stdout != "" || !strings.Contains(r.stderr, `invalid RCCLX_TESTS_DIALECT="rccl": want nccl-tests or rccl-tests`) {
+		func(a *app) {
+			a.getenv = func(k string) string { return map[string]string{plan.EnvDialect: "rccl"}[k] }
+		})
+	if r.code != exit.Usage || r.stdout != "" || !strings.Contains(r.stderr, `invalid RCCLX_TESTS_DIALECT="rccl": want nccl-tests or rccl-tests`) {
 		t.Errorf("bad variable: exit %d\n%s%s", r.code, r.stdout, r.stderr)
 	}
 	r = testRun(t, collectives.AllReduce, append(args, "--dialect", "amd"), newFake(seed))
-	if r.code != exitUsage || r.stdout != "" || !strings.Contains(r.stderr, `invalid value "amd" for --dialect`) {
+	if r.code != exit.Usage || r.stdout != "" || !strings.Contains(r.stderr, `invalid value "amd" for --dialect`) {
 		t.Errorf("bad flag: exit %d\n%s%s", r.code, r.stdout, r.stderr)
 	}
 }
@@ -108,11 +113,11 @@ func TestDialectChoice(t *testing.T) {
 // f8e4m3 and f8e5m2; both spellings are accepted by -d.
 func TestDialectFP8Names(t *testing.T) {
 	for _, c := range []struct{ d, in, want string }{
-		{dialectRCCL, "f8e4m3", "fp8_e4m3"}, {dialectRCCL, "fp8_e5m2", "fp8_e5m2"},
-		{dialectNCCL, "fp8_e4m3", "f8e4m3"}, {dialectNCCL, "f8e5m2", "f8e5m2"},
+		{plan.DialectRCCL, "f8e4m3", "fp8_e4m3"}, {plan.DialectRCCL, "fp8_e5m2", "fp8_e5m2"},
+		{plan.DialectNCCL, "fp8_e4m3", "f8e4m3"}, {plan.DialectNCCL, "f8e5m2", "f8e5m2"},
 	} {
 		r := dialectRun(t, collectives.AllGather, c.d, "-d", c.in)
-		if rows := tableRows(r.stdout); r.code != exitOK || len(rows) != 1 || rows[0][2] != c.want {
+		if rows := tableRows(r.stdout); r.code != exit.OK || len(rows) != 1 || rows[0][2] != c.want {
 			t.Errorf("%s -d %s: exit %d\n%s", c.d, c.in, r.code, r.stdout)
 		}
 	}
@@ -130,13 +135,13 @@ func TestDialectFP8Skips(t *testing.T) {
 		}
 		return strings.Join(s, ",")
 	}
-	r := dialectRun(t, collectives.AllReduce, dialectRCCL, "-d", "all", "-o", "all")
+	r := dialectRun(t, collectives.AllReduce, plan.DialectRCCL, "-d", "all", "-o", "all")
 	want := "fp8_e4m3 sum,fp8_e4m3 max,fp8_e4m3 min,fp8_e5m2 sum,fp8_e5m2 max,fp8_e5m2 min"
-	if got := ops(r.stdout); r.code != exitOK || got != want {
+	if got := ops(r.stdout); r.code != exit.OK || got != want {
 		t.Errorf("rccl-tests: exit %d, FP8 rows %s, want %s", r.code, got, want)
 	}
-	r = dialectRun(t, collectives.AllReduce, dialectNCCL, "-d", "f8e4m3", "-o", "all")
-	if got := ops(r.stdout); r.code != exitOK || len(strings.Split(got, ",")) != len(collectives.AllOps()) {
+	r = dialectRun(t, collectives.AllReduce, plan.DialectNCCL, "-d", "f8e4m3", "-o", "all")
+	if got := ops(r.stdout); r.code != exit.OK || len(strings.Split(got, ",")) != len(collectives.AllOps()) {
 		t.Errorf("nccl-tests: exit %d, FP8 rows %s", r.code, got)
 	}
 }
@@ -144,12 +149,12 @@ func TestDialectFP8Skips(t *testing.T) {
 // TestDialectHypercubeRedop: rccl-tests' hypercube passes "none" as its op name; nccl-tests leaves the column
 // blank.
 func TestDialectHypercubeRedop(t *testing.T) {
-	r := dialectRun(t, collectives.HyperCube, dialectRCCL, "-g", "2")
-	if rows := tableRows(r.stdout); r.code != exitOK || len(rows) != 1 || rows[0][3] != "none" || rows[0][4] != "-1" {
+	r := dialectRun(t, collectives.HyperCube, plan.DialectRCCL, "-g", "2")
+	if rows := tableRows(r.stdout); r.code != exit.OK || len(rows) != 1 || rows[0][3] != "none" || rows[0][4] != "-1" {
 		t.Errorf("rccl-tests: exit %d\n%s", r.code, r.stdout)
 	}
-	r = dialectRun(t, collectives.HyperCube, dialectNCCL, "-g", "2")
-	if rows := tableRows(r.stdout); r.code != exitOK || len(rows) != 1 || !strings.Contains(r.stdout, "   float              -1  ") {
+	r = dialectRun(t, collectives.HyperCube, plan.DialectNCCL, "-g", "2")
+	if rows := tableRows(r.stdout); r.code != exit.OK || len(rows) != 1 || !strings.Contains(r.stdout, "   float              -1  ") {
 		t.Errorf("nccl-tests: exit %d\n%s", r.code, r.stdout)
 	}
 }
@@ -160,7 +165,7 @@ func TestDialectColumnHeader(t *testing.T) {
 	for _, c := range []struct {
 		d    string
 		tail string
-	}{{dialectRCCL, "#wrong  "}, {dialectNCCL, "#wrong "}} {
+	}{{plan.DialectRCCL, "#wrong  "}, {plan.DialectNCCL, "#wrong "}} {
 		r := dialectRun(t, collectives.AllReduce, c.d)
 		names := lineWith(r.stdout, "#       size")
 		if !strings.HasSuffix(names, "busbw  "+c.tail) || strings.HasSuffix(names, c.tail+" ") {
@@ -179,12 +184,12 @@ func TestDialectBlockingLine(t *testing.T) {
 	for _, c := range []struct {
 		d, z, want string
 	}{
-		{dialectRCCL, "1", "# Blocking Enabled: wait for completion and barrier after each collective \n"},
-		{dialectRCCL, "2", "# Blocking Enabled: wait for completion after each collective (no barrier) \n"},
-		{dialectNCCL, "1", "# Blocking Enabled: wait and barrier after each inner iteration (-m) \n"},
-		{dialectNCCL, "2", "# Blocking Enabled: wait after each inner iteration (-m), no barrier \n"},
+		{plan.DialectRCCL, "1", "# Blocking Enabled: wait for completion and barrier after each collective \n"},
+		{plan.DialectRCCL, "2", "# Blocking Enabled: wait for completion after each collective (no barrier) \n"},
+		{plan.DialectNCCL, "1", "# Blocking Enabled: wait and barrier after each inner iteration (-m) \n"},
+		{plan.DialectNCCL, "2", "# Blocking Enabled: wait after each inner iteration (-m), no barrier \n"},
 	} {
-		if r := dialectRun(t, collectives.AllReduce, c.d, "-z", c.z); r.code != exitOK || !strings.Contains(r.stdout, c.want) {
+		if r := dialectRun(t, collectives.AllReduce, c.d, "-z", c.z); r.code != exit.OK || !strings.Contains(r.stdout, c.want) {
 			t.Errorf("%s -z %s: exit %d, no %q in\n%s", c.d, c.z, r.code, c.want, r.stdout)
 		}
 	}
@@ -196,10 +201,10 @@ func TestDialectTimestamps(t *testing.T) {
 	for _, c := range []struct {
 		d, halves string
 		stamped   bool
-	}{{dialectRCCL, "1", false}, {dialectRCCL, "0", true}, {dialectNCCL, "1", true}} {
+	}{{plan.DialectRCCL, "1", false}, {plan.DialectRCCL, "0", true}, {plan.DialectNCCL, "1", true}} {
 		r := dialectRun(t, collectives.AllReduce, c.d, "-S", "1", "-O", c.halves)
 		rows := tableRows(r.stdout)
-		if r.code != exitOK || len(rows) != 1 {
+		if r.code != exit.OK || len(rows) != 1 {
 			t.Fatalf("%s -O %s: exit %d\n%s", c.d, c.halves, r.code, r.stdout)
 		}
 		if stamped := strings.Count(rows[0][len(rows[0])-1], ":") == 2; stamped != c.stamped {
@@ -217,12 +222,12 @@ func TestDialectAlgoColumn(t *testing.T) {
 		d    string
 		na   bool
 	}{
-		{collectives.HyperCube, dialectRCCL, true}, {collectives.SendRecv, dialectRCCL, true},
-		{collectives.AllReduce, dialectRCCL, false}, {collectives.HyperCube, dialectNCCL, false},
+		{collectives.HyperCube, plan.DialectRCCL, true}, {collectives.SendRecv, plan.DialectRCCL, true},
+		{collectives.AllReduce, plan.DialectRCCL, false}, {collectives.HyperCube, plan.DialectNCCL, false},
 	} {
 		r := dialectRun(t, c.coll, c.d, "-A", "1", "-g", "2")
 		rows := tableRows(r.stdout)
-		if r.code != exitOK || len(rows) != 1 {
+		if r.code != exit.OK || len(rows) != 1 {
 			t.Fatalf("%s %s: exit %d\n%s", c.coll.Name, c.d, r.code, r.stdout)
 		}
 		f := rows[0]
@@ -237,12 +242,12 @@ func TestDialectAlgoColumn(t *testing.T) {
 // exits 0.
 func TestDialectBiasUnsupported(t *testing.T) {
 	args := []string{"-b", "64", "-e", "64", "-n", "1", "--engine", "host", "-t", "2"}
-	r := testRun(t, collectives.AllReduceBias, append(args, "--dialect", dialectRCCL), hostengine.New())
-	if r.code != exitLibrary || r.stderr != rcclBiasMessage+"\n" || strings.Contains(r.stdout, "Out of bounds") {
+	r := testRun(t, collectives.AllReduceBias, append(args, "--dialect", plan.DialectRCCL), hostengine.New())
+	if r.code != exit.Library || r.stderr != rcclBiasMessage+"\n" || strings.Contains(r.stdout, "Out of bounds") {
 		t.Errorf("rccl-tests: exit %d\n%s%s", r.code, r.stdout, r.stderr)
 	}
-	r = testRun(t, collectives.AllReduceBias, append(args, "--dialect", dialectNCCL), hostengine.New())
-	if r.code != exitOK || !strings.Contains(r.stdout, "# all_reduce_bias skipped: ") || strings.Contains(r.stderr, "RCCL") {
+	r = testRun(t, collectives.AllReduceBias, append(args, "--dialect", plan.DialectNCCL), hostengine.New())
+	if r.code != exit.OK || !strings.Contains(r.stdout, "# all_reduce_bias skipped: ") || strings.Contains(r.stderr, "RCCL") {
 		t.Errorf("nccl-tests: exit %d\n%s%s", r.code, r.stdout, r.stderr)
 	}
 }
@@ -253,16 +258,16 @@ func TestDialectBiasUnsupported(t *testing.T) {
 // rccl-tests' warning on stderr. The nccl-tests dialect notes the variables and reads nothing.
 func TestDialectNetCounters(t *testing.T) {
 	root := t.TempDir()
-	old := sysRoot
-	sysRoot = root
-	defer func() { sysRoot = old }()
+	old := report.SysRoot
+	report.SysRoot = root
+	defer func() { report.SysRoot = old }()
 	env := map[string]string{"RCCL_TESTS_NET_COUNTER_ENABLE": "1"}
 	run := func(d string, eng *fakeEngine) run {
 		return runWith(t, collectives.AllReduce, seedArgs(1, "-b", "64", "-e", "64", "-n", "1", "--dialect", d),
 			fakeSource(eng), func(a *app) { a.getenv = func(k string) string { return env[k] } })
 	}
-	r := run(dialectRCCL, newFake(1))
-	if r.code != exitOK || r.stderr != "# Warning: no RDMA-capable NICs found, disabling net counter collection\n" ||
+	r := run(plan.DialectRCCL, newFake(1))
+	if r.code != exit.OK || r.stderr != "# Warning: no RDMA-capable NICs found, disabling net counter collection\n" ||
 		strings.Contains(r.stdout, "Network counter") || strings.Contains(r.stdout, "NET_COUNTER_TABLE") {
 		t.Errorf("no NIC: exit %d\n%s%s", r.code, r.stdout, r.stderr)
 	}
@@ -282,24 +287,24 @@ func TestDialectNetCounters(t *testing.T) {
 	eng := newFake(1)
 	eng.onLaunch = func(*collectives.Call) { write("105") }
 	env["RCCL_TESTS_NIC_COUNTER_LIST"] = "rx_cnp_pkts,tx_cnp_pkts"
-	r = run(dialectRCCL, eng)
+	r = run(plan.DialectRCCL, eng)
 	host, _ := os.Hostname()
 	announce := "# Network counter collection enabled (RCCL_TESTS_NET_COUNTER_ENABLE=1)\n" +
 		"# Node " + host + ": lead rank 0 collecting 1 device(s): bnxt_re0(eth0)\n# NIC type: BNXT_RE\n" +
 		"# Counters (2): rx_cnp_pkts tx_cnp_pkts\n"
 	row := regexp.MustCompile(`\nbnxt_re0\(eth0\)      100  +\d+\.\d\d      0  +0\.00\n`)
-	if r.code != exitOK || r.stderr != "" || !strings.Contains(r.stdout, announce) ||
+	if r.code != exit.OK || r.stderr != "" || !strings.Contains(r.stdout, announce) ||
 		!strings.Contains(r.stdout, "NET_COUNTER_TABLE: node="+host+"  rank=0  duration_sec=") || !row.MatchString(r.stdout) ||
 		strings.Index(r.stdout, announce) < strings.Index(r.stdout, "#        (B)") ||
 		strings.Index(r.stdout, "NET_COUNTER_TABLE") > strings.Index(r.stdout, "# Out of bounds") {
 		t.Errorf("bnxt_re0: exit %d\n%s%s", r.code, r.stdout, r.stderr)
 	}
 	env["NCCL_IB_HCA"] = "bnxt_re1"
-	if r = run(dialectRCCL, newFake(1)); r.code != exitOK || !strings.Contains(r.stdout, "# Device list from NCCL_IB_HCA\n") ||
+	if r = run(plan.DialectRCCL, newFake(1)); r.code != exit.OK || !strings.Contains(r.stdout, "# Device list from NCCL_IB_HCA\n") ||
 		!strings.Contains(r.stdout, " collecting 1 device(s): bnxt_re1()\n") {
 		t.Errorf("NCCL_IB_HCA: exit %d\n%s%s", r.code, r.stdout, r.stderr)
 	}
-	if r = run(dialectNCCL, newFake(1)); r.code != exitOK || strings.Contains(r.stdout, "Network counter") ||
+	if r = run(plan.DialectNCCL, newFake(1)); r.code != exit.OK || strings.Contains(r.stdout, "Network counter") ||
 		!strings.Contains(r.stdout, "ignored: rccl-tests' NIC counters are read in its dialect only") {
 		t.Errorf("nccl-tests: exit %d\n%s%s", r.code, r.stdout, r.stderr)
 	}
@@ -312,13 +317,13 @@ func TestDialectLibraryRecord(t *testing.T) {
 	env := map[string]string{"NCCL_DEBUG": "VERSION"}
 	self, _ := os.Executable()
 	host, _ := os.Hostname()
-	for _, d := range []string{dialectRCCL, dialectNCCL} {
+	for _, d := range []string{plan.DialectRCCL, plan.DialectNCCL} {
 		r := runWith(t, collectives.AllReduce, seedArgs(1, "-b", "8", "-e", "8", "--dialect", d), fakeSource(newFake(1)),
 			func(a *app) { a.getenv = func(k string) string { return env[k] } })
-		want := "[0000:00:00] Fake Device\nRCCL version : rcclx-tests-" + Version + ":fake-library=1\nHostname     : " + host +
+		want := "[0000:00:00] Fake Device\nRCCL version : rcclx-tests-" + report.Version + ":fake-library=1\nHostname     : " + host +
 			"\nLibrccl path : " + self + "\n#\n"
-		if has := strings.Contains(r.stdout, want); r.code != exitOK || has != (d == dialectRCCL) ||
-			d == dialectNCCL && strings.Contains(r.stdout, "Librccl path") {
+		if has := strings.Contains(r.stdout, want); r.code != exit.OK || has != (d == plan.DialectRCCL) ||
+			d == plan.DialectNCCL && strings.Contains(r.stdout, "Librccl path") {
 			t.Errorf("%s: exit %d, banner %v\n%s", d, r.code, has, r.stdout)
 		}
 	}

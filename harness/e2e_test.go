@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/rcclx-tests/rcclx-tests/collectives"
+	"github.com/rcclx-tests/rcclx-tests/harness/exit"
 	"github.com/rcclx-tests/rcclx-tests/results"
 )
 
@@ -32,7 +33,7 @@ func TestHostEngineTypesAndOps(t *testing.T) {
 	}
 	r := hostRun(t, collectives.AllReduce, "-b", "64", "-e", "4K", "-f", "64", "-d", "all", "-o", "all", "-g", "3",
 		"-n", "1")
-	if r.code != exitOK || len(tableRows(r.stdout)) != 2*len(collectives.AllDTypes())*len(collectives.AllOps()) {
+	if r.code != exit.OK || len(tableRows(r.stdout)) != 2*len(collectives.AllDTypes())*len(collectives.AllOps()) {
 		t.Fatalf("exit %d\n%s%s", r.code, r.stdout, r.stderr)
 	}
 }
@@ -40,7 +41,7 @@ func TestHostEngineTypesAndOps(t *testing.T) {
 // TestHostEngineDDA: the RCCLX switches reach the engine and show in the header's algorithm lines.
 func TestHostEngineDDA(t *testing.T) {
 	r := hostRun(t, collectives.AllReduce, "--dda", "-b", "64K", "-e", "1M", "-f", "4", "-g", "8", "-n", "2")
-	if r.code != exitOK || !strings.Contains(r.stdout, "# Env: RCCL_DDA_ENABLE=1") ||
+	if r.code != exit.OK || !strings.Contains(r.stdout, "# Env: RCCL_DDA_ENABLE=1") ||
 		!strings.Contains(r.stdout, "# Algorithms: 65536-65536 dda_flat, 262144-1048576 dda_tree") {
 		t.Fatalf("exit %d\n%s%s", r.code, r.stdout, r.stderr)
 	}
@@ -50,7 +51,7 @@ func TestHostEngineDDA(t *testing.T) {
 func TestHostEngineCorruptRank(t *testing.T) {
 	r := hostRun(t, collectives.AllGather, "-b", "1K", "-e", "1K", "-g", "4", "-n", "1", "-E", "RCCLX_TESTS_CORRUPT_RANK=3")
 	rows := tableRows(r.stdout)
-	if r.code != exitTestFailed || len(rows) != 1 || rows[0][8] != "1" || rows[0][12] != "1" {
+	if r.code != exit.TestFailed || len(rows) != 1 || rows[0][8] != "1" || rows[0][12] != "1" {
 		t.Fatalf("exit %d\n%s%s", r.code, r.stdout, r.stderr)
 	}
 }
@@ -59,7 +60,7 @@ func TestHostEngineCorruptRank(t *testing.T) {
 func TestHostEngineTimeout(t *testing.T) {
 	start := time.Now()
 	r := hostRun(t, collectives.AllReduce, "-b", "1K", "-e", "1K", "-g", "4", "-T", "1", "-E", "RCCLX_TESTS_SKIP_RANK=2")
-	if r.code != exitTimeout || !strings.HasPrefix(r.stderr, "timeout: rank 2 did not arrive at all_reduce size 1024 (rank ") ||
+	if r.code != exit.Timeout || !strings.HasPrefix(r.stderr, "timeout: rank 2 did not arrive at all_reduce size 1024 (rank ") ||
 		strings.Count(r.stderr, "\n") != 1 {
 		t.Fatalf("exit %d, stderr %q", r.code, r.stderr)
 	}
@@ -85,7 +86,7 @@ func TestMainEntryPoint(t *testing.T) {
 		os.Stdout, os.Stderr = stdout, stderr
 		data, _ := os.ReadFile(out.Name())
 		rows := tableRows(string(data))
-		if code != exitOK || len(rows) != 4 || rows[3][8] != "0" || len(rows[3]) != 13 {
+		if code != exit.OK || len(rows) != 4 || rows[3][8] != "0" || len(rows[3]) != 13 {
 			t.Errorf("%s: exit %d\n%s", coll.Name, code, data)
 		}
 		if _, err := results.Load(filepath.Join(dir, coll.Name+".json")); err != nil {
@@ -100,7 +101,7 @@ func TestHostEngineABOfDDA(t *testing.T) {
 	file := filepath.Join(t.TempDir(), "ab.json")
 	r := hostRun(t, collectives.AllReduce, "-b", "8", "-e", "64K", "-f", "8", "-g", "8", "-n", "2",
 		"--ab", "RCCL_DDA_ENABLE=0,1", "--ab-rounds", "3", "-J", file)
-	if r.code != exitOK || !strings.Contains(r.stdout, "# B Algorithm: dda_flat") || !strings.Contains(r.stdout, "| speedup A/B (geomean of per-cycle time ratios) |") {
+	if r.code != exit.OK || !strings.Contains(r.stdout, "# B Algorithm: dda_flat") || !strings.Contains(r.stdout, "| speedup A/B (geomean of per-cycle time ratios) |") {
 		t.Fatalf("exit %d\n%s%s", r.code, r.stdout, r.stderr)
 	}
 	rec, err := results.Load(file)

@@ -13,6 +13,7 @@ import (
 	"time"
 
 	"github.com/rcclx-tests/rcclx-tests/collectives"
+	"github.com/rcclx-tests/rcclx-tests/harness/exit"
 	"github.com/rcclx-tests/rcclx-tests/results"
 )
 
@@ -104,7 +105,7 @@ func TestSecondSignalLeavesNoPartialFile(t *testing.T) {
 		time.Sleep(50 * time.Millisecond)
 	}
 	code, _ := p.exit(t, 10*time.Second)
-	if code != exitInterrupted {
+	if code != exit.Interrupted {
 		t.Errorf("exit %d\nstderr:\n%s", code, p.stderr.String())
 	}
 	if _, err := os.Stat(file); err == nil {
@@ -127,11 +128,11 @@ func TestSecondSignalWaitsForTheWrite(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	a.outputs.claim(aside)
+	a.outputs.Claim(aside)
 	sig := make(chan os.Signal, 2)
 	exited := make(chan int, 1)
 	a.handleSignals(sig, func(code int) { exited <- code }, func() bool { return false })
-	a.outputs.mu.Lock()    // finish is writing
+	a.outputs.Mu.Lock()    // finish is writing
 	sig <- syscall.SIGPIPE // stdout is fine: a connection's SIGPIPE is no signal to stop
 	sig <- syscall.SIGTERM
 	sig <- syscall.SIGINT
@@ -146,7 +147,7 @@ func TestSecondSignalWaitsForTheWrite(t *testing.T) {
 	if _, err := aside.Commit([]byte("{}\n")); err != nil {
 		t.Fatal(err)
 	}
-	a.outputs.mu.Unlock()
+	a.outputs.Mu.Unlock()
 	if code := <-exited; code != 130 {
 		t.Errorf("exit %d", code)
 	}
@@ -196,7 +197,7 @@ func TestInterruptedRowCountsOnce(t *testing.T) {
 	code, _ := p.exit(t, 10*time.Second)
 	rows := tableRows(p.stdout.String())
 	rec := loadRecord(t, file)
-	if code != exitInterrupted || len(rows) != 1 || len(rec.Results) != 1 {
+	if code != exit.Interrupted || len(rows) != 1 || len(rec.Results) != 1 {
 		t.Fatalf("exit %d, %d table rows, %d JSON rows\nstdout:\n%s\nstderr:\n%s", code, len(rows), len(rec.Results),
 			p.stdout.String(), p.stderr.String())
 	}
@@ -222,7 +223,7 @@ func TestResultFileDiskFull(t *testing.T) {
 	t.Cleanup(func() { syscall.Unmount(dir, syscall.MNT_DETACH) })
 	file := filepath.Join(dir, "r.json")
 	r := hostRun(t, collectives.AllReduce, "-b", "8", "-e", "1M", "-f", "2", "-n", "1", "-J", file)
-	if r.code != exitRuntime || !strings.Contains(r.stderr, "file system is full") {
+	if r.code != exit.Runtime || !strings.Contains(r.stderr, "file system is full") {
 		t.Errorf("exit %d\nstderr:\n%s", r.code, r.stderr)
 	}
 	if entries, _ := os.ReadDir(dir); len(entries) != 0 {
@@ -240,7 +241,7 @@ func TestRCCLFileNamedPipeWithoutReader(t *testing.T) {
 	}
 	start := time.Now()
 	r := hostRun(t, collectives.AllReduce, "-b", "8", "-e", "8", "-T", "1", "--csv", fifo)
-	if took := time.Since(start); r.code != exitUsage || !strings.Contains(r.stderr, "no reader") || took > 3*time.Second {
+	if took := time.Since(start); r.code != exit.Usage || !strings.Contains(r.stderr, "no reader") || took > 3*time.Second {
 		t.Errorf("-T 1: exit %d after %v\nstderr:\n%s", r.code, took, r.stderr)
 	}
 	p := startChild(t, "all_reduce", nil, "--engine", "host", "-b", "8", "-e", "8", "--csv", fifo)
@@ -266,7 +267,7 @@ func TestSignalDuringRendezvous(t *testing.T) {
 			t.Fatal(err)
 		}
 		code, _ := p.exit(t, 10*time.Second)
-		if took := time.Since(sent); code != exitInterrupted || took > time.Second ||
+		if took := time.Since(sent); code != exit.Interrupted || took > time.Second ||
 			!strings.Contains(p.stderr.String(), "was interrupted while it waited for the other processes") {
 			t.Errorf("rank %d: exit %d %v after SIGINT\nstderr:\n%s", rank, code, took, p.stderr.String())
 		}
@@ -300,7 +301,7 @@ func TestSignalDuringEnginePreparation(t *testing.T) {
 			a.handleSignals(sig, func(int) {}, func() bool { return false })
 			time.AfterFunc(300*time.Millisecond, func() { sig <- os.Interrupt })
 		})
-	if took := time.Since(start); r.code != exitInterrupted || took > 5*time.Second {
+	if took := time.Since(start); r.code != exit.Interrupted || took > 5*time.Second {
 		t.Errorf("exit %d after %v\nstdout:\n%s\nstderr:\n%s", r.code, took, r.stdout, r.stderr)
 	}
 	if rec := loadRecord(t, file); !rec.Incomplete {

@@ -9,6 +9,9 @@ import (
 	"github.com/spf13/pflag"
 
 	"github.com/rcclx-tests/rcclx-tests/collectives"
+	"github.com/rcclx-tests/rcclx-tests/harness/cli"
+	"github.com/rcclx-tests/rcclx-tests/harness/exit"
+	"github.com/rcclx-tests/rcclx-tests/harness/plan"
 )
 
 // TestBadInput gives each flag a bad value: one line on stderr naming the flag and the value, exit code 1,
@@ -81,7 +84,7 @@ func TestBadInput(t *testing.T) {
 func wantRefused(t *testing.T, r run, args []string, name, val, dir string) {
 	t.Helper()
 	lines := strings.Split(strings.TrimSuffix(r.stderr, "\n"), "\n")
-	if r.code != exitUsage || r.stdout != "" || len(lines) != 1 || !strings.Contains(r.stderr, name) ||
+	if r.code != exit.Usage || r.stdout != "" || len(lines) != 1 || !strings.Contains(r.stderr, name) ||
 		!strings.Contains(r.stderr, val) {
 		t.Errorf("%v: exit %d, stdout %q, stderr %q", args, r.code, r.stdout, r.stderr)
 	}
@@ -93,11 +96,11 @@ func wantRefused(t *testing.T, r run, args []string, name, val, dir string) {
 // TestHelp lists every flag with its default and exits 0.
 func TestHelp(t *testing.T) {
 	r := testRun(t, collectives.AllGather, []string{"--help"}, newFake(1))
-	if r.code != exitOK || r.stderr != "" {
+	if r.code != exit.OK || r.stderr != "" {
 		t.Fatalf("exit %d, stderr %q", r.code, r.stderr)
 	}
 	fs := pflag.NewFlagSet("x", pflag.ContinueOnError)
-	RegisterFlags(fs, &Options{})
+	cli.RegisterFlags(fs, &plan.Options{})
 	fs.VisitAll(func(f *pflag.Flag) {
 		if !strings.Contains(r.stdout, "--"+f.Name) {
 			t.Errorf("help lacks --%s", f.Name)
@@ -120,7 +123,7 @@ func TestHelp(t *testing.T) {
 // TestFlagLettersAndDefaults pins nccl-tests' letters, long names and defaults.
 func TestFlagLettersAndDefaults(t *testing.T) {
 	fs := pflag.NewFlagSet("x", pflag.ContinueOnError)
-	RegisterFlags(fs, &Options{})
+	cli.RegisterFlags(fs, &plan.Options{})
 	for _, c := range []struct{ short, long, def string }{
 		{"t", "nthreads", "1"}, {"g", "ngpus", "1"}, {"b", "minbytes", "32M"}, {"e", "maxbytes", "32M"},
 		{"i", "stepbytes", "1M"}, {"f", "stepfactor", "1"}, {"n", "iters", "20"}, {"m", "agg_iters", "1"},
@@ -150,15 +153,15 @@ func TestParseValues(t *testing.T) {
 	if err != nil || !run {
 		t.Fatalf("parse: %v", err)
 	}
-	if o.MinBytes != 4096 || o.MaxBytes != 16<<20 || o.dtypes[0] != collectives.F8E4M3 || len(o.ops) != 6 ||
-		o.runOutOfPlace() || !o.runInPlace() || o.Seed.value != 42 || o.Root != 3 || o.abKey != "RCCL_X" || o.abVals[1] != "1" {
+	if o.MinBytes != 4096 || o.MaxBytes != 16<<20 || o.DTypes[0] != collectives.F8E4M3 || len(o.Ops) != 6 ||
+		o.RunOutOfPlace() || !o.RunInPlace() || o.Seed.Value != 42 || o.Root != 3 || o.ABKey != "RCCL_X" || o.ABValues[1] != "1" {
 		t.Errorf("parsed %+v", o)
 	}
 	want := map[string]string{"A": "1", "B": "x=y", "RCCL_DDA_ENABLE": "1", "RCCL_LOW_PRECISION_ENABLE": "1",
 		"RCCLX_TESTS_LP_MODE": "scaled"}
 	for k, v := range want {
-		if o.env[k] != v {
-			t.Errorf("env %s = %q, want %q", k, o.env[k], v)
+		if o.CommEnv[k] != v {
+			t.Errorf("env %s = %q, want %q", k, o.CommEnv[k], v)
 		}
 	}
 }

@@ -8,28 +8,8 @@ import (
 
 	"github.com/rcclx-tests/rcclx-tests/collectives"
 	"github.com/rcclx-tests/rcclx-tests/engines"
+	"github.com/rcclx-tests/rcclx-tests/harness/exit"
 )
-
-// FuzzSizeFlag: the size flag never panics, and what it accepts prints back to the same value.
-func FuzzSizeFlag(f *testing.F) {
-	for _, s := range []string{"8", "32M", "1G", "4k", "0", "12Q", "-1", "9223372036854775807", "8589934592G", "1.5M", ""} {
-		f.Add(s)
-	}
-	f.Fuzz(func(t *testing.T, s string) {
-		var n int64
-		v := &sizeValue{p: &n}
-		if err := v.Set(s); err != nil {
-			return
-		}
-		if n < 0 {
-			t.Fatalf("%q parsed to negative %d", s, n)
-		}
-		var back int64
-		if err := (&sizeValue{p: &back}).Set(v.String()); err != nil || back != n {
-			t.Fatalf("%q -> %d -> %q -> %d (%v)", s, n, v.String(), back, err)
-		}
-	})
-}
 
 // FuzzArgs: any command line either parses into valid options or fails with exactly one line.
 func FuzzArgs(f *testing.F) {
@@ -47,7 +27,7 @@ func FuzzArgs(f *testing.F) {
 			}
 			return
 		}
-		if run && (o.NThreads < 1 || o.Iters < 1 || o.MinBytes > o.MaxBytes || len(o.dtypes) == 0 || len(o.engines) == 0) {
+		if run && (o.NThreads < 1 || o.Iters < 1 || o.MinBytes > o.MaxBytes || len(o.DTypes) == 0 || len(o.Engines) == 0) {
 			t.Fatalf("%q: accepted invalid options %+v", line, o)
 		}
 	})
@@ -117,9 +97,9 @@ func FuzzCommandLine(f *testing.F) {
 		}
 		r := runWith(t, collectives.AllReduce, args, engineSource{names: engines.Names, open: engines.New}, nil)
 		switch {
-		case r.code == exitUsage && (strings.Count(r.stderr, "\n") != 1 || r.stdout != ""):
+		case r.code == exit.Usage && (strings.Count(r.stderr, "\n") != 1 || r.stdout != ""):
 			t.Fatalf("%q: refused with stdout %q, stderr %q", args, r.stdout, r.stderr)
-		case r.code != exitUsage && r.code != exitOK:
+		case r.code != exit.Usage && r.code != exit.OK:
 			t.Fatalf("%q: exit %d, stderr %q", args, r.code, r.stderr)
 		}
 	})

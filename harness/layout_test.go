@@ -7,6 +7,7 @@ import (
 	"testing"
 
 	"github.com/rcclx-tests/rcclx-tests/collectives"
+	"github.com/rcclx-tests/rcclx-tests/harness/exit"
 )
 
 // layoutRuns are the command lines of testdata/layouts/<name>.txt: the output nccl-tests 2.19.6 prints for them,
@@ -39,7 +40,7 @@ func TestNewBinariesMatchNcclTestsLayout(t *testing.T) {
 			}
 			want := strings.Split(string(data), "\n")
 			r := hostRun(t, coll, append([]string{"-w", "1", "-n", "2"}, args...)...)
-			if r.code != exitOK {
+			if r.code != exit.OK {
 				t.Fatalf("exit %d\n%s%s", r.code, r.stdout, r.stderr)
 			}
 			got := strings.Split(r.stdout, "\n")

@@ -11,6 +11,8 @@ import (
 	"time"
 
 	"github.com/rcclx-tests/rcclx-tests/collectives"
+	"github.com/rcclx-tests/rcclx-tests/harness/exit"
+	"github.com/rcclx-tests/rcclx-tests/harness/world"
 	"github.com/rcclx-tests/rcclx-tests/internal/syncbuf"
 )
 
@@ -66,7 +68,7 @@ var errPeerDied = errors.New("bootstrap: rank 1 died or left the run (pid 4711; 
 // TestLostProcessEndsRun: once the World says another process is lost, a run stuck in the engine ends at once
 // with one line naming the loss and the size in progress and exit 2, writing its JSON marked incomplete:
 // the engine is cancelled (collectives.Canceler), and a thread that does not come back (an engine that cannot
-// be cancelled) is left behind after lostGrace. Not after abandonAfter (5 s), never with 130.
+// be cancelled) is left behind after world.LostGrace. Not after abandonAfter (5 s), never with 130.
 func TestLostProcessEndsRun(t *testing.T) {
 	for _, ignore := range []bool{false, true} {
 		t.Run(fmt.Sprintf("ignoreCancel=%v", ignore), func(t *testing.T) {
@@ -87,7 +89,7 @@ func TestLostProcessEndsRun(t *testing.T) {
 				})
 			took := time.Since(lostAt)
 			want := "all_reduce_perf: " + errPeerDied.Error() + " at all_reduce size 1048576\n"
-			if r.code != exitRuntime || r.stderr != want || took > 2*time.Second {
+			if r.code != exit.Runtime || r.stderr != want || took > 2*time.Second {
 				t.Errorf("exit %d %v after the loss, stderr %q: want exit 2 and %q", r.code, took, r.stderr, want)
 			}
 			if e.cancelErr != errPeerDied {
@@ -101,25 +103,25 @@ func TestLostProcessEndsRun(t *testing.T) {
 }
 
 // TestLostProcessLastResort: a process stuck where nothing looks for a loss (here the engine's Prepare, on the
-// harness's own goroutine) is ended by the watch lostDeadline after the loss, with the same line and exit 2.
+// harness's own goroutine) is ended by the watch world.LostDeadline after the loss, with the same line and exit 2.
 func TestLostProcessLastResort(t *testing.T) {
-	defer func(d time.Duration) { lostDeadline = d }(lostDeadline)
-	lostDeadline = 200 * time.Millisecond
+	defer func(d time.Duration) { world.LostDeadline = d }(world.LostDeadline)
+	world.LostDeadline = 200 * time.Millisecond
 	seed := rand.Uint64()
 	e := newFake(seed)
 	e.prepare, e.prepareBlock = true, make(chan struct{})
 	w := newLossyWorld()
 	var stderr syncbuf.Buffer
-	type exit struct {
+	type ended struct {
 		code   int
 		stderr string
 	}
-	exited := make(chan exit, 1)
+	exited := make(chan ended, 1)
 	a := &app{coll: collectives.AllReduce, stdout: &syncbuf.Buffer{}, stderr: &stderr,
 		getenv: func(string) string { return "" }, environ: func() []string { return nil },
 		engines: testSource(e), interrupted: func() bool { return false }, now: time.Now,
 		world: func(time.Duration, <-chan struct{}) (collectives.World, error) { return w, nil },
-		exit:  func(code int) { exited <- exit{code, stderr.String()} }}
+		exit:  func(code int) { exited <- ended{code, stderr.String()} }}
 	go a.main(seedArgs(seed, "-b", "8", "-e", "8"))
 	for start := time.Now(); ; time.Sleep(time.Millisecond) { // until the run is in Prepare
 		e.mu.Lock()
@@ -138,7 +140,7 @@ func TestLostProcessLastResort(t *testing.T) {
 	case x := <-exited:
 		took := time.Since(lostAt)
 		want := "all_reduce_perf: " + errPeerDied.Error() + "\n"
-		if x.code != exitRuntime || x.stderr != want || took > time.Second {
+		if x.code != exit.Runtime || x.stderr != want || took > time.Second {
 			t.Errorf("exit %d %v after the loss, stderr %q: want exit 2 and %q", x.code, took, x.stderr, want)
 		}
 	case <-time.After(5 * time.Second):

@@ -5,6 +5,7 @@ import (
 	"time"
 
 	"github.com/rcclx-tests/rcclx-tests/collectives"
+	"github.com/rcclx-tests/rcclx-tests/harness/exit"
 )
 
 // timing is one thread's measurement of one half, per operation.
@@ -21,7 +22,7 @@ const pacedBytes = 16 << 20
 
 // measure runs the warmup and the timed iterations of one half on this thread and returns its timing. Threads
 // (and processes) start the clock together after a barrier. gate (nil: never) stops the half between
-// iterations when the run is interrupted: measure then returns errInterrupted.
+// iterations when the run is interrupted: measure then returns exit.ErrInterrupted.
 func (t *thread) measure(p point, inPlace bool, bar *barrier, gate *iterGate) (timing, error) {
 	o := t.opts
 	ops := o.Iters * o.AggIters
@@ -99,7 +100,7 @@ func (t *thread) prepareIters(calls []*collectives.Call, first, iters, agg int) 
 // eachIteration launches the timed iterations one by one, for -z, -I and paced halves: -z 1 and 2 wait after
 // each operation, -z 3 and paced halves after each iteration (-z 3's barrier off the clock), and -I marks the
 // end of each iteration. Before each iteration it asks gate whether to go on; when not, it waits for what it
-// launched and returns errInterrupted.
+// launched and returns exit.ErrInterrupted.
 func (t *thread) eachIteration(calls []*collectives.Call, bar *barrier, clock *stopwatch, iters *iterClock,
 	gate *iterGate, paced bool) error {
 	o := t.opts
@@ -108,7 +109,7 @@ func (t *thread) eachIteration(calls []*collectives.Call, bar *barrier, clock *s
 			if err := t.group.Wait(); err != nil {
 				return err
 			}
-			return errInterrupted
+			return exit.ErrInterrupted
 		}
 		if o.Blocking == 1 || o.Blocking == 2 {
 			for a := range o.AggIters {

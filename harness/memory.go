@@ -15,6 +15,9 @@ import (
 	"syscall"
 
 	"github.com/rcclx-tests/rcclx-tests/collectives"
+	"github.com/rcclx-tests/rcclx-tests/harness/plan"
+	"github.com/rcclx-tests/rcclx-tests/harness/report"
+	"github.com/rcclx-tests/rcclx-tests/harness/world"
 )
 
 const gib = 1 << 30
@@ -211,9 +214,9 @@ func (s *session) memoryLimit() (limit int64, known bool, err error) {
 		return 0, false, nil
 	}
 	if s.o.RCCL.RotatingTensor == 1 {
-		limit -= rotatingBytes // every buffer is that much longer
+		limit -= plan.RotatingBytes // every buffer is that much longer
 	}
-	limit, err = worldMin(s.world, limit)
+	limit, err = world.Min(s.world, limit)
 	return limit, err == nil, err
 }
 
@@ -356,17 +359,8 @@ func (s *session) memoryLine() string {
 	initText, total := "N/A", "N/A"
 	if r, ok := s.comm.(collectives.OpenMemoryReporter); ok {
 		opened := r.OpenMemory()
-		initText, total = memoryString(float64(opened)), memoryString(float64(opened+user+coll))
+		initText, total = report.MemoryString(float64(opened)), report.MemoryString(float64(opened+user+coll))
 	}
 	return fmt.Sprintf("Initialization %s | User-Allocated %s | Collective %s | Total  %s", initText,
-		memoryString(float64(user)), memoryString(float64(coll)), total)
-}
-
-// worldMin is the smallest v over the processes.
-func worldMin(w collectives.World, v int64) (int64, error) {
-	all, err := gatherJSON(w, "free memory", v)
-	for _, x := range all {
-		v = min(v, x)
-	}
-	return v, err
+		report.MemoryString(float64(user)), report.MemoryString(float64(coll)), total)
 }

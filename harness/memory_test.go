@@ -12,6 +12,7 @@ import (
 	"time"
 
 	"github.com/rcclx-tests/rcclx-tests/collectives"
+	"github.com/rcclx-tests/rcclx-tests/harness/exit"
 	"github.com/rcclx-tests/rcclx-tests/internal/syncbuf"
 )
 
@@ -76,7 +77,7 @@ func TestCgroupRoom(t *testing.T) {
 // fake cgroup's usage is what a small run of the same binary peaks at, as a real cgroup would count it.
 func TestMemoryPlanHoldsUnderCgroup(t *testing.T) {
 	p := startChild(t, "all_reduce", nil, "--engine", "host", "-b", "8", "-e", "8", "-n", "1")
-	if code, _ := p.exit(t, 30*time.Second); code != exitOK {
+	if code, _ := p.exit(t, 30*time.Second); code != exit.OK {
 		t.Fatalf("baseline run: exit %d: %s", code, p.stderr.String())
 	}
 	base := p.cmd.ProcessState.SysUsage().(*syscall.Rusage).Maxrss << 10
@@ -88,7 +89,7 @@ func TestMemoryPlanHoldsUnderCgroup(t *testing.T) {
 	code, _ := p.exit(t, 120*time.Second)
 	m := regexp.MustCompile(`(?m)^#\n# Reducing maxBytes to (\d+) due to memory limitation\n#\n`).FindStringSubmatch(p.stdout.String())
 	rows := tableRows(p.stdout.String())
-	if code != exitOK || m == nil || len(rows) == 0 {
+	if code != exit.OK || m == nil || len(rows) == 0 {
 		t.Fatalf("exit %d\n%s%s", code, p.stdout.String(), p.stderr.String())
 	}
 	peak := p.cmd.ProcessState.SysUsage().(*syscall.Rusage).Maxrss << 10
@@ -101,7 +102,7 @@ func TestMemoryPlanHoldsUnderCgroup(t *testing.T) {
 	root = fakeCgroups(t, "0::/job\n", map[string]string{"job/memory.max": "1000", "job/memory.current": "1000"})
 	p = startChild(t, "all_reduce", []string{childCgroupEnv + "=" + root}, "--engine", "host", "-g", "2")
 	code, _ = p.exit(t, 30*time.Second)
-	if code != exitRuntime || strings.Count(p.stderr.String(), "\n") != 1 || !strings.Contains(p.stderr.String(), "not enough memory") {
+	if code != exit.Runtime || strings.Count(p.stderr.String(), "\n") != 1 || !strings.Contains(p.stderr.String(), "not enough memory") {
 		t.Errorf("exit %d, stderr %q", code, p.stderr.String())
 	}
 }
@@ -117,7 +118,7 @@ func TestHeaderBeforeAllocation(t *testing.T) {
 	p.beforeAlloc = func() { before = append(before, out.String()) }
 	r := runWith(t, collectives.AllGather, seedArgs(seed, "-g", "2", "-b", "1K", "-e", "4G", "-f", "1024", "-n", "1"),
 		testSource(p), func(a *app) { a.stdout = out })
-	if r.code != exitOK || len(before) == 0 {
+	if r.code != exit.OK || len(before) == 0 {
 		t.Fatalf("exit %d, %d allocations\n%s%s", r.code, len(before), out.String(), r.stderr)
 	}
 	for _, want := range []string{"# Collective test starting: all_gather_perf", "# Using devices\n#  Rank  0 ", "#  Rank  1 Group",

@@ -6,25 +6,10 @@ import (
 	"slices"
 	"strings"
 
-	"github.com/rcclx-tests/rcclx-tests/bootstrap"
 	"github.com/rcclx-tests/rcclx-tests/collectives"
 	"github.com/rcclx-tests/rcclx-tests/engines"
+	"github.com/rcclx-tests/rcclx-tests/harness/plan"
 )
-
-// gatherDevices collects every process's devices in rank order for the "# Using devices" lines; another
-// process's text is made printable before it is shown or recorded.
-func gatherDevices(w collectives.World, local []collectives.Device) ([]collectives.Device, error) {
-	all, err := gatherJSON(w, "devices", local)
-	var out []collectives.Device
-	for _, ds := range all {
-		for _, d := range ds {
-			d.Hostname, d.BusID, d.Name = bootstrap.Printable(d.Hostname), bootstrap.Printable(d.BusID),
-				bootstrap.Printable(d.Name)
-			out = append(out, d)
-		}
-	}
-	return out, err
-}
 
 // makeNotes works out the "#" lines this suite adds to nccl-tests' header: the engine, the algorithms the rows
 // will use, the seed, and the flags that do not apply to this engine.
@@ -36,10 +21,10 @@ func (s *session) makeNotes() error {
 	if lp, ok := s.comm.(interface{ LibraryPath() string }); ok {
 		s.note("Library: %s", lp.LibraryPath())
 	}
-	if len(o.env) > 0 {
+	if len(o.CommEnv) > 0 {
 		var kv []string
-		for _, k := range slices.Sorted(maps.Keys(o.env)) {
-			kv = append(kv, k+"="+o.env[k])
+		for _, k := range slices.Sorted(maps.Keys(o.CommEnv)) {
+			kv = append(kv, k+"="+o.CommEnv[k])
 		}
 		s.note("Env: %s", strings.Join(kv, " "))
 	}
@@ -72,28 +57,28 @@ func (s *session) makeNotes() error {
 	if _, ok := group.(collectives.MemoryReporter); !ok && o.Memory == 1 {
 		s.note("-M 1 ignored: engine %s cannot report device memory", name)
 	}
-	if o.changed["per_iter_skip"] && o.PerIter != 1 {
+	if o.Changed["per_iter_skip"] && o.PerIter != 1 {
 		s.note("-K %d ignored: per-iteration timing is off (-I 1 turns it on)", o.IterSkip)
 	}
-	lpOn := func(env map[string]string) bool { return lowPrecisionOn(env, s.a.getenv) }
+	lpOn := func(env map[string]string) bool { return plan.LowPrecisionOn(env, s.a.getenv) }
 	// An A/B arm may turn low precision on: the launcher knows both arms; a worker, whose header the launcher
 	// prints, knows only its own value of a policy switch under comparison.
 	armPolicy := false
 	if v, ok := collectives.LookupVariable(s.a.parseEnv()(abWorkerEnv)); ok {
 		armPolicy = v.Policy()
 	}
-	if o.LPMode != "" && !armPolicy && !slices.ContainsFunc(armEnvs(o), lpOn) {
+	if o.LPMode != "" && !armPolicy && !slices.ContainsFunc(plan.ArmEnvs(o), lpOn) {
 		s.note("--lp-mode %s ignored: low precision is off (--lp turns it on)", o.LPMode)
 	}
 	for _, f := range []struct {
 		given bool
 		text  string
-	}{{o.changed["ab-rounds"], fmt.Sprintf("--ab-rounds %d", o.ABRounds)}, {o.changed["ab-strict"], "--ab-strict"}} {
-		if f.given && o.abKey == "" {
+	}{{o.Changed["ab-rounds"], fmt.Sprintf("--ab-rounds %d", o.ABRounds)}, {o.Changed["ab-strict"], "--ab-strict"}} {
+		if f.given && o.ABKey == "" {
 			s.note("%s ignored: there is no --ab comparison", f.text)
 		}
 	}
-	if o.changed["root"] && !s.a.coll.Rooted {
+	if o.Changed["root"] && !s.a.coll.Rooted {
 		s.note("-r %d ignored: %s has no root", o.Root, s.a.coll.Name)
 	}
 	if o.PerIter == 1 {
@@ -199,7 +184,7 @@ func (s *session) algorithms() ([]string, error) {
 			}
 			for _, size := range s.sizes() {
 				p := point{dt: dt, op: op, root: s.roots()[0], size: size}
-				algo := th.group.Algorithm(th.call(p, !s.o.runOutOfPlace(), 0))
+				algo := th.group.Algorithm(th.call(p, !s.o.RunOutOfPlace(), 0))
 				col := s.a.coll.Bytes(th.counts(p, 0), dt)
 				if algo != last {
 					flush()

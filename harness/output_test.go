@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"github.com/rcclx-tests/rcclx-tests/collectives"
+	"github.com/rcclx-tests/rcclx-tests/harness/exit"
 	"github.com/rcclx-tests/rcclx-tests/results"
 )
 
@@ -41,7 +42,7 @@ func TestOutputFilesBeforeTheRun(t *testing.T) {
 		// A sweep long enough that failing after it would show: 2 GiB of host-engine work.
 		r := hostRun(t, collectives.AllReduce, c.flag, c.path, "-b", "1M", "-e", "64M", "-f", "2", "-n", "20")
 		took := time.Since(start)
-		if r.code != exitUsage || r.stdout != "" || strings.Count(r.stderr, "\n") != 1 ||
+		if r.code != exit.Usage || r.stdout != "" || strings.Count(r.stderr, "\n") != 1 ||
 			!strings.Contains(r.stderr, fmt.Sprintf("%q", c.path)) || !strings.Contains(r.stderr, c.text) || took > time.Second {
 			t.Errorf("%s %s: exit %d after %v, stdout %q, stderr %q", c.flag, c.path, r.code, took, r.stdout, r.stderr)
 		}
@@ -75,7 +76,7 @@ func TestOutputFilesNeverOverwrite(t *testing.T) {
 	umask := syscall.Umask(0)
 	syscall.Umask(umask)
 	for _, r := range outs {
-		if r.code != exitOK {
+		if r.code != exit.OK {
 			t.Fatalf("exit %d: %s", r.code, r.stderr)
 		}
 		for _, prefix := range []string{"# Writing JSON output to "} {
@@ -117,7 +118,7 @@ func TestJSONNameExtension(t *testing.T) {
 		r := hostRun(t, collectives.AllReduce, "-J", path, "-b", "8", "-e", "8", "-n", "1")
 		_, err := os.Stat(path)
 		ignored := "# -J " + path + " ignored: only .json output is written\n"
-		if r.code != exitOK || (err == nil) != c.write || strings.HasPrefix(r.stdout, ignored) == c.write ||
+		if r.code != exit.OK || (err == nil) != c.write || strings.HasPrefix(r.stdout, ignored) == c.write ||
 			strings.Contains(r.stdout, "# Writing JSON output to "+path+"\n") != c.write {
 			t.Errorf("-J %s: exit %d, file %v, stdout %q", c.name, r.code, err, r.stdout)
 		}

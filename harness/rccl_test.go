@@ -16,6 +16,8 @@ import (
 	"time"
 
 	"github.com/rcclx-tests/rcclx-tests/collectives"
+	"github.com/rcclx-tests/rcclx-tests/harness/exit"
+	"github.com/rcclx-tests/rcclx-tests/harness/plan"
 	"github.com/rcclx-tests/rcclx-tests/hostengine"
 )
 
@@ -86,7 +88,7 @@ func TestRCCLOutput(t *testing.T) {
 		args := seedArgs(seed, "-b", "1K", "-e", "16K", "-f", "4", "-n", "2", "-N", "2", "-t", "2", "-g", "2",
 			"-Z", format, "-X", file, "-J", js)
 		r := testRun(t, collectives.AllReduce, args, eng)
-		if r.code != exitOK || !strings.Contains(r.stdout, "# Writing rccl-tests "+format+" output to "+file+"\n") {
+		if r.code != exit.OK || !strings.Contains(r.stdout, "# Writing rccl-tests "+format+" output to "+file+"\n") {
 			t.Fatalf("%s: exit %d\n%s%s", format, r.code, r.stdout, r.stderr)
 		}
 		if existed {
@@ -156,7 +158,7 @@ func TestRCCLOutputDetails(t *testing.T) {
 		t.Fatal(err)
 	}
 	r := testRun(t, collectives.AllGather, seedArgs(1, append(small, "-c", "0", "--csv", keep)...), newFake(1))
-	if r.code != exitOK {
+	if r.code != exit.OK {
 		t.Fatalf("exit %d: %s", r.code, r.stderr)
 	}
 	for _, f := range rcclLines(t, keep, "csv") {
@@ -167,7 +169,7 @@ func TestRCCLOutputDetails(t *testing.T) {
 	file := filepath.Join(dir, "x")
 	seed := rand.Uint64()
 	r = testRun(t, collectives.AllToAll, seedArgs(seed, "-b", "64", "-e", "64", "-n", "1", "-d", "f8e4m3", "-X", file), newFake(seed))
-	if r.code != exitOK {
+	if r.code != exit.OK {
 		t.Fatalf("exit %d: %s", r.code, r.stderr)
 	}
 	for _, f := range rcclLines(t, file, "json") {
@@ -178,12 +180,12 @@ func TestRCCLOutputDetails(t *testing.T) {
 	cube := filepath.Join(dir, "cube.csv")
 	r = testRun(t, collectives.HyperCube, seedArgs(1, "-b", "64", "-e", "64", "-n", "1", "-g", "2", "--csv", cube), newFake(1))
 	for _, f := range rcclLines(t, cube, "csv") {
-		if r.code != exitOK || len(f) < 6 || f[1] != "HyperCube" || f[5] != "none" {
+		if r.code != exit.OK || len(f) < 6 || f[1] != "HyperCube" || f[5] != "none" {
 			t.Errorf("hypercube: exit %d, line %v", r.code, f)
 		}
 	}
 	r = testRun(t, collectives.AllReduce, seedArgs(1, append(small, "-Z", "csv")...), newFake(1))
-	if r.code != exitOK || !strings.Contains(r.stdout, "# -Z csv ignored: no -X file to write\n") {
+	if r.code != exit.OK || !strings.Contains(r.stdout, "# -Z csv ignored: no -X file to write\n") {
 		t.Errorf("-Z without -X: exit %d\n%s", r.code, r.stdout)
 	}
 }
@@ -228,30 +230,30 @@ func TestClashRules(t *testing.T) {
 	a := &app{coll: collectives.AllReduce, engines: engineSource{names: func() []string { return []string{"auto", "host"} }}}
 	for _, c := range []struct {
 		args  []string
-		check func(o *Options) bool
+		check func(o *plan.Options) bool
 	}{
-		{[]string{"-y", "1"}, func(o *Options) bool { return o.StreamNull == 1 && o.RCCL.MemoryType == "" }},
-		{[]string{"-y", "coarse"}, func(o *Options) bool { return o.StreamNull == 0 && o.RCCL.MemoryType == "coarse" }},
-		{[]string{"-y", "managed"}, func(o *Options) bool { return o.RCCL.memoryKind() == collectives.MemoryManaged }},
-		{[]string{"-Y", "host"}, func(o *Options) bool { return o.RCCL.memoryKind() == collectives.MemoryHost }},
-		{[]string{"-r", "all"}, func(o *Options) bool { return o.Root == -1 }},
-		{[]string{"-r", "2"}, func(o *Options) bool { return o.Root == 2 }},
-		{[]string{"-u", "4"}, func(o *Options) bool { return o.Unalign == 4 && o.RCCL.Cumask == "" }},
-		{[]string{"-u", "0x10"}, func(o *Options) bool { return o.Unalign == 16 && o.RCCL.Cumask == "" }},
-		{[]string{"-u", "ff,0,0,0"}, func(o *Options) bool { return o.Unalign == 0 && o.RCCL.Cumask == "ff,0,0,0" }},
-		{[]string{"-u", "ff"}, func(o *Options) bool { return o.Unalign == 0 && o.RCCL.Cumask == "ff" }},
-		{[]string{"-E", "A=1"}, func(o *Options) bool { return o.env["A"] == "1" && o.RCCL.RotatingTensor == 0 }},
-		{[]string{"-E", "1", "-E", "B=0"}, func(o *Options) bool {
-			return o.RCCL.RotatingTensor == 1 && o.env["B"] == "0" && len(o.env) == 1
+		{[]string{"-y", "1"}, func(o *plan.Options) bool { return o.StreamNull == 1 && o.RCCL.MemoryType == "" }},
+		{[]string{"-y", "coarse"}, func(o *plan.Options) bool { return o.StreamNull == 0 && o.RCCL.MemoryType == "coarse" }},
+		{[]string{"-y", "managed"}, func(o *plan.Options) bool { return o.RCCL.MemoryKind() == collectives.MemoryManaged }},
+		{[]string{"-Y", "host"}, func(o *plan.Options) bool { return o.RCCL.MemoryKind() == collectives.MemoryHost }},
+		{[]string{"-r", "all"}, func(o *plan.Options) bool { return o.Root == -1 }},
+		{[]string{"-r", "2"}, func(o *plan.Options) bool { return o.Root == 2 }},
+		{[]string{"-u", "4"}, func(o *plan.Options) bool { return o.Unalign == 4 && o.RCCL.Cumask == "" }},
+		{[]string{"-u", "0x10"}, func(o *plan.Options) bool { return o.Unalign == 16 && o.RCCL.Cumask == "" }},
+		{[]string{"-u", "ff,0,0,0"}, func(o *plan.Options) bool { return o.Unalign == 0 && o.RCCL.Cumask == "ff,0,0,0" }},
+		{[]string{"-u", "ff"}, func(o *plan.Options) bool { return o.Unalign == 0 && o.RCCL.Cumask == "ff" }},
+		{[]string{"-E", "A=1"}, func(o *plan.Options) bool { return o.CommEnv["A"] == "1" && o.RCCL.RotatingTensor == 0 }},
+		{[]string{"-E", "1", "-E", "B=0"}, func(o *plan.Options) bool {
+			return o.RCCL.RotatingTensor == 1 && o.CommEnv["B"] == "0" && len(o.CommEnv) == 1
 		}},
-		{[]string{"--rotating_tensor", "1"}, func(o *Options) bool { return o.RCCL.RotatingTensor == 1 }},
-		{[]string{"--memory_report", "1"}, func(o *Options) bool { return o.Memory == 1 }},
-		{[]string{"-X", "f"}, func(o *Options) bool { return o.RCCL.Format == "json" && o.RCCL.File == "f" }},
-		{[]string{"--csv", "f"}, func(o *Options) bool { return o.RCCL.Format == "csv" && o.RCCL.File == "f" }},
-		{[]string{"-x", "1", "-q", "5", "-F", "3", "-A", "1"}, func(o *Options) bool {
+		{[]string{"--rotating_tensor", "1"}, func(o *plan.Options) bool { return o.RCCL.RotatingTensor == 1 }},
+		{[]string{"--memory_report", "1"}, func(o *plan.Options) bool { return o.Memory == 1 }},
+		{[]string{"-X", "f"}, func(o *plan.Options) bool { return o.RCCL.Format == "json" && o.RCCL.File == "f" }},
+		{[]string{"--csv", "f"}, func(o *plan.Options) bool { return o.RCCL.Format == "csv" && o.RCCL.File == "f" }},
+		{[]string{"-x", "1", "-q", "5", "-F", "3", "-A", "1"}, func(o *plan.Options) bool {
 			return o.RCCL.CTAPolicy == 1 && o.RCCL.DelayUs == 5 && o.RCCL.CacheFlush == 3 && o.RCCL.AlgoColumns == 1
 		}},
-		{[]string{"-R", "2", "-D", "1", "-V", "32"}, func(o *Options) bool { return o.RCCL.DeviceImpl == 1 && o.RCCL.DeviceCTAs == 32 }},
+		{[]string{"-R", "2", "-D", "1", "-V", "32"}, func(o *plan.Options) bool { return o.RCCL.DeviceImpl == 1 && o.RCCL.DeviceCTAs == 32 }},
 	} {
 		o, run, err := a.parse(c.args)
 		if err != nil || !run || !c.check(o) {
@@ -265,12 +267,12 @@ func TestClashRules(t *testing.T) {
 func TestMemoryTypeNotes(t *testing.T) {
 	r := testRun(t, collectives.AllReduce, []string{"--engine", "host", "-g", "2", "-b", "8", "-e", "8", "-n", "1", "-y", "fine"},
 		hostengine.New())
-	if r.code != exitOK || strings.Count(r.stdout, "# -Y fine ignored: engine host has one kind of memory\n") != 1 {
+	if r.code != exit.OK || strings.Count(r.stdout, "# -Y fine ignored: engine host has one kind of memory\n") != 1 {
 		t.Errorf("host: exit %d\n%s%s", r.code, r.stdout, r.stderr)
 	}
 	fake := &noteEngine{newFake(1)}
 	r = testRun(t, collectives.AllReduce, seedArgs(1, append(small, "-Y", "managed", "-x", "1", "-F", "3")...), fake)
-	if r.code != exitOK || !strings.Contains(r.stdout, "# Memory: kind 4\n") || !strings.Contains(r.stdout, "# CTA policy 1\n") ||
+	if r.code != exit.OK || !strings.Contains(r.stdout, "# Memory: kind 4\n") || !strings.Contains(r.stdout, "# CTA policy 1\n") ||
 		fake.cfg.Memory != collectives.MemoryManaged || fake.cfg.CTAPolicy != 1 || strings.Contains(r.stdout, "-F") {
 		t.Errorf("noter: exit %d\n%s%s", r.code, r.stdout, r.stderr)
 	}
@@ -332,7 +334,7 @@ func TestDelayBetweenHalves(t *testing.T) {
 	}
 	r := testRun(t, collectives.AllReduce, seedArgs(seed, "-b", "8", "-e", "32", "-f", "2", "-n", "2", "-w", "0",
 		"-q", strconv.Itoa(int(delay/time.Microsecond))), fake)
-	if r.code != exitOK || len(gaps) != 3 {
+	if r.code != exit.OK || len(gaps) != 3 {
 		t.Fatalf("exit %d, gaps %v\n%s", r.code, gaps, r.stderr)
 	}
 	for _, g := range gaps {
@@ -348,7 +350,7 @@ func TestAlgoProtoChannels(t *testing.T) {
 	r := testRun(t, collectives.AllReduce, seedArgs(1, append(small, "-A", "1", "-O", "1")...), newFake(1))
 	want := "#       size         count      type   redop    root     time   algbw   busbw  #wrong algo      proto      nchannels \n" +
 		"#        (B)    (elements)                               (us)  (GB/s)  (GB/s)                                      \n"
-	if r.code != exitOK || !strings.Contains(r.stdout, want) {
+	if r.code != exit.OK || !strings.Contains(r.stdout, want) {
 		t.Fatalf("exit %d\n%s", r.code, r.stdout)
 	}
 	for _, line := range strings.Split(r.stdout, "\n") {
@@ -362,12 +364,12 @@ func TestAlgoProtoChannels(t *testing.T) {
 // TestRotatingTensor: the timed iterations alternate between the buffer start and 192 MiB further, and the
 // buffers grow by that much.
 func TestRotatingTensor(t *testing.T) {
-	o := &Options{}
+	o := &plan.Options{}
 	o.RCCL.RotatingTensor = 1
 	th := &thread{coll: collectives.AllReduce, nranks: 1, ranks: []int{0}, opts: o,
 		send: []collectives.Buffer{&fakeBuffer{}}, recv: []collectives.Buffer{&fakeBuffer{}}}
 	calls := th.timedCalls(point{dt: collectives.Float, size: 1024}, false, 20)
-	if len(calls) != 2 || calls[0].Send[0].Off != 0 || calls[1].Send[0].Off != rotatingBytes || calls[1].Recv[0].Off != rotatingBytes {
+	if len(calls) != 2 || calls[0].Send[0].Off != 0 || calls[1].Send[0].Off != plan.RotatingBytes || calls[1].Recv[0].Off != plan.RotatingBytes {
 		t.Errorf("calls %+v", calls)
 	}
 }
@@ -381,7 +383,7 @@ func TestRCCLOutputMPI(t *testing.T) {
 		file := filepath.Join(dir, "r."+format)
 		args := seedArgs(seed, append(small, "-t", "2", "-Z", format, "-X", file)...)
 		runs := multiRun(t, 2, args, func(int) *fakeEngine { return newFake(seed) })
-		if runs[0].code != exitOK || runs[1].code != exitOK {
+		if runs[0].code != exit.OK || runs[1].code != exit.OK {
 			t.Fatalf("exits %d %d: %s%s", runs[0].code, runs[1].code, runs[0].stderr, runs[1].stderr)
 		}
 		data, err := os.ReadFile(file)

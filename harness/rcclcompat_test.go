@@ -14,6 +14,9 @@ import (
 	"time"
 
 	"github.com/rcclx-tests/rcclx-tests/collectives"
+	"github.com/rcclx-tests/rcclx-tests/harness/exit"
+	"github.com/rcclx-tests/rcclx-tests/harness/plan"
+	"github.com/rcclx-tests/rcclx-tests/harness/report"
 	"github.com/rcclx-tests/rcclx-tests/hostengine"
 )
 
@@ -28,7 +31,7 @@ func TestRCCLFileOpenedAsGiven(t *testing.T) {
 	}
 	seed := rand.Uint64()
 	r := testRun(t, collectives.AllReduce, seedArgs(seed, "-b", "64", "-e", "64", "-n", "1", "-Z", "csv", "-X", file), newFake(seed))
-	if r.code != exitOK || !strings.Contains(r.stdout, "# Writing rccl-tests csv output to "+file+"\n") {
+	if r.code != exit.OK || !strings.Contains(r.stdout, "# Writing rccl-tests csv output to "+file+"\n") {
 		t.Fatalf("exit %d\n%s%s", r.code, r.stdout, r.stderr)
 	}
 	if lines := rcclLines(t, file, "csv"); len(lines) != 2 {
@@ -59,7 +62,7 @@ func TestRCCLFileOpenedAsGiven(t *testing.T) {
 	r = testRun(t, collectives.AllReduce, seedArgs(seed, "-b", "64", "-e", "64", "-n", "1", "-X", fifo), newFake(seed))
 	select {
 	case data := <-got:
-		if r.code != exitOK || !strings.HasPrefix(data, "[\n{\"numCycle\":0, \"name\":\"AllReduce\"") || !strings.HasSuffix(data, "}\n]\n") {
+		if r.code != exit.OK || !strings.HasPrefix(data, "[\n{\"numCycle\":0, \"name\":\"AllReduce\"") || !strings.HasSuffix(data, "}\n]\n") {
 			t.Errorf("pipe: exit %d, read %q\n%s", r.code, data, r.stderr)
 		}
 	case <-time.After(10 * time.Second):
@@ -74,7 +77,7 @@ func TestRCCLFileOpenedAsGiven(t *testing.T) {
 		t.Fatal(err)
 	}
 	r = testRun(t, collectives.AllReduce, []string{"--csv", keep, "-J", filepath.Join(dir, "sub.json")}, newFake(1))
-	if data, _ := os.ReadFile(keep); r.code != exitUsage || string(data) != "keep" {
+	if data, _ := os.ReadFile(keep); r.code != exit.Usage || string(data) != "keep" {
 		t.Errorf("refused run: exit %d, %s now holds %q", r.code, keep, data)
 	}
 }
@@ -92,7 +95,7 @@ func TestFP8SkippedAsRCCLTests(t *testing.T) {
 	for _, f := range rows {
 		ops = append(ops, f[2]+" "+f[3])
 	}
-	if r.code != exitOK || strings.Join(ops, ",") != "f8e4m3 sum,f8e4m3 max,f8e4m3 min" ||
+	if r.code != exit.OK || strings.Join(ops, ",") != "f8e4m3 sum,f8e4m3 max,f8e4m3 min" ||
 		!strings.Contains(r.stdout, "# f8e4m3 prod, f8e4m3 avg, f8e4m3 mulsum skipped: rccl-tests runs FP8 with sum, max and min only\n") {
 		t.Errorf("exit %d, rows %v\n%s", r.code, ops, r.stdout)
 	}
@@ -110,17 +113,17 @@ func TestFP8SkippedAsRCCLTests(t *testing.T) {
 			args = append(args, "--engine", "host")
 		}
 		r = testRun(t, collectives.ReduceScatter, append(args, "-Z", "json", "-X", filepath.Join(dir, "r.json")), eng)
-		if r.code != exitOK || len(tableRows(r.stdout)) != 0 || !strings.Contains(r.stdout, "# f8e5m2 prod skipped: rccl-tests") {
+		if r.code != exit.OK || len(tableRows(r.stdout)) != 0 || !strings.Contains(r.stdout, "# f8e5m2 prod skipped: rccl-tests") {
 			t.Errorf("%s, -Z json: exit %d\n%s%s", eng.Name(), r.code, r.stdout, r.stderr)
 		}
 		r = testRun(t, collectives.ReduceScatter, args, eng)
-		if r.code != exitOK || len(tableRows(r.stdout)) != 1 || strings.Contains(r.stdout, "skipped") {
+		if r.code != exit.OK || len(tableRows(r.stdout)) != 1 || strings.Contains(r.stdout, "skipped") {
 			t.Errorf("%s, nccl-tests' output only: exit %d\n%s%s", eng.Name(), r.code, r.stdout, r.stderr)
 		}
 	}
 	r = testRun(t, collectives.SendRecv, seedArgs(seed, "-b", "64", "-e", "64", "-n", "1", "-d", "f8e4m3", "-o", "all",
 		"-g", "2", "--csv", file), newFake(seed))
-	if r.code != exitOK || len(tableRows(r.stdout)) != len(collectives.AllOps()) || strings.Contains(r.stdout, "skipped") {
+	if r.code != exit.OK || len(tableRows(r.stdout)) != len(collectives.AllOps()) || strings.Contains(r.stdout, "skipped") {
 		t.Errorf("sendrecv: exit %d\n%s", r.code, r.stdout)
 	}
 }
@@ -135,7 +138,7 @@ func TestHalfNotRunIsNull(t *testing.T) {
 		file := filepath.Join(t.TempDir(), "r.json")
 		seed := rand.Uint64()
 		r := testRun(t, collectives.AllReduce, seedArgs(seed, append(small, "-O", c.halves, "-J", file)...), newFake(seed))
-		if r.code != exitOK {
+		if r.code != exit.OK {
 			t.Fatalf("-O %s: exit %d\n%s", c.halves, r.code, r.stderr)
 		}
 		var rec struct {
@@ -189,7 +192,7 @@ func TestMemoryLineAsNcclTests(t *testing.T) {
 	} {
 		r := testRun(t, collectives.AllReduce, seedArgs(1, append(small, "-M", "1")...), c.eng)
 		want := "# Collective test concluded: all_reduce_perf\n# GPU memory usage     : " + c.want + "\n#\n"
-		if r.code != exitOK || !strings.Contains(r.stdout, want) {
+		if r.code != exit.OK || !strings.Contains(r.stdout, want) {
 			t.Errorf("exit %d, no %q in\n%s", r.code, want, r.stdout)
 		}
 	}
@@ -199,7 +202,7 @@ func TestMemoryLineAsNcclTests(t *testing.T) {
 // in the header says the flag was ignored (nothing of nccl-tests' line, not even N/A, that was not measured).
 func TestHostEngineMemoryIgnored(t *testing.T) {
 	r := hostRun(t, collectives.AllReduce, "-b", "8", "-e", "8", "-n", "1", "-M", "1")
-	if r.code != exitOK || !strings.Contains(r.stdout, "\n# -M 1 ignored: engine host cannot report device memory\n") ||
+	if r.code != exit.OK || !strings.Contains(r.stdout, "\n# -M 1 ignored: engine host cannot report device memory\n") ||
 		strings.Contains(r.stdout, "GPU memory usage") {
 		t.Errorf("exit %d:\n%s", r.code, r.stdout)
 	}
@@ -224,7 +227,7 @@ func TestTestingCycleLines(t *testing.T) {
 			want = append(want, fmt.Sprintf("# Testing %d cycle.", cycle), op.String(), op.String())
 		}
 	}
-	if r.code != exitOK || strings.Join(got, "|") != strings.Join(want, "|") {
+	if r.code != exit.OK || strings.Join(got, "|") != strings.Join(want, "|") {
 		t.Errorf("exit %d:\n got %v\nwant %v", r.code, got, want)
 	}
 	r = testRun(t, collectives.AllReduce, seedArgs(seed, small...), newFake(seed))
@@ -247,36 +250,36 @@ func TestSplitVariables(t *testing.T) {
 		{"", "AND", 4, 0}, {"3", "", 4, 4}, {"0x2", "AND 0", 4, 2}, {"0", "", 64, 1}, {"zz", "", 4, 0},
 	} {
 		getenv := func(k string) string {
-			return map[string]string{envSplitMask: c.mask, envSplit: c.split}[k]
+			return map[string]string{plan.EnvSplitMask: c.mask, plan.EnvSplit: c.split}[k]
 		}
-		s, err := parseSplit(getenv)
+		s, err := plan.ParseSplit(getenv)
 		switch {
 		case c.comms == 0 && err == nil:
 			t.Errorf("mask %q split %q: accepted", c.mask, c.split)
-		case c.comms != 0 && (err != nil || s.communicators(c.nprocs) != c.comms):
+		case c.comms != 0 && (err != nil || s.Communicators(c.nprocs) != c.comms):
 			t.Errorf("mask %q split %q on %d processes: %v, want %d communicators", c.mask, c.split, c.nprocs, err, c.comms)
 		}
 	}
 	env := map[string]string{"RANK": "0", "WORLD_SIZE": "4", "MASTER_ADDR": "127.0.0.1", "MASTER_PORT": "29500",
-		envSplit: "DIV 3"}
+		plan.EnvSplit: "DIV 3"}
 	dir := t.TempDir()
 	r := runWith(t, collectives.AllReduce, seedArgs(1, append(small, "-J", filepath.Join(dir, "r.json"))...),
 		fakeSource(newFake(1)), func(a *app) { a.getenv = func(k string) string { return env[k] } })
-	wantRefused(t, r, []string{envSplit + "=DIV 3"}, envSplit, "DIV 3", dir)
+	wantRefused(t, r, []string{plan.EnvSplit + "=DIV 3"}, plan.EnvSplit, "DIV 3", dir)
 	if !strings.Contains(r.stderr, "into communicators of unequal sizes (3, 1)") {
 		t.Errorf("stderr %q", r.stderr)
 	}
-	split := func(k string) string { return map[string]string{envSplit: "MOD 2"}[k] }
-	if err := checkSplit(split, 4, false); err != nil {
+	split := func(k string) string { return map[string]string{plan.EnvSplit: "MOD 2"}[k] }
+	if err := plan.CheckSplit(split, 4, false); err != nil {
 		t.Errorf("MOD 2 on 4 processes: %v", err)
 	}
-	if err := checkSplit(split, 4, true); err == nil || !strings.Contains(err.Error(), "not supported with --ab") {
+	if err := plan.CheckSplit(split, 4, true); err == nil || !strings.Contains(err.Error(), "not supported with --ab") {
 		t.Errorf("MOD 2 on 4 processes with --ab: %v", err)
 	}
-	env = map[string]string{envSplit: "MOD 2"}
+	env = map[string]string{plan.EnvSplit: "MOD 2"}
 	r = runWith(t, collectives.AllReduce, seedArgs(1, small...), fakeSource(newFake(1)),
 		func(a *app) { a.getenv = func(k string) string { return env[k] } })
-	if r.code != exitOK || !strings.Contains(r.stdout, "# NCCL_TESTS_SPLIT=MOD 2 ignored: one process makes one communicator\n") {
+	if r.code != exit.OK || !strings.Contains(r.stdout, "# NCCL_TESTS_SPLIT=MOD 2 ignored: one process makes one communicator\n") {
 		t.Errorf("one process: exit %d\n%s%s", r.code, r.stdout, r.stderr)
 	}
 }
@@ -289,32 +292,32 @@ func TestUnsupportedVariablesNoted(t *testing.T) {
 	tweak := func(a *app) { a.getenv = func(k string) string { return env[k] } }
 	r := runWith(t, collectives.AllReduce, seedArgs(1, append(small, "-g", "2")...), fakeSource(newFake(1)), tweak)
 	want := "# RCCL_TESTS_NET_COUNTER_ENABLE=1 RCCL_TESTS_NIC_COUNTER_LIST=a,b ignored: rccl-tests' NIC counters are read in its dialect only (--dialect rccl-tests)\n"
-	if r.code != exitOK || !strings.Contains(r.stdout, want) {
+	if r.code != exit.OK || !strings.Contains(r.stdout, want) {
 		t.Errorf("exit %d, no %q in\n%s", r.code, want, r.stdout)
 	}
-	env = map[string]string{envKernelTiming: "/tmp/kt"}
+	env = map[string]string{plan.EnvKernelTiming: "/tmp/kt"}
 	r = runWith(t, collectives.AllReduce, seedArgs(1, append(small, "--dialect", "rccl-tests")...), fakeSource(newFake(1)), tweak)
-	if want := "# RCCL_TESTS_KERNEL_TIMING=/tmp/kt ignored: no engine here keeps RCCL's dispatch records (RCCL_KERNEL_TIMING)\n"; r.code != exitOK || !strings.Contains(r.stdout, want) {
+	if want := "# RCCL_TESTS_KERNEL_TIMING=/tmp/kt ignored: no engine here keeps RCCL's dispatch records (RCCL_KERNEL_TIMING)\n"; r.code != exit.OK || !strings.Contains(r.stdout, want) {
 		t.Errorf("kernel timing: exit %d, no %q in\n%s", r.code, want, r.stdout)
 	}
-	env = map[string]string{envDevice: "3"}
+	env = map[string]string{plan.EnvDevice: "3"}
 	fake := newFake(1)
 	r = runWith(t, collectives.AllReduce, seedArgs(1, append(small, "-g", "2")...), fakeSource(fake), tweak)
-	if r.code != exitOK || strings.Contains(r.stdout, envDevice) || !fake.cfg.PinDevices || fake.cfg.FirstDevice != 3 {
+	if r.code != exit.OK || strings.Contains(r.stdout, plan.EnvDevice) || !fake.cfg.PinDevices || fake.cfg.FirstDevice != 3 {
 		t.Errorf("NCCL_TESTS_DEVICE=3: exit %d, config %+v\n%s", r.code, fake.cfg, r.stdout)
 	}
 	r = runWith(t, collectives.AllReduce, append(small, "--engine", "host"), fakeSource(hostengine.New()), tweak)
-	if want := "# NCCL_TESTS_DEVICE=3 ignored: engine host has no devices\n"; r.code != exitOK || !strings.Contains(r.stdout, want) {
+	if want := "# NCCL_TESTS_DEVICE=3 ignored: engine host has no devices\n"; r.code != exit.OK || !strings.Contains(r.stdout, want) {
 		t.Errorf("host engine: exit %d, no %q in\n%s%s", r.code, want, r.stdout, r.stderr)
 	}
 	for _, bad := range []string{"-1", "x", "1.5"} {
-		env = map[string]string{envDevice: bad}
+		env = map[string]string{plan.EnvDevice: bad}
 		dir := t.TempDir()
 		r = runWith(t, collectives.AllReduce, seedArgs(1, append(small, "-J", filepath.Join(dir, "r.json"))...), fakeSource(newFake(1)), tweak)
 		wantRefused(t, r, nil, "invalid NCCL_TESTS_DEVICE", bad, dir)
 	}
 	// An A/B arm cannot vary them: both arms would run the same, or on other devices.
-	for _, name := range unsupportedVars {
+	for _, name := range plan.UnsupportedVars {
 		dir := t.TempDir()
 		r = testRun(t, collectives.AllReduce, []string{"--ab", name + "=1,2", "-J", filepath.Join(dir, "r.json")}, newFake(1))
 		wantRefused(t, r, []string{"--ab", name + "=1,2"}, name, "--ab", dir)
@@ -327,18 +330,18 @@ func TestRCCLParsing(t *testing.T) {
 	a := &app{coll: collectives.AllReduce, engines: engineSource{names: func() []string { return []string{"auto", "host"} }}}
 	for _, c := range []struct {
 		args  []string
-		check func(o *Options) bool
+		check func(o *plan.Options) bool
 	}{
-		{[]string{"-O", "2"}, func(o *Options) bool { return o.Halves == outOfPlaceOnly }},
-		{[]string{"-O", "-1"}, func(o *Options) bool { return o.Halves == outOfPlaceOnly }},
-		{[]string{"-O", "0x0"}, func(o *Options) bool { return o.Halves == inPlaceOnly }},
-		{[]string{"-O", "both"}, func(o *Options) bool { return o.Halves == bothHalves }},
-		{[]string{"-E", "2"}, func(o *Options) bool { return o.RCCL.RotatingTensor == 1 }},
-		{[]string{"-E", "0"}, func(o *Options) bool { return o.RCCL.RotatingTensor == 0 }},
-		{[]string{"--rotating_tensor", "-1"}, func(o *Options) bool { return o.RCCL.RotatingTensor == 1 }},
-		{[]string{"-A", "2"}, func(o *Options) bool { return o.RCCL.AlgoColumns == 1 }},
-		{[]string{"-F", "-1"}, func(o *Options) bool { return o.RCCL.CacheFlush == -1 }},
-		{[]string{"-q", "010"}, func(o *Options) bool { return o.RCCL.DelayUs == 10 }},
+		{[]string{"-O", "2"}, func(o *plan.Options) bool { return o.Halves == plan.OutOfPlaceOnly }},
+		{[]string{"-O", "-1"}, func(o *plan.Options) bool { return o.Halves == plan.OutOfPlaceOnly }},
+		{[]string{"-O", "0x0"}, func(o *plan.Options) bool { return o.Halves == plan.InPlaceOnly }},
+		{[]string{"-O", "both"}, func(o *plan.Options) bool { return o.Halves == plan.BothHalves }},
+		{[]string{"-E", "2"}, func(o *plan.Options) bool { return o.RCCL.RotatingTensor == 1 }},
+		{[]string{"-E", "0"}, func(o *plan.Options) bool { return o.RCCL.RotatingTensor == 0 }},
+		{[]string{"--rotating_tensor", "-1"}, func(o *plan.Options) bool { return o.RCCL.RotatingTensor == 1 }},
+		{[]string{"-A", "2"}, func(o *plan.Options) bool { return o.RCCL.AlgoColumns == 1 }},
+		{[]string{"-F", "-1"}, func(o *plan.Options) bool { return o.RCCL.CacheFlush == -1 }},
+		{[]string{"-q", "010"}, func(o *plan.Options) bool { return o.RCCL.DelayUs == 10 }},
 	} {
 		o, run, err := a.parse(c.args)
 		if err != nil || !run || !c.check(o) {
@@ -346,7 +349,7 @@ func TestRCCLParsing(t *testing.T) {
 		}
 	}
 	r := testRun(t, collectives.AllReduce, seedArgs(1, append(small, "-F", "-1")...), newFake(1))
-	if r.code != exitOK || strings.Contains(r.stdout, "-F") {
+	if r.code != exit.OK || strings.Contains(r.stdout, "-F") {
 		t.Errorf("-F -1 (never): exit %d\n%s", r.code, r.stdout)
 	}
 }
@@ -372,7 +375,7 @@ func TestDelayAfterOutOfPlaceOnly(t *testing.T) {
 	}
 	r := testRun(t, collectives.AllReduce, seedArgs(seed, "-b", "8", "-e", "32", "-f", "2", "-n", "2", "-w", "0",
 		"-O", "1", "-q", fmt.Sprint(int(delay/time.Microsecond))), fake)
-	if r.code != exitOK || len(gaps) != 2 {
+	if r.code != exit.OK || len(gaps) != 2 {
 		t.Fatalf("exit %d, gaps %v\n%s", r.code, gaps, r.stderr)
 	}
 	for _, g := range gaps {
@@ -389,38 +392,38 @@ func TestColumnHeaderBytes(t *testing.T) {
 	both := lead + "  %7s  %6s  %6s  %6s  %7s  %6s  %6s  %6s %*s"
 	one := lead + "  %7s  %6s  %6s  %6s %*s %*s"
 	for _, c := range []struct {
-		o    *Options
+		o    *plan.Options
 		want []string
 	}{
-		{&Options{Halves: bothHalves}, []string{
+		{&plan.Options{Halves: plan.BothHalves}, []string{
 			fmt.Sprintf(lead+"           out-of-place                       in-place          ", "", "", "", "", ""),
 			fmt.Sprintf(both, "size", "count", "type", "redop", "root", "time", "algbw", "busbw", "#wrong", "time", "algbw", "busbw", "#wrong", 0, ""),
 			fmt.Sprintf(both, "(B)", "(elements)", "", "", "", "(us)", "(GB/s)", "(GB/s)", "", "(us)", "(GB/s)", "(GB/s)", "", 0, ""),
 		}},
-		{&Options{Halves: bothHalves, CPUTime: 1, Timestamps: 1}, []string{
+		{&plan.Options{Halves: plan.BothHalves, CPUTime: 1, Timestamps: 1}, []string{
 			fmt.Sprintf(lead+"           out-of-place                       in-place          ", "", "", "", "", ""),
 			fmt.Sprintf(both, "size", "count", "type", "redop", "root", "cputime", "algbw", "busbw", "#wrong", "cputime", "algbw", "busbw", "#wrong", 19, "timestamp"),
 			fmt.Sprintf(both, "(B)", "(elements)", "", "", "", "(us)", "(GB/s)", "(GB/s)", "", "(us)", "(GB/s)", "(GB/s)", "", 19, "%Y-%m-%d %H:%M:%S"),
 		}},
-		{&Options{Halves: outOfPlaceOnly, RCCL: rcclOptions{AlgoColumns: 1}}, []string{
+		{&plan.Options{Halves: plan.OutOfPlaceOnly, RCCL: plan.RCCLOptions{AlgoColumns: 1}}, []string{
 			fmt.Sprintf(lead+"           out-of-place          ", "", "", "", "", ""),
 			fmt.Sprintf(one, "size", "count", "type", "redop", "root", "time", "algbw", "busbw", "#wrong", 28, "algo      proto      nchannels", 0, ""),
 			fmt.Sprintf(one, "(B)", "(elements)", "", "", "", "(us)", "(GB/s)", "(GB/s)", "", 28, "", 0, ""),
 		}},
-		{&Options{Halves: inPlaceOnly, Timestamps: 1}, []string{
+		{&plan.Options{Halves: plan.InPlaceOnly, Timestamps: 1}, []string{
 			fmt.Sprintf(lead+"           in-place          ", "", "", "", "", ""),
 			fmt.Sprintf(one, "size", "count", "type", "redop", "root", "time", "algbw", "busbw", "#wrong", 0, "", 19, "timestamp"),
 			fmt.Sprintf(one, "(B)", "(elements)", "", "", "", "(us)", "(GB/s)", "(GB/s)", "", 0, "", 19, "%Y-%m-%d %H:%M:%S"),
 		}},
 	} {
-		compareLines(t, fmt.Sprintf("%+v", *c.o), columnHeader(c.o), c.want)
+		compareLines(t, fmt.Sprintf("%+v", *c.o), report.ColumnHeader(c.o), c.want)
 	}
 	// -I 1 -p 1: nccl-tests prints its per-iteration line before the parallel-init line.
 	r := testRun(t, collectives.AllReduce, seedArgs(1, append(small, "-I", "1", "-p", "1", "-z", "1")...), newFake(1))
 	want := "# Blocking Enabled: wait and barrier after each inner iteration (-m) \n" +
 		"# Per-Iteration Report: host clock timing with a wait after each iteration; i_* uses max over process rows \n" +
 		"# Parallel Init Enabled: threads call into NcclInitRank concurrently \n"
-	if r.code != exitOK || !strings.Contains(r.stdout, want) {
+	if r.code != exit.OK || !strings.Contains(r.stdout, want) {
 		t.Errorf("exit %d, no\n%s in\n%s", r.code, want, r.stdout)
 	}
 }

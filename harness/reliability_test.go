@@ -17,6 +17,9 @@ import (
 	"time"
 
 	"github.com/rcclx-tests/rcclx-tests/collectives"
+	"github.com/rcclx-tests/rcclx-tests/harness/exit"
+	"github.com/rcclx-tests/rcclx-tests/harness/plan"
+	"github.com/rcclx-tests/rcclx-tests/harness/report"
 	"github.com/rcclx-tests/rcclx-tests/internal/syncbuf"
 )
 
@@ -62,7 +65,7 @@ func childMain(name string, args []string) int {
 	}
 	kind, at, _ := strings.Cut(fault, ":")
 	n, _ := strconv.Atoi(at)
-	seed, _ := strconv.ParseUint(os.Getenv(seedEnv), 10, 64)
+	seed, _ := strconv.ParseUint(os.Getenv(plan.SeedEnv), 10, 64)
 	p := &probe{Engine: newFake(seed)}
 	p.beforeLaunch = func(launch int) {
 		switch {
@@ -162,11 +165,11 @@ func TestReliabilityEveryExitFreesEverything(t *testing.T) {
 		stop  int // > 0: interrupted after this many halves
 		want  int
 	}{
-		{"ok", nil, nil, 0, exitOK},
-		{"wrong", nil, func(e *fakeEngine) { e.corruptRank = 3 }, 0, exitTestFailed},
-		{"timeout", []string{"-T", "1"}, func(e *fakeEngine) { e.timeoutRank = 2 }, 0, exitTimeout},
-		{"interrupt", nil, nil, 3, exitInterrupted},
-		{"alloc", nil, func(e *fakeEngine) { e.failAlloc = true }, 0, exitRuntime},
+		{"ok", nil, nil, 0, exit.OK},
+		{"wrong", nil, func(e *fakeEngine) { e.corruptRank = 3 }, 0, exit.TestFailed},
+		{"timeout", []string{"-T", "1"}, func(e *fakeEngine) { e.timeoutRank = 2 }, 0, exit.Timeout},
+		{"interrupt", nil, nil, 3, exit.Interrupted},
+		{"alloc", nil, func(e *fakeEngine) { e.failAlloc = true }, 0, exit.Runtime},
 	} {
 		t.Run(c.name, func(t *testing.T) {
 			seed := rand.Uint64()
@@ -221,7 +224,7 @@ func TestReliabilityHostHooksEveryCollective(t *testing.T) {
 			rank := rand.IntN(nranks)
 			r := hostRun(t, c.coll, append(base, "-E", fmt.Sprintf("RCCLX_TESTS_CORRUPT_RANK=%d", rank))...)
 			rows := tableRows(r.stdout)
-			if r.code != exitTestFailed || len(rows) != 1 || rows[0][8] != "1" || rows[0][12] != "1" {
+			if r.code != exit.TestFailed || len(rows) != 1 || rows[0][8] != "1" || rows[0][12] != "1" {
 				t.Errorf("rank %d: exit %d\n%s%s", rank, r.code, r.stdout, r.stderr)
 			}
 		})
@@ -233,7 +236,7 @@ func TestReliabilityHostHooksEveryCollective(t *testing.T) {
 			// The line names the rank that never arrived, whichever peer gave up waiting for it.
 			line := regexp.MustCompile(fmt.Sprintf(`^timeout: rank %d did not arrive at %s size \d+ \(rank \d+ waited in phase .+\) after 1s\n$`,
 				rank, c.coll.Name))
-			if r.code != exitTimeout || !line.MatchString(r.stderr) {
+			if r.code != exit.Timeout || !line.MatchString(r.stderr) {
 				t.Errorf("%d ranks, rank %d skipped: exit %d, stderr %q", nranks, rank, r.code, r.stderr)
 			}
 			if took > 6*time.Second {
@@ -251,7 +254,7 @@ func TestReliabilityHostMemoryLimit(t *testing.T) {
 	memAvailable = func() (int64, error) { return 64 << 20, nil }
 	r := hostRun(t, collectives.AllReduce, "-b", "1M", "-e", "1G", "-f", "4", "-g", "2", "-n", "1", "-w", "0")
 	m := regexp.MustCompile(`(?m)^# Reducing maxBytes to (\d+) due to memory limitation$`).FindStringSubmatch(r.stdout)
-	if r.code != exitOK || m == nil {
+	if r.code != exit.OK || m == nil {
 		t.Fatalf("exit %d\n%s%s", r.code, r.stdout, r.stderr)
 	}
 	limit, _ := strconv.ParseInt(m[1], 10, 64)
@@ -265,7 +268,7 @@ func TestReliabilityHostMemoryLimit(t *testing.T) {
 
 	memAvailable = func() (int64, error) { return 0, nil }
 	r = hostRun(t, collectives.AllReduce, "-b", "1M", "-e", "1G", "-g", "2")
-	if r.code != exitRuntime || !strings.HasSuffix(r.stderr, ": not enough memory for any buffer (limit 0 bytes)\n") ||
+	if r.code != exit.Runtime || !strings.HasSuffix(r.stderr, ": not enough memory for any buffer (limit 0 bytes)\n") ||
 		strings.Count(r.stderr, "\n") != 1 || len(tableRows(r.stdout)) != 0 {
 		t.Errorf("exit %d, stderr %q", r.code, r.stderr)
 	}
@@ -339,12 +342,12 @@ func TestReliabilitySIGINT(t *testing.T) {
 	p.cmd.Process.Signal(os.Interrupt)
 	code, _ := p.exit(t, 20*time.Second)
 	rows := tableRows(p.stdout.String())
-	if code != exitInterrupted || len(rows) == 0 || !strings.Contains(p.stdout.String(), "# Collective test concluded") ||
+	if code != exit.Interrupted || len(rows) == 0 || !strings.Contains(p.stdout.String(), "# Collective test concluded") ||
 		!strings.HasPrefix(p.stderr.String(), "all_reduce_perf: interrupted: ") || strings.Count(p.stderr.String(), "\n") != 1 {
 		t.Fatalf("exit %d\nstdout:\n%s\nstderr:\n%s", code, p.stdout.String(), p.stderr.String())
 	}
 	if rec := loadRecord(t, file); !rec.Incomplete || len(rec.Results) != len(rows) || len(rec.Errors) != 1 ||
-		rec.Errors[0] != errStopped {
+		rec.Errors[0] != report.ErrStopped {
 		t.Errorf("JSON: incomplete %v, %d results for %d rows, errors %q", rec.Incomplete, len(rec.Results), len(rows), rec.Errors)
 	}
 
@@ -356,7 +359,7 @@ func TestReliabilitySIGINT(t *testing.T) {
 	time.Sleep(200 * time.Millisecond)
 	p.cmd.Process.Signal(os.Interrupt)
 	code, _ = p.exit(t, 10*time.Second)
-	if code != exitInterrupted || !strings.HasSuffix(p.stderr.String(), "all_reduce_perf: interrupted again: exiting now\n") {
+	if code != exit.Interrupted || !strings.HasSuffix(p.stderr.String(), "all_reduce_perf: interrupted again: exiting now\n") {
 		t.Errorf("exit %d, stderr %q", code, p.stderr.String())
 	}
 }
@@ -368,14 +371,14 @@ func TestReliabilityProcessEnvironmentHooks(t *testing.T) {
 		"-b", "1M", "-e", "4M", "-f", "2", "-n", "1")
 	code, _ := p.exit(t, 60*time.Second)
 	rows := tableRows(p.stdout.String())
-	if code != exitTestFailed || len(rows) != 3 || rows[2][8] != "1" || rows[2][12] != "1" {
+	if code != exit.TestFailed || len(rows) != 3 || rows[2][8] != "1" || rows[2][12] != "1" {
 		t.Errorf("corrupt: exit %d\n%s%s", code, p.stdout.String(), p.stderr.String())
 	}
 	file := filepath.Join(t.TempDir(), "r.json")
 	p = startChild(t, "all_reduce", []string{"RCCLX_TESTS_SKIP_RANK=1"}, "--engine", "host", "-g", "2", "-b", "1K",
 		"-e", "1M", "-f", "1024", "-T", "1", "-J", file)
 	code, took := p.exit(t, 20*time.Second)
-	if want := "timeout: rank 1 did not arrive at all_reduce size 1048576 (rank 0 waited in phase "; code != exitTimeout ||
+	if want := "timeout: rank 1 did not arrive at all_reduce size 1048576 (rank 0 waited in phase "; code != exit.Timeout ||
 		!strings.HasPrefix(p.stderr.String(), want) || strings.Count(p.stderr.String(), "\n") != 1 || took > 6*time.Second {
 		t.Errorf("skip: exit %d after %v, stderr %q", code, took, p.stderr.String())
 	}
@@ -396,24 +399,24 @@ func TestReliabilityBadInputEndToEnd(t *testing.T) {
 		text string
 		env  []string
 	}{
-		{[]string{"-J", file, "-u", "-3"}, exitUsage, `invalid value "-3" for -u/--unalign`, nil},
-		{[]string{"-J", file, "-b", "1X"}, exitUsage, `invalid argument "1X" for "-b, --minbytes" flag`, nil},
-		{[]string{"-J", file, "-b", ".5K", "-e", "1.5"}, exitUsage, `invalid value ".5K" for -b/--minbytes: larger than -e 1.5 (1 B)`, nil},
-		{[]string{"-J", file, "-e", "99999999999G"}, exitUsage, `"99999999999G" for "-e, --maxbytes" flag`, nil},
-		{[]string{"-J", file, "-d", "float7"}, exitUsage, `invalid value "float7" for -d/--datatype`, nil},
-		{[]string{"-J", file, "-o", "xor"}, exitUsage, `invalid value "xor" for -o/--op`, nil},
-		{[]string{"-J", file, "--engine", "cuda9"}, exitUsage, `invalid value "cuda9" for --engine`, nil},
-		{[]string{"-J", filepath.Join(dir, "missing", "r.json")}, exitUsage, `for -J/--output_file: cannot create `, nil},
+		{[]string{"-J", file, "-u", "-3"}, exit.Usage, `invalid value "-3" for -u/--unalign`, nil},
+		{[]string{"-J", file, "-b", "1X"}, exit.Usage, `invalid argument "1X" for "-b, --minbytes" flag`, nil},
+		{[]string{"-J", file, "-b", ".5K", "-e", "1.5"}, exit.Usage, `invalid value ".5K" for -b/--minbytes: larger than -e 1.5 (1 B)`, nil},
+		{[]string{"-J", file, "-e", "99999999999G"}, exit.Usage, `"99999999999G" for "-e, --maxbytes" flag`, nil},
+		{[]string{"-J", file, "-d", "float7"}, exit.Usage, `invalid value "float7" for -d/--datatype`, nil},
+		{[]string{"-J", file, "-o", "xor"}, exit.Usage, `invalid value "xor" for -o/--op`, nil},
+		{[]string{"-J", file, "--engine", "cuda9"}, exit.Usage, `invalid value "cuda9" for --engine`, nil},
+		{[]string{"-J", filepath.Join(dir, "missing", "r.json")}, exit.Usage, `for -J/--output_file: cannot create `, nil},
 		// A file claimed before the bad one is not announced, and is gone.
-		{[]string{"-X", file + ".csv", "-Z", "csv", "-J", filepath.Join(dir, "missing", "r.json")}, exitUsage,
+		{[]string{"-X", file + ".csv", "-Z", "csv", "-J", filepath.Join(dir, "missing", "r.json")}, exit.Usage,
 			`for -J/--output_file: cannot create `, nil},
-		{[]string{"--engine", "vendor", "--lib", lib}, exitLibrary, "tried " + lib + " (", nil},
+		{[]string{"--engine", "vendor", "--lib", lib}, exit.Library, "tried " + lib + " (", nil},
 		// The test hooks, from the process environment, -E or an arm: checked before any file is written.
-		{[]string{"-J", file, "-X", file + ".csv", "-Z", "csv", "-g", "2"}, exitUsage,
+		{[]string{"-J", file, "-X", file + ".csv", "-Z", "csv", "-g", "2"}, exit.Usage,
 			`RCCLX_TESTS_SKIP_RANK="9": want a rank in [0, 2)`, []string{"RCCLX_TESTS_SKIP_RANK=9"}},
-		{[]string{"-J", file, "-g", "2"}, exitUsage, `RCCLX_TESTS_DELAY_US="abc"`, []string{"RCCLX_TESTS_DELAY_US=abc"}},
-		{[]string{"-J", file, "-g", "2", "-E", "RCCLX_TESTS_SKIP_RANK=2"}, exitUsage, `RCCLX_TESTS_SKIP_RANK="2"`, nil},
-		{[]string{"-J", file, "-g", "2", "--ab", "RCCLX_TESTS_CORRUPT_RANK=0,7"}, exitUsage,
+		{[]string{"-J", file, "-g", "2"}, exit.Usage, `RCCLX_TESTS_DELAY_US="abc"`, []string{"RCCLX_TESTS_DELAY_US=abc"}},
+		{[]string{"-J", file, "-g", "2", "-E", "RCCLX_TESTS_SKIP_RANK=2"}, exit.Usage, `RCCLX_TESTS_SKIP_RANK="2"`, nil},
+		{[]string{"-J", file, "-g", "2", "--ab", "RCCLX_TESTS_CORRUPT_RANK=0,7"}, exit.Usage,
 			`RCCLX_TESTS_CORRUPT_RANK="7"`, nil},
 	} {
 		p := startChild(t, "all_gather", c.env, append([]string{"-b", "8", "-e", "8"}, c.args...)...)
@@ -451,7 +454,7 @@ func TestReliabilityLoneProcess(t *testing.T) {
 		p := startChild(t, "all_reduce", launcherEnv(rank, 2, port), "--engine", "host", "-b", "8", "-e", "8", "-T", "1")
 		code, took := p.exit(t, 20*time.Second)
 		stderr := p.stderr.String()
-		if code != exitRuntime || !strings.HasPrefix(stderr, "all_reduce_perf: "+fmt.Sprintf(want, port)) ||
+		if code != exit.Runtime || !strings.HasPrefix(stderr, "all_reduce_perf: "+fmt.Sprintf(want, port)) ||
 			strings.Count(stderr, "\n") != 1 || p.stdout.String() != "" || took > 6*time.Second {
 			t.Errorf("rank %d: exit %d after %v, stderr %q", rank, code, took, stderr)
 		}
@@ -469,16 +472,16 @@ func TestReliabilityPeerProcessFails(t *testing.T) {
 		code   int
 		within time.Duration
 	}{
-		{"die:5", 1, "bootstrap: rank 1 died or left the run", exitRuntime, 5 * time.Second},
-		{"die:5", 0, "bootstrap: rank 1 lost rank 0 (127.0.0.1:", exitRuntime, 5 * time.Second},
-		{"hang:5", 1, "timeout: process 1 did not answer at all_reduce size ", exitTimeout, 8 * time.Second},
+		{"die:5", 1, "bootstrap: rank 1 died or left the run", exit.Runtime, 5 * time.Second},
+		{"die:5", 0, "bootstrap: rank 1 lost rank 0 (127.0.0.1:", exit.Runtime, 5 * time.Second},
+		{"hang:5", 1, "timeout: process 1 did not answer at all_reduce size ", exit.Timeout, 8 * time.Second},
 	} {
 		t.Run(fmt.Sprintf("%s-rank%d", c.fault, c.victim), func(t *testing.T) {
 			port := freeTCPPort(t)
 			seed := strconv.FormatUint(rand.Uint64(), 10)
 			var procs [2]*proc
 			for rank := range procs {
-				env := append(launcherEnv(rank, 2, port), seedEnv+"="+seed, childFaultEnv+"=none")
+				env := append(launcherEnv(rank, 2, port), plan.SeedEnv+"="+seed, childFaultEnv+"=none")
 				if rank == c.victim {
 					env[len(env)-1] = childFaultEnv + "=" + c.fault
 				}
@@ -520,7 +523,7 @@ func TestReliabilityProcessesDisagree(t *testing.T) {
 		for rank, p := range procs {
 			code, _ := p.exit(t, 20*time.Second)
 			stderr := p.stderr.String()
-			if code != exitUsage || p.stdout.String() != "" || strings.Count(stderr, "\n") != 1 || !strings.Contains(stderr, c.want) {
+			if code != exit.Usage || p.stdout.String() != "" || strings.Count(stderr, "\n") != 1 || !strings.Contains(stderr, c.want) {
 				t.Errorf("%v rank %d: exit %d, stdout %q, stderr %q", c.args, rank, code, p.stdout.String(), stderr)
 			}
 		}

@@ -8,6 +8,9 @@ import (
 	"time"
 
 	"github.com/rcclx-tests/rcclx-tests/collectives"
+	"github.com/rcclx-tests/rcclx-tests/harness/exit"
+	"github.com/rcclx-tests/rcclx-tests/harness/plan"
+	"github.com/rcclx-tests/rcclx-tests/harness/world"
 )
 
 // TestRendezvousSignalAtStart: a signal while the processes meet (a peer that never comes) ends the process
@@ -50,7 +53,7 @@ func TestRendezvousBadLauncherVariables(t *testing.T) {
 		p := startChild(t, "all_reduce", c.env, "--engine", "host", "-b", "8", "-e", "8", "-T", "60")
 		code, took := p.exit(t, 20*time.Second)
 		stderr := p.stderr.String()
-		if code != exitUsage || strings.Count(stderr, "\n") != 1 || !strings.Contains(stderr, c.want) ||
+		if code != exit.Usage || strings.Count(stderr, "\n") != 1 || !strings.Contains(stderr, c.want) ||
 			p.stdout.String() != "" || took > 5*time.Second {
 			t.Errorf("%v: exit %d after %v, stdout %q, stderr %q", c.env, code, took, p.stdout.String(), stderr)
 		}
@@ -74,7 +77,7 @@ func TestRendezvousSwitchesDisagree(t *testing.T) {
 	for rank, p := range procs {
 		code, _ := p.exit(t, 20*time.Second)
 		stderr := p.stderr.String()
-		if code != exitUsage || p.stdout.String() != "" || strings.Count(stderr, "\n") != 1 || !strings.Contains(stderr, want) {
+		if code != exit.Usage || p.stdout.String() != "" || strings.Count(stderr, "\n") != 1 || !strings.Contains(stderr, want) {
 			t.Errorf("rank %d: exit %d, stdout %q, stderr %q", rank, code, p.stdout.String(), stderr)
 		}
 	}
@@ -85,7 +88,7 @@ func TestRendezvousSwitchesDisagree(t *testing.T) {
 		procs[rank] = startChild(t, "all_reduce", env, "--engine", "host", "-b", "8", "-e", "8", "-T", "10")
 	}
 	for rank, p := range procs[:2] {
-		if code, _ := p.exit(t, 20*time.Second); code != exitOK {
+		if code, _ := p.exit(t, 20*time.Second); code != exit.OK {
 			t.Errorf("rank %d: exit %d, stderr %q", rank, code, p.stderr.String())
 		}
 	}
@@ -112,7 +115,7 @@ func TestRendezvousSignalWithStoppedPeer(t *testing.T) {
 	}
 	code, _ := procs[0].exit(t, 20*time.Second)
 	took := time.Since(sent)
-	if code != exitInterrupted || took > 1500*time.Millisecond {
+	if code != exit.Interrupted || took > 1500*time.Millisecond {
 		t.Errorf("rank 0: exit %d %v after SIGINT, stderr %q", code, took, procs[0].stderr.String())
 	}
 	t.Logf("rank 0 ended %v after SIGINT: %q", took, procs[0].stderr.String())
@@ -134,7 +137,7 @@ func TestSplitCommunicators(t *testing.T) {
 				"-b", "1M", "-e", "1M", "-c", "1", "-n", "2", "-w", "1", "-T", "20")
 		}
 		for rank, p := range procs {
-			if code, _ := p.exit(t, 60*time.Second); code != exitOK {
+			if code, _ := p.exit(t, 60*time.Second); code != exit.OK {
 				t.Fatalf("%s: rank %d: exit %d, stderr %q", c.env, rank, code, p.stderr.String())
 			}
 		}
@@ -171,7 +174,7 @@ func (w partsWorld) Barrier() error                     { return nil }
 func TestPeerDevicesPrintable(t *testing.T) {
 	w := partsWorld{[]byte(`[{"Rank":0,"Hostname":"a","Name":"host"}]`),
 		[]byte(`[{"Rank":1,"Hostname":"b\u001b[2J","Name":"x\u0007","BusID":"\u001b]0;t"}]`)}
-	ds, err := gatherDevices(w, nil)
+	ds, err := world.Devices(w, nil)
 	if err != nil || len(ds) != 2 || ds[1].Hostname != `b\x1b[2J` || ds[1].Name != `x\a` || ds[1].BusID != `\x1b]0;t` {
 		t.Errorf("devices %+v, %v", ds, err)
 	}
@@ -188,9 +191,9 @@ func (w localWorld) LocalRank() int { return w.local }
 // TestSplitDevices: in a split run each process's ranks take the devices of its local rank among every process
 // of its host, as nccl-tests places them; within its communicator alone, two communicators would share devices.
 func TestSplitDevices(t *testing.T) {
-	sp := &split{name: envSplit, value: "MOD 2", op: "mod", n: 2}
+	sp := &plan.Split{Name: plan.EnvSplit, Value: "MOD 2", Op: "mod", N: 2}
 	for _, c := range []struct {
-		sp    *split
+		sp    *plan.Split
 		pin   bool
 		first int
 		want  string

@@ -9,6 +9,9 @@ import (
 	"testing"
 
 	"github.com/rcclx-tests/rcclx-tests/collectives"
+	"github.com/rcclx-tests/rcclx-tests/harness/exit"
+	"github.com/rcclx-tests/rcclx-tests/harness/plan"
+	"github.com/rcclx-tests/rcclx-tests/harness/report"
 )
 
 // anchor is a real nccl-tests output (testdata/anchors, a copy of docs/data/h200x2-nccl-2.28.3).
@@ -35,7 +38,7 @@ func loadAnchors(t *testing.T) []anchor {
 }
 
 // anchorRow rebuilds a row from an anchor's numbers.
-func anchorRow(t *testing.T, f []string) row {
+func anchorRow(t *testing.T, f []string) report.Row {
 	t.Helper()
 	num := func(s string) float64 {
 		v, err := strconv.ParseFloat(s, 64)
@@ -44,13 +47,13 @@ func anchorRow(t *testing.T, f []string) row {
 		}
 		return v
 	}
-	r := row{size: int64(num(f[0])), count: int64(num(f[1])), dtype: f[2], redop: f[3], root: int(num(f[4]))}
+	r := report.Row{Size: int64(num(f[0])), Count: int64(num(f[1])), DType: f[2], Redop: f[3], Root: int(num(f[4]))}
 	for i := range 2 {
 		h := f[5+4*i : 9+4*i]
-		r.halves[i] = halfResult{ran: true, sec: num(h[0]) / 1e6, algBW: num(h[1]), busBW: num(h[2]),
-			checked: h[3] != "N/A"}
-		if r.halves[i].checked {
-			r.halves[i].wrong = int64(num(h[3]))
+		r.Halves[i] = report.Half{Ran: true, Sec: num(h[0]) / 1e6, AlgBW: num(h[1]), BusBW: num(h[2]),
+			Checked: h[3] != "N/A"}
+		if r.Halves[i].Checked {
+			r.Halves[i].Wrong = int64(num(h[3]))
 		}
 	}
 	return r
@@ -58,7 +61,7 @@ func anchorRow(t *testing.T, f []string) row {
 
 // TestRowsMatchAnchors renders every anchor row from its numbers and compares it byte for byte.
 func TestRowsMatchAnchors(t *testing.T) {
-	o := &Options{Halves: bothHalves}
+	o := &plan.Options{Halves: plan.BothHalves}
 	n := 0
 	for _, a := range loadAnchors(t) {
 		for _, line := range a.lines {
@@ -66,7 +69,7 @@ func TestRowsMatchAnchors(t *testing.T) {
 			if len(f) != 13 || strings.HasPrefix(line, "#") {
 				continue
 			}
-			if got := formatRow(anchorRow(t, f), o); got != line {
+			if got := report.FormatRow(anchorRow(t, f), o); got != line {
 				t.Errorf("%s:\n got %q\nwant %q", a.name, got, line)
 			}
 			n++
@@ -78,9 +81,9 @@ func TestRowsMatchAnchors(t *testing.T) {
 }
 
 // anchorOptions are the command lines the anchors were taken with (see docs/data/h200x2-nccl-2.28.3/README.md).
-func anchorOptions() *Options {
-	return &Options{NThreads: 1, NGpus: 2, MinBytes: 8, MaxBytes: 1 << 30, StepFactor: 2, StepBytes: 1 << 20,
-		Warmup: 20, Iters: 50, AggIters: 1, Check: 1, Halves: bothHalves}
+func anchorOptions() *plan.Options {
+	return &plan.Options{NThreads: 1, NGpus: 2, MinBytes: 8, MaxBytes: 1 << 30, StepFactor: 2, StepBytes: 1 << 20,
+		Warmup: 20, Iters: 50, AggIters: 1, Check: 1, Halves: plan.BothHalves}
 }
 
 // TestHeaderAndTrailerMatchAnchors prints the lines around the table for each anchor's run and compares them with
@@ -104,17 +107,17 @@ func TestHeaderAndTrailerMatchAnchors(t *testing.T) {
 		}
 		binary := strings.TrimPrefix(a.lines[1], "# Collective test starting: ")
 		var buf bytes.Buffer
-		writeHeader(&buf, anchorOptions(),
-			header{binary: binary, library: "nccl-headers=22803 nccl-library=22803", graph: graph, devices: devices})
+		report.WriteHeader(&buf, anchorOptions(),
+			report.Header{Binary: binary, Library: "nccl-headers=22803 nccl-library=22803", Graph: graph, Devices: devices})
 		want := append([]string{}, a.lines...)
-		want[0] = strings.Replace(want[0], "nccl-tests version 2.19.6", "rcclx-tests version "+Version, 1)
+		want[0] = strings.Replace(want[0], "nccl-tests version 2.19.6", "rcclx-tests version "+report.Version, 1)
 		got := strings.Split(strings.TrimSuffix(buf.String(), "\n"), "\n")
 		compareLines(t, a.name+" header", got, want[:len(got)])
 
 		avg := strings.TrimSpace(strings.Split(a.lines[len(a.lines)-6], ":")[1])
 		bw, _ := strconv.ParseFloat(avg, 64)
 		buf.Reset()
-		writeTrailer(&buf, trailer{binary: binary, avgBusBW: bw, minBW: -1})
+		report.WriteTrailer(&buf, report.Trailer{Binary: binary, AvgBusBW: bw, MinBW: -1})
 		got = strings.Split(buf.String(), "\n")
 		compareLines(t, a.name+" trailer", got, a.lines[len(a.lines)-len(got):])
 	}
@@ -132,33 +135,9 @@ func compareLines(t *testing.T, what string, got, want []string) {
 	}
 }
 
-func TestFitNumber(t *testing.T) {
-	for _, c := range []struct {
-		v     float64
-		width int
-		want  string
-	}{
-		{0, 6, "  0.00"}, {18.6, 7, "  18.60"}, {3259.7, 7, "3259.70"}, {51702.14, 7, "51702.1"},
-		{103274.4, 7, " 103274"}, {9999999, 7, "9999999"}, {12345678, 7, "1.2e+07"}, {1234.5, 6, "1234.5"},
-		{123456, 6, "123456"}, {1234567, 6, " 1e+06"}, {0.004, 6, "  0.00"},
-	} {
-		if got := fitNumber(c.v, c.width); got != c.want {
-			t.Errorf("fitNumber(%v, %d) = %q, want %q", c.v, c.width, got, c.want)
-		}
-	}
-}
-
-func TestCG(t *testing.T) {
-	for v, want := range map[float64]string{86.56523: "86.5652", 0: "0", 1234567: "1.23457e+06", 2.5: "2.5"} {
-		if got := cG(v); got != want {
-			t.Errorf("cG(%v) = %q, want %q", v, got, want)
-		}
-	}
-}
-
 func TestColumnHeaderVariants(t *testing.T) {
-	o := &Options{PerIter: 1, Timestamps: 1, CPUTime: 1}
-	h := columnHeader(o)
+	o := &plan.Options{PerIter: 1, Timestamps: 1, CPUTime: 1}
+	h := report.ColumnHeader(o)
 	if !strings.Contains(h[1], "cputime") || !strings.Contains(h[1], "i_cv%") || !strings.HasSuffix(h[1], " timestamp") {
 		t.Errorf("names line %q", h[1])
 	}
@@ -170,9 +149,9 @@ func TestColumnHeaderVariants(t *testing.T) {
 		t.Errorf("names and units lines differ in length: %d, %d", len(h[1]), len(h[2]))
 	}
 	// rccl-tests' layout (-O, -A): the same, except that -A's 30-character label overflows its 28-wide field.
-	for _, o := range []*Options{{Halves: inPlaceOnly}, {Halves: outOfPlaceOnly, Timestamps: 1}, {Halves: bothHalves,
-		RCCL: rcclOptions{AlgoColumns: 1}}, {Halves: inPlaceOnly, PerIter: 1, RCCL: rcclOptions{AlgoColumns: 1}}} {
-		h := columnHeader(o)
+	for _, o := range []*plan.Options{{Halves: plan.InPlaceOnly}, {Halves: plan.OutOfPlaceOnly, Timestamps: 1}, {Halves: plan.BothHalves,
+		RCCL: plan.RCCLOptions{AlgoColumns: 1}}, {Halves: plan.InPlaceOnly, PerIter: 1, RCCL: plan.RCCLOptions{AlgoColumns: 1}}} {
+		h := report.ColumnHeader(o)
 		if len(h[1]) != len(h[2])+2*o.RCCL.AlgoColumns {
 			t.Errorf("-O %d -A %d: names and units lines:\n%q\n%q", o.Halves, o.RCCL.AlgoColumns, h[1], h[2])
 		}
@@ -181,8 +160,8 @@ func TestColumnHeaderVariants(t *testing.T) {
 
 func TestMemoryString(t *testing.T) {
 	for v, want := range map[float64]string{512: "512 B", 1536: "1.50 KB", 50 << 20: "50.0 MB", 3 << 30: "3.00 GB"} {
-		if got := memoryString(v); got != want {
-			t.Errorf("memoryString(%v) = %q, want %q", v, got, want)
+		if got := report.MemoryString(v); got != want {
+			t.Errorf("MemoryString(%v) = %q, want %q", v, got, want)
 		}
 	}
 }
@@ -194,7 +173,7 @@ func TestProgramNameFromArgv0(t *testing.T) {
 		a.argv[0] = "/opt/tests/bin/ar_perf_mpi"
 	})
 	for _, want := range []string{"# Collective test starting: ar_perf_mpi\n", "# Collective test concluded: ar_perf_mpi\n"} {
-		if r.code != exitOK || !strings.Contains(r.stdout, want) {
+		if r.code != exit.OK || !strings.Contains(r.stdout, want) {
 			t.Errorf("exit %d, output lacks %q:\n%s%s", r.code, want, r.stdout, r.stderr)
 		}
 	}

@@ -15,6 +15,8 @@ import (
 	"time"
 
 	"github.com/rcclx-tests/rcclx-tests/collectives"
+	"github.com/rcclx-tests/rcclx-tests/harness/exit"
+	"github.com/rcclx-tests/rcclx-tests/harness/plan"
 	"github.com/rcclx-tests/rcclx-tests/results"
 )
 
@@ -45,7 +47,7 @@ func TestInPlaceAlltoallUncheckedWhereUndefined(t *testing.T) {
 	e.noInPlaceA2A = true
 	r := testRun(t, collectives.AllToAll, seedArgs(seed, append(small, "-g", "2")...), e)
 	rows := tableRows(r.stdout)
-	if r.code != exitOK || len(rows) != 7 {
+	if r.code != exit.OK || len(rows) != 7 {
 		t.Fatalf("exit %d, %d rows\n%s", r.code, len(rows), r.stdout)
 	}
 	for _, f := range rows {
@@ -61,7 +63,7 @@ func TestPlantedWrongElement(t *testing.T) {
 	e := newFake(seed)
 	e.corruptRank = 2
 	r := testRun(t, collectives.ReduceScatter, seedArgs(seed, "-b", "1K", "-e", "4K", "-f", "2", "-g", "4", "-n", "1"), e)
-	if r.code != exitTestFailed {
+	if r.code != exit.TestFailed {
 		t.Fatalf("exit %d\n%s", r.code, r.stdout)
 	}
 	for _, f := range tableRows(r.stdout) {
@@ -87,7 +89,7 @@ func TestNonRootBuffersChecked(t *testing.T) {
 		}
 		r := testRun(t, coll, seedArgs(seed, "-b", "1K", "-e", "1K", "-g", "3", "-r", "0", "-n", "1"), e)
 		rows := tableRows(r.stdout)
-		if r.code != exitTestFailed || len(rows) != 1 || rows[0][8] != "1" || rows[0][12] != "1" {
+		if r.code != exit.TestFailed || len(rows) != 1 || rows[0][8] != "1" || rows[0][12] != "1" {
 			t.Errorf("%s: exit %d\n%s", coll.Name, r.code, r.stdout)
 		}
 	}
@@ -97,7 +99,7 @@ func TestNonRootBuffersChecked(t *testing.T) {
 func TestUncheckedIsNA(t *testing.T) {
 	file := filepath.Join(t.TempDir(), "r.json")
 	r := testRun(t, collectives.AllGather, append(small, "-c", "0", "-J", file), newFake(1))
-	if r.code != exitOK {
+	if r.code != exit.OK {
 		t.Fatalf("exit %d: %s", r.code, r.stderr)
 	}
 	for _, f := range tableRows(r.stdout) {
@@ -121,7 +123,7 @@ func TestCSVOutput(t *testing.T) {
 	}
 	seed := rand.Uint64()
 	r := testRun(t, collectives.AllReduce, seedArgs(seed, append(small, "-g", "2", "--csv", csv, "-J", js)...), newFake(seed))
-	if r.code != exitOK || !strings.Contains(r.stdout, "# Writing rccl-tests csv output to "+csv+"\n") {
+	if r.code != exit.OK || !strings.Contains(r.stdout, "# Writing rccl-tests csv output to "+csv+"\n") {
 		t.Fatalf("exit %d\n%s%s", r.code, r.stdout, r.stderr)
 	}
 	fromCSV, err := results.Load(csv)
@@ -150,7 +152,7 @@ func TestTimeout(t *testing.T) {
 	e.timeoutRank = 1
 	start := time.Now()
 	r := testRun(t, collectives.AllReduce, append(small, "-t", "2", "-T", "1"), e)
-	if r.code != exitTimeout {
+	if r.code != exit.Timeout {
 		t.Fatalf("exit %d\n%s%s", r.code, r.stdout, r.stderr)
 	}
 	want := "timeout: rank 1 all_reduce size 32768 phase fake step 1 after 1s\n" // the warmup at -e
@@ -169,7 +171,7 @@ func TestInterrupt(t *testing.T) {
 	stop := func() bool { return halves.Add(1) >= 3 }
 	r := runWith(t, collectives.AllReduce, append(small, "-J", file), testSource(newFake(1)),
 		func(a *app) { a.interrupted = stop })
-	if r.code != exitInterrupted {
+	if r.code != exit.Interrupted {
 		t.Fatalf("exit %d\n%s", r.code, r.stdout)
 	}
 	if n := len(tableRows(r.stdout)); n != 2 {
@@ -190,7 +192,7 @@ func TestMemoryLimit(t *testing.T) {
 	e.free = 64 << 20
 	r := testRun(t, collectives.AllReduce, []string{"-b", "1M", "-e", "1G", "-f", "4", "-n", "1", "-c", "0"}, e)
 	m := regexp.MustCompile(`(?m)^#\n# Reducing maxBytes to (\d+) due to memory limitation$`).FindStringSubmatch(r.stdout)
-	if r.code != exitOK || m == nil {
+	if r.code != exit.OK || m == nil {
 		t.Fatalf("exit %d\n%s%s", r.code, r.stdout, r.stderr)
 	}
 	limit, _ := strconv.ParseInt(m[1], 10, 64)
@@ -206,7 +208,7 @@ func TestAllocFailure(t *testing.T) {
 	e := newFake(1)
 	e.failAlloc = true
 	r := testRun(t, collectives.AllReduce, append(small, "-g", "2"), e)
-	if r.code != exitRuntime || strings.Count(r.stderr, "\n") != 1 || !strings.Contains(r.stderr, "out of fake memory") {
+	if r.code != exit.Runtime || strings.Count(r.stderr, "\n") != 1 || !strings.Contains(r.stderr, "out of fake memory") {
 		t.Errorf("exit %d, stderr %q", r.code, r.stderr)
 	}
 	if len(tableRows(r.stdout)) != 0 {
@@ -220,7 +222,7 @@ func TestUnsupportedTypeSkipped(t *testing.T) {
 	e := newFake(seed)
 	e.unsupported = map[collectives.DType]bool{collectives.Half: true}
 	r := testRun(t, collectives.AllReduce, seedArgs(seed, "-b", "64", "-e", "64", "-d", "all", "-n", "1", "-g", "2"), e)
-	if r.code != exitOK || !strings.Contains(r.stdout, "# half sum skipped: not supported by engine fake") ||
+	if r.code != exit.OK || !strings.Contains(r.stdout, "# half sum skipped: not supported by engine fake") ||
 		len(tableRows(r.stdout)) != len(collectives.AllDTypes())-1 {
 		t.Errorf("exit %d\n%s%s", r.code, r.stdout, r.stderr)
 	}
@@ -231,7 +233,7 @@ func TestAllTypesAndOps(t *testing.T) {
 	seed := rand.Uint64()
 	r := testRun(t, collectives.AllReduce, seedArgs(seed, "-b", "32", "-e", "32", "-d", "all", "-o", "all", "-n", "1", "-g", "3"), newFake(seed))
 	rows := tableRows(r.stdout)
-	if r.code != exitOK || len(rows) != len(collectives.AllDTypes())*len(collectives.AllOps()) {
+	if r.code != exit.OK || len(rows) != len(collectives.AllDTypes())*len(collectives.AllOps()) {
 		t.Fatalf("exit %d, %d rows\n%s", r.code, len(rows), r.stderr)
 	}
 	if rows[0][2] != "int8" || rows[0][3] != "sum" || rows[1][3] != "prod" || rows[6][2] != "uint8" {
@@ -246,7 +248,7 @@ func TestSeveralEngines(t *testing.T) {
 	b.name = "fake2"
 	file := filepath.Join(t.TempDir(), "r.json")
 	r := testRun(t, collectives.AllToAll, seedArgs(seed, append(small, "--engine", "fake,fake2", "-g", "2", "-J", file)...), a, b)
-	if r.code != exitOK {
+	if r.code != exit.OK {
 		t.Fatalf("exit %d\n%s", r.code, r.stderr)
 	}
 	for _, want := range []string{"# Engine: fake\n# rcclx-tests version", "# Engine: fake2\n# rcclx-tests version",
@@ -270,7 +272,7 @@ func TestAB(t *testing.T) {
 	file := filepath.Join(t.TempDir(), "r.json")
 	r := testRun(t, collectives.AllReduce, seedArgs(seed, "-b", "1K", "-e", "4K", "-f", "2", "-n", "2", "-g", "2",
 		"--ab", "FAKE_ALGO=ring,tree", "--ab-rounds", "3", "-J", file), newFake(seed))
-	if r.code != exitOK {
+	if r.code != exit.OK {
 		t.Fatalf("exit %d\n%s%s", r.code, r.stdout, r.stderr)
 	}
 	for _, want := range []string{"# A/B: A is FAKE_ALGO=ring, B is FAKE_ALGO=tree, 3 interleaved rounds per size",
@@ -298,7 +300,7 @@ func TestPerIterationColumns(t *testing.T) {
 		file := filepath.Join(t.TempDir(), "r.json")
 		r := testRun(t, collectives.AllReduce, append(small, "-I", "1", "-K", "1", "-c", "0", "-J", file), e)
 		rows := tableRows(r.stdout)
-		if r.code != exitOK || len(rows) == 0 || len(rows[0]) != 21 {
+		if r.code != exit.OK || len(rows) == 0 || len(rows[0]) != 21 {
 			t.Fatalf("events %v: exit %d\n%s", events, r.code, r.stdout)
 		}
 		clock := map[bool]string{false: "host clock", true: "CUDA event timing"}[events]
@@ -317,7 +319,7 @@ func TestGraphs(t *testing.T) {
 	e := newFake(1)
 	e.graphs = true
 	r := testRun(t, collectives.AllReduce, append(small, "-G", "3", "-c", "0"), e)
-	if r.code != exitOK || !strings.Contains(r.stdout, "graph: 3 ") {
+	if r.code != exit.OK || !strings.Contains(r.stdout, "graph: 3 ") {
 		t.Fatalf("exit %d\n%s", r.code, r.stdout)
 	}
 	// 1 warmup at the largest and the smallest size, then 7 sizes x 2 halves x (1 warmup + 3 replays of the
@@ -337,7 +339,7 @@ func TestHalvesAndExtras(t *testing.T) {
 	e := newFake(seed)
 	e.splitAt = 1024
 	r := testRun(t, collectives.AllReduce, seedArgs(seed, append(small, "-O", "1", "-S", "1", "-C", "1", "--algo-column")...), e)
-	if r.code != exitOK {
+	if r.code != exit.OK {
 		t.Fatalf("exit %d\n%s", r.code, r.stderr)
 	}
 	for _, want := range []string{"# Algorithms: 8-512 small, 2048-32768 large", "  cputime  ", " timestamp  algorithm"} {
@@ -367,7 +369,7 @@ func TestBlockingModes(t *testing.T) {
 		2: "wait after each inner iteration (-m), no barrier", 3: "time excludes barrier"} {
 		seed := rand.Uint64()
 		r := testRun(t, collectives.AllReduce, seedArgs(seed, append(small, "-z", strconv.Itoa(mode), "-t", "2", "-m", "2")...), newFake(seed))
-		if r.code != exitOK || !strings.Contains(r.stdout, line) {
+		if r.code != exit.OK || !strings.Contains(r.stdout, line) {
 			t.Errorf("-z %d: exit %d\n%s", mode, r.code, r.stdout)
 		}
 	}
@@ -396,7 +398,7 @@ func TestLoopLauncher(t *testing.T) {
 		r := testRun(t, collectives.AllReduce, seedArgs(seed, args...), e)
 		half := append([][3]int{{0, 2, 1}}, tc.want...)
 		want := append(append([][3]int{{0, 2, 1}, {0, 2, 1}}, half...), half...) // -e, -b; out of place, in place
-		if r.code != exitOK || fmt.Sprint(e.loopArgs) != fmt.Sprint(want) || e.launches != 2*2+2*(2+12+1) {
+		if r.code != exit.OK || fmt.Sprint(e.loopArgs) != fmt.Sprint(want) || e.launches != 2*2+2*(2+12+1) {
 			t.Errorf("%v: exit %d, loops %v (want %v), %d launches\n%s", tc.args, r.code, e.loopArgs, want, e.launches, r.stdout)
 		}
 	}
@@ -417,7 +419,7 @@ func TestPacedIterations(t *testing.T) {
 		e := newFake(seed)
 		e.paced = tc.paced
 		r := testRun(t, collectives.AllReduce, seedArgs(seed, "-b", tc.size, "-e", tc.size, "-n", "5", "-w", "1", "-c", "0"), e)
-		if waits := strings.Count(string(e.trace), "W"); r.code != exitOK || waits != tc.want {
+		if waits := strings.Count(string(e.trace), "W"); r.code != exit.OK || waits != tc.want {
 			t.Errorf("paced %v at %s: exit %d, %d waits, want %d\n%s%s", tc.paced, tc.size, r.code, waits, tc.want, r.stdout, r.stderr)
 		}
 	}
@@ -430,7 +432,7 @@ func TestWakeBeforeClock(t *testing.T) {
 	e.wakers = true
 	r := testRun(t, collectives.AllReduce, seedArgs(seed, "-b", "1K", "-e", "1K", "-w", "2", "-n", "4", "-c", "0"), e)
 	trace := string(e.trace)
-	if r.code != exitOK || strings.Count(trace, "K") != 2 || strings.Count(trace, "LLWKLLLLW") != 2 {
+	if r.code != exit.OK || strings.Count(trace, "K") != 2 || strings.Count(trace, "LLWKLLLLW") != 2 {
 		t.Errorf("exit %d, trace %s: want each half as LLWKLLLLW\n%s", r.code, trace, r.stderr)
 	}
 }
@@ -440,7 +442,7 @@ func TestJSONHasAnchorKeys(t *testing.T) {
 	seed := rand.Uint64()
 	file := filepath.Join(t.TempDir(), "out.json")
 	r := testRun(t, collectives.AllReduce, seedArgs(seed, append(small, "-f", "2", "-g", "2", "-J", file)...), newFake(seed))
-	if r.code != exitOK || !strings.HasPrefix(r.stdout, "# Writing JSON output to "+file+"\n") {
+	if r.code != exit.OK || !strings.HasPrefix(r.stdout, "# Writing JSON output to "+file+"\n") {
 		t.Fatalf("exit %d\n%s", r.code, r.stdout)
 	}
 	var ours, theirs map[string]any
@@ -572,11 +574,11 @@ func equalInts(a, b []int) bool {
 
 // TestMinimumBandwidth: NCCL_TESTS_MIN_BW fails a run whose average bus bandwidth is under 90% of it.
 func TestMinimumBandwidth(t *testing.T) {
-	for bw, want := range map[string]int{"1e12": exitTestFailed, "0": exitOK} {
+	for bw, want := range map[string]int{"1e12": exit.TestFailed, "0": exit.OK} {
 		r := runWith(t, collectives.AllReduce, append(small, "-g", "2", "-c", "0"), testSource(newFake(1)), func(a *app) {
 			a.getenv = func(k string) string { return map[string]string{"NCCL_TESTS_MIN_BW": bw}[k] }
 		})
-		verdict := map[int]string{exitOK: " OK\n", exitTestFailed: " FAILED\n"}[want]
+		verdict := map[int]string{exit.OK: " OK\n", exit.TestFailed: " FAILED\n"}[want]
 		if r.code != want || !regexp.MustCompile(`# Avg bus bandwidth    : \S+`+verdict).MatchString(r.stdout) {
 			t.Errorf("NCCL_TESTS_MIN_BW=%s: exit %d\n%s", bw, r.code, r.stdout)
 		}
@@ -596,7 +598,7 @@ func threeByTwo(coll *collectives.Collective) []string {
 func allRight(t *testing.T, coll *collectives.Collective, r run, n int) [][]string {
 	t.Helper()
 	rows := tableRows(r.stdout)
-	if r.code != exitOK || len(rows) != n {
+	if r.code != exit.OK || len(rows) != n {
 		t.Fatalf("%s: exit %d, %d rows, want %d\n%s%s", coll.Name, r.code, len(rows), n, r.stdout, r.stderr)
 	}
 	inPlace := "0"
@@ -614,7 +616,7 @@ func allRight(t *testing.T, coll *collectives.Collective, r run, n int) [][]stri
 // TestSeedFromEnvironment: the seed recorded in JSON replays through the environment.
 func TestSeedFromEnvironment(t *testing.T) {
 	r := runWith(t, collectives.AllReduce, append(small, "-g", "2"), testSource(newFake(77)), func(a *app) {
-		a.getenv = func(k string) string { return map[string]string{seedEnv: "77"}[k] }
+		a.getenv = func(k string) string { return map[string]string{plan.SeedEnv: "77"}[k] }
 	})
 	allRight(t, collectives.AllReduce, r, 7)
 	if !strings.Contains(r.stdout, "# Seed: 77\n") {
@@ -631,7 +633,7 @@ func TestEnginePreparedBeforeMeasuring(t *testing.T) {
 	e.prepare, e.prepareNote = true, "compiling 12 kernels for sm_90, first run only"
 	r := testRun(t, collectives.AllReduce, seedArgs(seed, "-b", "8", "-e", "64", "-f", "8", "-n", "1", "-w", "1",
 		"-d", "all", "-o", "max"), e)
-	if r.code != exitOK || len(e.prepared) != 1 {
+	if r.code != exit.OK || len(e.prepared) != 1 {
 		t.Fatalf("exit %d, %d Prepare calls\n%s%s", r.code, len(e.prepared), r.stdout, r.stderr)
 	}
 	p := e.prepared[0]
@@ -647,7 +649,7 @@ func TestEnginePreparedBeforeMeasuring(t *testing.T) {
 	e = newFake(seed)
 	e.prepare = true
 	r = testRun(t, collectives.AllGather, seedArgs(seed, "-b", "8", "-e", "64", "-n", "1", "-o", "all"), e)
-	if r.code != exitOK || r.stderr != "" || len(e.prepared) != 1 || len(e.prepared[0].ops) != 1 {
+	if r.code != exit.OK || r.stderr != "" || len(e.prepared) != 1 || len(e.prepared[0].ops) != 1 {
 		t.Errorf("all_gather: exit %d, stderr %q, Prepare calls %+v; want one with one operation and no line",
 			r.code, r.stderr, e.prepared)
 	}
@@ -655,7 +657,7 @@ func TestEnginePreparedBeforeMeasuring(t *testing.T) {
 	e = newFake(seed)
 	e.prepare, e.prepareErr = true, &collectives.RuntimeError{Err: fmt.Errorf("compiling k.cu for sm_90: bad")}
 	r = testRun(t, collectives.AllReduce, seedArgs(seed, "-b", "8", "-e", "64", "-n", "1"), e)
-	if r.code != exitRuntime || len(tableRows(r.stdout)) != 0 || e.launches != 0 || !strings.Contains(r.stderr, "k.cu") {
+	if r.code != exit.Runtime || len(tableRows(r.stdout)) != 0 || e.launches != 0 || !strings.Contains(r.stderr, "k.cu") {
 		t.Errorf("failing Prepare: exit %d, %d launches, stderr %q\n%s", r.code, e.launches, r.stderr, r.stdout)
 	}
 }
@@ -669,7 +671,7 @@ func TestJSONRMSRelErr(t *testing.T) {
 	e.corruptRank = 1
 	r := testRun(t, collectives.AllGather, seedArgs(seed, "-b", "1K", "-e", "16K", "-f", "4", "-g", "3", "-n", "1",
 		"-J", file), e)
-	if r.code != exitTestFailed {
+	if r.code != exit.TestFailed {
 		t.Fatalf("exit %d\n%s", r.code, r.stdout)
 	}
 	rec := loadRecord(t, file)
@@ -689,7 +691,7 @@ func TestJSONRMSRelErr(t *testing.T) {
 	}
 	exact := filepath.Join(t.TempDir(), "exact.json")
 	r = testRun(t, collectives.AllGather, seedArgs(seed, "-b", "1K", "-e", "1K", "-n", "1", "-J", exact), newFake(seed))
-	if h := loadRecord(t, exact).Results[0].OutOfPlace; r.code != exitOK || h.RMSRelErr == nil || *h.RMSRelErr != 0 {
+	if h := loadRecord(t, exact).Results[0].OutOfPlace; r.code != exit.OK || h.RMSRelErr == nil || *h.RMSRelErr != 0 {
 		t.Errorf("exact run: exit %d, rms %v", r.code, h.RMSRelErr)
 	}
 }

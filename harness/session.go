@@ -7,14 +7,18 @@ import (
 
 	"github.com/rcclx-tests/rcclx-tests/collectives"
 	"github.com/rcclx-tests/rcclx-tests/engines"
+	"github.com/rcclx-tests/rcclx-tests/harness/exit"
+	"github.com/rcclx-tests/rcclx-tests/harness/plan"
+	"github.com/rcclx-tests/rcclx-tests/harness/report"
+	"github.com/rcclx-tests/rcclx-tests/harness/world"
 )
 
 // session is the run of one engine: its communicator, threads and buffers, the sweep and its report.
 type session struct {
 	a          *app
-	o          *Options
+	o          *plan.Options
 	world      collectives.World // every process of the run: the harness's barriers and gathers
-	split      *split            // NCCL_TESTS_SPLIT's, when it divides the processes
+	split      *plan.Split       // NCCL_TESTS_SPLIT's, when it divides the processes
 	commWorld  collectives.World // the processes of this process's communicator (nil: every process)
 	seed       uint64
 	out        io.Writer
@@ -37,33 +41,33 @@ type session struct {
 	perIter  string    // -I: nccl-tests' "Per-Iteration Report" line
 	freeMem  [][]int64 // -M: free memory per local rank after Open, after allocation, after the sweep
 
-	rows    []row
+	rows    []report.Row
 	oob     int
 	bwSum   float64
 	bwN     int
 	at      int64 // size column of the row being run, for error messages
 	stopped bool  // interrupted (SIGINT/SIGTERM)
-	prog    *progress
+	prog    *report.Progress
 	err     error // what ended the run early
 }
 
 // run opens the engine, sweeps and reports; it returns the exit code. From the start to the sweep's last row
-// the run is busy: a loss of another process then cancels the engine and may end this process (lost.go).
+// the run is busy: a loss of another process then cancels the engine and may end this process (world.Watch).
 func (s *session) run() int {
-	s.a.lost.setBusy(true)
+	s.a.lost.SetBusy(true)
 	if err := s.start(); err != nil {
-		s.a.lost.setBusy(false)
-		if errors.Is(err, errInterrupted) { // before the header: nothing to sum up
+		s.a.lost.SetBusy(false)
+		if errors.Is(err, exit.ErrInterrupted) { // before the header: nothing to sum up
 			s.err, s.stopped = nil, true
-			return exitInterrupted
+			return exit.Interrupted
 		}
 		return s.a.fail(err)
 	}
 	defer s.close()
-	writeHeader(s.out, s.o, s.header())
+	report.WriteHeader(s.out, s.o, s.header())
 	if err := s.alloc(); err != nil {
-		s.a.lost.setBusy(false)
-		if errors.Is(err, errInterrupted) {
+		s.a.lost.SetBusy(false)
+		if errors.Is(err, exit.ErrInterrupted) {
 			return s.abort(err)
 		}
 		s.err = err
@@ -71,19 +75,19 @@ func (s *session) run() int {
 	}
 	nc, ncOut := s.startNetCounters()
 	err := s.sweep()
-	s.a.lost.setBusy(false)
+	s.a.lost.SetBusy(false)
 	if err != nil {
 		return s.abort(err)
 	}
-	nc.finish(ncOut)
+	nc.Finish(ncOut)
 	return s.finish(s.trailer())
 }
 
 // startNetCounters starts rccl-tests' NIC counters (its dialect only) on the first process of each node, which
 // prints them, as rccl-tests' node leads do.
-func (s *session) startNetCounters() (*netCounters, io.Writer) {
+func (s *session) startNetCounters() (*report.NetCounters, io.Writer) {
 	ranks := s.localRanks()
-	if !s.o.rccl || len(ranks) == 0 {
+	if !s.o.RCCLDialect || len(ranks) == 0 {
 		return nil, nil
 	}
 	host := ""
@@ -101,13 +105,13 @@ func (s *session) startNetCounters() (*netCounters, io.Writer) {
 	if s.world.Rank() != 0 {
 		out = s.a.stdout
 	}
-	return startNetCounters(s.a.parseEnv(), out, s.a.stderr, ranks[0]), out
+	return report.StartNetCounters(s.a.parseEnv(), out, s.a.stderr, ranks[0]), out
 }
 
 // setAt records the size column of the row in progress, which error lines name.
 func (s *session) setAt(size int64) {
 	s.at = size
-	s.a.lost.setAt(size)
+	s.a.lost.SetAt(size)
 }
 
 // start opens the engine and plans the run (devices, memory, the header's notes), allocating nothing large;
@@ -159,7 +163,7 @@ func (s *session) alloc() error {
 // abort reports an error that stopped the sweep, naming the row for a timeout, and returns the exit code. An
 // interrupted sweep is no error: it ends as a stopped run, with the trailer.
 func (s *session) abort(err error) int {
-	if errors.Is(err, errInterrupted) {
+	if errors.Is(err, exit.ErrInterrupted) {
 		s.stopped = true
 		return s.finish(s.trailer())
 	}
@@ -168,17 +172,17 @@ func (s *session) abort(err error) int {
 }
 
 // finish prints the trailer and returns the exit code it implies.
-func (s *session) finish(t trailer) int { return finish(s.out, t, s.stopped) }
+func (s *session) finish(t report.Trailer) int { return finish(s.out, t, s.stopped) }
 
-func finish(out io.Writer, t trailer, stopped bool) int {
-	writeTrailer(out, t)
+func finish(out io.Writer, t report.Trailer, stopped bool) int {
+	report.WriteTrailer(out, t)
 	switch {
 	case stopped:
-		return exitInterrupted
-	case t.oob > 0 || !t.bandwidthOK():
-		return exitTestFailed
+		return exit.Interrupted
+	case t.OOB > 0 || !t.BandwidthOK():
+		return exit.TestFailed
 	}
-	return exitOK
+	return exit.OK
 }
 
 // open creates the engine, the threads and the communicator (on thread 0, which drives group 0).
@@ -194,11 +198,11 @@ func (s *session) open() error {
 	if commWorld == nil {
 		commWorld = s.world
 	}
-	cfg := collectives.Config{NThreads: o.NThreads, NGpus: o.NGpus, World: commWorld, Env: o.env,
+	cfg := collectives.Config{NThreads: o.NThreads, NGpus: o.NGpus, World: commWorld, Env: o.CommEnv,
 		Timeout: o.Timeout(), StreamNull: o.StreamNull == 1, Register: o.Register > 0,
 		ParallelInit: o.ParallelInit == 1, Oversubscribe: o.Oversubscribe, Library: o.Library,
-		Memory: o.RCCL.memoryKind(), CTAPolicy: o.RCCL.CTAPolicy}
-	cfg.FirstDevice, cfg.PinDevices, _ = firstDevice(s.a.parseEnv()) // checked before the run
+		Memory: o.RCCL.MemoryKind(), CTAPolicy: o.RCCL.CTAPolicy}
+	cfg.FirstDevice, cfg.PinDevices, _ = plan.FirstDevice(s.a.parseEnv()) // checked before the run
 	s.splitDevices(&cfg)
 	s.team = newTeam(o.NThreads, s.world)
 	s.team.lost = s.a.lost
@@ -209,9 +213,9 @@ func (s *session) open() error {
 	}
 	s.comm = comm
 	collectives.UseFP8Flavour(collectives.FP8FlavourOf(comm)) // before any data is generated
-	s.a.lost.track(comm)
+	s.a.lost.Track(comm)
 	if err := s.attach(); err != nil {
-		s.a.lost.untrack(comm)
+		s.a.lost.Untrack(comm)
 		_ = comm.Close()
 		s.team.close()
 		return err
@@ -280,8 +284,8 @@ func (s *session) attach() error {
 // processes on 2 cores).
 func (s *session) close() {
 	s.team.stopNow = nil // freeing waits for its threads
-	s.a.lost.untrack(s.comm)
-	if !s.team.broken && s.a.lost.error() == nil {
+	s.a.lost.Untrack(s.comm)
+	if !s.team.broken && s.a.lost.Err() == nil {
 		_ = s.team.each(func(t int) error { return s.threads[t].free() })
 		if err := s.comm.Close(); err != nil && s.err == nil {
 			fmt.Fprintf(s.a.stderr, "%s: closing engine %s: %v\n", s.a.binary(), s.eng.Name(), err)
@@ -303,13 +307,13 @@ func (s *session) localRanks() []int {
 func (s *session) prepare() error {
 	s.setDialect()
 	var err error
-	if s.devices, err = gatherDevices(s.world, s.comm.Devices()); err != nil {
+	if s.devices, err = world.Devices(s.world, s.comm.Devices()); err != nil {
 		return err
 	}
 	if s.split != nil { // nccl-tests numbers the ranks over every process and shows each one's colour as Group
 		nlocal := s.o.NThreads * s.o.NGpus
 		for i := range s.devices {
-			s.devices[i].Rank, s.devices[i].Group = i, int(s.split.color(i/nlocal))
+			s.devices[i].Rank, s.devices[i].Group = i, int(s.split.Color(i/nlocal))
 		}
 	}
 	if err := s.fitMemory(); err != nil {
@@ -339,13 +343,13 @@ func (s *session) prepareEngine() error {
 		}
 	}
 	done := make(chan error, 1)
-	go func() { done <- p.Prepare(s.a.coll, s.o.dtypes, s.ops(), note) }()
+	go func() { done <- p.Prepare(s.a.coll, s.o.DTypes, s.ops(), note) }()
 	select {
 	case err := <-done:
 		return err
 	case <-s.a.signalled: // a first compilation can take many seconds
 		s.team.broken = true // the engine is busy: close leaves it to the process's exit
-		return errInterrupted
+		return exit.ErrInterrupted
 	}
 }
 
@@ -353,7 +357,7 @@ func (s *session) prepareEngine() error {
 // plus the -u shift.
 func (s *session) bufferBytes() int64 {
 	var need int64
-	for _, dt := range s.o.dtypes {
+	for _, dt := range s.o.DTypes {
 		es := int64(dt.Size())
 		for _, r := range s.localRanks() {
 			k := s.a.coll.Counts(s.maxBytes, s.nranks, r, dt)
@@ -361,22 +365,32 @@ func (s *session) bufferBytes() int64 {
 		}
 	}
 	if s.o.RCCL.RotatingTensor == 1 {
-		need += rotatingBytes
+		need += plan.RotatingBytes
 	}
 	return max(need, 64)
 }
 
 // header describes this session for the lines before the table.
-func (s *session) header() header {
-	return header{binary: s.a.programName(), library: s.comm.Library(), engine: s.versionFields(), graph: s.graph,
-		perIter: s.perIter, notes: s.notes, devices: s.devices, reduced: s.reduced, banner: s.libraryBanner()}
+func (s *session) header() report.Header {
+	return report.Header{Binary: s.a.programName(), Library: s.comm.Library(), Engine: s.versionFields(), Graph: s.graph,
+		PerIter: s.perIter, Notes: s.notes, Devices: s.devices, Reduced: s.reduced, Banner: s.libraryBanner()}
 }
 
 // trailer sums up the table.
-func (s *session) trailer() trailer {
-	t := trailer{binary: s.a.programName(), oob: s.oob, minBW: s.a.minBW(), memory: s.memoryLine()}
+func (s *session) trailer() report.Trailer {
+	t := report.Trailer{Binary: s.a.programName(), OOB: s.oob, MinBW: s.a.minBW(), Memory: s.memoryLine()}
 	if s.bwN > 0 {
-		t.avgBusBW = s.bwSum / float64(s.bwN)
+		t.AvgBusBW = s.bwSum / float64(s.bwN)
 	}
 	return t
+}
+
+// record is what the JSON keeps of the session.
+func (s *session) record() report.EngineRun {
+	e := report.EngineRun{Rows: s.rows, OOB: s.oob, BWSum: s.bwSum, BWN: s.bwN, Err: s.err, Stopped: s.stopped}
+	if s.comm != nil {
+		e.Opened, e.Engine, e.Library, e.Version = true, s.eng.Name(), s.comm.Library(), s.comm.Version()
+		e.Graph, e.Devices = s.graph, s.devices
+	}
+	return e
 }

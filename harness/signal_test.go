@@ -8,6 +8,8 @@ import (
 	"syscall"
 	"testing"
 	"time"
+
+	"github.com/rcclx-tests/rcclx-tests/harness/exit"
 )
 
 // TestSignalStuckRunEndsOnFirstSIGTERM: a run stuck in a collective without -T ends within 2 s of the first
@@ -54,7 +56,7 @@ func TestSignalStopsBetweenIterations(t *testing.T) {
 	}
 	code, _ := p.exit(t, 60*time.Second)
 	took := time.Since(sent)
-	if code != exitInterrupted || !strings.Contains(p.stdout.String(), "# Collective test concluded") {
+	if code != exit.Interrupted || !strings.Contains(p.stdout.String(), "# Collective test concluded") {
 		t.Errorf("exit %d %v after SIGINT\nstdout:\n%s\nstderr:\n%s", code, took, p.stdout.String(), p.stderr.String())
 	}
 	t.Logf("stopped %v after SIGINT", took)

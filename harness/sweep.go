@@ -6,17 +6,21 @@ import (
 	"strings"
 
 	"github.com/rcclx-tests/rcclx-tests/collectives"
+	"github.com/rcclx-tests/rcclx-tests/harness/exit"
+	"github.com/rcclx-tests/rcclx-tests/harness/plan"
+	"github.com/rcclx-tests/rcclx-tests/harness/report"
+	"github.com/rcclx-tests/rcclx-tests/harness/world"
 )
 
 // ops are the reduction operations to run: -o for reducing collectives (and sendrecv, as nccl-tests), one
 // pass otherwise.
 func (s *session) ops() []collectives.Op { return sweepOps(s.a.coll, s.o) }
 
-func sweepOps(c *collectives.Collective, o *Options) []collectives.Op {
+func sweepOps(c *collectives.Collective, o *plan.Options) []collectives.Op {
 	if !c.SweepsOps() {
 		return []collectives.Op{collectives.Sum}
 	}
-	return o.ops
+	return o.Ops
 }
 
 // typeOp is one type and operation of the sweep.
@@ -29,17 +33,17 @@ type typeOp struct {
 // with sum, max and min only (prod, avg and mulsum are skipped, under -o all and -d all too). nccl-tests runs
 // them all, so this suite skips those rows in the rccl-tests dialect, or when rccl-tests' result file is asked
 // for (-Z, -X, --csv), on every engine, and its header names them (skipNote).
-func rcclSkips(c *collectives.Collective, o *Options, dt collectives.DType, op collectives.Op) bool {
+func rcclSkips(c *collectives.Collective, o *plan.Options, dt collectives.DType, op collectives.Op) bool {
 	fp8 := dt == collectives.F8E4M3 || dt == collectives.F8E5M2
-	return (o.rccl || o.RCCL.Format != "") && c.Reduces && fp8 &&
+	return (o.RCCLDialect || o.RCCL.Format != "") && c.Reduces && fp8 &&
 		(op == collectives.Prod || op == collectives.Avg || op == collectives.MulSum)
 }
 
 // sweepPairs are the types and operations to run, in nccl-tests' nesting (type, then operation), less those
 // rccl-tests skips when its output is asked for.
-func sweepPairs(c *collectives.Collective, o *Options) []typeOp {
+func sweepPairs(c *collectives.Collective, o *plan.Options) []typeOp {
 	var out []typeOp
-	for _, dt := range o.dtypes {
+	for _, dt := range o.DTypes {
 		for _, op := range sweepOps(c, o) {
 			if !rcclSkips(c, o, dt, op) {
 				out = append(out, typeOp{dt, op})
@@ -50,12 +54,12 @@ func sweepPairs(c *collectives.Collective, o *Options) []typeOp {
 }
 
 // skipNote is the header line naming the types and operations rccl-tests skips ("" when none is asked for).
-func skipNote(c *collectives.Collective, o *Options) string {
+func skipNote(c *collectives.Collective, o *plan.Options) string {
 	var names []string
-	for _, dt := range o.dtypes {
+	for _, dt := range o.DTypes {
 		for _, op := range sweepOps(c, o) {
 			if rcclSkips(c, o, dt, op) {
-				names = append(names, o.typeName(dt)+" "+op.String())
+				names = append(names, report.TypeName(o, dt)+" "+op.String())
 			}
 		}
 	}
@@ -68,7 +72,7 @@ func skipNote(c *collectives.Collective, o *Options) string {
 // roots are the roots to run: -r for rooted collectives (-1: every rank in turn), none (-1) otherwise.
 func (s *session) roots() []int { return sweepRoots(s.a.coll, s.o, s.nranks) }
 
-func sweepRoots(c *collectives.Collective, o *Options, nranks int) []int {
+func sweepRoots(c *collectives.Collective, o *plan.Options, nranks int) []int {
 	switch {
 	case !c.Rooted:
 		return []int{-1}
@@ -115,16 +119,16 @@ func (s *session) sweep() error {
 			if !errors.Is(err, collectives.ErrUnsupported) {
 				return err
 			}
-			if s.o.rccl && s.a.coll.HasBias() {
+			if s.o.RCCLDialect && s.a.coll.HasBias() {
 				fmt.Fprintln(s.a.stderr, rcclBiasMessage)
-				return &saidError{msg: err.Error(), code: exitLibrary}
+				return &saidError{msg: err.Error(), code: exit.Library}
 			}
 			fmt.Fprintf(s.out, "# %s skipped: %v\n", s.a.coll.Name, err)
 			return s.snapshotMemory()
 		}
 	}
 	s.prog = s.newProgress()
-	defer s.prog.clear()
+	defer s.prog.Clear()
 	for _, p := range sweepPairs(s.a.coll, s.o) {
 		for _, root := range s.roots() {
 			skipped, err := s.passes(p.dt, p.op, root)
@@ -132,7 +136,7 @@ func (s *session) sweep() error {
 				return err
 			}
 			if skipped {
-				fmt.Fprintf(s.out, "# %s %s skipped: not supported by engine %s\n", s.o.typeName(p.dt), s.o.redopName(s.a.coll, p.op),
+				fmt.Fprintf(s.out, "# %s %s skipped: not supported by engine %s\n", report.TypeName(s.o, p.dt), report.RedopName(s.o, s.a.coll, p.op),
 					s.eng.Name())
 				break
 			}
@@ -186,7 +190,7 @@ func (s *session) warmUp(dt collectives.DType, op collectives.Op, root int) (ski
 func (s *session) cycle(dt collectives.DType, op collectives.Op, root, n int) (skipped bool, err error) {
 	for _, size := range s.sizes() {
 		p := point{dt: dt, op: op, root: root, size: size}
-		s.prog.row(dt, s.a.coll.RedOpName(op), size)
+		s.prog.Row(dt, s.a.coll.RedOpName(op), size)
 		r, err := s.runPoint(p)
 		if errors.Is(err, collectives.ErrUnsupported) {
 			return true, nil
@@ -194,12 +198,12 @@ func (s *session) cycle(dt collectives.DType, op collectives.Op, root, n int) (s
 		if err != nil {
 			return false, err
 		}
-		s.prog.clear()
-		r.cycle = n
-		fmt.Fprintln(s.out, formatRow(r, s.o))
-		for _, h := range r.halves {
-			if h.ran {
-				for _, line := range s.a.coll.Summary(s.threads[0].counts(p, 0), dt, s.nranks, h.bwSec) {
+		s.prog.Clear()
+		r.Cycle = n
+		fmt.Fprintln(s.out, report.FormatRow(r, s.o))
+		for _, h := range r.Halves {
+			if h.Ran {
+				for _, line := range s.a.coll.Summary(s.threads[0].counts(p, 0), dt, s.nranks, h.BWSec) {
 					fmt.Fprintln(s.out, line)
 				}
 			}
@@ -214,11 +218,11 @@ func (s *session) cycle(dt collectives.DType, op collectives.Op, root, n int) (s
 
 // addRow keeps a row for the JSON and its halves for the average bus bandwidth, as the table shows it: a half
 // counts in all three or in none.
-func (s *session) addRow(r row) {
+func (s *session) addRow(r report.Row) {
 	s.rows = append(s.rows, r)
-	for _, h := range r.halves {
-		if h.ran {
-			s.bwSum += h.busBW
+	for _, h := range r.Halves {
+		if h.Ran {
+			s.bwSum += h.BusBW
 			s.bwN++
 		}
 	}
@@ -226,16 +230,16 @@ func (s *session) addRow(r row) {
 
 // runPoint measures and validates the halves -O selects of one row. A signal that stops a half (its inputs,
 // its measurement or its check) leaves the row with the halves before it, and the run stopped.
-func (s *session) runPoint(p point) (row, error) {
+func (s *session) runPoint(p point) (report.Row, error) {
 	th := s.threads[0]
 	k := th.counts(p, 0)
-	r := row{size: s.a.coll.Bytes(k, p.dt), count: k.Param, dtype: s.o.typeName(p.dt),
-		redop: s.o.redopName(s.a.coll, p.op), root: p.root, engine: s.eng.Name()}
-	s.setAt(r.size)
+	r := report.Row{Size: s.a.coll.Bytes(k, p.dt), Count: k.Param, DType: report.TypeName(s.o, p.dt),
+		Redop: report.RedopName(s.o, s.a.coll, p.op), Root: p.root, Engine: s.eng.Name()}
+	s.setAt(r.Size)
 	var tr *truth
 	if s.o.Check > 0 {
 		var err error // seconds at 1 GiB: a lost run does not wait for it
-		tr, err = orLost(s.a.lost, s.a.signalled, func() *truth {
+		tr, err = world.OrLost(s.a.lost, s.a.signalled, func() *truth {
 			return newTruth(s.a.coll, p, s.nranks, s.localRanks(), s.seed)
 		})
 		if err != nil {
@@ -243,18 +247,18 @@ func (s *session) runPoint(p point) (row, error) {
 		}
 	}
 	for i, inPlace := range []bool{false, true} {
-		if (inPlace && !s.o.runInPlace()) || (!inPlace && !s.o.runOutOfPlace()) {
+		if (inPlace && !s.o.RunInPlace()) || (!inPlace && !s.o.RunOutOfPlace()) {
 			continue
 		}
 		h, err := s.runHalf(p, k, inPlace, tr)
-		if errors.Is(err, errInterrupted) && (r.halves[0].ran || r.halves[1].ran) {
+		if errors.Is(err, exit.ErrInterrupted) && (r.Halves[0].Ran || r.Halves[1].Ran) {
 			s.stopped = true
 			break
 		}
 		if err != nil {
 			return r, err
 		}
-		r.halves[i] = h
+		r.Halves[i] = h
 		if s.a.interrupted() {
 			s.stopped = true
 			break
@@ -263,20 +267,20 @@ func (s *session) runPoint(p point) (row, error) {
 			s.delayHalves()
 		}
 	}
-	r.when = s.a.now()
+	r.When = s.a.now()
 	return r, nil
 }
 
 // runHalf writes the inputs (when validating: nccl-tests times real data too), times one half on every thread,
 // then validates it -c times (stopping at the first failure).
-func (s *session) runHalf(p point, k collectives.Counts, inPlace bool, tr *truth) (halfResult, error) {
+func (s *session) runHalf(p point, k collectives.Counts, inPlace bool, tr *truth) (report.Half, error) {
 	if tr != nil {
 		err := s.team.each(func(t int) error {
 			_, err := s.threads[t].writeInputs(tr, inPlace, nil, s.a.signalled)
 			return err
 		})
 		if err != nil {
-			return halfResult{}, err
+			return report.Half{}, err
 		}
 	}
 	h, err := s.timeHalf(p, k, inPlace)
@@ -285,14 +289,14 @@ func (s *session) runHalf(p point, k collectives.Counts, inPlace bool, tr *truth
 	}
 	if tr != nil && s.checkable(inPlace) {
 		if err := s.validate(tr, inPlace, &h); err != nil {
-			return halfResult{}, err
+			return report.Half{}, err
 		}
 	}
 	return h, nil
 }
 
 // timeHalf times one half on every thread and combines the threads' and processes' times per -a.
-func (s *session) timeHalf(p point, k collectives.Counts, inPlace bool) (halfResult, error) {
+func (s *session) timeHalf(p point, k collectives.Counts, inPlace bool) (report.Half, error) {
 	ts := make([]timing, len(s.threads))
 	algos := make([]string, len(s.threads))
 	var gate *iterGate
@@ -306,24 +310,24 @@ func (s *session) timeHalf(p point, k collectives.Counts, inPlace bool) (halfRes
 		return err
 	})
 	if err != nil {
-		return halfResult{}, err
+		return report.Half{}, err
 	}
 	sum, err := overWorld(s.world, timingSummary(ts))
 	if err != nil {
-		return halfResult{}, err
+		return report.Half{}, err
 	}
 	sec := sum.Time.pick(s.o.Average)
-	h := halfResult{ran: true, sec: sec, bwSec: sec, algBW: s.a.coll.AlgBW(k, p.dt, sec),
-		busBW: s.a.coll.BusBW(k, p.dt, sec, s.nranks), iters: sum.Iters, algorithm: algos[0]}
+	h := report.Half{Ran: true, Sec: sec, BWSec: sec, AlgBW: s.a.coll.AlgBW(k, p.dt, sec),
+		BusBW: s.a.coll.BusBW(k, p.dt, sec, s.nranks), Iters: sum.Iters, Algorithm: algos[0]}
 	if s.o.CPUTime == 1 {
-		h.sec = sum.CPU.pick(s.o.Average)
+		h.Sec = sum.CPU.pick(s.o.Average)
 	}
 	return h, nil
 }
 
 // validate runs the -c validation runs of a half; every process sees the same totals and stops together.
-func (s *session) validate(tr *truth, inPlace bool, h *halfResult) error {
-	h.checked = true
+func (s *session) validate(tr *truth, inPlace bool, h *report.Half) error {
+	h.Checked = true
 	for range s.o.Check {
 		calls := make([]*collectives.Call, len(s.threads))
 		err := s.team.each(func(t int) error {
@@ -355,14 +359,23 @@ func (s *session) validate(tr *truth, inPlace bool, h *halfResult) error {
 		if err != nil {
 			return err
 		}
-		h.wrong = total.Errors.Wrong
-		h.errs.MaxRel = max(h.errs.MaxRel, total.Errors.MaxRel)
-		h.errs.SumSqRel += total.Errors.SumSqRel
-		h.errs.N += total.Errors.N
+		h.Wrong = total.Errors.Wrong
+		h.Errs.MaxRel = max(h.Errs.MaxRel, total.Errors.MaxRel)
+		h.Errs.SumSqRel += total.Errors.SumSqRel
+		h.Errs.N += total.Errors.N
 		if total.Errors.Wrong > 0 {
 			s.oob++
 			break
 		}
 	}
 	return nil
+}
+
+// newProgress returns the session's progress line, or nil when none is to be shown.
+func (s *session) newProgress() *report.Progress {
+	if !(s.o.Progress || s.a.stderrTTY) || s.world.Rank() != 0 {
+		return nil
+	}
+	return report.NewProgress(s.a.stderr, s.a.coll.Name,
+		len(sweepPairs(s.a.coll, s.o))*len(s.roots())*s.o.Cycles*len(s.sizes()))
 }

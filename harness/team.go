@@ -7,6 +7,8 @@ import (
 	"time"
 
 	"github.com/rcclx-tests/rcclx-tests/collectives"
+	"github.com/rcclx-tests/rcclx-tests/harness/exit"
+	"github.com/rcclx-tests/rcclx-tests/harness/world"
 )
 
 // abandonAfter bounds how long the harness waits for the other threads once one thread has failed: an engine
@@ -22,12 +24,12 @@ type team struct {
 	jobs   []chan func()
 	bar    *barrier
 	broken bool // a thread never came back: its group must not be used again
-	// stopNow, once closed, makes each return errInterrupted without waiting for its threads (a run stopped
+	// stopNow, once closed, makes each return exit.ErrInterrupted without waiting for its threads (a run stopped
 	// by a signal while a thread is stuck in the engine); nil while buffers are set up and freed.
 	stopNow <-chan struct{}
-	// lost, once the run is lost (another process died), makes each return the loss after lostGrace without
+	// lost, once the run is lost (another process died), makes each return the loss after world.LostGrace without
 	// waiting for threads that are still busy (nil: one process).
-	lost *lossWatch
+	lost *world.Watch
 }
 
 func newTeam(threads int, world collectives.World) *team {
@@ -68,7 +70,7 @@ func (t *team) each(fn func(thread int) error) error {
 	}
 	errs := make([]error, len(t.jobs))
 	var timer, grace <-chan time.Time
-	lost := t.lost.lost()
+	lost := t.lost.Lost()
 	for got := 0; got < len(t.jobs); {
 		select {
 		case r := <-done:
@@ -82,12 +84,12 @@ func (t *team) each(fn func(thread int) error) error {
 			return worst(errs)
 		case <-t.stopNow:
 			t.broken = true
-			return errInterrupted
+			return exit.ErrInterrupted
 		case <-lost:
-			lost, grace = nil, time.After(lostGrace)
+			lost, grace = nil, time.After(world.LostGrace)
 		case <-grace:
 			t.broken = true
-			return t.lost.error()
+			return t.lost.Err()
 		}
 	}
 	return worst(errs)
@@ -126,10 +128,6 @@ func (t *team) close() {
 		close(jobs)
 	}
 }
-
-// errInterrupted ends a sweep stopped by SIGINT or SIGTERM: between two iterations, or by abandoning threads
-// stuck in the engine. The session reports it as an interrupted run, with its trailer.
-var errInterrupted = errors.New("interrupted")
 
 // errAborted is what threads waiting at an aborted barrier return.
 var errAborted = errors.New("aborted by another thread")

@@ -4,6 +4,8 @@ import (
 	"fmt"
 
 	"github.com/rcclx-tests/rcclx-tests/collectives"
+	"github.com/rcclx-tests/rcclx-tests/harness/exit"
+	"github.com/rcclx-tests/rcclx-tests/harness/plan"
 )
 
 // point is one row of the sweep: a collective call shape.
@@ -21,7 +23,7 @@ type thread struct {
 	group  collectives.Group
 	ranks  []int // global ranks, in local order
 	nranks int
-	opts   *Options
+	opts   *plan.Options
 	send   []collectives.Buffer
 	recv   []collectives.Buffer
 	// bufBytes is the usable length of every buffer: the largest view at -e plus the -u shift.
@@ -64,12 +66,12 @@ func (t *thread) touch(pattern []byte, stop <-chan struct{}) error {
 // of copying.
 const writePiece = 64 << 20
 
-// write copies data into v, a piece at a time; once stop is closed (a signal) it returns errInterrupted,
+// write copies data into v, a piece at a time; once stop is closed (a signal) it returns exit.ErrInterrupted,
 // leaving the rest unwritten.
 func (t *thread) write(v collectives.View, data []byte, stop <-chan struct{}) error {
 	for lo := 0; lo < len(data) || lo == 0; lo += writePiece {
 		if stopped(stop) {
-			return errInterrupted
+			return exit.ErrInterrupted
 		}
 		hi := min(lo+writePiece, len(data))
 		if err := t.group.Write(collectives.View{Buf: v.Buf, Off: v.Off + int64(lo)}, data[lo:hi]); err != nil {
@@ -150,8 +152,8 @@ const maxRotation = 64
 
 func (t *thread) timedCalls(p point, inPlace bool, iterations int) []*collectives.Call {
 	if t.opts.RCCL.RotatingTensor == 1 {
-		// rccl-tests' rotating tensor: even iterations at the buffer's start, odd ones rotatingBytes further.
-		return []*collectives.Call{t.call(p, inPlace, 0), t.call(p, inPlace, rotatingBytes)}
+		// rccl-tests' rotating tensor: even iterations at the buffer's start, odd ones plan.RotatingBytes further.
+		return []*collectives.Call{t.call(p, inPlace, 0), t.call(p, inPlace, plan.RotatingBytes)}
 	}
 	es := int64(p.dt.Size())
 	k := t.counts(p, 0)

@@ -10,6 +10,7 @@ import (
 
 	"github.com/rcclx-tests/rcclx-tests/bootstrap"
 	"github.com/rcclx-tests/rcclx-tests/collectives"
+	"github.com/rcclx-tests/rcclx-tests/harness/exit"
 )
 
 // procs lets goroutines stand in for the processes of a multi-process run.
@@ -83,7 +84,7 @@ func TestMultiProcess(t *testing.T) {
 	file := filepath.Join(t.TempDir(), "r.json")
 	args := seedArgs(seed, append(small, "-t", "2", "-a", "3", "-J", file)...)
 	runs := multiRun(t, 2, args, func(int) *fakeEngine { return newFake(seed) })
-	if runs[0].code != exitOK || runs[1].code != exitOK || runs[1].stdout != "" {
+	if runs[0].code != exit.OK || runs[1].code != exit.OK || runs[1].stdout != "" {
 		t.Fatalf("exits %d %d\n%s%s%s", runs[0].code, runs[1].code, runs[0].stdout, runs[0].stderr, runs[1].stderr)
 	}
 	if n := strings.Count(runs[0].stdout, "#  Rank "); n != 4 {
@@ -98,7 +99,7 @@ func TestMultiProcess(t *testing.T) {
 		e.corruptRank = 1
 		return e
 	})
-	if runs[0].code != exitTestFailed || runs[1].code != exitTestFailed {
+	if runs[0].code != exit.TestFailed || runs[1].code != exit.TestFailed {
 		t.Fatalf("exits %d %d", runs[0].code, runs[1].code)
 	}
 	for _, f := range tableRows(runs[0].stdout) {

@@ -1,4 +1,4 @@
-package harness
+package report
 
 import (
 	"errors"
@@ -7,16 +7,17 @@ import (
 	"os"
 
 	"github.com/rcclx-tests/rcclx-tests/collectives"
+	"github.com/rcclx-tests/rcclx-tests/harness/plan"
 	"github.com/rcclx-tests/rcclx-tests/results"
 )
 
-// rcclOut is the -X file: the rows in rccl-tests' reporter layout (-Z csv or json), written by world rank 0
+// RCCLOut is the -X file: the rows in rccl-tests' reporter layout (-Z csv or json), written by world rank 0
 // when the run ends, under the path given, as rccl-tests' reporter writes it (an std::ofstream that
 // truncates): an existing regular file is replaced, keeping its permissions, but only once the new rows are
 // complete (written beside it, then renamed: results.ReplaceAside), so a run that ends before them leaves it
 // as it was. A named pipe, a terminal or this process's own standard output is opened and written directly.
 // Either is set up with the other output files, before anything runs.
-type rcclOut struct {
+type RCCLOut struct {
 	f      *os.File       // written directly; nil when aside is used
 	aside  *results.Aside // a regular file, replaced when the run ends
 	path   string         // as given
@@ -27,11 +28,13 @@ type rcclOut struct {
 	rows   []results.RCCLRow
 }
 
-// startRCCL opens the -X file on world rank 0; without -X (or on other ranks) it returns nil, which every
+// StartRCCL opens the -X file on world rank 0; without -X (or on other ranks) it returns nil, which every
 // method accepts. Several processes write rccl-tests' MPI columns (nodes, ranks, ranksPerNode, gpusPerRank:
 // ranks are processes, nodes distinct host names); one process its gpus column. GPUs per process are threads
-// x GPUs (-t x -g).
-func (a *app) startRCCL(out io.Writer, o *Options, world collectives.World) (*rcclOut, error) {
+// x GPUs (-t x -g). coll is the collective's name; the file joins outputs; interrupted ends a wait for a named
+// pipe's reader.
+func StartRCCL(out io.Writer, o *plan.Options, world collectives.World, coll string, outputs *Outputs,
+	interrupted func() bool) (*RCCLOut, error) {
 	r := &o.RCCL
 	if world.Rank() != 0 {
 		return nil, nil
@@ -43,7 +46,7 @@ func (a *app) startRCCL(out io.Writer, o *Options, world collectives.World) (*rc
 		return nil, nil
 	}
 	n := world.Size()
-	w := &rcclOut{path: r.File, format: r.Format, name: results.RCCLName(a.coll.Name),
+	w := &RCCLOut{path: r.File, format: r.Format, name: results.RCCLName(coll),
 		layout: results.RCCLLayout{MPI: n > 1, Nodes: 1, Processes: n, ProcsPerNode: n, GPUsPerProcess: o.NThreads * o.NGpus}}
 	var err error
 	st, serr := os.Stat(r.File)
@@ -51,14 +54,14 @@ func (a *app) startRCCL(out io.Writer, o *Options, world collectives.World) (*rc
 	case serr == nil && st.IsDir():
 		err = errors.New("is a directory")
 	case serr == nil && (!st.Mode().IsRegular() || isStdio(st)):
-		w.f, err = a.openWriter(r.File, st, o.Timeout())
+		w.f, err = openWriter(r.File, st, o.Timeout(), interrupted)
 	default:
 		w.aside, err = results.ReplaceAside(r.File)
-		a.outputs.claim(w.aside)
+		outputs.Claim(w.aside)
 	}
 	if err != nil {
 		flag := "-X/--rccl_output_file"
-		if r.csvAlias {
+		if r.CSVAlias {
 			flag = "--csv"
 		}
 		return nil, fmt.Errorf("invalid value %q for %s: %w", r.File, flag, err)
@@ -66,8 +69,8 @@ func (a *app) startRCCL(out io.Writer, o *Options, world collectives.World) (*rc
 	return w, nil
 }
 
-// announce says where the rows go.
-func (w *rcclOut) announce(out io.Writer) {
+// Announce says where the rows go.
+func (w *RCCLOut) Announce(out io.Writer) {
 	if w != nil {
 		fmt.Fprintf(out, "# Writing rccl-tests %s output to %s\n", w.format, w.path)
 	}
@@ -83,9 +86,9 @@ func isStdio(st os.FileInfo) bool {
 	return false
 }
 
-// discard closes the file unwritten (the run ended before it began); a file that was there (a previous
+// Discard closes the file unwritten (the run ended before it began); a file that was there (a previous
 // result, /dev/stdout, a pipe) is left as it is.
-func (w *rcclOut) discard() {
+func (w *RCCLOut) Discard() {
 	if w == nil {
 		return
 	}
@@ -97,29 +100,29 @@ func (w *rcclOut) discard() {
 	w.aside = nil
 }
 
-// add takes one engine's rows: one line per half that ran.
-func (w *rcclOut) add(s engineRun) {
+// Add takes one engine's rows: one line per half that ran.
+func (w *RCCLOut) Add(s EngineRun) {
 	if w == nil {
 		return
 	}
-	if !w.laid && len(s.devices) > 0 {
-		w.layout.Nodes = nodes(s.devices)
+	if !w.laid && len(s.Devices) > 0 {
+		w.layout.Nodes = nodes(s.Devices)
 		w.layout.ProcsPerNode = max(w.layout.Processes/w.layout.Nodes, 1)
 		w.laid = true
 	}
-	for _, r := range s.rows {
-		for i, h := range r.halves {
-			if !h.ran {
+	for _, r := range s.Rows {
+		for i, h := range r.Halves {
+			if !h.Ran {
 				continue
 			}
-			redop := r.redop
+			redop := r.Redop
 			if redop == "" {
 				redop = "none" // nccl-tests' hypercube prints no redop; rccl-tests' names it none
 			}
-			line := results.RCCLRow{Cycle: r.cycle, Name: w.name, Size: r.size, Type: results.RCCLTypeName(r.dtype),
-				Redop: redop, InPlace: i == 1, Time: h.sec * 1e6, AlgBW: h.algBW, BusBW: h.busBW}
-			if h.checked {
-				wrong := h.wrong
+			line := results.RCCLRow{Cycle: r.Cycle, Name: w.name, Size: r.Size, Type: results.RCCLTypeName(r.DType),
+				Redop: redop, InPlace: i == 1, Time: h.Sec * 1e6, AlgBW: h.AlgBW, BusBW: h.BusBW}
+			if h.Checked {
+				wrong := h.Wrong
 				line.Wrong = &wrong
 			}
 			w.rows = append(w.rows, line)
@@ -136,8 +139,8 @@ func nodes(devices []collectives.Device) int {
 	return max(len(hosts), 1)
 }
 
-// finish writes the rows and closes the file.
-func (w *rcclOut) finish() error {
+// Finish writes the rows and closes the file.
+func (w *RCCLOut) Finish() error {
 	if w == nil || (w.f == nil && w.aside == nil) {
 		return nil
 	}

@@ -1,4 +1,4 @@
-package harness
+package cli
 
 import (
 	"errors"
@@ -7,11 +7,10 @@ import (
 	"slices"
 	"strconv"
 	"strings"
-	"time"
 
 	"github.com/spf13/pflag"
 
-	"github.com/rcclx-tests/rcclx-tests/collectives"
+	"github.com/rcclx-tests/rcclx-tests/harness/plan"
 	"github.com/rcclx-tests/rcclx-tests/results"
 )
 
@@ -20,36 +19,11 @@ import (
 // rccl-tests' memory type; -u N is nccl-tests' unalign, a list of hex masks rccl-tests' cumask; -E KEY=VALUE
 // is this suite's environment override, anything else rccl-tests' rotating tensor switch.
 
-// rcclOptions are the parsed values of these flags.
-type rcclOptions struct {
-	MemoryType     string // -Y/--memory_type, or -y with a word: coarse, fine, host, managed ("" when not given)
-	Cumask         string // --cumask, or -u with a mask list: AMD compute-unit masks
-	DelayUs        int    // -q/--delay_inout_place: microseconds between the out-of-place and in-place halves
-	CacheFlush     int    // -F/--cache_flush: flush the instruction cache every N iterations (0: never)
-	RotatingTensor int    // --rotating_tensor, or -E 0|1: alternate the timed iterations between two buffer halves
-	Format         string // -Z/--rccl_output_format: csv or json
-	File           string // -X/--rccl_output_file (--csv FILE is -Z csv -X FILE)
-	csvAlias       bool   // the file came from --csv
-	AlgoColumns    int    // -A/--output_algo_proto_channels: algorithm, protocol and channel columns
-	CTAPolicy      int    // -x/--cta_policy: ncclConfig's CTAPolicy (-1: not set)
-	DeviceImpl     int    // -D/--device_implementation
-	DeviceCTAs     int    // -V/--device_cta_count
-}
-
-// rotatingBytes is how far rccl-tests' rotating tensor moves every other iteration (its cache_bytes).
-const rotatingBytes = 192 << 20
-
-// memoryTypes are rccl-tests' memory types, in its order.
-var memoryTypes = map[string]collectives.MemoryKind{
-	"coarse": collectives.MemoryCoarse, "fine": collectives.MemoryFine, "host": collectives.MemoryHost,
-	"managed": collectives.MemoryManaged,
-}
-
 // registerRCCLFlags defines the flags above that have no letter of nccl-tests'.
-func registerRCCLFlags(fs *pflag.FlagSet, o *Options) {
+func registerRCCLFlags(fs *pflag.FlagSet, o *plan.Options) {
 	r := &o.RCCL
 	r.CTAPolicy = -1
-	fs.VarP(wordValue{&r.MemoryType, slices.Sorted(maps.Keys(memoryTypes)), "want coarse, fine, host or managed", "type"},
+	fs.VarP(wordValue{&r.MemoryType, slices.Sorted(maps.Keys(plan.MemoryTypes)), "want coarse, fine, host or managed", "type"},
 		"memory_type", "Y", "rccl-tests' buffer memory: coarse, fine, host or managed")
 	fs.Var(cumaskValue{&r.Cumask}, "cumask", "rccl-tests' AMD compute-unit masks d0,d1,d2,d3 (hex; also -u with a list)")
 	fs.VarP(decimalValue{&r.DelayUs}, "delay_inout_place", "q",
@@ -70,68 +44,26 @@ func registerRCCLFlags(fs *pflag.FlagSet, o *Options) {
 }
 
 // validateRCCL checks what the flags' own parsers cannot: ranges and combinations.
-func (o *Options) validateRCCL(fs *pflag.FlagSet) error {
+func validateRCCL(o *plan.Options, fs *pflag.FlagSet) error {
 	r := &o.RCCL
 	for _, c := range []intRule{
 		{"delay_inout_place", r.DelayUs, 0, 1 << 30}, {"cta_policy", r.CTAPolicy, -1, 2}, {"device_implementation", r.DeviceImpl, 0, 1 << 20},
 		{"device_cta_count", r.DeviceCTAs, 1, 128},
 	} {
 		if c.v < c.min || c.v > c.max {
-			return badValue(fs, c.name, fmt.Sprintf("must be between %d and %d", c.min, c.max))
+			return BadValue(fs, c.name, fmt.Sprintf("must be between %d and %d", c.min, c.max))
 		}
 	}
 	if r.DeviceImpl > 0 && o.Register != 2 {
-		return badValue(fs, "device_implementation", "needs symmetric registration (-R 2)")
+		return BadValue(fs, "device_implementation", "needs symmetric registration (-R 2)")
 	}
-	if r.csvAlias && (fs.Changed("rccl_output_file") || fs.Changed("rccl_output_format")) {
-		return badValue(fs, "csv", "is -Z csv -X FILE: cannot be combined with -X or -Z json")
+	if r.CSVAlias && (fs.Changed("rccl_output_file") || fs.Changed("rccl_output_format")) {
+		return BadValue(fs, "csv", "is -Z csv -X FILE: cannot be combined with -X or -Z json")
 	}
 	if r.File != "" && r.Format == "" {
 		r.Format = results.RCCLJSON // rccl-tests' reporter writes JSON unless -Z says csv
 	}
 	return nil
-}
-
-// memoryKind is the memory type the engines get.
-func (r *rcclOptions) memoryKind() collectives.MemoryKind { return memoryTypes[r.MemoryType] }
-
-// rcclNotes are the header's lines about the rccl-tests flags that do not apply to this engine.
-func (s *session) rcclNotes() {
-	r, name := &s.o.RCCL, s.eng.Name()
-	if r.MemoryType != "" {
-		if mn, ok := s.comm.(collectives.MemoryNoter); ok {
-			if n := mn.MemoryNote(); n != "" {
-				s.note("%s", n)
-			}
-		} else {
-			s.note("-Y %s ignored: engine %s has one kind of memory", r.MemoryType, name)
-		}
-	}
-	if r.Cumask != "" {
-		s.note("--cumask %s ignored: compute-unit masks are AMD's; engine %s has none", r.Cumask, name)
-	}
-	if cf, ok := s.comm.(collectives.CacheFlusher); r.CacheFlush > 0 && !ok {
-		s.note("-F %d ignored: engine %s cannot flush the instruction cache", r.CacheFlush, name)
-	} else if r.CacheFlush > 0 {
-		if err := cf.FlushICache(r.CacheFlush); err != nil {
-			s.note("-F %d ignored: engine %s: %v", r.CacheFlush, name, err)
-		}
-	}
-	if r.AlgoColumns == 1 && s.o.AlgoColumn {
-		s.note("--algo-column ignored: -A 1 prints the algorithm")
-	}
-	if r.CTAPolicy >= 0 {
-		if cn, ok := s.comm.(collectives.CTAPolicyNoter); ok {
-			if n := cn.CTAPolicyNote(); n != "" {
-				s.note("%s", n)
-			}
-		} else {
-			s.note("-x %d ignored: engine %s has no ncclConfig", r.CTAPolicy, name)
-		}
-	}
-	if r.DeviceImpl > 0 {
-		s.note("-D %d ignored: engine %s runs the host API (NCCL's device-API kernels are not built here)", r.DeviceImpl, name)
-	}
 }
 
 // streamNullValue is -y: nccl-tests' stream_null (an integer) or, given a word, rccl-tests' memory type.
@@ -152,7 +84,7 @@ func (v streamNullValue) Set(s string) error {
 		*v.null = int(n)
 		return nil
 	}
-	if _, ok := memoryTypes[s]; ok {
+	if _, ok := plan.MemoryTypes[s]; ok {
 		*v.mem = s
 		return nil
 	}
@@ -265,10 +197,10 @@ func (v wordValue) Set(s string) error {
 func (v wordValue) Type() string { return v.kind }
 
 // csvAliasValue is --csv FILE: -Z csv -X FILE.
-type csvAliasValue struct{ r *rcclOptions }
+type csvAliasValue struct{ r *plan.RCCLOptions }
 
 func (v csvAliasValue) String() string {
-	if v.r == nil || !v.r.csvAlias {
+	if v.r == nil || !v.r.CSVAlias {
 		return ""
 	}
 	return v.r.File
@@ -278,16 +210,8 @@ func (v csvAliasValue) Set(s string) error {
 	if s == "" {
 		return fmt.Errorf("want a file name")
 	}
-	v.r.File, v.r.Format, v.r.csvAlias = s, results.RCCLCSV, true
+	v.r.File, v.r.Format, v.r.CSVAlias = s, results.RCCLCSV, true
 	return nil
 }
 
 func (csvAliasValue) Type() string { return "string" }
-
-// delayHalves waits -q microseconds after an out-of-place half. rccl-tests sleeps there whenever the
-// out-of-place half ran, with -O 1 (no in-place half follows) too; with -O 0 nothing sleeps.
-func (s *session) delayHalves() {
-	if d := s.o.RCCL.DelayUs; d > 0 {
-		time.Sleep(time.Duration(d) * time.Microsecond)
-	}
-}

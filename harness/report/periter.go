@@ -1,4 +1,4 @@
-package harness
+package report
 
 import (
 	"slices"
@@ -8,10 +8,10 @@ import (
 	"github.com/rcclx-tests/rcclx-tests/results"
 )
 
-// iterSummary summarizes per-iteration times (-I): per process rows of seconds per operation, combined by taking
+// IterSummary summarizes per-iteration times (-I): per process rows of seconds per operation, combined by taking
 // the slowest process at each iteration, leaving the first skip iterations out of the statistics (-K), as
 // nccl-tests does. Times are reported in microseconds.
-func iterSummary(rows [][]float64, skip int) results.PerIter {
+func IterSummary(rows [][]float64, skip int) results.PerIter {
 	var slowest []float64
 	for _, r := range rows {
 		for i, v := range r {

@@ -1,4 +1,4 @@
-package harness
+package cli
 
 import (
 	"strings"
@@ -11,9 +11,9 @@ import (
 // lpModes are the values of --lp-mode.
 var lpModes = []string{collectives.LPModeRCCLX, collectives.LPModeScaled}
 
-// addCompletions lets a shell complete the values of -d, -o, --engine and --lp-mode (through cobra's
+// AddCompletions lets a shell complete the values of -d, -o, --engine and --lp-mode (through cobra's
 // "completion bash|zsh|fish" command). --engine takes a comma list: each name completes after a comma.
-func addCompletions(cmd *cobra.Command, engineNames []string) {
+func AddCompletions(cmd *cobra.Command, engineNames []string) {
 	var dtypes, ops []string
 	for _, d := range collectives.AllDTypes() {
 		dtypes = append(dtypes, d.String())

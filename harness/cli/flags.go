@@ -1,16 +1,21 @@
-package harness
+// Package cli is the perf binaries' command line: the flags with nccl-tests' and rccl-tests' letters, their values,
+// the checks of each value and of their combinations, and shell completions. Its input is argv through a pflag
+// FlagSet; its output is a filled-in plan.Options, or an exit.UsageError naming the flag and the value. It runs
+// nothing, and imports no other package of the harness but plan and exit.
+package cli
 
 import (
 	"fmt"
 
+	"github.com/rcclx-tests/rcclx-tests/harness/plan"
 	"github.com/spf13/pflag"
 )
 
 // RegisterFlags defines every flag of the perf binaries on fs, with nccl-tests' letters, long names and
 // defaults, followed by this suite's own flags.
-func RegisterFlags(fs *pflag.FlagSet, o *Options) {
+func RegisterFlags(fs *pflag.FlagSet, o *plan.Options) {
 	o.MinBytes, o.MaxBytes, o.StepBytes = 32<<20, 32<<20, 1<<20
-	o.Halves = bothHalves
+	o.Halves = plan.BothHalves
 	fs.IntVarP(&o.NThreads, "nthreads", "t", 1, "threads per process")
 	fs.IntVarP(&o.NGpus, "ngpus", "g", 1, "GPUs (ranks) per thread")
 	fs.VarP(&sizeValue{p: &o.MinBytes}, "minbytes", "b", "smallest size in bytes (K, M, G suffixes are powers of 1024)")

@@ -1,4 +1,4 @@
-package harness
+package world
 
 import (
 	"fmt"
@@ -10,6 +10,8 @@ import (
 
 	"github.com/rcclx-tests/rcclx-tests/bootstrap"
 	"github.com/rcclx-tests/rcclx-tests/collectives"
+	"github.com/rcclx-tests/rcclx-tests/harness/exit"
+	"github.com/rcclx-tests/rcclx-tests/harness/plan"
 )
 
 // perProcessFlags may differ between the processes of one run: where a process writes (only rank 0 does),
@@ -17,19 +19,8 @@ import (
 var perProcessFlags = []string{"output_file", "rccl_output_file", "csv", "progress", "version", "help", "timeout",
 	"lib", "seed"}
 
-// runArgs are the binary and every flag value that shapes the run, as each process must agree on them: the
-// engines index each other's buffers by their own sizes, and call counts must match.
-type runArgs struct {
-	Binary string
-	Flags  [][2]string // display name ("-d/--datatype"), value
-	// Switches are the RCCLX switches (the variables of collectives.PolicyFromEnv) set in this process's
-	// environment: a collective whose algorithm differs between processes hangs or times out.
-	Switches map[string]string
-	free     []string // the per-process flags a user sets, as named in a refusal ("-J", "--csv")
-}
-
-// switchEnv is the RCCLX switches of getenv that are set.
-func switchEnv(getenv func(string) string) map[string]string {
+// SwitchEnv is the RCCLX switches of getenv that are set.
+func SwitchEnv(getenv func(string) string) map[string]string {
 	out := map[string]string{}
 	for _, v := range collectives.Variables {
 		if val := getenv(v.Name); v.Policy() && val != "" {
@@ -39,8 +30,8 @@ func switchEnv(getenv func(string) string) map[string]string {
 	return out
 }
 
-func newRunArgs(binary string, fs *pflag.FlagSet) runArgs {
-	r := runArgs{Binary: binary}
+func NewArgs(binary string, fs *pflag.FlagSet) plan.Args {
+	r := plan.Args{Binary: binary}
 	fs.VisitAll(func(f *pflag.Flag) {
 		name, short := "--"+f.Name, "--"+f.Name
 		if f.Shorthand != "" {
@@ -48,7 +39,7 @@ func newRunArgs(binary string, fs *pflag.FlagSet) runArgs {
 		}
 		if slices.Contains(perProcessFlags, f.Name) {
 			if f.Name != "help" && f.Name != "version" {
-				r.free = append(r.free, short)
+				r.Free = append(r.Free, short)
 			}
 			return
 		}
@@ -57,19 +48,19 @@ func newRunArgs(binary string, fs *pflag.FlagSet) runArgs {
 	return r
 }
 
-// agreeArgs refuses a run whose processes were started with different binaries or arguments: each would run
+// AgreeArgs refuses a run whose processes were started with different binaries or arguments: each would run
 // its own sizes, types or counts against the others' (a wrong element, a hang or a crash). Every process
 // names the first difference from process 0.
-func agreeArgs(w collectives.World, local runArgs) error {
-	all, err := gatherJSON(w, "the command lines", local)
+func AgreeArgs(w collectives.World, local plan.Args) error {
+	all, err := Gather(w, "the command lines", local)
 	if err != nil {
 		return err
 	}
 	for p, other := range all {
-		if why := all[0].differs(other); why != "" {
-			return &usageError{fmt.Sprintf("process %d runs %s: every process of a run needs the same binary and "+
-				"arguments (%s and %s may differ)", p, bootstrap.Printable(why),
-				strings.Join(local.free[:len(local.free)-1], ", "), local.free[len(local.free)-1])}
+		if why := differs(all[0], other); why != "" {
+			return &exit.UsageError{Msg: fmt.Sprintf("process %d runs %s: every process of a run needs the same "+
+				"binary and arguments (%s and %s may differ)", p, bootstrap.Printable(why),
+				strings.Join(local.Free[:len(local.Free)-1], ", "), local.Free[len(local.Free)-1])}
 		}
 	}
 	return agreeSwitches(all)
@@ -77,7 +68,7 @@ func agreeArgs(w collectives.World, local runArgs) error {
 
 // agreeSwitches refuses a run whose processes have different RCCLX switches in their environments, naming the
 // first such variable and which process has which value.
-func agreeSwitches(all []runArgs) error {
+func agreeSwitches(all []plan.Args) error {
 	for _, v := range collectives.Variables {
 		if !v.Policy() {
 			continue
@@ -104,14 +95,14 @@ func agreeSwitches(all []runArgs) error {
 			parts = append(parts, fmt.Sprintf("%s %s %s", collectives.ProcessesWord(procs[i]),
 				collectives.JoinRanks(procs[i]), shown))
 		}
-		return &usageError{fmt.Sprintf("%s differs between the processes (%s): every process of a run needs the "+
-			"same RCCLX switches (set it alike everywhere, or with -E)", v.Name, strings.Join(parts, ", "))}
+		return &exit.UsageError{Msg: fmt.Sprintf("%s differs between the processes (%s): every process of a run "+
+			"needs the same RCCLX switches (set it alike everywhere, or with -E)", v.Name, strings.Join(parts, ", "))}
 	}
 	return nil
 }
 
 // differs names the first difference of o from r, "" when there is none.
-func (r runArgs) differs(o runArgs) string {
+func differs(r, o plan.Args) string {
 	if r.Binary != o.Binary {
 		return fmt.Sprintf("%s, process 0 %s", o.Binary, r.Binary)
 	}

@@ -1,39 +1,39 @@
-package harness
+package world
 
 import (
-	"errors"
 	"slices"
 	"sync"
 	"time"
 
 	"github.com/rcclx-tests/rcclx-tests/collectives"
+	"github.com/rcclx-tests/rcclx-tests/harness/exit"
 )
 
 // A multi-process run is lost when another process dies (kill -9, a crash, the OOM killer: its connection to
 // rank 0 closes without the goodbye a process says when its run ends) or ends the run on an error of its own
 // (World.Abort, a -T timeout there). The others must stop promptly whatever they are doing: a rank in the
 // middle of a 1 GiB reduction, the harness writing or checking a 1 GiB buffer, a GPU kernel that would wait
-// for the dead process for ever. A lossWatch waits on the World's Lost channel and, at once:
+// for the dead process for ever. A Watch waits on the World's Lost channel and, at once:
 //
 //   - cancels the open communicators (collectives.Canceler): host-engine ranks stop at their next chunk, GPU
 //     kernels give up their waits, NCCL communicators are aborted;
-//   - makes team.each stop waiting for threads that have not come back within lostGrace, and the harness's
+//   - makes team.each stop waiting for threads that have not come back within LostGrace, and the harness's
 //     own long computations (a size's inputs) be left unfinished;
 //
 // so the run fails as on any error: one line naming the lost rank and the size (failAt), exit 2 (4 for a
 // timeout elsewhere), rank 0's -J record marked incomplete. As a last resort, a process still busy in its
-// sweep lostDeadline after the loss (stuck where nothing looks) prints that line itself and exits.
+// sweep LostDeadline after the loss (stuck where nothing looks) prints that line itself and exits.
 
-// lostGrace is how long team.each waits for its threads once the run is lost: a cancelled engine returns
+// LostGrace is how long team.each waits for its threads once the run is lost: a cancelled engine returns
 // within milliseconds, harness work (checking a buffer) may take seconds and is left behind.
-var lostGrace = 200 * time.Millisecond
+var LostGrace = 200 * time.Millisecond
 
-// lostDeadline is how long after the loss a process still busy in its sweep may take before the watch
+// LostDeadline is how long after the loss a process still busy in its sweep may take before the watch
 // prints the loss itself and exits (the -J record is then not written).
-var lostDeadline = 1500 * time.Millisecond
+var LostDeadline = 1500 * time.Millisecond
 
-// lossWatch is the watch of one multi-process run; nil (a run of one process) never fires.
-type lossWatch struct {
+// Watch is the watch of one multi-process run; nil (a run of one process) never fires.
+type Watch struct {
 	done chan struct{} // closed once the run is lost
 	err  error         // why; set before done is closed
 	quit chan struct{} // closed when the run ends: the watch stops
@@ -44,9 +44,10 @@ type lossWatch struct {
 	at    int64              // the size column of the row in progress (-1: none)
 }
 
-// watchLoss starts the watch of world, or returns nil where the World cannot tell a loss (one process, the
-// tests' worlds). a.exit, when set, ends the process as the last resort; stop the watch when the run ends.
-func (a *app) watchLoss(world collectives.World) *lossWatch {
+// NewWatch starts the watch of world, or returns nil where the World cannot tell a loss (one process, the
+// tests' worlds). lastResort, when set, reports the loss at the size column at and ends the process; stop the
+// watch when the run ends.
+func NewWatch(world collectives.World, lastResort func(err error, at int64)) *Watch {
 	w, ok := world.(interface {
 		Lost() <-chan struct{}
 		Err() error
@@ -54,7 +55,7 @@ func (a *app) watchLoss(world collectives.World) *lossWatch {
 	if !ok || world.Size() == 1 {
 		return nil
 	}
-	l := &lossWatch{done: make(chan struct{}), quit: make(chan struct{}), at: -1}
+	l := &Watch{done: make(chan struct{}), quit: make(chan struct{}), at: -1}
 	go func() {
 		select {
 		case <-w.Lost():
@@ -70,7 +71,7 @@ func (a *app) watchLoss(world collectives.World) *lossWatch {
 			}
 		}
 		l.mu.Unlock()
-		t := time.NewTimer(lostDeadline)
+		t := time.NewTimer(LostDeadline)
 		defer t.Stop()
 		select {
 		case <-t.C:
@@ -79,53 +80,53 @@ func (a *app) watchLoss(world collectives.World) *lossWatch {
 		}
 		l.mu.Lock()
 		defer l.mu.Unlock() // held until the process exits: the run's own report cannot start meanwhile
-		if l.busy && a.exit != nil {
-			a.exit(a.failAt(l.err, l.at))
+		if l.busy && lastResort != nil {
+			lastResort(l.err, l.at)
 		}
 	}()
 	return l
 }
 
-// stop ends the watch (the run is over: a process leaving now is no loss).
-func (l *lossWatch) stop() {
+// Stop ends the watch (the run is over: a process leaving now is no loss).
+func (l *Watch) Stop() {
 	if l != nil {
 		close(l.quit)
 	}
 }
 
-// lost is closed once the run is lost (nil, which never is, without a watch).
-func (l *lossWatch) lost() <-chan struct{} {
+// Lost is closed once the run is lost (nil, which never is, without a watch).
+func (l *Watch) Lost() <-chan struct{} {
 	if l == nil {
 		return nil
 	}
 	return l.done
 }
 
-// error is why the run was lost; nil while it is not.
-func (l *lossWatch) error() error {
+// Err is why the run was lost; nil while it is not.
+func (l *Watch) Err() error {
 	select {
-	case <-l.lost():
+	case <-l.Lost():
 		return l.err
 	default:
 		return nil
 	}
 }
 
-// track adds c to the communicators cancelled once the run is lost (at once, if it is already).
-func (l *lossWatch) track(c collectives.Comm) {
+// Track adds c to the communicators cancelled once the run is lost (at once, if it is already).
+func (l *Watch) Track(c collectives.Comm) {
 	if l == nil {
 		return
 	}
 	l.mu.Lock()
 	defer l.mu.Unlock()
 	l.comms = append(l.comms, c)
-	if cc, ok := c.(collectives.Canceler); ok && l.error() != nil {
+	if cc, ok := c.(collectives.Canceler); ok && l.Err() != nil {
 		cc.Cancel(l.err)
 	}
 }
 
-// untrack removes c before it is closed: no Cancel reaches a closed communicator.
-func (l *lossWatch) untrack(c collectives.Comm) {
+// Untrack removes c before it is closed: no Cancel reaches a closed communicator.
+func (l *Watch) Untrack(c collectives.Comm) {
 	if l == nil {
 		return
 	}
@@ -134,8 +135,8 @@ func (l *lossWatch) untrack(c collectives.Comm) {
 	l.comms = slices.DeleteFunc(l.comms, func(x collectives.Comm) bool { return x == c })
 }
 
-// setBusy says whether a session runs: only then may the last resort end the process.
-func (l *lossWatch) setBusy(busy bool) {
+// SetBusy says whether a session runs: only then may the last resort end the process.
+func (l *Watch) SetBusy(busy bool) {
 	if l == nil {
 		return
 	}
@@ -147,8 +148,8 @@ func (l *lossWatch) setBusy(busy bool) {
 	}
 }
 
-// setAt records the size column of the row in progress, for the last resort's line.
-func (l *lossWatch) setAt(size int64) {
+// SetAt records the size column of the row in progress, for the last resort's line.
+func (l *Watch) SetAt(size int64) {
 	if l == nil {
 		return
 	}
@@ -157,10 +158,10 @@ func (l *lossWatch) setAt(size int64) {
 	l.at = size
 }
 
-// orLost runs fn, a computation of this process alone, and returns its result; once the run is lost it
-// returns the loss at once, and once stop is closed (a signal) errInterrupted, leaving fn to finish unseen
+// OrLost runs fn, a computation of this process alone, and returns its result; once the run is lost it
+// returns the loss at once, and once stop is closed (a signal) exit.ErrInterrupted, leaving fn to finish unseen
 // (the process is about to exit, or the run to end).
-func orLost[T any](l *lossWatch, stop <-chan struct{}, fn func() T) (T, error) {
+func OrLost[T any](l *Watch, stop <-chan struct{}, fn func() T) (T, error) {
 	if l == nil && stop == nil {
 		return fn(), nil
 	}
@@ -170,20 +171,9 @@ func orLost[T any](l *lossWatch, stop <-chan struct{}, fn func() T) (T, error) {
 	select {
 	case v := <-done:
 		return v, nil
-	case <-l.lost():
+	case <-l.Lost():
 		return zero, l.err
 	case <-stop:
-		return zero, errInterrupted
+		return zero, exit.ErrInterrupted
 	}
-}
-
-// lostProcess reports whether err is the World's own failure (a process died, left or ended the run), which
-// failAt follows with the size in progress.
-func (a *app) lostProcess(err error) bool {
-	w, ok := a.runWorld.(interface{ Err() error })
-	if !ok {
-		return false
-	}
-	werr := w.Err()
-	return werr != nil && errors.Is(err, werr)
 }

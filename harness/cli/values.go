@@ -1,8 +1,6 @@
-package harness
+package cli
 
 import (
-	"crypto/rand"
-	"encoding/binary"
 	"fmt"
 	"strconv"
 
@@ -75,41 +73,6 @@ func (v rootValue) Set(s string) error {
 
 func (rootValue) Type() string { return "int" }
 
-// halves is -O: which of the out-of-place and in-place halves run. rccl-tests reads the value as strtol
-// does (base 0) and any value other than 0 selects out-of-place only: -O 2 is -O 1 there, and here.
-type halves int
-
-const (
-	bothHalves     halves = -1
-	inPlaceOnly    halves = 0
-	outOfPlaceOnly halves = 1
-)
-
-func (h *halves) String() string {
-	if *h == bothHalves {
-		return "both"
-	}
-	return strconv.Itoa(int(*h))
-}
-
-func (h *halves) Set(s string) error {
-	if s == "both" {
-		*h = bothHalves
-		return nil
-	}
-	n, err := strconv.ParseInt(s, 0, 64)
-	if err != nil {
-		return fmt.Errorf("want 0 (in-place only), 1 or any other integer (out-of-place only), or both")
-	}
-	*h = inPlaceOnly
-	if n != 0 {
-		*h = outOfPlaceOnly
-	}
-	return nil
-}
-
-func (*halves) Type() string { return "0|1|both" }
-
 // switchValue is an on/off flag given as an integer, read as rccl-tests reads its switches (strtol, base 0,
 // then a test for nonzero): 0 is off, any other integer on (stored as 1).
 type switchValue struct{ p *int }
@@ -179,37 +142,3 @@ func (v *onceString) Set(s string) error {
 }
 
 func (*onceString) Type() string { return "string" }
-
-// seed is --seed: the inputs' seed, random unless given.
-type seed struct {
-	value uint64
-	set   bool
-}
-
-func (s *seed) String() string {
-	if !s.set {
-		return "random"
-	}
-	return strconv.FormatUint(s.value, 10)
-}
-
-func (s *seed) Set(v string) error {
-	n, err := strconv.ParseUint(v, 0, 64)
-	if err != nil {
-		return fmt.Errorf("want an unsigned 64-bit integer")
-	}
-	s.value, s.set = n, true
-	return nil
-}
-
-func (*seed) Type() string { return "uint64" }
-
-// resolve returns the seed, drawing a random one the first time when none was given.
-func (s *seed) resolve() uint64 {
-	if !s.set {
-		var b [8]byte
-		_, _ = rand.Read(b[:])
-		s.value, s.set = binary.LittleEndian.Uint64(b[:]), true
-	}
-	return s.value
-}

@@ -1,4 +1,4 @@
-package harness
+package report
 
 import (
 	"bufio"
@@ -18,8 +18,8 @@ import (
 // the sweep and after it, and prints rccl-tests' announcement lines and its NET_COUNTER_TABLE of deltas and
 // rates. Without an RDMA NIC it prints rccl-tests' warning on stderr and collects nothing.
 
-// sysRoot is where sysfs (and debugfs under kernel/debug) is mounted; tests point it elsewhere.
-var sysRoot = "/sys"
+// SysRoot is where sysfs (and debugfs under kernel/debug) is mounted; tests point it elsewhere.
+var SysRoot = "/sys"
 
 const (
 	srcEthtool = iota // ethtool -S, prefix counters expanded to name0..name7
@@ -56,8 +56,8 @@ var (
 	}
 )
 
-// netCounters is one run's collection: nil when it is off.
-type netCounters struct {
+// NetCounters is one run's collection: nil when it is off.
+type NetCounters struct {
 	nics, ibs []string
 	counters  []netCounter
 	before    []nicSnapshot
@@ -82,33 +82,33 @@ func netCountersOn(getenv func(string) string) bool {
 	return err == nil && n > 0
 }
 
-// startNetCounters finds the NICs, reads their counters and announces them (out), as rccl-tests'
+// StartNetCounters finds the NICs, reads their counters and announces them (out), as rccl-tests'
 // NetCounterCollectBefore; nil when collection is off or there is no RDMA NIC (warn gets rccl-tests' line).
-func startNetCounters(getenv func(string) string, out, warn io.Writer, baseRank int) *netCounters {
+func StartNetCounters(getenv func(string) string, out, warn io.Writer, baseRank int) *NetCounters {
 	if !netCountersOn(getenv) {
 		return nil
 	}
-	nc := &netCounters{baseRank: baseRank}
+	nc := &NetCounters{baseRank: baseRank}
 	nc.host, _ = os.Hostname()
 	if hca := getenv("NCCL_IB_HCA"); hca != "" {
 		for _, ib := range strings.Split(hca, ",") {
 			if ib = strings.Trim(ib, " \t"); ib != "" {
 				nc.ibs = append(nc.ibs, ib)
-				nc.nics = append(nc.nics, firstEntry(filepath.Join(sysRoot, "class/infiniband", ibBase(ib), "device/net")))
+				nc.nics = append(nc.nics, firstEntry(filepath.Join(SysRoot, "class/infiniband", ibBase(ib), "device/net")))
 			}
 		}
 	}
 	if len(nc.ibs) == 0 {
 		prefix := getenv("RCCL_TESTS_NET_COUNTER_NIC_PREFIX")
 		hasPrefix := prefix != ""
-		entries, _ := os.ReadDir(filepath.Join(sysRoot, "class/net"))
+		entries, _ := os.ReadDir(filepath.Join(SysRoot, "class/net"))
 		for _, e := range entries {
 			n := e.Name()
 			if hasPrefix && !strings.HasPrefix(n, prefix) ||
 				!hasPrefix && (n == "lo" || strings.HasPrefix(n, "veth") || strings.HasPrefix(n, "fenic")) {
 				continue
 			}
-			if ib := firstEntry(filepath.Join(sysRoot, "class/net", n, "device/infiniband")); ib != "" {
+			if ib := firstEntry(filepath.Join(SysRoot, "class/net", n, "device/infiniband")); ib != "" {
 				nc.nics, nc.ibs = append(nc.nics, n), append(nc.ibs, ib)
 			}
 		}
@@ -213,7 +213,7 @@ func nicType(ib string) string {
 	if strings.HasPrefix(base, "bnxt_re") {
 		return "BNXT_RE"
 	}
-	link, err := os.Readlink(filepath.Join(sysRoot, "class/infiniband", base, "device/driver"))
+	link, err := os.Readlink(filepath.Join(SysRoot, "class/infiniband", base, "device/driver"))
 	if err != nil {
 		return "UNKNOWN"
 	}
@@ -227,15 +227,15 @@ func nicType(ib string) string {
 }
 
 // snapshot reads NIC i's counters.
-func (nc *netCounters) snapshot(i int) nicSnapshot {
+func (nc *NetCounters) snapshot(i int) nicSnapshot {
 	s := nicSnapshot{at: time.Now(), typ: nicType(nc.ibs[i]), values: map[string]uint64{}}
 	nc.readEthtool(nc.nics[i], s.values)
 	ib := nc.ibs[i]
 	if ib == "" {
 		return s
 	}
-	port := filepath.Join(sysRoot, "class/infiniband", ibBase(ib), "ports", ibPort(ib), "hw_counters")
-	dev := filepath.Join(sysRoot, "class/infiniband", ibBase(ib), "hw_counters")
+	port := filepath.Join(SysRoot, "class/infiniband", ibBase(ib), "ports", ibPort(ib), "hw_counters")
+	dev := filepath.Join(SysRoot, "class/infiniband", ibBase(ib), "hw_counters")
 	debug := map[string]bool{}
 	for _, c := range nc.counters {
 		switch c.src {
@@ -258,7 +258,7 @@ func (nc *netCounters) snapshot(i int) nicSnapshot {
 		}
 	}
 	if len(debug) > 0 {
-		readDebugfs(filepath.Join(sysRoot, "kernel/debug/bnxt_re", ibBase(ib), "info"), debug, s.values)
+		readDebugfs(filepath.Join(SysRoot, "kernel/debug/bnxt_re", ibBase(ib), "info"), debug, s.values)
 	}
 	return s
 }
@@ -300,7 +300,7 @@ func readDebugfs(path string, want map[string]bool, into map[string]uint64) {
 }
 
 // readEthtool runs ethtool -S (bounded) for the ethtool counters, where ethtool is installed.
-func (nc *netCounters) readEthtool(nic string, into map[string]uint64) {
+func (nc *NetCounters) readEthtool(nic string, into map[string]uint64) {
 	var need bool
 	for _, c := range nc.counters {
 		need = need || c.src == srcEthtool
@@ -333,8 +333,8 @@ func (nc *netCounters) readEthtool(nic string, into map[string]uint64) {
 	}
 }
 
-// finish reads the counters again and prints rccl-tests' NET_COUNTER_TABLE.
-func (nc *netCounters) finish(out io.Writer) {
+// Finish reads the counters again and prints rccl-tests' NET_COUNTER_TABLE.
+func (nc *NetCounters) Finish(out io.Writer) {
 	if nc == nil {
 		return
 	}

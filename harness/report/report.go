@@ -1,4 +1,8 @@
-package harness
+// Package report is what a run prints and writes, as pure functions of data: the header, the rows and the trailer
+// in the nccl-tests and rccl-tests dialects, the type and redop columns, and the -J JSON's records. Its input is
+// plan.Options and the Rows a run measured; its output is text and results values. It runs nothing and imports
+// no other package of the harness but plan and exit.
+package report
 
 import (
 	"fmt"
@@ -9,14 +13,15 @@ import (
 	"time"
 
 	"github.com/rcclx-tests/rcclx-tests/collectives"
+	"github.com/rcclx-tests/rcclx-tests/harness/plan"
 	"github.com/rcclx-tests/rcclx-tests/internal/version"
 )
 
 // Version is this suite's version, printed where nccl-tests prints its own.
 const Version = version.Suite
 
-// timeLayout is nccl-tests' time format (JSON start/end times, -S timestamps).
-const timeLayout = "2006-01-02 15:04:05"
+// TimeLayout is nccl-tests' time format (JSON start/end times, -S timestamps).
+const TimeLayout = "2006-01-02 15:04:05"
 
 // fitNumber formats v in width columns the way nccl-tests does: two decimals, else one, else none, else
 // scientific notation.
@@ -35,64 +40,65 @@ func fitNumber(v float64, width int) string {
 // cG formats v like C's printf %g (six significant digits, no trailing zeros).
 func cG(v float64) string { return strconv.FormatFloat(v, 'g', 6, 64) }
 
-// header is what the lines before the table say.
-type header struct {
-	binary  string // "all_reduce_perf"
-	library string // Comm.Library()
-	engine  string // what the version line adds after the library: " engine=gpu runtime=cuda"
-	graph   int    // -G as it applies to this engine (0 when ignored)
-	perIter string // -I: the "Per-Iteration Report" line, which nccl-tests prints before "Parallel Init"
-	notes   []string
-	devices []collectives.Device
-	reduced int64    // maxBytes after the memory limit, 0 when unchanged
-	noTable bool     // --ab prints tables of its own instead of nccl-tests' rows
-	banner  []string // RCCL's NCCL_DEBUG=VERSION lines, where this suite's engine stands in for it (libraryBanner)
+// Header is what the lines before the table say.
+type Header struct {
+	Binary  string // "all_reduce_perf"
+	Library string // Comm.Library()
+	Engine  string // what the version line adds after the library: " engine=gpu runtime=cuda"
+	Graph   int    // -G as it applies to this engine (0 when ignored)
+	PerIter string // -I: the "Per-Iteration Report" line, which nccl-tests prints before "Parallel Init"
+	Notes   []string
+	Devices []collectives.Device
+	Reduced int64    // maxBytes after the memory limit, 0 when unchanged
+	NoTable bool     // --ab prints tables of its own instead of nccl-tests' rows
+	Banner  []string // RCCL's NCCL_DEBUG=VERSION lines, where this suite's engine stands in for it (libraryBanner)
 }
 
-func writeHeader(w io.Writer, o *Options, h header) {
+// WriteHeader writes the lines before the table: the version, the run's parameters, the devices and h's notes.
+func WriteHeader(w io.Writer, o *plan.Options, h Header) {
 	step, kind := o.StepBytes, "bytes"
 	if o.StepFactor > 1 {
 		step, kind = o.StepFactor, "factor"
 	}
 	lines := []string{
-		fmt.Sprintf("# rcclx-tests version %s %s%s", Version, h.library, h.engine),
-		"# Collective test starting: " + h.binary,
+		fmt.Sprintf("# rcclx-tests version %s %s%s", Version, h.Library, h.Engine),
+		"# Collective test starting: " + h.Binary,
 		fmt.Sprintf("# nThread %d nGpus %d minBytes %d maxBytes %d step: %d(%s) warmup iters: %d iters: %d "+
 			"agg iters: %d validation: %d graph: %d unalign: %d", o.NThreads, o.NGpus, o.MinBytes, o.MaxBytes, step,
-			kind, o.Warmup, o.Iters, o.AggIters, o.Check, h.graph, o.Unalign),
+			kind, o.Warmup, o.Iters, o.AggIters, o.Check, h.Graph, o.Unalign),
 	}
-	if b := o.blockingLine(); b != "" {
+	if b := BlockingLine(o); b != "" {
 		lines = append(lines, b)
 	}
-	if h.perIter != "" {
-		lines = append(lines, "# "+h.perIter)
+	if h.PerIter != "" {
+		lines = append(lines, "# "+h.PerIter)
 	}
 	if o.ParallelInit == 1 {
 		lines = append(lines, "# Parallel Init Enabled: threads call into NcclInitRank concurrently ")
 	}
-	for _, n := range h.notes {
+	for _, n := range h.Notes {
 		lines = append(lines, "# "+n)
 	}
 	lines = append(lines, "#", "# Using devices")
-	for _, d := range h.devices {
+	for _, d := range h.Devices {
 		lines = append(lines, fmt.Sprintf("#  Rank %2d Group %2d Pid %6d on %10s device %2d [%s] %s",
 			d.Rank, d.Group, d.Pid, d.Hostname, d.Index, d.BusID, d.Name))
 	}
-	lines = append(lines, h.banner...)
-	if h.reduced > 0 {
-		lines = append(lines, "#", fmt.Sprintf("# Reducing maxBytes to %d due to memory limitation", h.reduced))
+	lines = append(lines, h.Banner...)
+	if h.Reduced > 0 {
+		lines = append(lines, "#", fmt.Sprintf("# Reducing maxBytes to %d due to memory limitation", h.Reduced))
 	}
 	lines = append(lines, "#")
-	if !h.noTable {
-		lines = append(lines, columnHeader(o)...)
+	if !h.NoTable {
+		lines = append(lines, ColumnHeader(o)...)
 	}
 	fmt.Fprint(w, strings.Join(lines, "\n")+"\n")
 }
 
-// columnHeader is the table's three header lines, with nccl-tests' widths and trailing spaces. rccl-tests'
+// ColumnHeader is the table's three header lines, with nccl-tests' widths and trailing spaces. rccl-tests'
 // -O and -A (flags nccl-tests lacks), and the rccl-tests dialect, take rccl-tests' layout: only the halves that
 // run, then its extra columns' field (empty without -A: one more trailing space).
-func columnHeader(o *Options) []string {
+func ColumnHeader(o *plan.Options) []string {
 	timeName := "time"
 	if o.CPUTime == 1 {
 		timeName = "cputime"
@@ -113,9 +119,9 @@ func columnHeader(o *Options) []string {
 		unitHalf += iter("(us)", "(us)", "(us)", "(%)")
 	}
 	nameLine, unitLine := names+nameHalf+nameHalf, lead("(B)", "(elements)")+unitHalf+unitHalf
-	if o.rcclLayout() || o.rccl {
-		if o.Halves != bothHalves {
-			which := map[halves]string{outOfPlaceOnly: "out-of-place", inPlaceOnly: "in-place"}[o.Halves]
+	if o.RCCLLayout() || o.RCCLDialect {
+		if o.Halves != plan.BothHalves {
+			which := map[plan.Halves]string{plan.OutOfPlaceOnly: "out-of-place", plan.InPlaceOnly: "in-place"}[o.Halves]
 			top = "           " + which + "          "
 			if o.PerIter == 1 {
 				top = "              " + which + " (+ per-iteration)"
@@ -137,89 +143,89 @@ func columnHeader(o *Options) []string {
 	return []string{lead("", "") + top, nameLine, unitLine}
 }
 
-// halfResult is one half of a row, combined over ranks.
-type halfResult struct {
-	ran          bool
-	sec          float64 // reported time per operation (completion time, or host time with -C)
-	bwSec        float64 // completion time per operation, which the bandwidths come from (with -C too)
-	algBW, busBW float64
-	checked      bool
-	wrong        int64              // of the last validation run
-	errs         collectives.Errors // relative errors over every validation run (MaxRel, SumSqRel, N)
-	iters        [][]float64        // -I: per process, seconds per operation of each iteration
-	rounds       []float64          // --ab: seconds per operation of each round
-	algorithm    string
+// Half is one half of a row, combined over ranks.
+type Half struct {
+	Ran          bool
+	Sec          float64 // reported time per operation (completion time, or host time with -C)
+	BWSec        float64 // completion time per operation, which the bandwidths come from (with -C too)
+	AlgBW, BusBW float64
+	Checked      bool
+	Wrong        int64              // of the last validation run
+	Errs         collectives.Errors // relative errors over every validation run (MaxRel, SumSqRel, N)
+	Iters        [][]float64        // -I: per process, seconds per operation of each iteration
+	Rounds       []float64          // --ab: seconds per operation of each round
+	Algorithm    string
 }
 
-// wrongText is the #wrong column: the count, or N/A when the half was not checked.
-func (h halfResult) wrongText() string {
-	if !h.checked {
+// WrongText is the #wrong column: the count, or N/A when the half was not checked.
+func (h Half) WrongText() string {
+	if !h.Checked {
 		return "N/A"
 	}
-	return cG(float64(h.wrong))
+	return cG(float64(h.Wrong))
 }
 
-// row is one line of the table.
-type row struct {
-	size, count  int64
-	dtype, redop string
-	root         int
-	halves       [2]halfResult // out-of-place, in-place
-	when         time.Time
-	engine       string
-	label        string // --ab: the arm ("KEY=value"), JSON's experiment_name
-	cycle        int    // -N: the pass over the sizes, from 0 for each type and operation
+// Row is one line of the table.
+type Row struct {
+	Size, Count  int64
+	DType, Redop string
+	Root         int
+	Halves       [2]Half // out-of-place, in-place
+	When         time.Time
+	Engine       string
+	Label        string // --ab: the arm ("KEY=value"), JSON's experiment_name
+	Cycle        int    // -N: the pass over the sizes, from 0 for each type and operation
 }
 
-// algorithm names the row's algorithm: the halves' when they agree, else both.
-func (r row) algorithm() string {
-	a, b := r.halves[0], r.halves[1]
+// Algorithm names the row's algorithm: the halves' when they agree, else both.
+func (r Row) Algorithm() string {
+	a, b := r.Halves[0], r.Halves[1]
 	switch {
-	case !a.ran:
-		return b.algorithm
-	case !b.ran || a.algorithm == b.algorithm:
-		return a.algorithm
+	case !a.Ran:
+		return b.Algorithm
+	case !b.Ran || a.Algorithm == b.Algorithm:
+		return a.Algorithm
 	}
-	return a.algorithm + "/" + b.algorithm
+	return a.Algorithm + "/" + b.Algorithm
 }
 
-// formatRow renders r as nccl-tests prints it, or in rccl-tests' layout (rcclLayout): only the halves
+// FormatRow renders r as nccl-tests prints it, or in rccl-tests' layout (Options.RCCLLayout): only the halves
 // that ran, then -A's columns.
-func formatRow(r row, o *Options) string {
+func FormatRow(r Row, o *plan.Options) string {
 	var b strings.Builder
-	fmt.Fprintf(&b, "%12d  %12d  %8s  %6s  %6d", r.size, r.count, r.dtype, r.redop, r.root)
-	for _, h := range r.halves {
-		if !h.ran {
+	fmt.Fprintf(&b, "%12d  %12d  %8s  %6s  %6d", r.Size, r.Count, r.DType, r.Redop, r.Root)
+	for _, h := range r.Halves {
+		if !h.Ran {
 			continue
 		}
-		fmt.Fprintf(&b, "  %7s  %6s  %6s", fitNumber(h.sec*1e6, 7), fitNumber(h.algBW, 6), fitNumber(h.busBW, 6))
-		if h.checked {
-			fmt.Fprintf(&b, "  %6s", h.wrongText())
+		fmt.Fprintf(&b, "  %7s  %6s  %6s", fitNumber(h.Sec*1e6, 7), fitNumber(h.AlgBW, 6), fitNumber(h.BusBW, 6))
+		if h.Checked {
+			fmt.Fprintf(&b, "  %6s", h.WrongText())
 		} else {
 			b.WriteString("    N/A") // one column narrower than a count, as nccl-tests prints it
 		}
 		if o.PerIter == 1 {
-			s := iterSummary(h.iters, o.IterSkip)
+			s := IterSummary(h.Iters, o.IterSkip)
 			fmt.Fprintf(&b, "  %7s  %7s  %7s  %7s", fitNumber(s.MinUs, 7), fitNumber(s.MaxUs, 7),
 				fitNumber(s.P99Us, 7), fitNumber(s.CVPct, 7))
 		}
 	}
 	// rccl-tests stamps the in-place half only: none with -O 1.
-	if o.Timestamps == 1 && (!o.rccl || r.halves[1].ran) {
-		fmt.Fprintf(&b, "%21s", r.when.Format(timeLayout))
+	if o.Timestamps == 1 && (!o.RCCLDialect || r.Halves[1].Ran) {
+		fmt.Fprintf(&b, "%21s", r.When.Format(TimeLayout))
 	}
 	if o.RCCL.AlgoColumns == 1 {
 		// Our engines know their algorithm; protocol and channels, and a library's choices, are not told
 		// through the NCCL API: N/A, as rccl-tests prints where it cannot ask (and, in its dialect, for the
 		// collectives it never asks about).
-		algo := rcclAlgoName(r.algorithm())
-		if r.engine == "vendor" || algo == "" || (o.rccl && !o.rcclAlgo) {
+		algo := rcclAlgoName(r.Algorithm())
+		if r.Engine == "vendor" || algo == "" || (o.RCCLDialect && !o.RCCLAlgo) {
 			algo = "N/A"
 		}
 		fmt.Fprintf(&b, "%8s  %8s  %10s", algo, "N/A", "N/A")
 	}
 	if o.AlgoColumn && o.RCCL.AlgoColumns != 1 {
-		b.WriteString("  " + r.algorithm())
+		b.WriteString("  " + r.Algorithm())
 	}
 	return b.String()
 }
@@ -245,55 +251,56 @@ func rcclAlgoName(algo string) string {
 	return strings.Join(parts, "/")
 }
 
-// trailer is what the lines after the table say.
-type trailer struct {
-	binary    string
-	oob       int     // (size, half) cases with wrong elements
-	avgBusBW  float64 // mean busbw of every half of every row
-	minBW     float64 // NCCL_TESTS_MIN_BW, or -1 when unset
-	memory    string  // -M line, "" without
-	lastError string
+// Trailer is what the lines after the table say.
+type Trailer struct {
+	Binary    string
+	OOB       int     // (size, half) cases with wrong elements
+	AvgBusBW  float64 // mean busbw of every half of every row
+	MinBW     float64 // NCCL_TESTS_MIN_BW, or -1 when unset
+	Memory    string  // -M line, "" without
+	LastError string
 }
 
-// bandwidthOK reports whether the average bus bandwidth meets NCCL_TESTS_MIN_BW (within 10%).
-func (t trailer) bandwidthOK() bool { return t.minBW < 0 || t.avgBusBW >= t.minBW*0.9 }
+// BandwidthOK reports whether the average bus bandwidth meets NCCL_TESTS_MIN_BW (within 10%).
+func (t Trailer) BandwidthOK() bool { return t.MinBW < 0 || t.AvgBusBW >= t.MinBW*0.9 }
 
-func writeTrailer(w io.Writer, t trailer) {
+// WriteTrailer writes the lines after the table: errors, the average bus bandwidth and the -M line.
+func WriteTrailer(w io.Writer, t Trailer) {
 	oob := "OK"
-	if t.oob > 0 {
+	if t.OOB > 0 {
 		oob = "FAILED"
 	}
 	bw := ""
-	if t.minBW >= 0 {
+	if t.MinBW >= 0 {
 		bw = "OK"
-		if !t.bandwidthOK() {
+		if !t.BandwidthOK() {
 			bw = "FAILED"
 		}
 	}
-	avg := t.avgBusBW
+	avg := t.AvgBusBW
 	if math.IsNaN(avg) {
 		avg = 0
 	}
 	lines := []string{
-		fmt.Sprintf("# %-20s : %d %s", "Out of bounds values", t.oob, oob),
+		fmt.Sprintf("# %-20s : %d %s", "Out of bounds values", t.OOB, oob),
 		fmt.Sprintf("# %-20s : %s %s", "Avg bus bandwidth", cG(avg), bw),
 		"#",
-		"# Collective test concluded: " + t.binary,
+		"# Collective test concluded: " + t.Binary,
 	}
-	if t.memory != "" {
-		lines = append(lines, fmt.Sprintf("# %-20s : %s", "GPU memory usage", t.memory))
+	if t.Memory != "" {
+		lines = append(lines, fmt.Sprintf("# %-20s : %s", "GPU memory usage", t.Memory))
 	}
 	lines = append(lines, "#")
-	if t.lastError != "" {
-		lines = append(lines, "# error: "+t.lastError)
+	if t.LastError != "" {
+		lines = append(lines, "# error: "+t.LastError)
 	} else {
 		lines = append(lines, "")
 	}
 	fmt.Fprint(w, strings.Join(lines, "\n")+"\n")
 }
 
-// memoryString spells a byte count as nccl-tests' memory report does ("1.50 GB", "12.3 MB", "512 B").
-func memoryString(v float64) string {
+// MemoryString spells a byte count as nccl-tests' memory report does ("1.50 GB", "12.3 MB", "512 B").
+func MemoryString(v float64) string {
 	unit := " B"
 	for _, u := range []struct {
 		size float64
