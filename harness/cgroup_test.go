@@ -85,25 +85,8 @@ func newRealCgroup(t *testing.T, limit int64) *realCgroup {
 // start runs this test binary as coll's perf binary inside the cgroup (it joins before it starts).
 func (c *realCgroup) start(t *testing.T, coll string, env []string, args ...string) *proc {
 	t.Helper()
-	p := &proc{cmd: exec.Command("/bin/sh", append([]string{"-c", `echo $$ > "$0/cgroup.procs" && exec "$@"`, c.dir,
-		os.Args[0]}, args...)...), done: make(chan struct{})}
-	p.cmd.Env = append(os.Environ(), childEnv+"="+coll, "RANK=", "OMPI_COMM_WORLD_RANK=", "PMI_RANK=", "SLURM_PROCID=")
-	p.cmd.Env = append(p.cmd.Env, env...)
-	p.cmd.Stdout, p.cmd.Stderr = &p.stdout, &p.stderr
-	p.start = time.Now()
-	if err := p.cmd.Start(); err != nil {
-		t.Fatal(err)
-	}
-	go func() { p.cmd.Wait(); close(p.done) }()
-	t.Cleanup(func() {
-		select {
-		case <-p.done:
-		default:
-			p.cmd.Process.Kill()
-			<-p.done
-		}
-	})
-	return p
+	return startCmd(t, exec.Command("/bin/sh", append([]string{"-c", `echo $$ > "$0/cgroup.procs" && exec "$@"`, c.dir,
+		os.Args[0]}, args...)...), coll, env)
 }
 
 // oomKills is the number of processes the kernel's OOM killer ended in the cgroup.

@@ -286,7 +286,13 @@ type proc struct {
 // process's environment without any launcher's variables. The process is killed when the test ends.
 func startChild(t *testing.T, coll string, env []string, args ...string) *proc {
 	t.Helper()
-	p := &proc{cmd: exec.Command(os.Args[0], args...), done: make(chan struct{})}
+	return startCmd(t, exec.Command(os.Args[0], args...), coll, env)
+}
+
+// startCmd starts cmd, a command that ends in this test binary running coll's binary, as startChild does.
+func startCmd(t *testing.T, cmd *exec.Cmd, coll string, env []string) *proc {
+	t.Helper()
+	p := &proc{cmd: cmd, done: make(chan struct{})}
 	p.cmd.Env = append(os.Environ(), childEnv+"="+coll, "RANK=", "OMPI_COMM_WORLD_RANK=", "PMI_RANK=", "SLURM_PROCID=")
 	p.cmd.Env = append(p.cmd.Env, env...)
 	p.cmd.Stdout, p.cmd.Stderr = &p.stdout, &p.stderr
