@@ -14,6 +14,7 @@ import (
 
 	"github.com/rcclx-tests/rcclx-tests/bootstrap"
 	"github.com/rcclx-tests/rcclx-tests/collectives"
+	"github.com/rcclx-tests/rcclx-tests/harness/bench"
 	"github.com/rcclx-tests/rcclx-tests/harness/exit"
 	"github.com/rcclx-tests/rcclx-tests/harness/plan"
 	"github.com/rcclx-tests/rcclx-tests/harness/report"
@@ -52,7 +53,7 @@ type abArm struct {
 	replies     chan abReply
 	exited      chan struct{} // the process has exited (cmd.ProcessState is set)
 	gone        chan struct{} // the reply pipe has ended, and the process has exited or had a second to do so
-	ready       *abReady
+	ready       *bench.Ready
 }
 
 // armError is what ended an arm's worker, or the worker's death.
@@ -111,7 +112,7 @@ func (a *app) runAB(out io.Writer, o *plan.Options, world collectives.World, see
 	if n := r.bwN[0] + r.bwN[1]; n > 0 {
 		t.AvgBusBW = (r.bwSum[0] + r.bwSum[1]) / float64(n)
 	}
-	return finish(out, t, r.stopped)
+	return bench.Finish(out, t, r.stopped)
 }
 
 // start starts arm A's workers, then arm B's (one after the other, so that B's memory limit sees A's buffers),
@@ -227,7 +228,7 @@ func (e armUnsupported) Error() string      { return string(e) }
 func (armUnsupported) Is(target error) bool { return target == collectives.ErrUnsupported }
 
 // half asks arm i to time or validate a half.
-func (r *abRun) half(i int, c abCommand) (*abHalf, error) {
+func (r *abRun) half(i int, c abCommand) (*bench.ArmHalf, error) {
 	m, err := r.ask(i, c)
 	if err == nil && m.Unsupported != "" {
 		return nil, armUnsupported(fmt.Sprintf("arm %s: %s", r.arms[i].name, m.Unsupported))
@@ -385,14 +386,14 @@ func (r *abRun) sweep() error {
 		fmt.Fprintf(r.out, "# %s skipped: %s\n", r.a.coll.Name, why)
 		return nil
 	}
-	sizes := sweepSizes(max(a.MinBytes, b.MinBytes), min(a.MaxBytes, b.MaxBytes), r.o.StepBytes, r.o.StepFactor)
-	for _, pair := range sweepPairs(r.a.coll, r.o) {
-		dt, op := pair.dt, pair.op
-		for _, root := range sweepRoots(r.a.coll, r.o, len(a.Devices)) {
+	sizes := plan.Sizes(max(a.MinBytes, b.MinBytes), min(a.MaxBytes, b.MaxBytes), r.o.StepBytes, r.o.StepFactor)
+	for _, pair := range plan.Pairs(r.a.coll, r.o) {
+		dt, op := pair.DType, pair.Op
+		for _, root := range plan.Roots(r.a.coll, r.o, len(a.Devices)) {
 			first := len(r.report.Rows)
 			var err error
 			for _, size := range sizes {
-				if err = r.point(point{dt: dt, op: op, root: root, size: size}); err != nil || r.stopped {
+				if err = r.point(plan.Point{DType: dt, Op: op, Root: root, Size: size}); err != nil || r.stopped {
 					break
 				}
 			}
@@ -435,16 +436,16 @@ func (r *abRun) cannotRun() string {
 }
 
 // point runs the rounds of one size, validates both arms and prints a "#" line with both arms' #wrong.
-func (r *abRun) point(p point) error {
+func (r *abRun) point(p plan.Point) error {
 	inPlace := !r.o.RunOutOfPlace()
 	half := 0
 	if inPlace {
 		half = 1
 	}
-	c := abCommand{Do: "time", DType: p.dt, Op: p.op, Root: p.root, Size: p.size, InPlace: inPlace}
+	c := abCommand{Do: "time", DType: p.DType, Op: p.Op, Root: p.Root, Size: p.Size, InPlace: inPlace}
 	var hs [2]report.Half
 	var us [2][]float64
-	var last [2]*abHalf
+	var last [2]*bench.ArmHalf
 	for range r.o.ABRounds {
 		for i := range r.arms {
 			h, err := r.half(i, c)
@@ -458,7 +459,7 @@ func (r *abRun) point(p point) error {
 		}
 	}
 	ab := results.AnalyzeAB([]int64{r.at}, [][]float64{us[0]}, [][]float64{us[1]})[0]
-	ab.Type, ab.Redop, ab.Root = p.dt.String(), r.a.coll.RedOpName(p.op), p.root
+	ab.Type, ab.Redop, ab.Root = p.DType.String(), r.a.coll.RedOpName(p.Op), p.Root
 	if r.arms[0].ready.KnowsAlgorithm && r.arms[1].ready.KnowsAlgorithm {
 		ab.AlgorithmA, ab.AlgorithmB = hs[0].Algorithm, hs[1].Algorithm
 	}
@@ -483,17 +484,17 @@ func (r *abRun) point(p point) error {
 		}
 		r.bwSum[i] += h.BusBW
 		r.bwN[i]++
-		row := report.Row{Size: r.at, Count: last[i].Count, DType: p.dt.String(), Redop: r.a.coll.RedOpName(p.op),
-			Root: p.root, When: r.a.now(), Engine: r.arms[i].ready.Engine, Label: r.arms[i].label}
+		row := report.Row{Size: r.at, Count: last[i].Count, DType: p.DType.String(), Redop: r.a.coll.RedOpName(p.Op),
+			Root: p.Root, When: r.a.now(), Engine: r.arms[i].ready.Engine, Label: r.arms[i].label}
 		row.Halves[half] = *h
 		r.rows[i] = append(r.rows[i], row)
 	}
 	r.report.Rows = append(r.report.Rows, ab)
 	at := fmt.Sprintf("size %d", r.at)
 	if r.a.coll.Rooted {
-		at = fmt.Sprintf("root %d, %s", p.root, at)
+		at = fmt.Sprintf("root %d, %s", p.Root, at)
 	}
-	fmt.Fprintf(r.out, "# %s %s, %s: #wrong %s %s, %s %s\n", p.dt, r.a.coll.RedOpName(p.op), at,
+	fmt.Fprintf(r.out, "# %s %s, %s: #wrong %s %s, %s %s\n", p.DType, r.a.coll.RedOpName(p.Op), at,
 		r.arms[0].label, hs[0].WrongText(), r.arms[1].label, hs[1].WrongText())
 	r.stopped = r.a.interrupted()
 	return nil

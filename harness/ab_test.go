@@ -15,6 +15,7 @@ import (
 	"time"
 
 	"github.com/rcclx-tests/rcclx-tests/collectives"
+	"github.com/rcclx-tests/rcclx-tests/harness/bench"
 	"github.com/rcclx-tests/rcclx-tests/harness/exit"
 	"github.com/rcclx-tests/rcclx-tests/harness/plan"
 	"github.com/rcclx-tests/rcclx-tests/results"
@@ -382,7 +383,7 @@ func TestABNoRowsIsEmptyList(t *testing.T) {
 // Arms whose engines cannot run the collective: one reason where both give it, else each arm's own.
 func TestABCannotRun(t *testing.T) {
 	run := func(a, b string) string {
-		r := &abRun{arms: [2]*abArm{{name: "A", ready: &abReady{CannotRun: a}}, {name: "B", ready: &abReady{CannotRun: b}}}}
+		r := &abRun{arms: [2]*abArm{{name: "A", ready: &bench.Ready{CannotRun: a}}, {name: "B", ready: &bench.Ready{CannotRun: b}}}}
 		return r.cannotRun()
 	}
 	for _, x := range [][3]string{

@@ -154,7 +154,7 @@ func recordABVariable(v plan.ABVariable, r *results.ABReport) {
 // runShape is the run's types, operations and rank count (every process's -t x -g, as the consistency check
 // holds them; unknown where the launcher's variables do not say), as the policy's no-effect check takes them.
 func (a *app) runShape(o *plan.Options) collectives.RunShape {
-	s := collectives.RunShape{DTypes: o.DTypes, Ops: sweepOps(a.coll, o)}
+	s := collectives.RunShape{DTypes: o.DTypes, Ops: plan.Ops(a.coll, o)}
 	if l, err := bootstrap.Detect(a.parseEnv()); err == nil {
 		s.NRanks = l.Size * o.NThreads * o.NGpus
 	}

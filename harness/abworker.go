@@ -6,14 +6,12 @@ import (
 	"fmt"
 	"io"
 	"maps"
-	"math"
 	"os"
 
 	"github.com/rcclx-tests/rcclx-tests/collectives"
+	"github.com/rcclx-tests/rcclx-tests/harness/bench"
 	"github.com/rcclx-tests/rcclx-tests/harness/exit"
 	"github.com/rcclx-tests/rcclx-tests/harness/plan"
-	"github.com/rcclx-tests/rcclx-tests/harness/report"
-	"github.com/rcclx-tests/rcclx-tests/harness/world"
 )
 
 // An A/B run (--ab KEY=v1,v2) runs each arm in worker processes of its own: the perf binary re-executed with
@@ -42,43 +40,12 @@ type abCommand struct {
 // abReply is a worker's answer: once Ready, then a Half per "time" or "check", Memory for "memory"; Err ends
 // the worker.
 type abReply struct {
-	Ready  *abReady `json:"ready,omitempty"`
-	Half   *abHalf  `json:"half,omitempty"`
-	Memory string   `json:"memory,omitempty"`
-	Err    *abError `json:"err,omitempty"`
+	Ready  *bench.Ready   `json:"ready,omitempty"`
+	Half   *bench.ArmHalf `json:"half,omitempty"`
+	Memory string         `json:"memory,omitempty"`
+	Err    *abError       `json:"err,omitempty"`
 	// Unsupported: the engine does not run this collective, type or operation (the sweep skips it).
 	Unsupported string `json:"unsupported,omitempty"`
-}
-
-// abReady is what the launcher needs of an arm for the header and the JSON, once its communicator is open
-// and its buffers are allocated.
-type abReady struct {
-	Pids           []int                // the arm's workers, in rank order
-	Engine         string               // Engine.Name()
-	Library        string               // Comm.Library()
-	LibraryPath    string               // the loaded collective library's file, where the engine loads one
-	Version        int                  // Comm.Version()
-	Graph          int                  // -G as it applies to the engine
-	Notes          []string             // the header's "#" lines
-	Devices        []collectives.Device // every rank's, in rank order
-	Reduced        int64                // -e after the memory limit, 0 when it fits
-	MinBytes       int64
-	MaxBytes       int64
-	KnowsAlgorithm bool // false where a loaded library picks the algorithm
-	// CannotRun: why the engine cannot run the binary's collective at all (CollectiveChecker); empty: it can.
-	CannotRun string
-	AutoNote  string // --engine auto: why it is not the library (the launcher prints it once)
-	Fields    string // what the version line adds after the library (header.engine)
-}
-
-// abHalf is one half of a point, combined over the arm's ranks as a plain run combines them.
-type abHalf struct {
-	Sec, AlgBW, BusBW float64
-	Algorithm         string
-	Bytes, Count      int64 // the row's size and count columns
-	Checked           bool
-	Wrong             int64
-	Errs              collectives.Errors
 }
 
 // abError is an error that ended a worker, with what the launcher needs to report it as a plain run would.
@@ -101,11 +68,11 @@ func (a *app) abWorker(o *plan.Options, key string) int {
 	}
 	dropABIgnored(o)
 	dec, enc := json.NewDecoder(commands), json.NewEncoder(replies)
-	var s *session
+	var s *bench.Session
 	fail := func(err error) int {
 		e := &abError{Msg: err.Error(), Code: exit.Code(err)}
 		if s != nil {
-			e.Size = s.at
+			e.Size = s.At()
 		}
 		errors.As(err, &e.Timeout)
 		_ = enc.Encode(abReply{Err: e})
@@ -124,15 +91,17 @@ func (a *app) abWorker(o *plan.Options, key string) int {
 	if err := a.prepareCollective(o, world.Size()*o.NThreads*o.NGpus); err != nil {
 		return fail(err)
 	}
-	s = &session{a: a, o: o, world: world, seed: o.Seed.Resolve(), out: io.Discard, engineName: o.Engines[0]}
-	if err := s.start(); err != nil {
+	env := a.benchEnv()
+	env.ArmVariable = key
+	s = bench.New(env, bench.Params{Options: o, World: world, Seed: o.Seed.Resolve(), Out: io.Discard, Engine: o.Engines[0]})
+	if err := s.Start(); err != nil {
 		return fail(err)
 	}
-	defer s.close()
-	if err := s.alloc(); err != nil { // before ready: arm B's memory plan sees arm A's buffers
+	defer s.Close()
+	if err := s.Alloc(); err != nil { // before ready: arm B's memory plan sees arm A's buffers
 		return fail(err)
 	}
-	ready, err := s.ready()
+	ready, err := s.Ready()
 	if err != nil {
 		return fail(err)
 	}
@@ -144,7 +113,7 @@ func (a *app) abWorker(o *plan.Options, key string) int {
 		if err := dec.Decode(&c); err != nil {
 			return exit.OK // the launcher closed the pipe: the run is over (or the launcher is gone)
 		}
-		reply, err := s.answer(c)
+		reply, err := answer(s, c)
 		if errors.Is(err, collectives.ErrUnsupported) {
 			reply, err = abReply{Unsupported: err.Error()}, nil
 		}
@@ -157,64 +126,12 @@ func (a *app) abWorker(o *plan.Options, key string) int {
 	}
 }
 
-// ready describes the arm once the session has started.
-func (s *session) ready() (*abReady, error) {
-	pids, err := world.Gather(s.world, "the workers' pids", os.Getpid())
-	if err != nil {
-		return nil, err
-	}
-	h := s.header()
-	r := &abReady{Pids: pids, Engine: s.eng.Name(), Library: h.Library, Version: s.comm.Version(), Graph: h.Graph,
-		Notes: h.Notes, Devices: h.Devices, Reduced: h.Reduced, MinBytes: s.minBytes, MaxBytes: s.maxBytes,
-		KnowsAlgorithm: true, AutoNote: s.autoNote, Fields: h.Engine}
-	if lp, ok := s.comm.(interface{ LibraryPath() string }); ok {
-		r.LibraryPath, r.KnowsAlgorithm = lp.LibraryPath(), false
-	}
-	if cc, ok := s.comm.(collectives.CollectiveChecker); ok {
-		if err := cc.CanRun(s.a.coll); err != nil {
-			if !errors.Is(err, collectives.ErrUnsupported) {
-				return nil, err
-			}
-			r.CannotRun = err.Error()
-		}
-	}
-	return r, nil
-}
-
 // answer answers one command of the launching process.
-func (s *session) answer(c abCommand) (abReply, error) {
+func answer(s *bench.Session, c abCommand) (abReply, error) {
 	if c.Do == "memory" {
-		err := s.snapshotMemory()
-		return abReply{Memory: s.memoryLine()}, err
+		m, err := s.Memory()
+		return abReply{Memory: m}, err
 	}
-	h, err := s.abHalf(c)
+	h, err := s.Half(c.Do, plan.Point{DType: c.DType, Op: c.Op, Root: c.Root, Size: c.Size}, c.InPlace)
 	return abReply{Half: &h}, err
-}
-
-// abHalf times or validates one half as a plain run does (timeHalf, validate).
-func (s *session) abHalf(c abCommand) (abHalf, error) {
-	p := point{dt: c.DType, op: c.Op, root: c.Root, size: c.Size}
-	k := s.threads[0].counts(p, 0)
-	s.at = s.a.coll.Bytes(k, p.dt)
-	out := abHalf{Bytes: s.at, Count: k.Param}
-	switch c.Do {
-	case "time":
-		h, err := s.timeHalf(p, k, c.InPlace)
-		out.Sec, out.AlgBW, out.BusBW, out.Algorithm = h.Sec, h.AlgBW, h.BusBW, h.Algorithm
-		return out, err
-	case "check":
-		if !s.checkable(c.InPlace) {
-			return out, nil
-		}
-		var h report.Half
-		err := s.validate(newTruth(s.a.coll, p, s.nranks, s.localRanks(), s.seed), c.InPlace, &h)
-		out.Checked, out.Wrong, out.Errs = true, h.Wrong, h.Errs
-		for _, v := range []*float64{&out.Errs.MaxRel, &out.Errs.SumSqRel} {
-			if math.IsNaN(*v) || math.IsInf(*v, 0) {
-				*v = math.MaxFloat64 // JSON has no infinity; the -J file clamps it the same way
-			}
-		}
-		return out, err
-	}
-	return out, errors.New("unknown A/B command " + c.Do)
 }

@@ -22,6 +22,7 @@ import (
 	"github.com/rcclx-tests/rcclx-tests/bootstrap"
 	"github.com/rcclx-tests/rcclx-tests/collectives"
 	"github.com/rcclx-tests/rcclx-tests/engines"
+	"github.com/rcclx-tests/rcclx-tests/harness/bench"
 	"github.com/rcclx-tests/rcclx-tests/harness/cli"
 	"github.com/rcclx-tests/rcclx-tests/harness/exit"
 	"github.com/rcclx-tests/rcclx-tests/harness/plan"
@@ -361,15 +362,15 @@ func (a *app) probeEngines(o *plan.Options) error {
 func (a *app) runEngines(out io.Writer, o *plan.Options, world collectives.World, sp *plan.Split, commWorld collectives.World,
 	seed uint64, j *report.JSON) int {
 	code := exit.OK
-	var runs []*session
+	var runs []*bench.Session
 	for _, name := range o.Engines {
 		if len(o.Engines) > 1 {
 			fmt.Fprintf(out, "# Engine: %s\n", name)
 		}
-		s := &session{a: a, o: o, world: world, split: sp, commWorld: commWorld, seed: seed, out: out, engineName: name,
-			multi: len(o.Engines) > 1}
-		c := s.run()
-		j.Add(s.record())
+		s := bench.New(a.benchEnv(), bench.Params{Options: o, World: world, Split: sp, CommWorld: commWorld, Seed: seed,
+			Out: out, Engine: name, Multi: len(o.Engines) > 1})
+		c := s.Run()
+		j.Add(s.Record())
 		runs = append(runs, s)
 		code = exit.Worse(code, c)
 		if c != exit.OK && c != exit.TestFailed {
@@ -379,14 +380,19 @@ func (a *app) runEngines(out io.Writer, o *plan.Options, world collectives.World
 	if len(runs) > 1 {
 		names, rows := make([]string, len(runs)), make([][]report.Row, len(runs))
 		for i, s := range runs {
-			if s.eng != nil {
-				names[i] = s.eng.Name()
-			}
-			rows[i] = s.rows
+			names[i], rows[i] = s.EngineName(), s.Rows()
 		}
 		report.WriteRatios(out, names, rows)
 	}
 	return code
+}
+
+// benchEnv is what a session takes from the app.
+func (a *app) benchEnv() bench.Env {
+	return bench.Env{Coll: a.coll, Stdout: a.stdout, Stderr: a.stderr, Getenv: a.parseEnv(), Open: a.engines.open,
+		Choose: a.engines.choose, Interrupted: a.interrupted, StopNow: a.stopNow, Signalled: a.signalled, Now: a.now,
+		StderrTTY: a.stderrTTY, Lost: a.lost, Binary: a.binary(), Program: a.programName(), MinBW: a.minBW(),
+		Fail: a.failAt}
 }
 
 // prepareCollective checks what depends on the rank count (-r, hypercube's power of two) and configures the
@@ -419,7 +425,7 @@ func (a *app) fail(err error) int { return a.failAt(err, -1) }
 // with the same error instead of at their next wait for this one.
 func (a *app) failAt(err error, size int64) int {
 	var te *collectives.TimeoutError
-	var said *saidError
+	var said *bench.SaidError
 	switch {
 	case errors.As(err, &said):
 	case errors.As(err, &te):

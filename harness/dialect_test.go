@@ -9,6 +9,7 @@ import (
 	"testing"
 
 	"github.com/rcclx-tests/rcclx-tests/collectives"
+	"github.com/rcclx-tests/rcclx-tests/harness/bench"
 	"github.com/rcclx-tests/rcclx-tests/harness/exit"
 	"github.com/rcclx-tests/rcclx-tests/harness/plan"
 	"github.com/rcclx-tests/rcclx-tests/harness/report"
@@ -42,37 +43,10 @@ type hipEngine struct{ *fakeEngine }
 
 func (hipEngine) Runtime() string { return collectives.RuntimeHIP }
 
-type cudaEngine struct{ *fakeEngine }
-
-func (cudaEngine) Runtime() string { return collectives.RuntimeCUDA }
-
-type libComm struct {
-	collectives.Comm
-	path string
-}
-
-func (c libComm) LibraryPath() string { return c.path }
-
-// TestDialectChoice: rccl-tests' dialect where the HIP runtime or an RCCL library is in use, nccl-tests'
-// on CUDA, NCCL and the host engine; --dialect, else RCCLX_TESTS_DIALECT, overrides; a bad value is refused
-// with one line naming it before anything runs.
+// TestDialectChoice: rccl-tests' dialect on a HIP engine (bench's TestPlatformDialect covers each platform);
+// --dialect, else RCCLX_TESTS_DIALECT, overrides; a bad value is refused with one line naming it before anything
+// runs.
 func TestDialectChoice(t *testing.T) {
-	fake := newFake(1)
-	for _, c := range []struct {
-		eng  collectives.Engine
-		comm collectives.Comm
-		want string
-	}{
-		{hipEngine{fake}, nil, plan.DialectRCCL},
-		{cudaEngine{fake}, nil, plan.DialectNCCL},
-		{fake, libComm{path: "/opt/rocm/lib/librccl.so.1"}, plan.DialectRCCL},
-		{fake, libComm{path: "/usr/lib/x86_64-linux-gnu/libnccl.so.2"}, plan.DialectNCCL},
-		{hostengine.New(), nil, plan.DialectNCCL},
-	} {
-		if got := platformDialect(c.eng, c.comm); got != c.want {
-			t.Errorf("%T %v: %s, want %s", c.eng, c.comm, got, c.want)
-		}
-	}
 	seed := rand.Uint64()
 	args := seedArgs(seed, "-b", "64", "-e", "64", "-n", "1", "-d", "f8e4m3")
 	if r := testRun(t, collectives.AllReduce, args, hipEngine{newFake(seed)}); len(tableRows(r.stdout)) != 1 ||
@@ -243,7 +217,7 @@ func TestDialectAlgoColumn(t *testing.T) {
 func TestDialectBiasUnsupported(t *testing.T) {
 	args := []string{"-b", "64", "-e", "64", "-n", "1", "--engine", "host", "-t", "2"}
 	r := testRun(t, collectives.AllReduceBias, append(args, "--dialect", plan.DialectRCCL), hostengine.New())
-	if r.code != exit.Library || r.stderr != rcclBiasMessage+"\n" || strings.Contains(r.stdout, "Out of bounds") {
+	if r.code != exit.Library || r.stderr != bench.RCCLBiasMessage+"\n" || strings.Contains(r.stdout, "Out of bounds") {
 		t.Errorf("rccl-tests: exit %d\n%s%s", r.code, r.stdout, r.stderr)
 	}
 	r = testRun(t, collectives.AllReduceBias, append(args, "--dialect", plan.DialectNCCL), hostengine.New())

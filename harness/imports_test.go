@@ -19,6 +19,7 @@ var harnessLayout = map[string][]string{
 	"cli":    {"plan", "exit"},
 	"report": {"plan", "exit"},
 	"world":  {"plan", "exit"},
+	"bench":  {"plan", "report", "world", "exit"},
 }
 
 // TestHarnessLayout holds the import direction of the harness's packages, read from their source.

@@ -12,6 +12,7 @@ import (
 	"time"
 
 	"github.com/rcclx-tests/rcclx-tests/collectives"
+	"github.com/rcclx-tests/rcclx-tests/harness/bench"
 	"github.com/rcclx-tests/rcclx-tests/harness/exit"
 	"github.com/rcclx-tests/rcclx-tests/internal/syncbuf"
 )
@@ -33,9 +34,9 @@ func fakeCgroups(t *testing.T, self string, files map[string]string) string {
 	if err := os.WriteFile(filepath.Join(root, "self"), []byte(self), 0o644); err != nil {
 		t.Fatal(err)
 	}
-	savedRoot, savedSelf := cgroupRoot, selfCgroup
-	cgroupRoot, selfCgroup = root, filepath.Join(root, "self")
-	t.Cleanup(func() { cgroupRoot, selfCgroup = savedRoot, savedSelf })
+	savedRoot, savedSelf := bench.CgroupRoot, bench.SelfCgroup
+	bench.CgroupRoot, bench.SelfCgroup = root, filepath.Join(root, "self")
+	t.Cleanup(func() { bench.CgroupRoot, bench.SelfCgroup = savedRoot, savedSelf })
 	return root
 }
 
@@ -65,7 +66,7 @@ func TestCgroupRoom(t *testing.T) {
 		{"no controller files", "0::/a\n", nil, -1},
 	} {
 		fakeCgroups(t, c.self, c.files)
-		room, known := cgroupRoom()
+		room, known := bench.CgroupRoom()
 		if want := c.room; known != (want >= 0) || (known && room != want) {
 			t.Errorf("%s: room %d known %v, want %d", c.name, room, known, want)
 		}

@@ -361,19 +361,6 @@ func TestAlgoProtoChannels(t *testing.T) {
 	}
 }
 
-// TestRotatingTensor: the timed iterations alternate between the buffer start and 192 MiB further, and the
-// buffers grow by that much.
-func TestRotatingTensor(t *testing.T) {
-	o := &plan.Options{}
-	o.RCCL.RotatingTensor = 1
-	th := &thread{coll: collectives.AllReduce, nranks: 1, ranks: []int{0}, opts: o,
-		send: []collectives.Buffer{&fakeBuffer{}}, recv: []collectives.Buffer{&fakeBuffer{}}}
-	calls := th.timedCalls(point{dt: collectives.Float, size: 1024}, false, 20)
-	if len(calls) != 2 || calls[0].Send[0].Off != 0 || calls[1].Send[0].Off != plan.RotatingBytes || calls[1].Recv[0].Off != plan.RotatingBytes {
-		t.Errorf("calls %+v", calls)
-	}
-}
-
 // TestRCCLOutputMPI: with two processes of two threads, only rank 0 writes the -X file, in rccl-tests' MPI
 // layout: nodes 1 (one host), ranks 2 (processes), ranksPerNode 2, gpusPerRank 2 (threads x GPUs).
 func TestRCCLOutputMPI(t *testing.T) {

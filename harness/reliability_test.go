@@ -17,6 +17,7 @@ import (
 	"time"
 
 	"github.com/rcclx-tests/rcclx-tests/collectives"
+	"github.com/rcclx-tests/rcclx-tests/harness/bench"
 	"github.com/rcclx-tests/rcclx-tests/harness/exit"
 	"github.com/rcclx-tests/rcclx-tests/harness/plan"
 	"github.com/rcclx-tests/rcclx-tests/harness/report"
@@ -57,7 +58,7 @@ func childMain(name string, args []string) int {
 		stopGrace = g
 	}
 	if root := os.Getenv(childCgroupEnv); root != "" {
-		cgroupRoot, selfCgroup = root, filepath.Join(root, "self")
+		bench.CgroupRoot, bench.SelfCgroup = root, filepath.Join(root, "self")
 	}
 	fault := os.Getenv(childFaultEnv)
 	if fault == "" {
@@ -249,9 +250,9 @@ func TestReliabilityHostHooksEveryCollective(t *testing.T) {
 // TestReliabilityHostMemoryLimit: -e beyond the host's available memory shrinks, with nccl-tests' line; with
 // no memory at all the run is refused with one line and exit 2.
 func TestReliabilityHostMemoryLimit(t *testing.T) {
-	saved := memAvailable
-	t.Cleanup(func() { memAvailable = saved })
-	memAvailable = func() (int64, error) { return 64 << 20, nil }
+	saved := bench.MemAvailable
+	t.Cleanup(func() { bench.MemAvailable = saved })
+	bench.MemAvailable = func() (int64, error) { return 64 << 20, nil }
 	r := hostRun(t, collectives.AllReduce, "-b", "1M", "-e", "1G", "-f", "4", "-g", "2", "-n", "1", "-w", "0")
 	m := regexp.MustCompile(`(?m)^# Reducing maxBytes to (\d+) due to memory limitation$`).FindStringSubmatch(r.stdout)
 	if r.code != exit.OK || m == nil {
@@ -266,7 +267,7 @@ func TestReliabilityHostMemoryLimit(t *testing.T) {
 		t.Errorf("limit %d, last row %d\n%s", limit, last, r.stdout)
 	}
 
-	memAvailable = func() (int64, error) { return 0, nil }
+	bench.MemAvailable = func() (int64, error) { return 0, nil }
 	r = hostRun(t, collectives.AllReduce, "-b", "1M", "-e", "1G", "-g", "2")
 	if r.code != exit.Runtime || !strings.HasSuffix(r.stderr, ": not enough memory for any buffer (limit 0 bytes)\n") ||
 		strings.Count(r.stderr, "\n") != 1 || len(tableRows(r.stdout)) != 0 {

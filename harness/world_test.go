@@ -8,7 +8,6 @@ import (
 	"testing"
 	"time"
 
-	"github.com/rcclx-tests/rcclx-tests/bootstrap"
 	"github.com/rcclx-tests/rcclx-tests/collectives"
 	"github.com/rcclx-tests/rcclx-tests/harness/exit"
 )
@@ -106,57 +105,5 @@ func TestMultiProcess(t *testing.T) {
 		if f[8] != "1" || f[12] != "1" {
 			t.Errorf("row %v: want the other process's wrong element", f)
 		}
-	}
-}
-
-// TestAverageModes: -a picks rank 0's time, the mean, the minimum or the maximum.
-func TestAverageModes(t *testing.T) {
-	var a agg
-	for _, v := range []float64{3, 1, 8} {
-		a.add(v)
-	}
-	var b agg
-	b.add(4)
-	a.merge(b)
-	for mode, want := range map[int]float64{0: 3, 1: 4, 2: 1, 3: 8} {
-		if got := a.pick(mode); got != want {
-			t.Errorf("pick(%d) = %v, want %v", mode, got, want)
-		}
-	}
-}
-
-// TestBarrier: many generations over several threads, and an abort releases every waiter.
-func TestBarrier(t *testing.T) {
-	const threads, rounds = 4, 200
-	b := newBarrier(threads, bootstrap.Single())
-	var counter [rounds]int
-	var mu sync.Mutex
-	var wg sync.WaitGroup
-	for range threads {
-		wg.Add(1)
-		go func() {
-			defer wg.Done()
-			for r := range rounds {
-				mu.Lock()
-				counter[r]++
-				mu.Unlock()
-				if err := b.wait(); err != nil {
-					t.Error(err)
-					return
-				}
-				mu.Lock()
-				if counter[r] != threads {
-					t.Errorf("round %d: left the barrier with %d arrivals", r, counter[r])
-				}
-				mu.Unlock()
-			}
-		}()
-	}
-	wg.Wait()
-	done := make(chan error)
-	go func() { done <- b.wait() }()
-	b.abort()
-	if err := <-done; err != errAborted {
-		t.Errorf("after abort: %v", err)
 	}
 }

@@ -26,7 +26,7 @@ var switchFlags = []struct {
 // CheckConsistency is the part of validation that looks beyond one flag, before anything runs: the total rank
 // count, the launcher's and the suite's variables, the communicator variables of every arm (with the RCCLX
 // policy's own rules), and flags that contradict each other. Contradictions of two explicit values are errors;
-// a flag that has no effect is noted in the header (harness/notes.go). getenv is the process environment.
+// a flag that has no effect is noted in the header (harness/bench/notes.go). getenv is the process environment.
 func CheckConsistency(fs *pflag.FlagSet, o *plan.Options, getenv func(string) string) error {
 	l, err := bootstrap.Detect(getenv)
 	if err != nil {

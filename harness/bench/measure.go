@@ -1,4 +1,4 @@
-package harness
+package bench
 
 import (
 	"sync"
@@ -6,6 +6,7 @@ import (
 
 	"github.com/rcclx-tests/rcclx-tests/collectives"
 	"github.com/rcclx-tests/rcclx-tests/harness/exit"
+	"github.com/rcclx-tests/rcclx-tests/harness/plan"
 )
 
 // timing is one thread's measurement of one half, per operation.
@@ -23,7 +24,7 @@ const pacedBytes = 16 << 20
 // measure runs the warmup and the timed iterations of one half on this thread and returns its timing. Threads
 // (and processes) start the clock together after a barrier. gate (nil: never) stops the half between
 // iterations when the run is interrupted: measure then returns exit.ErrInterrupted.
-func (t *thread) measure(p point, inPlace bool, bar *barrier, gate *iterGate) (timing, error) {
+func (t *thread) measure(p plan.Point, inPlace bool, bar *barrier, gate *iterGate) (timing, error) {
 	o := t.opts
 	ops := o.Iters * o.AggIters
 	calls := t.timedCalls(p, inPlace, max(ops, o.Warmup))
@@ -36,7 +37,7 @@ func (t *thread) measure(p point, inPlace bool, bar *barrier, gate *iterGate) (t
 	graph, graphs := t.group.(collectives.Grapher)
 	graphs = graphs && o.Graph > 0
 	_, pacedGroup := t.group.(collectives.Paced)
-	paced := gate != nil && pacedGroup && p.size >= pacedBytes
+	paced := gate != nil && pacedGroup && p.Size >= pacedBytes
 	var loop func() error // the whole timed loop, readied before the barrier so that clocks start together
 	if !graphs && o.Blocking == 0 && o.PerIter != 1 && !paced {
 		var err error

@@ -1,4 +1,4 @@
-package harness
+package bench
 
 import (
 	"time"
@@ -7,7 +7,7 @@ import (
 )
 
 // rcclNotes are the header's lines about the rccl-tests flags that do not apply to this engine.
-func (s *session) rcclNotes() {
+func (s *Session) rcclNotes() {
 	r, name := &s.o.RCCL, s.eng.Name()
 	if r.MemoryType != "" {
 		if mn, ok := s.comm.(collectives.MemoryNoter); ok {
@@ -47,7 +47,7 @@ func (s *session) rcclNotes() {
 
 // delayHalves waits -q microseconds after an out-of-place half. rccl-tests sleeps there whenever the
 // out-of-place half ran, with -O 1 (no in-place half follows) too; with -O 0 nothing sleeps.
-func (s *session) delayHalves() {
+func (s *Session) delayHalves() {
 	if d := s.o.RCCL.DelayUs; d > 0 {
 		time.Sleep(time.Duration(d) * time.Microsecond)
 	}

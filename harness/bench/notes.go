@@ -1,4 +1,4 @@
-package harness
+package bench
 
 import (
 	"fmt"
@@ -13,7 +13,7 @@ import (
 
 // makeNotes works out the "#" lines this suite adds to nccl-tests' header: the engine, the algorithms the rows
 // will use, the seed, and the flags that do not apply to this engine.
-func (s *session) makeNotes() error {
+func (s *Session) makeNotes() error {
 	o, name := s.o, s.eng.Name()
 	if !s.multi {
 		s.note("Engine: %s", s.engineWords())
@@ -28,7 +28,7 @@ func (s *session) makeNotes() error {
 		}
 		s.note("Env: %s", strings.Join(kv, " "))
 	}
-	if n := s.a.coll.Note(); n != "" {
+	if n := s.Coll.Note(); n != "" {
 		s.note("%s", n)
 	}
 	algos, err := s.algorithms()
@@ -60,11 +60,11 @@ func (s *session) makeNotes() error {
 	if o.Changed["per_iter_skip"] && o.PerIter != 1 {
 		s.note("-K %d ignored: per-iteration timing is off (-I 1 turns it on)", o.IterSkip)
 	}
-	lpOn := func(env map[string]string) bool { return plan.LowPrecisionOn(env, s.a.getenv) }
+	lpOn := func(env map[string]string) bool { return plan.LowPrecisionOn(env, s.Getenv) }
 	// An A/B arm may turn low precision on: the launcher knows both arms; a worker, whose header the launcher
 	// prints, knows only its own value of a policy switch under comparison.
 	armPolicy := false
-	if v, ok := collectives.LookupVariable(s.a.parseEnv()(abWorkerEnv)); ok {
+	if v, ok := collectives.LookupVariable(s.ArmVariable); ok {
 		armPolicy = v.Policy()
 	}
 	if o.LPMode != "" && !armPolicy && !slices.ContainsFunc(plan.ArmEnvs(o), lpOn) {
@@ -78,13 +78,13 @@ func (s *session) makeNotes() error {
 			s.note("%s ignored: there is no --ab comparison", f.text)
 		}
 	}
-	if o.Changed["root"] && !s.a.coll.Rooted {
-		s.note("-r %d ignored: %s has no root", o.Root, s.a.coll.Name)
+	if o.Changed["root"] && !s.Coll.Rooted {
+		s.note("-r %d ignored: %s has no root", o.Root, s.Coll.Name)
 	}
 	if o.PerIter == 1 {
 		s.perIter = perIterNote(group, o.IterSkip)
 	}
-	if n := skipNote(s.a.coll, o); n != "" {
+	if n := skipNote(s.Coll, o); n != "" {
 		s.note("%s", n)
 	}
 	s.rcclNotes()
@@ -93,7 +93,7 @@ func (s *session) makeNotes() error {
 }
 
 // runtime is the GPU runtime the engine runs on ("" for none, or where the engine does not say).
-func (s *session) runtime() string {
+func (s *Session) runtime() string {
 	if r, ok := s.eng.(collectives.RuntimeNamer); ok {
 		return r.Runtime()
 	}
@@ -102,7 +102,7 @@ func (s *session) runtime() string {
 
 // versionFields is what the version line says after the library, in its name=value form: the engine and the
 // GPU runtime.
-func (s *session) versionFields() string {
+func (s *Session) versionFields() string {
 	f := " engine=" + s.eng.Name()
 	if r := s.runtime(); r != "" {
 		f += " runtime=" + r
@@ -112,7 +112,7 @@ func (s *session) versionFields() string {
 
 // engineWords is the "# Engine:" line in words: the engine, whether auto picked it, and what it runs on (the
 // runtime and this process's GPUs, or the CPU).
-func (s *session) engineWords() string {
+func (s *Session) engineWords() string {
 	w := s.eng.Name()
 	if s.engineName == engines.Auto {
 		w += " (auto)"
@@ -140,7 +140,7 @@ func (s *session) engineWords() string {
 	return w
 }
 
-func (s *session) note(format string, args ...any) {
+func (s *Session) note(format string, args ...any) {
 	s.notes = append(s.notes, fmt.Sprintf(format, args...))
 }
 
@@ -160,7 +160,7 @@ func perIterNote(g collectives.Group, skip int) string {
 
 // algorithms asks the engine which algorithm each row will use and summarizes it: one line when every row
 // uses the same one, else the size ranges of each, per type and operation when there are several.
-func (s *session) algorithms() ([]string, error) {
+func (s *Session) algorithms() ([]string, error) {
 	type block struct {
 		label string
 		spans []string
@@ -172,9 +172,9 @@ func (s *session) algorithms() ([]string, error) {
 			return nil
 		}
 		th := s.threads[0]
-		for _, pair := range sweepPairs(s.a.coll, s.o) {
-			dt, op := pair.dt, pair.op
-			b := block{label: dt.String() + " " + s.a.coll.RedOpName(op)}
+		for _, pair := range plan.Pairs(s.Coll, s.o) {
+			dt, op := pair.DType, pair.Op
+			b := block{label: dt.String() + " " + s.Coll.RedOpName(op)}
 			var last string
 			var from, to int64
 			flush := func() {
@@ -183,9 +183,9 @@ func (s *session) algorithms() ([]string, error) {
 				}
 			}
 			for _, size := range s.sizes() {
-				p := point{dt: dt, op: op, root: s.roots()[0], size: size}
+				p := plan.Point{DType: dt, Op: op, Root: s.roots()[0], Size: size}
 				algo := th.group.Algorithm(th.call(p, !s.o.RunOutOfPlace(), 0))
-				col := s.a.coll.Bytes(th.counts(p, 0), dt)
+				col := s.Coll.Bytes(th.counts(p, 0), dt)
 				if algo != last {
 					flush()
 					last, from = algo, col

@@ -1,4 +1,4 @@
-package harness
+package bench
 
 import (
 	"runtime"
@@ -6,6 +6,7 @@ import (
 
 	"github.com/rcclx-tests/rcclx-tests/collectives"
 	"github.com/rcclx-tests/rcclx-tests/harness/exit"
+	"github.com/rcclx-tests/rcclx-tests/harness/plan"
 	"github.com/rcclx-tests/rcclx-tests/harness/world"
 )
 
@@ -16,7 +17,7 @@ const poisonByte = 0xA5
 // every thread: each local rank's input, and the expected outputs (memoized per rank and tolerance).
 type truth struct {
 	coll   *collectives.Collective
-	p      point
+	p      plan.Point
 	nranks int
 	seed   uint64
 	inputs map[int][]byte // by global rank
@@ -36,24 +37,24 @@ type expectOnce struct {
 }
 
 // newTruth generates the inputs of ranks for p.
-func newTruth(coll *collectives.Collective, p point, nranks int, ranks []int, seed uint64) *truth {
+func newTruth(coll *collectives.Collective, p plan.Point, nranks int, ranks []int, seed uint64) *truth {
 	tr := &truth{coll: coll, p: p, nranks: nranks, seed: seed, inputs: map[int][]byte{},
 		expects: map[expectKey]*expectOnce{}}
 	for _, r := range ranks {
-		k := coll.Counts(p.size, nranks, r, p.dt)
-		tr.inputs[r] = coll.Input(p.dt, p.op, r, nranks, k, seed)
+		k := coll.Counts(p.Size, nranks, r, p.DType)
+		tr.inputs[r] = coll.Input(p.DType, p.Op, r, nranks, k, seed)
 	}
 	return tr
 }
 
 // checkable reports whether a half can be validated: every half, except in-place forms nccl-tests leaves
 // unchecked (sendrecv, alltoallv) and those the engine's library does not define (NCCL's alltoall).
-func (s *session) checkable(inPlace bool) bool {
+func (s *Session) checkable(inPlace bool) bool {
 	if !inPlace {
 		return true
 	}
 	l, ok := s.threads[0].group.(collectives.InPlaceLimiter)
-	return s.a.coll.InPlaceChecked() && (!ok || !l.NoInPlace(s.a.coll))
+	return s.Coll.InPlaceChecked() && (!ok || !l.NoInPlace(s.Coll))
 }
 
 // expect returns rank's expectation, computing it on first use; lp selects the low-precision tolerance.
@@ -70,9 +71,9 @@ func (tr *truth) expect(rank int, lp bool) *collectives.Expectation {
 	}
 	tr.mu.Unlock()
 	eo.once.Do(func() {
-		k := tr.coll.Counts(tr.p.size, tr.nranks, rank, tr.p.dt)
-		tol := tr.coll.Tolerance(tr.p.dt, tr.p.op, tr.nranks, lp)
-		eo.e = tr.coll.Expect(tr.p.dt, tr.p.op, rank, tr.p.root, tr.nranks, k, tr.seed, tol)
+		k := tr.coll.Counts(tr.p.Size, tr.nranks, rank, tr.p.DType)
+		tol := tr.coll.Tolerance(tr.p.DType, tr.p.Op, tr.nranks, lp)
+		eo.e = tr.coll.Expect(tr.p.DType, tr.p.Op, rank, tr.p.Root, tr.nranks, k, tr.seed, tol)
 	})
 	return eo.e
 }
@@ -143,7 +144,7 @@ func (t *thread) untouched(tr *truth, c *collectives.Call) ([]keptPart, error) {
 	es := int64(c.DType.Size())
 	for l, r := range t.ranks {
 		k := c.Counts[l]
-		from := tr.coll.Checked(r, tr.p.root, tr.nranks, k)
+		from := tr.coll.Checked(r, tr.p.Root, tr.nranks, k)
 		if from >= k.Recv {
 			continue
 		}
@@ -160,7 +161,7 @@ func (t *thread) untouched(tr *truth, c *collectives.Call) ([]keptPart, error) {
 // returns the call over those views.
 func (t *thread) writeInputs(tr *truth, inPlace bool, poison []byte, stop <-chan struct{}) (*collectives.Call, error) {
 	c := t.call(tr.p, inPlace, 0)
-	es := int64(tr.p.dt.Size())
+	es := int64(tr.p.DType.Size())
 	for l, r := range t.ranks {
 		if poison != nil {
 			if err := t.write(c.Recv[l], poison[:c.Counts[l].Recv*es], stop); err != nil {

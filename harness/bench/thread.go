@@ -1,4 +1,4 @@
-package harness
+package bench
 
 import (
 	"fmt"
@@ -7,14 +7,6 @@ import (
 	"github.com/rcclx-tests/rcclx-tests/harness/exit"
 	"github.com/rcclx-tests/rcclx-tests/harness/plan"
 )
-
-// point is one row of the sweep: a collective call shape.
-type point struct {
-	dt   collectives.DType
-	op   collectives.Op
-	root int
-	size int64 // requested bytes (-b .. -e)
-}
 
 // thread is what one harness thread owns: its group and its ranks' buffers. Every method runs on the thread's
 // own goroutine (see team).
@@ -107,7 +99,7 @@ func (t *thread) free() error {
 }
 
 // warmUp runs -w out-of-place operations of p and waits for them (see session.warmUp).
-func (t *thread) warmUp(p point) error {
+func (t *thread) warmUp(p plan.Point) error {
 	if err := t.launchIters(t.timedCalls(p, false, t.opts.Warmup), 0, t.opts.Warmup, 1); err != nil {
 		return err
 	}
@@ -115,17 +107,17 @@ func (t *thread) warmUp(p point) error {
 }
 
 // counts are local rank l's counts for p.
-func (t *thread) counts(p point, l int) collectives.Counts {
-	return t.coll.Counts(p.size, t.nranks, t.ranks[l], p.dt)
+func (t *thread) counts(p plan.Point, l int) collectives.Counts {
+	return t.coll.Counts(p.Size, t.nranks, t.ranks[l], p.DType)
 }
 
 // call builds the call of p on every local rank with views shifted by shift bytes (plus -u elements). In place,
 // both views point into the receive buffer at the collective's in-place offsets.
-func (t *thread) call(p point, inPlace bool, shift int64) *collectives.Call {
+func (t *thread) call(p plan.Point, inPlace bool, shift int64) *collectives.Call {
 	g := len(t.ranks)
-	c := &collectives.Call{Coll: t.coll, DType: p.dt, Op: p.op, Root: p.root,
+	c := &collectives.Call{Coll: t.coll, DType: p.DType, Op: p.Op, Root: p.Root,
 		Counts: make([]collectives.Counts, g), Send: make([]collectives.View, g), Recv: make([]collectives.View, g)}
-	es := int64(p.dt.Size())
+	es := int64(p.DType.Size())
 	base := shift + int64(t.opts.Unalign)*es
 	for l := range t.ranks {
 		k := t.counts(p, l)
@@ -150,12 +142,12 @@ func (t *thread) call(p point, inPlace bool, shift int64) *collectives.Call {
 // alignment an algorithm sees (and so the algorithm) is the same in every iteration.
 const maxRotation = 64
 
-func (t *thread) timedCalls(p point, inPlace bool, iterations int) []*collectives.Call {
+func (t *thread) timedCalls(p plan.Point, inPlace bool, iterations int) []*collectives.Call {
 	if t.opts.RCCL.RotatingTensor == 1 {
 		// rccl-tests' rotating tensor: even iterations at the buffer's start, odd ones plan.RotatingBytes further.
 		return []*collectives.Call{t.call(p, inPlace, 0), t.call(p, inPlace, plan.RotatingBytes)}
 	}
-	es := int64(p.dt.Size())
+	es := int64(p.DType.Size())
 	k := t.counts(p, 0)
 	span := max(k.Send, k.Recv) * es
 	stride := (span + 63) &^ 63

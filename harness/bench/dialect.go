@@ -1,4 +1,4 @@
-package harness
+package bench
 
 import (
 	"fmt"
@@ -27,7 +27,7 @@ func platformDialect(eng collectives.Engine, comm collectives.Comm) string {
 }
 
 // setDialect fixes the session's dialect once its engine is open.
-func (s *session) setDialect() {
+func (s *Session) setDialect() {
 	d := s.o.ChosenDialect
 	if d == "" {
 		d = platformDialect(s.eng, s.comm)
@@ -36,28 +36,28 @@ func (s *session) setDialect() {
 	// rccl-tests asks RCCL for the algorithm, protocol and channels (-A) of these collectives only; the
 	// others print N/A.
 	s.o.RCCLAlgo = map[string]bool{"all_reduce": true, "all_gather": true, "broadcast": true, "reduce": true,
-		"reduce_scatter": true, "alltoall": true}[s.a.coll.Base().Name]
+		"reduce_scatter": true, "alltoall": true}[s.Coll.Base().Name]
 }
 
-// rcclBiasMessage is rccl-tests' line (stderr) when the library has no ncclAllReduceWithBias; it then exits
+// RCCLBiasMessage is rccl-tests' line (stderr) when the library has no ncclAllReduceWithBias; it then exits
 // with its collective-library error code.
-const rcclBiasMessage = "[ERROR] This version of RCCL doesn't support ncclAllReduceWithBias"
+const RCCLBiasMessage = "[ERROR] This version of RCCL doesn't support ncclAllReduceWithBias"
 
-// saidError is an error whose line is already printed: failAt prints nothing more and exits with code.
-type saidError struct {
+// SaidError is an error whose line is already printed: failAt prints nothing more and exits with code.
+type SaidError struct {
 	msg  string
 	code int
 }
 
-func (e *saidError) Error() string { return e.msg }
-func (e *saidError) ExitCode() int { return e.code }
+func (e *SaidError) Error() string { return e.msg }
+func (e *SaidError) ExitCode() int { return e.code }
 
 // libraryBanner is what RCCL prints under NCCL_DEBUG=VERSION when a communicator is created, and what rccl-tests'
 // test runner reads (its version, hostname and "Librccl path"): in the rccl-tests dialect, where this suite's
 // own engine runs the collectives instead of a library, its lines name the engine and this binary, so that the
 // runner records the code that ran. A loaded library prints its own banner.
-func (s *session) libraryBanner() []string {
-	if !s.o.RCCLDialect || !strings.EqualFold(strings.TrimSpace(s.a.parseEnv()("NCCL_DEBUG")), "VERSION") {
+func (s *Session) libraryBanner() []string {
+	if !s.o.RCCLDialect || !strings.EqualFold(strings.TrimSpace(s.Getenv("NCCL_DEBUG")), "VERSION") {
 		return nil
 	}
 	if _, ok := s.comm.(interface{ LibraryPath() string }); ok {

@@ -1,9 +1,14 @@
-package harness
+// Package bench is one engine's run of a perf binary: it opens the engine, its threads and their buffers, fits
+// the sweep to the memory, and times and validates every row, printing the table through package report. The
+// root package runs one Session per engine of --engine; an A/B worker runs one for its arm and answers its
+// launcher's commands with Ready, Half and Memory.
+package bench
 
 import (
 	"errors"
 	"fmt"
 	"io"
+	"time"
 
 	"github.com/rcclx-tests/rcclx-tests/collectives"
 	"github.com/rcclx-tests/rcclx-tests/engines"
@@ -13,9 +18,52 @@ import (
 	"github.com/rcclx-tests/rcclx-tests/harness/world"
 )
 
-// session is the run of one engine: its communicator, threads and buffers, the sweep and its report.
-type session struct {
-	a          *app
+// Env is what a session takes from the process that runs it.
+type Env struct {
+	Coll           *collectives.Collective
+	Stdout, Stderr io.Writer
+	Getenv         func(string) string // the process environment (never nil)
+	// Open creates the engine an --engine name names; Choose is --engine auto for the library --lib names: the
+	// engine, and the stderr line saying why it is not the library where it is not (nil: Open("auto"), silently).
+	Open        func(name string) (collectives.Engine, error)
+	Choose      func(lib string) (collectives.Engine, string, error)
+	Interrupted func() bool // SIGINT/SIGTERM received: stop between iterations
+	// StopNow is closed when a thread stuck in the engine is to be abandoned, Signalled at the first signal:
+	// set-up work is left unfinished at once (nil: never).
+	StopNow, Signalled <-chan struct{}
+	Now                func() time.Time
+	StderrTTY          bool         // stderr is a terminal: show the progress line
+	Lost               *world.Watch // nil in a run of one process
+	Binary, Program    string       // the binary's name, and as error lines name it
+	MinBW              float64      // NCCL_TESTS_MIN_BW, or -1
+	// ArmVariable is, in an A/B worker, the name of the variable its arm sets (empty elsewhere).
+	ArmVariable string
+	// Fail reports an error that ends the run, at the row of the size column at (-1: none), and returns the
+	// exit code.
+	Fail func(err error, at int64) int
+}
+
+// Params is what one engine's run does.
+type Params struct {
+	Options   *plan.Options
+	World     collectives.World // every process of the run
+	Split     *plan.Split       // NCCL_TESTS_SPLIT's, when it divides the processes
+	CommWorld collectives.World // the processes of this process's communicator (nil: every process)
+	Seed      uint64
+	Out       io.Writer
+	Engine    string // as --engine spells it (may be "auto")
+	Multi     bool   // one of several engines
+}
+
+// New is the run of one engine, not yet started.
+func New(e Env, p Params) *Session {
+	return &Session{Env: e, o: p.Options, world: p.World, split: p.Split, commWorld: p.CommWorld, seed: p.Seed,
+		out: p.Out, engineName: p.Engine, multi: p.Multi}
+}
+
+// Session is the run of one engine: its communicator, threads and buffers, the sweep and its report.
+type Session struct {
+	Env
 	o          *plan.Options
 	world      collectives.World // every process of the run: the harness's barriers and gathers
 	split      *plan.Split       // NCCL_TESTS_SPLIT's, when it divides the processes
@@ -51,31 +99,31 @@ type session struct {
 	err     error // what ended the run early
 }
 
-// run opens the engine, sweeps and reports; it returns the exit code. From the start to the sweep's last row
+// Run opens the engine, sweeps and reports; it returns the exit code. From the start to the sweep's last row
 // the run is busy: a loss of another process then cancels the engine and may end this process (world.Watch).
-func (s *session) run() int {
-	s.a.lost.SetBusy(true)
-	if err := s.start(); err != nil {
-		s.a.lost.SetBusy(false)
+func (s *Session) Run() int {
+	s.Lost.SetBusy(true)
+	if err := s.Start(); err != nil {
+		s.Lost.SetBusy(false)
 		if errors.Is(err, exit.ErrInterrupted) { // before the header: nothing to sum up
 			s.err, s.stopped = nil, true
 			return exit.Interrupted
 		}
-		return s.a.fail(err)
+		return s.Fail(err, -1)
 	}
-	defer s.close()
+	defer s.Close()
 	report.WriteHeader(s.out, s.o, s.header())
-	if err := s.alloc(); err != nil {
-		s.a.lost.SetBusy(false)
+	if err := s.Alloc(); err != nil {
+		s.Lost.SetBusy(false)
 		if errors.Is(err, exit.ErrInterrupted) {
 			return s.abort(err)
 		}
 		s.err = err
-		return s.a.fail(err)
+		return s.Fail(err, -1)
 	}
 	nc, ncOut := s.startNetCounters()
 	err := s.sweep()
-	s.a.lost.SetBusy(false)
+	s.Lost.SetBusy(false)
 	if err != nil {
 		return s.abort(err)
 	}
@@ -85,7 +133,7 @@ func (s *session) run() int {
 
 // startNetCounters starts rccl-tests' NIC counters (its dialect only) on the first process of each node, which
 // prints them, as rccl-tests' node leads do.
-func (s *session) startNetCounters() (*report.NetCounters, io.Writer) {
+func (s *Session) startNetCounters() (*report.NetCounters, io.Writer) {
 	ranks := s.localRanks()
 	if !s.o.RCCLDialect || len(ranks) == 0 {
 		return nil, nil
@@ -103,35 +151,35 @@ func (s *session) startNetCounters() (*report.NetCounters, io.Writer) {
 	}
 	out := s.out
 	if s.world.Rank() != 0 {
-		out = s.a.stdout
+		out = s.Stdout
 	}
-	return report.StartNetCounters(s.a.parseEnv(), out, s.a.stderr, ranks[0]), out
+	return report.StartNetCounters(s.Getenv, out, s.Stderr, ranks[0]), out
 }
 
 // setAt records the size column of the row in progress, which error lines name.
-func (s *session) setAt(size int64) {
+func (s *Session) setAt(size int64) {
 	s.at = size
-	s.a.lost.SetAt(size)
+	s.Lost.SetAt(size)
 }
 
-// start opens the engine and plans the run (devices, memory, the header's notes), allocating nothing large;
+// Start opens the engine and plans the run (devices, memory, the header's notes), allocating nothing large;
 // after an error there is nothing to close. alloc then allocates, once the header is out.
-func (s *session) start() error {
+func (s *Session) Start() error {
 	if err := s.open(); err != nil {
 		s.err = err
 		return err
 	}
 	if err := s.prepare(); err != nil {
 		s.err = err
-		s.close()
+		s.Close()
 		return err
 	}
 	return nil
 }
 
-// alloc allocates every buffer after the header is printed: a large run says what it is before it takes time
+// Alloc allocates every buffer after the header is printed: a large run says what it is before it takes time
 // (or memory) to set up. After an error, close frees what was allocated.
-func (s *session) alloc() error {
+func (s *Session) Alloc() error {
 	bufBytes := s.bufferBytes()
 	if err := s.snapshotMemory(); err != nil {
 		return err
@@ -140,10 +188,10 @@ func (s *session) alloc() error {
 		return err
 	}
 	var err error
-	if s.poison, err = poisonBuffer(bufBytes, s.a.lost, s.a.signalled); err != nil {
+	if s.poison, err = poisonBuffer(bufBytes, s.Lost, s.Signalled); err != nil {
 		return err
 	}
-	if err := s.team.each(func(t int) error { return s.threads[t].touch(s.poison, s.a.signalled) }); err != nil {
+	if err := s.team.each(func(t int) error { return s.threads[t].touch(s.poison, s.Signalled) }); err != nil {
 		return err
 	}
 	if s.o.Check > 0 {
@@ -156,25 +204,27 @@ func (s *session) alloc() error {
 	if err := s.snapshotMemory(); err != nil {
 		return err
 	}
-	s.team.stopNow = s.a.stopNow
+	s.team.stopNow = s.StopNow
 	return nil
 }
 
 // abort reports an error that stopped the sweep, naming the row for a timeout, and returns the exit code. An
 // interrupted sweep is no error: it ends as a stopped run, with the trailer.
-func (s *session) abort(err error) int {
+func (s *Session) abort(err error) int {
 	if errors.Is(err, exit.ErrInterrupted) {
 		s.stopped = true
 		return s.finish(s.trailer())
 	}
 	s.err = err
-	return s.a.failAt(err, s.at)
+	return s.Fail(err, s.at)
 }
 
 // finish prints the trailer and returns the exit code it implies.
-func (s *session) finish(t report.Trailer) int { return finish(s.out, t, s.stopped) }
+func (s *Session) finish(t report.Trailer) int { return Finish(s.out, t, s.stopped) }
 
-func finish(out io.Writer, t report.Trailer, stopped bool) int {
+// Finish prints a trailer and returns the exit code it implies: Interrupted for a stopped run, TestFailed for
+// wrong results or a bus bandwidth under NCCL_TESTS_MIN_BW.
+func Finish(out io.Writer, t report.Trailer, stopped bool) int {
 	report.WriteTrailer(out, t)
 	switch {
 	case stopped:
@@ -186,7 +236,7 @@ func finish(out io.Writer, t report.Trailer, stopped bool) int {
 }
 
 // open creates the engine, the threads and the communicator (on thread 0, which drives group 0).
-func (s *session) open() error {
+func (s *Session) open() error {
 	eng, err := s.openEngine()
 	if err != nil {
 		return err
@@ -202,10 +252,10 @@ func (s *session) open() error {
 		Timeout: o.Timeout(), StreamNull: o.StreamNull == 1, Register: o.Register > 0,
 		ParallelInit: o.ParallelInit == 1, Oversubscribe: o.Oversubscribe, Library: o.Library,
 		Memory: o.RCCL.MemoryKind(), CTAPolicy: o.RCCL.CTAPolicy}
-	cfg.FirstDevice, cfg.PinDevices, _ = plan.FirstDevice(s.a.parseEnv()) // checked before the run
+	cfg.FirstDevice, cfg.PinDevices, _ = plan.FirstDevice(s.Getenv) // checked before the run
 	s.splitDevices(&cfg)
 	s.team = newTeam(o.NThreads, s.world)
-	s.team.lost = s.a.lost
+	s.team.lost = s.Lost
 	comm, err := s.openComm(cfg)
 	if err != nil {
 		s.team.close()
@@ -213,9 +263,9 @@ func (s *session) open() error {
 	}
 	s.comm = comm
 	collectives.UseFP8Flavour(collectives.FP8FlavourOf(comm)) // before any data is generated
-	s.a.lost.Track(comm)
+	s.Lost.Track(comm)
 	if err := s.attach(); err != nil {
-		s.a.lost.Untrack(comm)
+		s.Lost.Untrack(comm)
 		_ = comm.Close()
 		s.team.close()
 		return err
@@ -225,22 +275,21 @@ func (s *session) open() error {
 
 // openEngine creates the engine of --engine; for auto, rank 0 says on stderr why it is not the library where
 // it is not (an A/B worker leaves that to its launcher, through ready).
-func (s *session) openEngine() (collectives.Engine, error) {
-	src := s.a.engines
-	if s.engineName != engines.Auto || src.choose == nil {
-		return src.open(s.engineName)
+func (s *Session) openEngine() (collectives.Engine, error) {
+	if s.engineName != engines.Auto || s.Choose == nil {
+		return s.Open(s.engineName)
 	}
-	eng, note, err := src.choose(s.o.Library)
+	eng, note, err := s.Choose(s.o.Library)
 	s.autoNote = note
-	if note != "" && s.a.getenv(abWorkerEnv) == "" && (s.world == nil || s.world.Rank() == 0) {
-		fmt.Fprintf(s.a.stderr, "%s: --engine auto: %s\n", s.a.binary(), note)
+	if note != "" && s.ArmVariable == "" && (s.world == nil || s.world.Rank() == 0) {
+		fmt.Fprintf(s.Stderr, "%s: --engine auto: %s\n", s.Binary, note)
 	}
 	return eng, err
 }
 
 // splitDevices places the ranks of a split run as nccl-tests does: by the process's local rank among every
 // process of its host, not among its communicator's alone (two communicators would share the first devices).
-func (s *session) splitDevices(cfg *collectives.Config) {
+func (s *Session) splitDevices(cfg *collectives.Config) {
 	l, ok := s.world.(interface{ LocalRank() int })
 	if s.split == nil || cfg.PinDevices || !ok || l.LocalRank() < 0 {
 		return
@@ -248,7 +297,7 @@ func (s *session) splitDevices(cfg *collectives.Config) {
 	cfg.PinDevices, cfg.FirstDevice = true, l.LocalRank()*cfg.NThreads*cfg.NGpus
 }
 
-func (s *session) openComm(cfg collectives.Config) (collectives.Comm, error) {
+func (s *Session) openComm(cfg collectives.Config) (collectives.Comm, error) {
 	var comm collectives.Comm
 	err := s.team.each(func(t int) error {
 		if t != 0 {
@@ -262,7 +311,7 @@ func (s *session) openComm(cfg collectives.Config) (collectives.Comm, error) {
 }
 
 // attach binds each thread to its group.
-func (s *session) attach() error {
+func (s *Session) attach() error {
 	groups := s.comm.Groups()
 	if len(groups) != s.o.NThreads {
 		return fmt.Errorf("engine %s returned %d groups for %d threads", s.eng.Name(), len(groups), s.o.NThreads)
@@ -270,7 +319,7 @@ func (s *session) attach() error {
 	s.nranks = s.comm.NRanks()
 	s.threads = make([]*thread, len(groups))
 	for i, g := range groups {
-		s.threads[i] = &thread{coll: s.a.coll, group: g, nranks: s.nranks, opts: s.o}
+		s.threads[i] = &thread{coll: s.Coll, group: g, nranks: s.nranks, opts: s.o}
 	}
 	return s.team.each(func(t int) error {
 		s.threads[t].ranks = s.threads[t].group.Ranks()
@@ -278,24 +327,24 @@ func (s *session) attach() error {
 	})
 }
 
-// close frees the buffers and the communicator; a broken team (a thread stuck in the engine) is left alone, and
+// Close frees the buffers and the communicator; a broken team (a thread stuck in the engine) is left alone, and
 // so is everything once the run is lost (another process died): the process exits next, and its exit releases
 // every buffer and mapping at once, faster than freeing them one by one first (0.5-0.8 s of 2 s at 1 GiB with 3
 // processes on 2 cores).
-func (s *session) close() {
+func (s *Session) Close() {
 	s.team.stopNow = nil // freeing waits for its threads
-	s.a.lost.Untrack(s.comm)
-	if !s.team.broken && s.a.lost.Err() == nil {
+	s.Lost.Untrack(s.comm)
+	if !s.team.broken && s.Lost.Err() == nil {
 		_ = s.team.each(func(t int) error { return s.threads[t].free() })
 		if err := s.comm.Close(); err != nil && s.err == nil {
-			fmt.Fprintf(s.a.stderr, "%s: closing engine %s: %v\n", s.a.binary(), s.eng.Name(), err)
+			fmt.Fprintf(s.Stderr, "%s: closing engine %s: %v\n", s.Binary, s.eng.Name(), err)
 		}
 	}
 	s.team.close()
 }
 
 // localRanks lists this process's ranks, in thread order.
-func (s *session) localRanks() []int {
+func (s *Session) localRanks() []int {
 	var out []int
 	for _, t := range s.threads {
 		out = append(out, t.ranks...)
@@ -304,7 +353,7 @@ func (s *session) localRanks() []int {
 }
 
 // prepare gathers the devices, fits -e to the memory and works out the header's notes.
-func (s *session) prepare() error {
+func (s *Session) prepare() error {
 	s.setDialect()
 	var err error
 	if s.devices, err = world.Devices(s.world, s.comm.Devices()); err != nil {
@@ -332,22 +381,22 @@ func (s *session) prepare() error {
 // prepareEngine lets an engine do its first-use work for every type and operation of the sweep at once
 // (the GPU engine compiles its kernels), so that none of it falls into a measurement; rank 0 prints its line.
 // A signal stops the wait for it.
-func (s *session) prepareEngine() error {
+func (s *Session) prepareEngine() error {
 	p, ok := s.comm.(collectives.Preparer)
 	if !ok {
 		return nil
 	}
 	note := func(line string) {
 		if s.world.Rank() == 0 {
-			fmt.Fprintf(s.a.stderr, "%s: %s\n", s.a.binary(), line)
+			fmt.Fprintf(s.Stderr, "%s: %s\n", s.Binary, line)
 		}
 	}
 	done := make(chan error, 1)
-	go func() { done <- p.Prepare(s.a.coll, s.o.DTypes, s.ops(), note) }()
+	go func() { done <- p.Prepare(s.Coll, s.o.DTypes, s.ops(), note) }()
 	select {
 	case err := <-done:
 		return err
-	case <-s.a.signalled: // a first compilation can take many seconds
+	case <-s.Signalled: // a first compilation can take many seconds
 		s.team.broken = true // the engine is busy: close leaves it to the process's exit
 		return exit.ErrInterrupted
 	}
@@ -355,12 +404,12 @@ func (s *session) prepareEngine() error {
 
 // bufferBytes is the size of every rank's send and receive buffer: the largest view any type needs at -e,
 // plus the -u shift.
-func (s *session) bufferBytes() int64 {
+func (s *Session) bufferBytes() int64 {
 	var need int64
 	for _, dt := range s.o.DTypes {
 		es := int64(dt.Size())
 		for _, r := range s.localRanks() {
-			k := s.a.coll.Counts(s.maxBytes, s.nranks, r, dt)
+			k := s.Coll.Counts(s.maxBytes, s.nranks, r, dt)
 			need = max(need, max(k.Send, k.Recv)*es+int64(s.o.Unalign)*es)
 		}
 	}
@@ -371,26 +420,40 @@ func (s *session) bufferBytes() int64 {
 }
 
 // header describes this session for the lines before the table.
-func (s *session) header() report.Header {
-	return report.Header{Binary: s.a.programName(), Library: s.comm.Library(), Engine: s.versionFields(), Graph: s.graph,
+func (s *Session) header() report.Header {
+	return report.Header{Binary: s.Program, Library: s.comm.Library(), Engine: s.versionFields(), Graph: s.graph,
 		PerIter: s.perIter, Notes: s.notes, Devices: s.devices, Reduced: s.reduced, Banner: s.libraryBanner()}
 }
 
 // trailer sums up the table.
-func (s *session) trailer() report.Trailer {
-	t := report.Trailer{Binary: s.a.programName(), OOB: s.oob, MinBW: s.a.minBW(), Memory: s.memoryLine()}
+func (s *Session) trailer() report.Trailer {
+	t := report.Trailer{Binary: s.Program, OOB: s.oob, MinBW: s.MinBW, Memory: s.memoryLine()}
 	if s.bwN > 0 {
 		t.AvgBusBW = s.bwSum / float64(s.bwN)
 	}
 	return t
 }
 
-// record is what the JSON keeps of the session.
-func (s *session) record() report.EngineRun {
+// Record is what the JSON keeps of the session.
+func (s *Session) Record() report.EngineRun {
 	e := report.EngineRun{Rows: s.rows, OOB: s.oob, BWSum: s.bwSum, BWN: s.bwN, Err: s.err, Stopped: s.stopped}
 	if s.comm != nil {
 		e.Opened, e.Engine, e.Library, e.Version = true, s.eng.Name(), s.comm.Library(), s.comm.Version()
 		e.Graph, e.Devices = s.graph, s.devices
 	}
 	return e
+}
+
+// At is the size column of the row in progress, which error lines name.
+func (s *Session) At() int64 { return s.at }
+
+// Rows are the table's rows so far.
+func (s *Session) Rows() []report.Row { return s.rows }
+
+// EngineName is the name of the engine the session opened ("" before it opened one).
+func (s *Session) EngineName() string {
+	if s.eng == nil {
+		return ""
+	}
+	return s.eng.Name()
 }

@@ -1,4 +1,4 @@
-package harness
+package bench
 
 import (
 	"bufio"
@@ -22,8 +22,9 @@ import (
 
 const gib = 1 << 30
 
-// memAvailable reads MemAvailable from /proc/meminfo: the host engine's buffers live in host memory.
-var memAvailable = func() (int64, error) {
+// MemAvailable reads MemAvailable from /proc/meminfo: the host engine's buffers live in host memory. Tests
+// replace it.
+var MemAvailable = func() (int64, error) {
 	f, err := os.Open("/proc/meminfo")
 	if err != nil {
 		return 0, err
@@ -40,21 +41,21 @@ var memAvailable = func() (int64, error) {
 	return 0, fmt.Errorf("/proc/meminfo has no MemAvailable")
 }
 
-// cgroupRoot is where the cgroup file systems are mounted and selfCgroup lists this process's cgroups; tests
+// CgroupRoot is where the cgroup file systems are mounted and SelfCgroup lists this process's cgroups; tests
 // point both at a fake tree.
 var (
-	cgroupRoot = "/sys/fs/cgroup"
-	selfCgroup = "/proc/self/cgroup"
+	CgroupRoot = "/sys/fs/cgroup"
+	SelfCgroup = "/proc/self/cgroup"
 )
 
 // noCgroupLimit is above any real limit: cgroup v1 reports "no limit" as a number near 2^63.
 const noCgroupLimit = 1 << 62
 
-// cgroupRoom is how much more memory this process's cgroups let it use: the least, over its memory cgroup and
+// CgroupRoom is how much more memory this process's cgroups let it use: the least, over its memory cgroup and
 // every ancestor, of the limit less the usage (cgroup v2 memory.max and memory.current, v1
 // memory.limit_in_bytes and memory.usage_in_bytes). known is false when no cgroup sets a limit.
-func cgroupRoom() (room int64, known bool) {
-	data, err := os.ReadFile(selfCgroup)
+func CgroupRoom() (room int64, known bool) {
+	data, err := os.ReadFile(SelfCgroup)
 	if err != nil {
 		return 0, false
 	}
@@ -66,9 +67,9 @@ func cgroupRoom() (room int64, known bool) {
 		}
 		switch {
 		case f[0] == "0" && f[1] == "": // v2: one unified hierarchy
-			room = min(room, cgroupChainRoom(cgroupRoot, f[2], "memory.max", "memory.current"))
+			room = min(room, cgroupChainRoom(CgroupRoot, f[2], "memory.max", "memory.current"))
 		case slices.Contains(strings.Split(f[1], ","), "memory"): // v1: the memory controller's hierarchy
-			room = min(room, cgroupChainRoom(filepath.Join(cgroupRoot, "memory"), f[2], "memory.limit_in_bytes",
+			room = min(room, cgroupChainRoom(filepath.Join(CgroupRoot, "memory"), f[2], "memory.limit_in_bytes",
 				"memory.usage_in_bytes"))
 		}
 	}
@@ -110,8 +111,8 @@ func readCgroupInt(name string) (int64, error) {
 // time, before any of them allocates, and share the host's memory and usually its cgroup); and less where this
 // process's own limits, RLIMIT_AS and GOMEMLIMIT, leave less.
 func hostRoom(procs int) (int64, bool) {
-	avail, err := memAvailable()
-	room, limited := cgroupRoom()
+	avail, err := MemAvailable()
+	room, limited := CgroupRoom()
 	switch {
 	case err != nil && !limited:
 		room, limited = noCgroupLimit, false
@@ -175,7 +176,7 @@ func reserve(free int64) int64 { return min(max(free/16, 32<<20), gib) }
 
 // fitMemory lowers -e, as nccl-tests does, when the buffers for it would not fit in memory, and keeps the Go
 // heap within the host memory the plan counted on.
-func (s *session) fitMemory() error {
+func (s *Session) fitMemory() error {
 	s.minBytes, s.maxBytes = s.o.MinBytes, s.o.MaxBytes
 	limit, known, err := s.memoryLimit()
 	if err != nil || !known || s.maxBytes <= limit {
@@ -193,7 +194,7 @@ func (s *session) fitMemory() error {
 // rank needs a send and a receive buffer in the free device memory (less a reserve for the library). In host
 // memory (hostRoom) go the host engine's buffers, the harness's own copies (hostCopies) and what the engine
 // keeps beyond its buffers (collectives.ScratchReporter).
-func (s *session) memoryLimit() (limit int64, known bool, err error) {
+func (s *Session) memoryLimit() (limit int64, known bool, err error) {
 	free, err := s.freeMemory()
 	if err != nil {
 		return 0, false, err
@@ -221,7 +222,7 @@ func (s *session) memoryLimit() (limit int64, known bool, err error) {
 }
 
 // hostFit is the largest buffer size whose host memory (hostBytes) fits in budget.
-func (s *session) hostFit(budget int64) int64 {
+func (s *Session) hostFit(budget int64) int64 {
 	if s.hostBytes(0) > budget {
 		return 0
 	}
@@ -239,17 +240,17 @@ func (s *session) hostFit(budget int64) int64 {
 
 // hostBytes is the host memory this process takes for buffers of n bytes: hostCopies of them and the engine's
 // scratch for each local rank.
-func (s *session) hostBytes(n int64) int64 {
+func (s *Session) hostBytes(n int64) int64 {
 	total := s.hostCopies() * n
 	if sr, ok := s.comm.(collectives.ScratchReporter); ok {
-		total += int64(len(s.localRanks())) * sr.HostScratch(s.a.coll, n)
+		total += int64(len(s.localRanks())) * sr.HostScratch(s.Coll, n)
 	}
 	return total
 }
 
 // hostProcesses counts the processes of the run on this process's host (by the devices' host names), this
 // one included.
-func (s *session) hostProcesses() int {
+func (s *Session) hostProcesses() int {
 	mine := map[int]bool{}
 	for _, r := range s.localRanks() {
 		mine[r] = true
@@ -291,7 +292,7 @@ var heapLimit atomic.Int64
 // buffer with the host engine, the poison pattern and, when validating, the inputs, the expected outputs, the
 // read-back copies and one more, the next row's inputs while the last row's are still referenced (measured:
 // the peak with the soft memory limit was one copy above the others' sum).
-func (s *session) hostCopies() int64 {
+func (s *Session) hostCopies() int64 {
 	ranks := int64(len(s.localRanks()))
 	n := int64(1)
 	if s.eng.Name() == "host" {
@@ -299,7 +300,7 @@ func (s *session) hostCopies() int64 {
 	}
 	if s.o.Check > 0 {
 		expected := ranks
-		if s.a.coll.SameOnEveryRank() {
+		if s.Coll.SameOnEveryRank() {
 			expected = 1
 		}
 		n += ranks + expected + 2*int64(len(s.threads)) + 1
@@ -308,7 +309,7 @@ func (s *session) hostCopies() int64 {
 }
 
 // freeMemory asks every local rank's group for its free memory; nil when the groups cannot tell.
-func (s *session) freeMemory() ([]int64, error) {
+func (s *Session) freeMemory() ([]int64, error) {
 	if _, ok := s.threads[0].group.(collectives.MemoryReporter); !ok {
 		return nil, nil
 	}
@@ -332,7 +333,7 @@ func (s *session) freeMemory() ([]int64, error) {
 }
 
 // snapshotMemory records every rank's free memory for the -M line.
-func (s *session) snapshotMemory() error {
+func (s *Session) snapshotMemory() error {
 	if s.o.Memory != 1 {
 		return nil
 	}
@@ -347,7 +348,7 @@ func (s *session) snapshotMemory() error {
 // took (when the engine measured it, OpenMemoryReporter; else N/A), the memory the harness allocated, and
 // the memory the collectives took during the sweep, each the largest over this process's ranks, and their
 // total (N/A with an unknown part: no number that was not measured).
-func (s *session) memoryLine() string {
+func (s *Session) memoryLine() string {
 	if len(s.freeMem) < 3 {
 		return ""
 	}
