@@ -204,44 +204,24 @@ func TestSecondClaimEndsRun(t *testing.T) {
 // Rank 0 that dies after acking a rank, while the others are still on their way, is named with its pid, not
 // a bare EOF.
 func TestRootDeathAtStartNamed(t *testing.T) {
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer ln.Close()
-	go func() {
-		c, err := ln.Accept()
-		if err != nil {
-			return
-		}
+	addr := fakeRoot(t, func(c net.Conn) {
 		readHello(c)
 		writeFrame(c, kindAck, binary.LittleEndian.AppendUint32(append([]byte(nil), magic...), 4242), time.Second)
 		time.Sleep(100 * time.Millisecond)
-		c.Close()
-	}()
-	_, errs := meetAt(ln.Addr().String(), 3, []member{{rank: 1}}, 5*time.Second)
-	if err := errs[0]; err == nil || !strings.Contains(err.Error(), "lost rank 0 ("+ln.Addr().String()+", pid 4242)") {
+	})
+	_, errs := meetAt(addr, 3, []member{{rank: 1}}, 5*time.Second)
+	if err := errs[0]; err == nil || !strings.Contains(err.Error(), "lost rank 0 ("+addr+", pid 4242)") {
 		t.Errorf("rank 1: %v", err)
 	}
 }
 
 // A peer's words reach the terminal and the JSON record printable: its control bytes are escaped.
 func TestPeerTextMadePrintable(t *testing.T) {
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer ln.Close()
-	go func() {
-		c, err := ln.Accept()
-		if err != nil {
-			return
-		}
-		defer c.Close()
+	addr := fakeRoot(t, func(c net.Conn) {
 		readHello(c)
 		writeFrame(c, kindFail, []byte("\x1b]0;owned\x07\x1b[31mred\xff"), time.Second)
-	}()
-	_, errs := meetAt(ln.Addr().String(), 2, []member{{rank: 1}}, 5*time.Second)
+	})
+	_, errs := meetAt(addr, 2, []member{{rank: 1}}, 5*time.Second)
 	if err := errs[0]; err == nil || err.Error() != `\x1b]0;owned\a\x1b[31mred\xff` {
 		t.Errorf("rank 1: %q", err)
 	}
@@ -349,4 +329,24 @@ func TestStoppedProcessNamed(t *testing.T) {
 	}
 	kids[2].cmd.Process.Kill()
 	kids[2].cmd.Wait()
+}
+
+// fakeRoot listens on 127.0.0.1 as a rank 0 that serves its first connection with serve, then closes it; it
+// returns the address the ranks meet at.
+func fakeRoot(t *testing.T, serve func(c net.Conn)) string {
+	t.Helper()
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { ln.Close() })
+	go func() {
+		c, err := ln.Accept()
+		if err != nil {
+			return
+		}
+		defer c.Close()
+		serve(c)
+	}()
+	return ln.Addr().String()
 }
