@@ -164,14 +164,7 @@ func TestSignalDuringSetUp(t *testing.T) {
 	file := filepath.Join(dir, "r.json")
 	p := startChild(t, "all_reduce", []string{childGraceEnv + "=10m"}, "--engine", "host", "-g", "4", "-b", "256M",
 		"-e", "256M", "-w", "0", "-n", "1", "-J", file)
-	p.waitOutput(t, regexp.MustCompile(`#  Rank  3 `), 30*time.Second)
-	time.Sleep(100 * time.Millisecond)
-	sent := time.Now()
-	if err := p.cmd.Process.Signal(syscall.SIGTERM); err != nil {
-		t.Fatal(err)
-	}
-	code, _ := p.exit(t, 60*time.Second)
-	took := time.Since(sent)
+	code, took := p.signalOnceStarted(t, "3", 100*time.Millisecond, syscall.SIGTERM, 60*time.Second)
 	if code != 143 || took > 1500*time.Millisecond || !strings.Contains(p.stdout.String(), "# Collective test concluded") {
 		t.Errorf("exit %d %v after SIGTERM\nstdout:\n%s\nstderr:\n%s", code, took, p.stdout.String(), p.stderr.String())
 	}

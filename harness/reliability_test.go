@@ -323,6 +323,21 @@ func (p *proc) waitOutput(t *testing.T, re *regexp.Regexp, limit time.Duration) 
 	}
 }
 
+// signalOnceStarted waits for the header's device line of the last rank (lastRank), lets the run go on for
+// settle, sends sig, and returns the exit code and how long after the signal the process ended (within limit).
+func (p *proc) signalOnceStarted(t *testing.T, lastRank string, settle time.Duration, sig os.Signal,
+	limit time.Duration) (int, time.Duration) {
+	t.Helper()
+	p.waitOutput(t, regexp.MustCompile(`#  Rank  `+lastRank+` `), 30*time.Second)
+	time.Sleep(settle)
+	sent := time.Now()
+	if err := p.cmd.Process.Signal(sig); err != nil {
+		t.Fatal(err)
+	}
+	code, _ := p.exit(t, limit)
+	return code, time.Since(sent)
+}
+
 // exit waits for the process to end and returns its exit code and how long it ran; it fails the test when the
 // process is still running after limit.
 func (p *proc) exit(t *testing.T, limit time.Duration) (int, time.Duration) {

@@ -3,7 +3,6 @@ package harness
 import (
 	"os"
 	"path/filepath"
-	"regexp"
 	"strings"
 	"syscall"
 	"testing"
@@ -22,14 +21,7 @@ func TestSignalStuckRunEndsOnFirstSIGTERM(t *testing.T) {
 		file := filepath.Join(t.TempDir(), "r.json")
 		p := startChild(t, "all_reduce", []string{"RCCLX_TESTS_SKIP_RANK=1"}, "--engine", "host", "-g", "2",
 			"-b", "8", "-e", "8", "-J", file)
-		p.waitOutput(t, regexp.MustCompile(`#  Rank  1 `), 30*time.Second)
-		time.Sleep(100 * time.Millisecond)
-		sent := time.Now()
-		if err := p.cmd.Process.Signal(c.sig); err != nil {
-			t.Fatal(err)
-		}
-		code, _ := p.exit(t, 10*time.Second)
-		took := time.Since(sent)
+		code, took := p.signalOnceStarted(t, "1", 100*time.Millisecond, c.sig, 10*time.Second)
 		if code != c.code || took > 2*time.Second || !strings.Contains(p.stdout.String(), "# Collective test concluded") {
 			t.Errorf("%v: exit %d %v after the signal\nstdout:\n%s\nstderr:\n%s", c.sig, code, took, p.stdout.String(),
 				p.stderr.String())
@@ -48,14 +40,7 @@ func TestSignalStopsBetweenIterations(t *testing.T) {
 	file := filepath.Join(t.TempDir(), "r.json")
 	p := startChild(t, "all_reduce", []string{childGraceEnv + "=10m"}, "--engine", "host", "-g", "2", "-b", "64M",
 		"-e", "64M", "-n", "1000000", "-w", "1", "-c", "0", "-J", file)
-	p.waitOutput(t, regexp.MustCompile(`#  Rank  1 `), 30*time.Second)
-	time.Sleep(500 * time.Millisecond) // into the timed iterations
-	sent := time.Now()
-	if err := p.cmd.Process.Signal(os.Interrupt); err != nil {
-		t.Fatal(err)
-	}
-	code, _ := p.exit(t, 60*time.Second)
-	took := time.Since(sent)
+	code, took := p.signalOnceStarted(t, "1", 500*time.Millisecond, os.Interrupt, 60*time.Second) // into the timed iterations
 	if code != exit.Interrupted || !strings.Contains(p.stdout.String(), "# Collective test concluded") {
 		t.Errorf("exit %d %v after SIGINT\nstdout:\n%s\nstderr:\n%s", code, took, p.stdout.String(), p.stderr.String())
 	}
