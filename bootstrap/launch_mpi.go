@@ -164,11 +164,8 @@ func mpiMeet(getenv func(string) string, l Launch, timeout time.Duration) (strin
 }
 
 // exchange runs MPI_Init, MPI_Bcast of buf from rank 0 and MPI_Finalize on a locked thread, and waits for them
-// at most timeout (0: ConnectTimeout), or until SIGINT or SIGTERM.
+// at most timeout, or until SIGINT or SIGTERM.
 func (lib *mpiLib) exchange(rank int, buf []byte, timeout time.Duration) error {
-	if timeout <= 0 {
-		timeout = ConnectTimeout
-	}
 	var step atomic.Pointer[string]
 	first := "MPI_Init"
 	step.Store(&first)

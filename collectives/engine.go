@@ -250,6 +250,11 @@ type RuntimeNamer interface {
 	Runtime() string
 }
 
+// LibraryPather is a Comm over a library loaded from a file (the vendor engine): LibraryPath names the file.
+type LibraryPather interface {
+	LibraryPath() string
+}
+
 // The GPU runtimes an engine can run on.
 const (
 	RuntimeCUDA = "cuda"

@@ -255,7 +255,7 @@ func (a *app) run(o *plan.Options) int {
 	var stop <-chan struct{}
 	if l, err := bootstrap.Detect(a.parseEnv()); err == nil && l.Size > 1 { // only then is there anyone to wait for
 		var endStop func()
-		stop, endStop = world.Stop(a.interrupted, started.Load)
+		stop, endStop = world.Stop(a.signalled, started.Load)
 		defer endStop()
 	}
 	w, err := a.world(o.Timeout(), stop)

@@ -52,7 +52,7 @@ func (s *Session) Ready() (*Ready, error) {
 	r := &Ready{Pids: pids, Engine: s.eng.Name(), Library: h.Library, Version: s.comm.Version(), Graph: h.Graph,
 		Notes: h.Notes, Devices: h.Devices, Reduced: h.Reduced, MinBytes: s.minBytes, MaxBytes: s.maxBytes,
 		KnowsAlgorithm: true, AutoNote: s.autoNote, Fields: h.Engine}
-	if lp, ok := s.comm.(interface{ LibraryPath() string }); ok {
+	if lp, ok := s.comm.(collectives.LibraryPather); ok {
 		r.LibraryPath, r.KnowsAlgorithm = lp.LibraryPath(), false
 	}
 	if cc, ok := s.comm.(collectives.CollectiveChecker); ok {

@@ -19,7 +19,7 @@ func platformDialect(eng collectives.Engine, comm collectives.Comm) string {
 			return plan.DialectRCCL
 		}
 	}
-	if lp, ok := comm.(interface{ LibraryPath() string }); ok &&
+	if lp, ok := comm.(collectives.LibraryPather); ok &&
 		strings.Contains(strings.ToLower(filepath.Base(lp.LibraryPath())), "rccl") {
 		return plan.DialectRCCL
 	}
@@ -60,7 +60,7 @@ func (s *Session) libraryBanner() []string {
 	if !s.o.RCCLDialect || !strings.EqualFold(strings.TrimSpace(s.Getenv("NCCL_DEBUG")), "VERSION") {
 		return nil
 	}
-	if _, ok := s.comm.(interface{ LibraryPath() string }); ok {
+	if _, ok := s.comm.(collectives.LibraryPather); ok {
 		return nil
 	}
 	host, _ := os.Hostname()

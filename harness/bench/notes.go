@@ -18,7 +18,7 @@ func (s *Session) makeNotes() error {
 	if !s.multi {
 		s.note("Engine: %s", s.engineWords())
 	}
-	if lp, ok := s.comm.(interface{ LibraryPath() string }); ok {
+	if lp, ok := s.comm.(collectives.LibraryPather); ok {
 		s.note("Library: %s", lp.LibraryPath())
 	}
 	if len(o.CommEnv) > 0 {

@@ -20,19 +20,15 @@ import (
 // second when one of them is stopped. Before the run has started, a signal ends the waits at once.
 var grace = 600 * time.Millisecond
 
-// Stop is the stop channel of openWorld: closed once a signal arrived (interrupted), at once while the
+// Stop is the stop channel of openWorld: closed once a signal arrived (signalled is closed), at once while the
 // processes meet, grace later once started says so. The watch ends when the run does (end).
-func Stop(interrupted func() bool, started func() bool) (stop <-chan struct{}, end func()) {
+func Stop(signalled <-chan struct{}, started func() bool) (stop <-chan struct{}, end func()) {
 	ch, done := make(chan struct{}), make(chan struct{})
 	go func() {
-		tick := time.NewTicker(20 * time.Millisecond)
-		defer tick.Stop()
-		for !interrupted() {
-			select {
-			case <-tick.C:
-			case <-done:
-				return
-			}
+		select {
+		case <-signalled:
+		case <-done:
+			return
 		}
 		if started() {
 			select {
