@@ -50,8 +50,9 @@ type rank struct {
 	caps   gpurt.Caps
 	// FP8: nccl-tests and rccl-tests run the FP8 types on compute capability 9.0 and later (AMD gfx90a reports
 	// 9.0, gfx942 9.4).
-	fp8   bool
-	flush gpurt.ICacheFlush // -F's kernel on this device, once FlushICache loaded it
+	fp8       bool
+	flush     gpurt.ICacheFlush // -F's kernel on this device, once FlushICache loaded it
+	flushArgs []uintptr         // its launch's arguments on the rank's stream, made once (the timed loop makes no slice)
 }
 
 func (r *rank) open(streamNull bool) error {

@@ -34,10 +34,11 @@ func (c *comm) FlushICache(every int) error {
 		}
 		flushes = append(flushes, f)
 	}
-	fn, _ := flushes[0].Call(0)
-	c.flush = nccl.NewForeign("hipModuleLaunchKernel", fn, gpurt.LaunchError)
 	for l, r := range c.ranks {
+		var fn uintptr
 		r.flush = flushes[l]
+		fn, r.flushArgs = r.flush.Call(r.stream)
+		c.flush = nccl.NewForeign("hipModuleLaunchKernel", fn, gpurt.LaunchError)
 	}
 	c.flushEvery = every
 	return nil
@@ -47,7 +48,6 @@ func (c *comm) FlushICache(every int) error {
 // before (rccl-tests: op % every == 0); op < 0 is a call outside a loop.
 func (g *group) queueFlush(q *nccl.Calls, r *rank, op int) {
 	if g.c.flushEvery > 0 && op >= 0 && op%g.c.flushEvery == 0 {
-		_, args := r.flush.Call(r.stream)
-		q.Call(g.c.flush, args...)
+		q.Call(g.c.flush, r.flushArgs...)
 	}
 }
