@@ -226,7 +226,6 @@ func plotCmd() *cobra.Command {
 		outs   []string
 		opt    plots.Options
 		ab     bool
-		logY   bool
 		labels []string
 	)
 	cmd := &cobra.Command{
@@ -244,7 +243,7 @@ others, or by --label. Sizes are on a logarithmic axis, each one marked; the
 value axis is logarithmic too unless --linear. Bandwidths come from the times
 (bytes / time, as nccl-tests computes them), so that sizes text output prints
 at 0.00 GB/s are drawn; what cannot be drawn (size 0 on a log axis) is named
-in a NOTE line on stderr. A PNG is 1600x1000 pixels; give
+in a NOTE line on stderr. A PNG is 1600x1000 pixels a panel; give
 -o twice (FILE.png and FILE.svg) for both. An existing file is never replaced
 without --force.`,
 		Args: cobra.MinimumNArgs(1),
@@ -282,7 +281,7 @@ without --force.`,
 	f.StringVar(&opt.Metric, "metric", results.MetricBusBW, "busbw, algbw or time")
 	f.BoolVar(&opt.InPlace, "in-place", false, "plot the in-place half instead of out-of-place")
 	f.BoolVar(&opt.Linear, "linear", false, "a linear value axis instead of the logarithmic one")
-	f.BoolVar(&logY, "log", false, "")
+	f.Bool("log", false, "") // accepted, deprecated: the value axis is logarithmic by default
 	_ = f.MarkDeprecated("log", "the value axis is logarithmic by default (--linear for a linear one)")
 	f.StringArrayVar(&labels, "label", nil, "legend name of each input, once per input in order (default: derived from the records)")
 	f.BoolVar(&opt.Force, "force", false, "replace existing output files")

@@ -129,7 +129,7 @@ func TestCompareAndPlot(t *testing.T) {
 	if st, err := os.Stat(png); err != nil || st.Size() < 10000 {
 		t.Fatalf("plot output: %v %v", st, err)
 	}
-	// The documented commands' --log still runs: the value axis is logarithmic by default.
+	// The deprecated --log is still accepted: the value axis is logarithmic by default.
 	svg := filepath.Join(t.TempDir(), "busbw.svg")
 	if code, _, errOut := runCLI(t, "plot", anchor, "--log", "--label", "NCCL", "-o", svg, "-o", png, "--force"); code != exitOK {
 		t.Fatalf("plot --log: %d %s", code, errOut)
