@@ -48,14 +48,13 @@ func (engine) Open(cfg collectives.Config) (collectives.Comm, error) {
 	if c.ll128, err = onOff(getenv, LL128Variable); err != nil {
 		return nil, fmt.Errorf("gpu: %w", err)
 	}
-	ceSet := getenv("RCCLX_TESTS_GPU_CE_BYTES") != ""
 	runtime.LockOSThread()
 	defer runtime.UnlockOSThread()
 	if err := c.open(cfg, world, nlocal); err != nil {
 		c.Close()
 		return nil, err
 	}
-	if !ceSet && c.gatedOff.CopyEngine {
+	if c.tuning.CEPerPeer && c.gatedOff.CopyEngine { // RCCLX_TESTS_GPU_CE_BYTES unset: the runtime's default
 		c.tuning.CEBytes = -1
 	}
 	for t := range max(cfg.NThreads, 1) {
