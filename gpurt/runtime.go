@@ -286,11 +286,18 @@ func Version() (string, error) {
 	return "", errNotLoaded
 }
 
-// hipVersion is hipRuntimeGetVersion's major*100+minor, e.g. 502; 0 when unknown.
-func hipVersion() int {
+// HIPVersion is the bound HIP runtime's version as hipRuntimeGetVersion gives it and HIP_VERSION spells it
+// (major*10^7 + minor*10^5 + patch, e.g. 50221153); 0 when unknown or not HIP.
+func HIPVersion() int {
 	state.Lock()
 	defer state.Unlock()
-	return state.hipVer/10000000*100 + state.hipVer/100000%100
+	return state.hipVer
+}
+
+// hipVersion is HIPVersion's major*100+minor, e.g. 502; 0 when unknown.
+func hipVersion() int {
+	v := HIPVersion()
+	return v/10000000*100 + v/100000%100
 }
 
 var sonameVersion = regexp.MustCompile(`\.so\.(\d+)`)

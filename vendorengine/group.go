@@ -92,7 +92,7 @@ func (g *group) Alloc(local int, bytes int64) (collectives.Buffer, error) {
 func (g *group) memAlloc(bytes int64) (gpurt.DevicePtr, func() error, error) {
 	kind := memkind.Of(g.c.memory)
 	if kind == gpurt.MemDevice && g.c.lib.Has("ncclMemAlloc") && g.c.lib.Has("ncclMemFree") &&
-		(gpurt.Loaded() != gpurt.HIP || hipVersion() >= 71260540) {
+		(gpurt.Loaded() != gpurt.HIP || gpurt.HIPVersion() >= 71260540) {
 		p, err := g.c.lib.MemAlloc(bytes)
 		return p, func() error { return g.c.lib.MemFree(p) }, err
 	}
@@ -150,14 +150,3 @@ func (g *group) close(aborted bool) error {
 // NoInPlace: NCCL defines no in-place alltoall (a rank's incoming pieces may overwrite input it has not sent
 // yet), so its in-place half is timed but not checked, as in nccl-tests.
 func (g *group) NoInPlace(c *collectives.Collective) bool { return c == collectives.AllToAll }
-
-// hipVersion is the bound HIP runtime's version as HIP_VERSION spells it (major*10^7 + minor*10^5 + patch), 0
-// when unknown.
-func hipVersion() int {
-	v, _ := gpurt.Version()
-	var major, minor, patch int
-	if n, _ := fmt.Sscanf(v, "HIP %d.%d.%d", &major, &minor, &patch); n != 3 {
-		return 0
-	}
-	return major*10000000 + minor*100000 + patch
-}
