@@ -7,13 +7,11 @@ import (
 	"fmt"
 	"net"
 	"os"
-	"os/signal"
 	"runtime"
 	"strconv"
 	"strings"
 	"sync"
 	"sync/atomic"
-	"syscall"
 	"time"
 	"unsafe"
 
@@ -68,7 +66,18 @@ func loadMPI(launcher string) (*mpiLib, error) {
 	return lib, err
 }
 
+// keepGoSignals are settings of UCX, which MPI libraries load, that stop it replacing the Go runtime's signal
+// handlers when it starts: its SIGHUP debug handler would swallow the hang-up that ends a run, and its
+// SIGSEGV, SIGBUS, SIGILL and SIGFPE handlers would turn the runtime's own faults into UCX's backtrace.
+// A value the user set is kept.
+var keepGoSignals = [][2]string{{"UCX_DEBUG_SIGNO", "0"}, {"UCX_HANDLE_ERRORS", "none"}}
+
 func openMPI(f mpiFlavor) (*mpiLib, error) {
+	for _, kv := range keepGoSignals {
+		if _, set := os.LookupEnv(kv[0]); !set {
+			os.Setenv(kv[0], kv[1]) // the C environment too: the library reads it when it is loaded
+		}
+	}
 	runtime.LockOSThread() // dlerror is per thread
 	defer runtime.UnlockOSThread()
 	var tried []string
@@ -116,8 +125,8 @@ type mpiMessage struct {
 // mpiMeet meets the other processes through the launcher's MPI library and returns rank 0's address as this
 // process reaches it, rank 0's listener on that port (nil on the other ranks) and the run id, which rank 0
 // makes (the launcher's job id where there is one, and random bytes). The MPI calls block in C: they run on a
-// thread of their own, and the wait for them ends at timeout or at SIGINT/SIGTERM, whichever comes first.
-func mpiMeet(getenv func(string) string, l Launch, timeout time.Duration) (string, net.Listener, string, error) {
+// thread of their own, and the wait for them ends at timeout or once stop is closed, whichever comes first.
+func mpiMeet(getenv func(string) string, l Launch, timeout time.Duration, stop <-chan struct{}) (string, net.Listener, string, error) {
 	lib, err := loadMPI(l.Launcher)
 	if err != nil {
 		return "", nil, "", fmt.Errorf("bootstrap: rank %d: %v", l.Rank, err)
@@ -143,7 +152,7 @@ func mpiMeet(getenv func(string) string, l Launch, timeout time.Duration) (strin
 			msg.Addrs = msg.Addrs[:len(msg.Addrs)-1]
 		}
 	}
-	if err := lib.exchange(l.Rank, buf, timeout); err != nil {
+	if err := lib.exchange(l.Rank, buf, timeout, stop); err != nil {
 		if ln != nil {
 			ln.Close()
 		}
@@ -164,8 +173,8 @@ func mpiMeet(getenv func(string) string, l Launch, timeout time.Duration) (strin
 }
 
 // exchange runs MPI_Init, MPI_Bcast of buf from rank 0 and MPI_Finalize on a locked thread, and waits for them
-// at most timeout, or until SIGINT or SIGTERM.
-func (lib *mpiLib) exchange(rank int, buf []byte, timeout time.Duration) error {
+// at most timeout, or until stop is closed.
+func (lib *mpiLib) exchange(rank int, buf []byte, timeout time.Duration, stop <-chan struct{}) error {
 	var step atomic.Pointer[string]
 	first := "MPI_Init"
 	step.Store(&first)
@@ -198,9 +207,6 @@ func (lib *mpiLib) exchange(rank int, buf []byte, timeout time.Duration) error {
 			done <- nil
 		}
 	}()
-	sig := make(chan os.Signal, 1)
-	signal.Notify(sig, syscall.SIGINT, syscall.SIGTERM)
-	defer signal.Stop(sig)
 	timer := time.NewTimer(timeout)
 	defer timer.Stop()
 	select {
@@ -209,17 +215,10 @@ func (lib *mpiLib) exchange(rank int, buf []byte, timeout time.Duration) error {
 	case <-timer.C:
 		return fmt.Errorf("bootstrap: rank %d: %s's %s did not return within %v: a process of the run did not start, "+
 			"or stopped", rank, lib.flavor.name, *step.Load(), timeout)
-	case s := <-sig:
-		return mpiInterrupted(fmt.Sprintf("bootstrap: rank %d: interrupted (%v) in %s's %s", rank, s, lib.flavor.name,
-			*step.Load()))
+	case <-stop:
+		return interruptedError{rank: rank, in: lib.flavor.name + "'s " + *step.Load()}
 	}
 }
-
-// mpiInterrupted is a signal during the MPI meeting: the run exits as interrupted (130, 143), not as failed.
-type mpiInterrupted string
-
-func (e mpiInterrupted) Error() string        { return string(e) }
-func (e mpiInterrupted) Is(target error) bool { return target == ErrInterrupted }
 
 // ifaceAddr is an address of one of this host's interfaces that are up.
 type ifaceAddr struct {

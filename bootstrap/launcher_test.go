@@ -151,7 +151,7 @@ func TestDerivedPortRange(t *testing.T) {
 // TestMPIInterruptIsAnInterrupt: a signal during the MPI meeting ends the run as interrupted (exit 130, 143), as a
 // signal during the TCP rendezvous does, not as a failed run (exit 2).
 func TestMPIInterruptIsAnInterrupt(t *testing.T) {
-	err := error(mpiInterrupted("bootstrap: rank 0: interrupted (terminated) in MPICH's MPI_Init"))
+	err := error(interruptedError{rank: 0, in: "MPICH's MPI_Init"})
 	if !errors.Is(fmt.Errorf("joining: %w", err), ErrInterrupted) {
 		t.Errorf("%v is not ErrInterrupted", err)
 	}

@@ -50,6 +50,8 @@ type World struct {
 
 	strays    int    // rank 0: connections turned away as not of this run (under pmu)
 	lastStray string // the last of them: where from, and why
+
+	stop <-chan struct{} // StopOn's channel: also ends the MPI meeting, which runs before there are peers to tell
 }
 
 // Option is a choice of FromEnv's.
@@ -59,6 +61,7 @@ type Option func(*World)
 // included: the wait fails with an error that is ErrInterrupted, and the other processes are told.
 func StopOn(stop <-chan struct{}) Option {
 	return func(w *World) {
+		w.stop = stop
 		if stop != nil {
 			go func() {
 				select {
@@ -74,9 +77,15 @@ func StopOn(stop <-chan struct{}) Option {
 // ErrInterrupted is the error of a wait ended by StopOn.
 var ErrInterrupted = errors.New("interrupted while waiting for the other processes")
 
-type interruptedError struct{ rank int }
+type interruptedError struct {
+	rank int
+	in   string // the call it waited in, where not the rendezvous itself (the MPI meeting)
+}
 
 func (e interruptedError) Error() string {
+	if e.in != "" {
+		return fmt.Sprintf("bootstrap: rank %d was interrupted while it waited for the other processes in %s", e.rank, e.in)
+	}
 	return fmt.Sprintf("bootstrap: rank %d was interrupted while it waited for the other processes", e.rank)
 }
 
@@ -85,7 +94,7 @@ func (e interruptedError) Is(target error) bool { return target == ErrInterrupte
 // interrupt ends the run for this process and tells the others, as Abort does; a read of the rendezvous in
 // progress returns at once.
 func (w *World) interrupt() {
-	w.Abort(interruptedError{w.Rank()})
+	w.Abort(interruptedError{rank: w.Rank()})
 	w.pmu.Lock()
 	defer w.pmu.Unlock()
 	if w.Rank() != 0 && len(w.peers) > 0 && w.peers[0].in == nil { // dial still reads the ack
@@ -131,7 +140,7 @@ func FromEnv(timeout time.Duration, opts ...Option) (*World, error) {
 		connectTimeout = ConnectTimeout
 	}
 	if w.addr == "" { // the MPI library carries rank 0's address (launch_mpi.go)
-		if w.addr, w.ln, w.launch.RunID, err = mpiMeet(os.Getenv, l, connectTimeout); err != nil {
+		if w.addr, w.ln, w.launch.RunID, err = mpiMeet(os.Getenv, l, connectTimeout, w.stop); err != nil {
 			return nil, err
 		}
 	}
