@@ -59,19 +59,19 @@ func (g *group) Mark() (collectives.Event, error) {
 	return m, nil
 }
 
-// Elapsed is the longest time between the two marks over the local ranks.
-func (g *group) Elapsed(from, to collectives.Event) (time.Duration, error) {
+// Elapsed is each local rank's time between the two marks.
+func (g *group) Elapsed(from, to collectives.Event) ([]time.Duration, error) {
 	a, b := from.(mark), to.(mark)
-	var longest time.Duration
+	out := make([]time.Duration, len(g.ranks))
 	for i, r := range g.ranks {
 		if err := r.ctx.SetCurrent(); err != nil {
-			return 0, runtimeError(r, err)
+			return nil, runtimeError(r, err)
 		}
 		d, err := gpurt.EventElapsed(a[i], b[i])
 		if err != nil {
-			return 0, runtimeError(r, err)
+			return nil, runtimeError(r, err)
 		}
-		longest = max(longest, d)
+		out[i] = d
 	}
-	return longest, nil
+	return out, nil
 }

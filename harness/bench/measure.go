@@ -1,6 +1,7 @@
 package bench
 
 import (
+	"slices"
 	"sync"
 	"time"
 
@@ -28,10 +29,26 @@ func (t *thread) measure(p plan.Point, inPlace bool, bar *barrier, gate *iterGat
 	o := t.opts
 	ops := o.Iters * o.AggIters
 	calls := t.timedCalls(p, inPlace, max(ops, o.Warmup))
-	if err := t.launchIters(calls, 0, o.Warmup, 1); err != nil { // the timed loop's path, not aggregated
+	var tag string // kernel timing's, for the records of this half
+	if t.kt != nil {
+		tag = t.kt.tag(t, p, inPlace)
+		if err := t.group.Wait(); err != nil { // the window's anchor is recorded on idle streams
+			return timing{}, err
+		}
+		if err := t.kt.open(); err != nil {
+			return timing{}, err
+		}
+	}
+	if err := t.launchTimed(calls, 0, o.Warmup, 1); err != nil { // the timed loop's path, not aggregated
 		return timing{}, err
 	}
 	if err := t.group.Wait(); err != nil {
+		return timing{}, err
+	}
+	if err := t.kt.close(tag + " phase=setup"); err != nil {
+		return timing{}, err
+	}
+	if err := t.kt.open(); err != nil {
 		return timing{}, err
 	}
 	graph, graphs := t.group.(collectives.Grapher)
@@ -39,7 +56,7 @@ func (t *thread) measure(p plan.Point, inPlace bool, bar *barrier, gate *iterGat
 	_, pacedGroup := t.group.(collectives.Paced)
 	paced := gate != nil && pacedGroup && p.Size >= pacedBytes
 	var loop func() error // the whole timed loop, readied before the barrier so that clocks start together
-	if !graphs && o.Blocking == 0 && o.PerIter != 1 && !paced {
+	if !graphs && o.Blocking == 0 && o.PerIter != 1 && !paced && !t.kt.timesEvents() {
 		var err error
 		if loop, err = t.prepareIters(calls, 0, o.Iters, o.AggIters); err != nil {
 			return timing{}, err
@@ -49,7 +66,11 @@ func (t *thread) measure(p plan.Point, inPlace bool, bar *barrier, gate *iterGat
 		return timing{}, err
 	}
 	if graphs {
-		return t.measureGraph(graph, calls, bar)
+		tm, err := t.measureGraph(graph, calls, bar)
+		if err == nil {
+			err = t.kt.close(tag)
+		}
+		return tm, err
 	}
 	if w, ok := t.group.(collectives.Waker); ok {
 		w.Wake()
@@ -77,7 +98,24 @@ func (t *thread) measure(p plan.Point, inPlace bool, bar *barrier, gate *iterGat
 	if err != nil {
 		return timing{}, err
 	}
+	if err := t.kt.close(tag); err != nil {
+		return timing{}, err
+	}
 	return timing{sec: total.Seconds() / float64(ops), cpuSec: cpu.Seconds() / float64(ops), iters: times}, nil
+}
+
+// launchTimed is launchIters where kernel timing records events around each iteration's dispatch.
+func (t *thread) launchTimed(calls []*collectives.Call, first, iters, agg int) error {
+	if !t.kt.timesEvents() {
+		return t.launchIters(calls, first, iters, agg)
+	}
+	for it := first; it < first+iters; it++ {
+		err := t.kt.around(calls[(it*agg)%len(calls)], agg, func() error { return t.launchIters(calls, it, 1, agg) })
+		if err != nil {
+			return err
+		}
+	}
+	return nil
 }
 
 // launchIters launches iters iterations of agg operations from the first-th iteration on.
@@ -114,14 +152,15 @@ func (t *thread) eachIteration(calls []*collectives.Call, bar *barrier, clock *s
 		}
 		if o.Blocking == 1 || o.Blocking == 2 {
 			for a := range o.AggIters {
-				if err := t.group.Launch(calls[(it*o.AggIters+a)%len(calls)]); err != nil {
+				c := calls[(it*o.AggIters+a)%len(calls)]
+				if err := t.kt.around(c, 1, func() error { return t.group.Launch(c) }); err != nil {
 					return err
 				}
 				if err := t.block(o.Blocking, bar); err != nil {
 					return err
 				}
 			}
-		} else if err := t.launchIters(calls, it, 1, o.AggIters); err != nil {
+		} else if err := t.launchTimed(calls, it, 1, o.AggIters); err != nil {
 			return err
 		}
 		if paced && o.Blocking == 0 {
@@ -202,7 +241,7 @@ func (t *thread) measureGraph(g collectives.Grapher, calls []*collectives.Call, 
 	}
 	clock := stopwatch{start: time.Now()}
 	for range t.opts.Graph {
-		if err := graph.Launch(); err != nil {
+		if err := t.kt.around(calls[0], t.opts.Iters*t.opts.AggIters, graph.Launch); err != nil {
 			return timing{}, err
 		}
 	}
@@ -278,7 +317,7 @@ func (c *iterClock) times() ([]float64, error) {
 		if err != nil {
 			return nil, err
 		}
-		out = append(out, d.Seconds()/float64(c.perOp))
+		out = append(out, slices.Max(d).Seconds()/float64(c.perOp)) // the slowest local rank
 	}
 	return out, nil
 }

@@ -20,7 +20,9 @@ type thread struct {
 	recv   []collectives.Buffer
 	// bufBytes is the usable length of every buffer: the largest view at -e plus the -u shift.
 	bufBytes int64
-	scratch  [][]byte // host copies of received data for validation
+	scratch  [][]byte  // host copies of received data for validation
+	index    int       // the thread's number (-t)
+	kt       *ktThread // RCCL_TESTS_KERNEL_TIMING; nil when off
 }
 
 // alloc allocates each rank's send and receive buffer of bufBytes; on failure, what it got stays in t.send and

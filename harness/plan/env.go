@@ -27,8 +27,8 @@ const (
 var NetCounterVars = []string{"RCCL_TESTS_NET_COUNTER_ENABLE", "RCCL_TESTS_NET_COUNTER_NIC_PREFIX",
 	"RCCL_TESTS_NIC_COUNTER_LIST"}
 
-// EnvKernelTiming is rccl-tests' kernel-timing mode: it writes the dispatch records RCCL itself keeps
-// (RCCL_KERNEL_TIMING=1) to PREFIX_pidPID.csv. No engine here keeps them: a "#" line says so.
+// EnvKernelTiming is rccl-tests' kernel-timing mode: every kernel dispatch's device start and end, written to
+// PREFIX_pidPID.csv when the run ends (harness/bench/kerneltiming.go).
 const EnvKernelTiming = "RCCL_TESTS_KERNEL_TIMING"
 
 // UnsupportedVars are all of the above: an --ab arm cannot vary them (the run would be the same, refused, or on
