@@ -122,7 +122,6 @@ func buildVariables() []Variable {
 		Variable{Name: "RCCLX_TESTS_GPU_RUNTIME", Engines: []string{EngineGPU, EngineVendor}, Check: oneOf("cuda", "hip")},
 		Variable{Name: "RCCLX_TESTS_LIBAMDHIP64", Engines: []string{EngineGPU, EngineVendor}},
 		Variable{Name: "RCCLX_TESTS_LIBHIPRTC", Engines: gpuOnly},
-		Variable{Name: "RCCLX_TESTS_GPU_LL128", Engines: []string{EngineGPU}, Check: oneOf("0", "1")},
 		Variable{Name: "RCCLX_TESTS_KERNEL_CACHE", Engines: gpuOnly},
 	)
 	// nccl-tests' and rccl-tests' variables the harness reads itself (harness/plan/env.go, harness/report/netcounter.go,

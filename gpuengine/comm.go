@@ -25,7 +25,6 @@ type comm struct {
 	earlyCap int   // most blocks per kernel launched early (setCaps); 0: none is
 	ownGPUs  bool  // every rank has a GPU to itself (setCaps)
 	gatedOff gates // features some rank's GPU lacks (or that are off by default there), the same on every rank
-	ll128    *bool // RCCLX_TESTS_GPU_LL128, nil where unset
 	ranks    []*rank
 	groups   []*group
 	devices  []collectives.Device

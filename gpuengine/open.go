@@ -45,9 +45,6 @@ func (engine) Open(cfg collectives.Config) (collectives.Comm, error) {
 	if c.hooks, err = collectives.HooksFromEnv(getenv, c.nranks); err != nil {
 		return nil, fmt.Errorf("gpu: %w", err)
 	}
-	if c.ll128, err = onOff(getenv, LL128Variable); err != nil {
-		return nil, fmt.Errorf("gpu: %w", err)
-	}
 	runtime.LockOSThread()
 	defer runtime.UnlockOSThread()
 	if err := c.open(cfg, world, nlocal); err != nil {
