@@ -28,20 +28,21 @@ func TestRCCLBuildLinksLibrccl(t *testing.T) {
 	if testing.Short() {
 		t.Skip("builds rcclx-doctor with the rccl tag")
 	}
+	for _, tool := range []string{"make", "ldd"} {
+		if _, err := exec.LookPath(tool); err != nil {
+			t.Skipf("no %s: the test runs it (make for the Makefile's build command, ldd as rccl-tests' runner does)", tool)
+		}
+	}
 	dir := t.TempDir()
 	lib := gccLib(t, dir, "librccl.so.1", standInNCCL)
 	// An NCCL beside it, which the dynamic loader finds through the same run path: the linked RCCL comes first.
 	gccLib(t, dir, "libnccl.so.2", standInNCCL)
-	for _, tool := range []string{"make", "ldd"} {
-		if _, err := exec.LookPath(tool); err != nil {
-			t.Skipf("no %s: the test reads the Makefile's build command with it", tool)
-		}
-	}
 	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
 	defer cancel()
 	// Built as make builds (CGO_ENABLED=0: with cgo, the external linker would drop the unreferenced librccl).
 	env := append(slices.DeleteFunc(os.Environ(), func(kv string) bool {
-		return strings.HasPrefix(kv, "LD_LIBRARY_PATH=") || strings.HasPrefix(kv, "NCCL_HOME=")
+		name, _, _ := strings.Cut(kv, "=")
+		return slices.Contains([]string{"LD_LIBRARY_PATH", "NCCL_HOME", "RCCL", "LINKFLAGS"}, name)
 	}), "CGO_ENABLED=0")
 	run := func(wd, name string, args ...string) (string, error) {
 		t.Helper()
