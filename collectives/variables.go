@@ -128,7 +128,7 @@ func buildVariables() []Variable {
 	// harness/bench/kerneltiming.go).
 	for _, name := range []string{"NCCL_TESTS_SPLIT", "NCCL_TESTS_SPLIT_MASK", "NCCL_TESTS_DEVICE",
 		"RCCL_TESTS_NET_COUNTER_ENABLE", "RCCL_TESTS_NET_COUNTER_NIC_PREFIX", "RCCL_TESTS_NIC_COUNTER_LIST",
-		"RCCL_TESTS_KERNEL_TIMING"} {
+		"RCCL_TESTS_KERNEL_TIMING", "RCCL_TESTS_ROCTX"} {
 		vs = append(vs, Variable{Name: name})
 	}
 	return append(vs, gpuTuningVariables()...)

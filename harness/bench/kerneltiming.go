@@ -10,6 +10,7 @@ import (
 
 	"github.com/rcclx-tests/rcclx-tests/collectives"
 	"github.com/rcclx-tests/rcclx-tests/harness/plan"
+	"github.com/rcclx-tests/rcclx-tests/internal/roctx"
 	"github.com/rcclx-tests/rcclx-tests/results"
 )
 
@@ -56,8 +57,6 @@ type ktThread struct {
 	drainer  collectives.DispatchDrainer // the library's records; else
 	timer    collectives.EventTimer      // events around each dispatch
 	ranks    []int
-	proc     int      // the process's rank in its communicator's processes (the tag's proc)
-	graph    int      // -G as it applies (the tag's graph)
 	hash     uint64   // the communicator's, the same in every process
 	seq      []uint64 // per local rank: dispatches so far, timed or not
 	anchorNs uint64
@@ -72,6 +71,23 @@ type ktUnit struct {
 	seq       []uint64
 }
 
+// startTracing readies rccl-tests' two ways of tracing on every thread: rocTX ranges around each timed loop
+// where RCCL_TESTS_ROCTX is set and not 0 (and the rocTX library is found), and kernel timing.
+func (s *Session) startTracing() {
+	commWorld := s.commWorld
+	if commWorld == nil {
+		commWorld = s.world
+	}
+	var ranges *roctx.Ranges
+	if v := s.Getenv(plan.EnvROCTX); v != "" && v != "0" {
+		ranges = roctx.Load()
+	}
+	for _, t := range s.threads {
+		t.proc, t.graph, t.ranges = commWorld.Rank(), s.graph, ranges
+	}
+	s.startKernelTiming()
+}
+
 // startKernelTiming readies kernel timing on every thread when RCCL_TESTS_KERNEL_TIMING names a prefix. An
 // engine that can time no dispatch (the host engine) gets one line on stderr, and the run goes on.
 func (s *Session) startKernelTiming() {
@@ -81,15 +97,10 @@ func (s *Session) startKernelTiming() {
 	}
 	path := fmt.Sprintf("%s_pid%d.csv", prefix, os.Getpid())
 	f, _ := ktFiles.LoadOrStore(path, &ktFile{path: path})
-	commWorld := s.commWorld
-	if commWorld == nil {
-		commWorld = s.world
-	}
 	h := fnv.New64a()
 	fmt.Fprintf(h, "%d %s %d", s.nranks, s.devices[0].Hostname, s.devices[0].Pid)
 	for _, t := range s.threads {
-		k := &ktThread{file: f.(*ktFile), ranks: t.ranks, proc: commWorld.Rank(), graph: s.graph, hash: h.Sum64(),
-			seq: make([]uint64, len(t.ranks))}
+		k := &ktThread{file: f.(*ktFile), ranks: t.ranks, hash: h.Sum64(), seq: make([]uint64, len(t.ranks))}
 		if d, ok := t.group.(collectives.DispatchDrainer); ok && d.KernelTiming() {
 			k.drainer = d
 			k.file.library = true
@@ -193,15 +204,16 @@ func (k *ktThread) close(tag string) error {
 	return nil
 }
 
-// tag is rccl-tests' Config of a half (its rocTX marker text): size is the count argument's bytes.
-func (k *ktThread) tag(t *thread, p plan.Point, inPlace bool) string {
+// tag is rccl-tests' name of a half: kernel timing's Config and the rocTX range's message. size is the count
+// argument's bytes, proc the process's rank among its communicator's processes.
+func (t *thread) tag(p plan.Point, inPlace bool) string {
 	count := t.counts(p, 0).Param
 	op := p.Op
 	if !t.coll.SweepsOps() {
 		op = collectives.Sum
 	}
 	return fmt.Sprintf("rccl-tests timed_loop size=%d count=%d type=%d op=%d in_place=%d proc=%d thread=%d ngpus=%d graph=%d",
-		count*int64(p.DType.Size()), count, int(p.DType), int(op), b2i(inPlace), k.proc, t.index, len(t.ranks), b2i(k.graph > 0))
+		count*int64(p.DType.Size()), count, int(p.DType), int(op), b2i(inPlace), t.proc, t.index, len(t.ranks), b2i(t.graph > 0))
 }
 
 func b2i(b bool) int {
@@ -252,5 +264,19 @@ func writeKTRows(w io.Writer, rows []ktRow) {
 	for _, r := range rows {
 		fmt.Fprintf(w, "%d,%d,\"%x\",%d,%d,%d,%d,%d,%d,%d,%d,%d,\"%s\"\n", r.Rank, r.Seq, r.CommHash, r.Func, r.Datatype,
 			r.Count, r.NChannels, r.NThreads, r.NColls, r.Start, r.End, r.End-r.Start, r.tag)
+	}
+}
+
+// rangePush opens rccl-tests' rocTX range of a timed loop (RCCL_TESTS_ROCTX), rangePop closes it after the
+// loop's completion, before the clock is read, as rccl-tests places them.
+func (t *thread) rangePush(tag string) {
+	if t.ranges != nil {
+		t.ranges.Push(tag)
+	}
+}
+
+func (t *thread) rangePop() {
+	if t.ranges != nil {
+		t.ranges.Pop()
 	}
 }

@@ -29,9 +29,11 @@ func (t *thread) measure(p plan.Point, inPlace bool, bar *barrier, gate *iterGat
 	o := t.opts
 	ops := o.Iters * o.AggIters
 	calls := t.timedCalls(p, inPlace, max(ops, o.Warmup))
-	var tag string // kernel timing's, for the records of this half
+	var tag string // kernel timing's and rocTX's name of this half
+	if t.kt != nil || t.ranges != nil {
+		tag = t.tag(p, inPlace)
+	}
 	if t.kt != nil {
-		tag = t.kt.tag(t, p, inPlace)
 		if err := t.group.Wait(); err != nil { // the window's anchor is recorded on idle streams
 			return timing{}, err
 		}
@@ -66,7 +68,7 @@ func (t *thread) measure(p plan.Point, inPlace bool, bar *barrier, gate *iterGat
 		return timing{}, err
 	}
 	if graphs {
-		tm, err := t.measureGraph(graph, calls, bar)
+		tm, err := t.measureGraph(graph, calls, bar, tag)
 		if err == nil {
 			err = t.kt.close(tag)
 		}
@@ -75,6 +77,7 @@ func (t *thread) measure(p plan.Point, inPlace bool, bar *barrier, gate *iterGat
 	if w, ok := t.group.(collectives.Waker); ok {
 		w.Wake()
 	}
+	t.rangePush(tag)
 	clock := stopwatch{start: time.Now()}
 	iters := iterClock{t: t, perOp: o.AggIters}
 	if err := iters.start(o.PerIter == 1); err != nil {
@@ -93,6 +96,7 @@ func (t *thread) measure(p plan.Point, inPlace bool, bar *barrier, gate *iterGat
 	if err := t.group.Wait(); err != nil {
 		return timing{}, err
 	}
+	t.rangePop()
 	total := clock.elapsed()
 	times, err := iters.times()
 	if err != nil {
@@ -229,8 +233,9 @@ func (t *thread) block(mode int, bar *barrier) error {
 	return nil
 }
 
-// measureGraph captures the timed iterations' launches once, then times -G replays of the graph.
-func (t *thread) measureGraph(g collectives.Grapher, calls []*collectives.Call, bar *barrier) (timing, error) {
+// measureGraph captures the timed iterations' launches once, then times -G replays of the graph (in a rocTX
+// range named tag where they are on).
+func (t *thread) measureGraph(g collectives.Grapher, calls []*collectives.Call, bar *barrier, tag string) (timing, error) {
 	graph, err := g.Capture(func() error { return t.launchIters(calls, 0, t.opts.Iters, t.opts.AggIters) })
 	if err != nil {
 		return timing{}, err
@@ -239,6 +244,7 @@ func (t *thread) measureGraph(g collectives.Grapher, calls []*collectives.Call, 
 	if err := bar.wait(); err != nil {
 		return timing{}, err
 	}
+	t.rangePush(tag)
 	clock := stopwatch{start: time.Now()}
 	for range t.opts.Graph {
 		if err := t.kt.around(calls[0], t.opts.Iters*t.opts.AggIters, graph.Launch); err != nil {
@@ -249,6 +255,7 @@ func (t *thread) measureGraph(g collectives.Grapher, calls []*collectives.Call, 
 	if err := t.group.Wait(); err != nil {
 		return timing{}, err
 	}
+	t.rangePop()
 	n := float64(t.opts.Iters * t.opts.AggIters * t.opts.Graph)
 	return timing{sec: clock.elapsed().Seconds() / n, cpuSec: cpu.Seconds() / n}, nil
 }

@@ -121,7 +121,7 @@ func (s *Session) Run() int {
 		s.err = err
 		return s.Fail(err, -1)
 	}
-	s.startKernelTiming()
+	s.startTracing()
 	defer s.finishKernelTiming()
 	nc, ncOut := s.startNetCounters()
 	err := s.sweep()

@@ -31,6 +31,10 @@ var NetCounterVars = []string{"RCCL_TESTS_NET_COUNTER_ENABLE", "RCCL_TESTS_NET_C
 // PREFIX_pidPID.csv when the run ends (harness/bench/kerneltiming.go).
 const EnvKernelTiming = "RCCL_TESTS_KERNEL_TIMING"
 
+// EnvROCTX is rccl-tests' rocTX mode: a range named as kernel timing's Config around each timed loop, for a
+// profiler's marker trace. Any value but 0 turns it on.
+const EnvROCTX = "RCCL_TESTS_ROCTX"
+
 // UnsupportedVars are all of the above: an --ab arm cannot vary them (the run would be the same, refused, or on
 // other devices).
 var UnsupportedVars = append([]string{EnvSplitMask, EnvSplit, EnvDevice, EnvKernelTiming}, NetCounterVars...)
