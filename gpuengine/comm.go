@@ -19,6 +19,7 @@ type comm struct {
 	hooks    collectives.Hooks
 	arrivals *collectives.Arrivals // calls each local rank entered, for timeouts
 	tuning   collectives.GPUTuning
+	fp8      collectives.FP8Flavour // of every device (gpurt.CommonFP8)
 	timeout  time.Duration
 	half     int64 // bytes of one data half of every rank's buffer
 	blockCap int   // most blocks per kernel: kernels of ranks that share a GPU must all fit at once
