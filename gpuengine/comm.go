@@ -55,7 +55,7 @@ type rank struct {
 	mapped        []gpurt.DevicePtr // IPC mappings of other processes' buffers, closed with the comm
 	lastColl      string            // collective and algorithm of the last launch, for timeout messages
 	lastAlgo      string
-	events        eventRing
+	events        eventPool
 	ce            ceRank          // the copy-engine transport's events and scratch
 	args          *gpurt.ArgBlock // kernel parameters of this rank's launches (one launching thread at a time)
 	vtable        vTable          // alltoallv's counts and displacements
