@@ -171,10 +171,15 @@ func (a *app) programName() string {
 	return a.binary()
 }
 
-// main parses args and runs; bad input is one line on stderr and exit code 1, with nothing on stdout.
+// main parses args and runs; bad input is one line on stderr and exit code 1, with nothing on stdout (in
+// rccl-tests' dialect, rccl-tests' own line and exit status where rccl-tests refuses the input too).
 func (a *app) main(args []string) int {
 	o, run, err := a.parse(args)
 	if err != nil {
+		if line := cli.RCCLRefusal(err); line != "" && cli.EarlyDialect(args, a.getenv) == plan.DialectRCCL {
+			fmt.Fprintln(a.stderr, line)
+			return exit.RCCLRefused
+		}
 		fmt.Fprintf(a.stderr, "%s: %v\n", a.binary(), err)
 		return exit.Usage
 	}

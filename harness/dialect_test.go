@@ -10,6 +10,7 @@ import (
 
 	"github.com/rcclx-tests/rcclx-tests/collectives"
 	"github.com/rcclx-tests/rcclx-tests/harness/bench"
+	"github.com/rcclx-tests/rcclx-tests/harness/cli"
 	"github.com/rcclx-tests/rcclx-tests/harness/exit"
 	"github.com/rcclx-tests/rcclx-tests/harness/plan"
 	"github.com/rcclx-tests/rcclx-tests/harness/report"
@@ -299,6 +300,92 @@ func TestDialectLibraryRecord(t *testing.T) {
 		if has := strings.Contains(r.stdout, want); r.code != exit.OK || has != (d == plan.DialectRCCL) ||
 			d == plan.DialectNCCL && strings.Contains(r.stdout, "Librccl path") {
 			t.Errorf("%s: exit %d, banner %v\n%s", d, r.code, has, r.stdout)
+		}
+	}
+}
+
+// TestDialectRefusals: where rccl-tests' main refuses its command line with return -1, its dialect prints
+// rccl-tests' line alone on stderr and exits 255, before anything runs or is written (--dialect read even
+// after the bad flag); nccl-tests' dialect, and every other refusal in both, stay one line of ours, exit 1.
+func TestDialectRefusals(t *testing.T) {
+	for _, c := range []struct {
+		args []string
+		line string
+	}{
+		{[]string{"-b", "12Q"}, "invalid size specified for 'minbytes'"},
+		{[]string{"-e", "x"}, "invalid size specified for 'maxbytes'"},
+		{[]string{"-i", "-5"}, "invalid size specified for 'stepBytes'"},
+		{[]string{"-b", "2K", "-e", "1K"}, "invalid sizes for 'minbytes' and 'maxbytes': 2048 > 1024"},
+		{[]string{"-Z", "xml"}, "Invalid --rccl_output_format: xml"},
+		{[]string{"-D", "1", "-R", "1"}, "device implementation (-D > 0) requires enabling symmetric memory registration (-R 2)"},
+		{[]string{"-o", "div"}, ""}, {[]string{"-d", "float7"}, ""}, {[]string{"-Y", "shared"}, ""}, {[]string{"-n", "0"}, ""},
+	} {
+		for _, d := range []string{plan.DialectRCCL, plan.DialectNCCL} {
+			dir := t.TempDir()
+			args := append(append([]string{"-J", filepath.Join(dir, "r.json"), "-X", filepath.Join(dir, "r.csv")}, c.args...),
+				"--dialect", d)
+			r := testRun(t, collectives.AllReduce, args, newFake(1))
+			if d == plan.DialectNCCL || c.line == "" {
+				if r.code != exit.Usage || r.stdout != "" || strings.Count(r.stderr, "\n") != 1 ||
+					!strings.HasPrefix(r.stderr, "all_reduce_perf: invalid ") {
+					t.Errorf("%s %v: exit %d\n%s%s", d, c.args, r.code, r.stdout, r.stderr)
+				}
+			} else if r.code != exit.RCCLRefused || r.stdout != "" || r.stderr != c.line+"\n" {
+				t.Errorf("%s %v: exit %d, stdout %q, stderr %q", d, c.args, r.code, r.stdout, r.stderr)
+			}
+			if entries, _ := os.ReadDir(dir); len(entries) != 0 {
+				t.Errorf("%s %v wrote %v", d, c.args, entries)
+			}
+		}
+	}
+	r := runWith(t, collectives.AllReduce, []string{"-b", "x"}, fakeSource(newFake(1)),
+		func(a *app) {
+			a.getenv = func(k string) string { return map[string]string{plan.EnvDialect: plan.DialectRCCL}[k] }
+		})
+	if r.code != exit.RCCLRefused || r.stderr != "invalid size specified for 'minbytes'\n" {
+		t.Errorf("%s: exit %d, stderr %q", plan.EnvDialect, r.code, r.stderr)
+	}
+}
+
+// TestEarlyDialect: the dialect of a refusal made before any engine opens: --dialect (found after a bad flag
+// too), else RCCLX_TESTS_DIALECT, else rccl-tests' on a machine with AMD's GPU driver and not NVIDIA's, or where
+// --lib names an RCCL library or RCCLX_TESTS_GPU_RUNTIME is hip; else nccl-tests'.
+func TestEarlyDialect(t *testing.T) {
+	old := cli.DriverFiles
+	defer func() { cli.DriverFiles = old }()
+	dir := t.TempDir()
+	kfd, nv := filepath.Join(dir, "kfd"), filepath.Join(dir, "nvidiactl")
+	for _, c := range []struct {
+		files []string
+		args  []string
+		env   map[string]string
+		want  string
+	}{
+		{nil, nil, nil, plan.DialectNCCL},
+		{[]string{kfd}, nil, nil, plan.DialectRCCL},
+		{[]string{kfd, nv}, nil, nil, plan.DialectNCCL},
+		{[]string{nv}, nil, nil, plan.DialectNCCL},
+		{[]string{kfd}, []string{"-b", "x", "--dialect", "nccl-tests"}, nil, plan.DialectNCCL},
+		{[]string{kfd}, []string{"--dialect=nccl-tests"}, nil, plan.DialectNCCL},
+		{[]string{kfd}, nil, map[string]string{plan.EnvDialect: plan.DialectNCCL}, plan.DialectNCCL},
+		{nil, []string{"--dialect", "rccl-tests"}, map[string]string{plan.EnvDialect: plan.DialectNCCL}, plan.DialectRCCL},
+		{nil, []string{"--lib", "/opt/rocm/lib/librccl.so.1"}, nil, plan.DialectRCCL},
+		{nil, []string{"--lib=libnccl.so.2"}, nil, plan.DialectNCCL},
+		{nil, []string{"--", "--lib", "librccl.so"}, nil, plan.DialectNCCL},
+		{[]string{nv}, nil, map[string]string{"RCCLX_TESTS_GPU_RUNTIME": "hip"}, plan.DialectRCCL},
+		{nil, nil, map[string]string{"RCCLX_TESTS_GPU_RUNTIME": "cuda"}, plan.DialectNCCL},
+	} {
+		for _, f := range []string{kfd, nv} {
+			_ = os.Remove(f)
+		}
+		for _, f := range c.files {
+			if err := os.WriteFile(f, nil, 0o644); err != nil {
+				t.Fatal(err)
+			}
+		}
+		cli.DriverFiles.AMD, cli.DriverFiles.NVIDIA = kfd, nv
+		if got := cli.EarlyDialect(c.args, func(k string) string { return c.env[k] }); got != c.want {
+			t.Errorf("files %v, args %v, env %v: %s, want %s", c.files, c.args, c.env, got, c.want)
 		}
 	}
 }

@@ -54,9 +54,6 @@ func validateRCCL(o *plan.Options, fs *pflag.FlagSet) error {
 			return BadValue(fs, c.name, fmt.Sprintf("must be between %d and %d", c.min, c.max))
 		}
 	}
-	if r.DeviceImpl > 0 && o.Register != 2 {
-		return BadValue(fs, "device_implementation", "needs symmetric registration (-R 2)")
-	}
 	if r.CSVAlias && (fs.Changed("rccl_output_file") || fs.Changed("rccl_output_format")) {
 		return BadValue(fs, "csv", "is -Z csv -X FILE: cannot be combined with -X or -Z json")
 	}
