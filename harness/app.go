@@ -206,8 +206,9 @@ func (a *app) parse(args []string) (o *plan.Options, run bool, err error) {
 		Use:   a.binary() + " [flags]",
 		Short: "Measure and validate " + a.coll.Name + " like nccl-tests' " + a.binary(),
 		Long: "Measure and validate " + a.coll.Name + " like nccl-tests' " + a.binary() + ".\n\n" +
-			"Exit codes: 0 ok, 1 bad arguments, 2 runtime error (device, memory, a lost process), 3 collective\n" +
-			"library error, 4 timeout (-T), 7 wrong results or average bus bandwidth under NCCL_TESTS_MIN_BW x 0.9,\n" +
+			"Exit codes: 0 ok, 1 bad arguments (255 in rccl-tests' dialect where rccl-tests refuses them too, docs/DIALECTS.md),\n" +
+			"2 runtime error (device, memory, a lost process), 3 collective library error, 4 timeout (-T),\n" +
+			"7 wrong results or average bus bandwidth under NCCL_TESTS_MIN_BW x 0.9,\n" +
 			"130 interrupted (SIGINT), 143 terminated (SIGTERM), 129 hung up (SIGHUP), 141 standard output closed.",
 		Args:          cobra.NoArgs,
 		SilenceErrors: true,
