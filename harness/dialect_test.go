@@ -321,6 +321,10 @@ func TestDialectRefusals(t *testing.T) {
 		{[]string{"-b", "2K", "-e", "1K"}, "invalid sizes for 'minbytes' and 'maxbytes': 2048 > 1024"},
 		{[]string{"-Z", "xml"}, "Invalid --rccl_output_format: xml"},
 		{[]string{"-D", "1", "-R", "1"}, "device implementation (-D > 0) requires enabling symmetric memory registration (-R 2)"},
+		// rccl-tests reads every flag (stopping at a bad size), then checks -b against -e, -Z, -D in this order.
+		{[]string{"-Z", "xml", "-b", "1x"}, "invalid size specified for 'minbytes'"},
+		{[]string{"-D", "1", "-Z", "xml", "-b", "2K", "-e", "1K"}, "invalid sizes for 'minbytes' and 'maxbytes': 2048 > 1024"},
+		{[]string{"-D", "1", "-Z", "xml"}, "Invalid --rccl_output_format: xml"},
 		{[]string{"-o", "div"}, ""}, {[]string{"-d", "float7"}, ""}, {[]string{"-Y", "shared"}, ""}, {[]string{"-n", "0"}, ""},
 	} {
 		for _, d := range []string{plan.DialectRCCL, plan.DialectNCCL} {

@@ -66,8 +66,6 @@ func RCCLRefusal(err error) string {
 		return "invalid size specified for '" + name + "'"
 	case "stepbytes":
 		return "invalid size specified for 'stepBytes'"
-	case "rccl_output_format":
-		return "Invalid --rccl_output_format: " + ive.GetValue()
 	}
 	return ""
 }

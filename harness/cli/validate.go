@@ -10,6 +10,7 @@ import (
 	"github.com/rcclx-tests/rcclx-tests/collectives"
 	"github.com/rcclx-tests/rcclx-tests/harness/exit"
 	"github.com/rcclx-tests/rcclx-tests/harness/plan"
+	"github.com/rcclx-tests/rcclx-tests/results"
 )
 
 // BadValue is the usage error for flag name's value: it names the flag as the user can give it and says why.
@@ -97,6 +98,8 @@ func rcclChecks(o *plan.Options, fs *pflag.FlagSet) error {
 	case o.MinBytes > o.MaxBytes:
 		return rcclRefused(BadValue(fs, "minbytes", fmt.Sprintf("larger than -e %s (%d B)", fs.Lookup("maxbytes").Value, o.MaxBytes)),
 			fmt.Sprintf("invalid sizes for 'minbytes' and 'maxbytes': %d > %d", o.MinBytes, o.MaxBytes))
+	case o.RCCL.Format != "" && o.RCCL.Format != results.RCCLCSV && o.RCCL.Format != results.RCCLJSON:
+		return rcclRefused(BadValue(fs, "rccl_output_format", "want csv or json"), "Invalid --rccl_output_format: "+o.RCCL.Format)
 	case o.RCCL.DeviceImpl > 0 && o.Register != 2:
 		return rcclRefused(BadValue(fs, "device_implementation", "needs symmetric registration (-R 2)"),
 			"device implementation (-D > 0) requires enabling symmetric memory registration (-R 2)")
