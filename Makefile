@@ -11,8 +11,17 @@ all: build
 
 build: $(addprefix build/,$(BINS))
 
+# make RCCL=1 links RCCL as rccl-tests' binaries do (docs/REFERENCE.md, "Linked against RCCL"): every binary but
+# rcclx-results lists librccl.so.1 as needed, found through the run path $(NCCL_HOME):$(NCCL_HOME)/lib where
+# NCCL_HOME is set (RCCL's or RCCLX's own build), else $(ROCM_PATH)/lib.
+ROCM_PATH ?= /opt/rocm
+ifeq ($(RCCL),1)
+$(addprefix build/,$(filter-out rcclx-results,$(BINS))): LINKFLAGS = -tags rccl \
+	-ldflags=-r=$(if $(NCCL_HOME),$(NCCL_HOME):$(NCCL_HOME)/lib,$(ROCM_PATH)/lib)
+endif
+
 build/%: FORCE
-	$(GO) build -o $@ ./cmd/$*
+	$(GO) build $(LINKFLAGS) -o $@ ./cmd/$*
 
 # go test's lines as plain `go test` prints them, then one line naming the tests skipped for want of a GPU and
 # why (internal/testsum reads go test -json); the exit status is go test's.

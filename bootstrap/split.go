@@ -1,8 +1,8 @@
 package bootstrap
 
 import (
-	"encoding/json"
 	"fmt"
+	"github.com/rcclx-tests/rcclx-tests/collectives"
 	"net"
 	"os"
 	"strconv"
@@ -22,7 +22,7 @@ type splitMember struct {
 // of the colour meet it there, as at the run's rendezvous; the new World fails once this one is lost.
 func (w *World) Split(color int64) (*World, error) {
 	host, _ := os.Hostname()
-	all, err := gatherAll(w, splitMember{Color: color, Host: host})
+	all, err := collectives.Exchange[splitMember](w, "the colours", splitMember{Color: color, Host: host})
 	if err != nil {
 		return nil, err
 	}
@@ -68,7 +68,7 @@ func (w *World) Split(color int64) (*World, error) {
 		}
 		me.Port = sub.ln.Addr().(*net.TCPAddr).Port
 	}
-	if all, err = gatherAll(w, me); err != nil {
+	if all, err = collectives.Exchange(w, "the sub-worlds' addresses", me); err != nil {
 		sub.Close()
 		return nil, err
 	}
@@ -120,23 +120,4 @@ func (w *World) leaderAddrs(all []splitMember) map[int]string {
 		}
 	}
 	return out
-}
-
-// gatherAll is AllGather of a value of every process.
-func gatherAll[T any](w *World, v T) ([]T, error) {
-	data, err := json.Marshal(v)
-	if err != nil {
-		return nil, err
-	}
-	parts, err := w.AllGather(data)
-	if err != nil {
-		return nil, err
-	}
-	out := make([]T, len(parts))
-	for r, p := range parts {
-		if err := json.Unmarshal(p, &out[r]); err != nil {
-			return nil, fmt.Errorf("bootstrap: rank %d sent %q, want its colour", r, Printable(string(p)))
-		}
-	}
-	return out, nil
 }

@@ -74,8 +74,8 @@ func StopOn(stop <-chan struct{}) Option {
 	}
 }
 
-// ErrInterrupted is the error of a wait ended by StopOn.
-var ErrInterrupted = errors.New("interrupted while waiting for the other processes")
+// ErrInterrupted is the error of a wait ended by StopOn (and the harness's of a run stopped by a signal).
+var ErrInterrupted = errors.New("interrupted")
 
 type interruptedError struct {
 	rank int

@@ -199,16 +199,38 @@ type Graph interface {
 	Destroy() error
 }
 
-// EventTimer is a Group that can time work between device events without waiting (-I per-iteration timing).
+// EventTimer is a Group that can time work between device events without waiting (-I per-iteration timing,
+// kernel timing).
 type EventTimer interface {
-	// Mark records an event after the work launched so far; Elapsed is the time between two marks, valid
-	// after Wait.
+	// Mark records an event on every local rank after the work launched so far; Elapsed is each local rank's
+	// time between two marks, in local order, valid after Wait.
 	Mark() (Event, error)
-	Elapsed(from, to Event) (time.Duration, error)
+	Elapsed(from, to Event) ([]time.Duration, error)
 }
 
 // Event is an opaque mark of an EventTimer.
 type Event any
+
+// Dispatch is one kernel dispatch on one rank's device as rccl-tests' kernel timing records it: the device's
+// start and end in CLOCK_BOOTTIME nanoseconds, the communicator's dispatch sequence number, and what ran (Func
+// an RCCL ncclFunc_t, Datatype an ncclDataType_t, grid and block widths, collectives aggregated).
+type Dispatch struct {
+	Rank                                        int
+	Seq, CommHash, Count                        uint64
+	Func, Datatype, NChannels, NThreads, NColls uint32
+	Start, End                                  uint64
+}
+
+// DispatchDrainer is a Group over a library that records its kernel dispatches itself (RCCL's kernel timing,
+// RCCL_KERNEL_TIMING=1), for rccl-tests' RCCL_TESTS_KERNEL_TIMING.
+type DispatchDrainer interface {
+	// KernelTiming reports whether the library can record dispatches (it exports the drain).
+	KernelTiming() bool
+	// DrainDispatches moves every local rank's records since the last drain out of the library. dropped is
+	// the library's running total of records it could not keep, result the library's last status (0
+	// success; RCCL answers 5, invalid usage, where RCCL_KERNEL_TIMING is unset), drains how many calls it made.
+	DrainDispatches() (recs []Dispatch, dropped uint64, result, drains int)
+}
 
 // MemoryReporter is a Group that can tell how much memory one of its ranks may still allocate, so the harness
 // can shrink -e the way nccl-tests does instead of failing mid-sweep.

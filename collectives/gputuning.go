@@ -20,6 +20,8 @@ import (
 //	                             what their areas hold; 0 never)
 //	RCCLX_TESTS_GPU_LAUNCHERS    on (default): a thread of its own launches each local rank after the first;
 //	                             off: the harness thread launches every rank
+//	RCCLX_TESTS_GPU_LL128        1 or 0: the LL128 protocol on or off where the GPU runtime's default differs
+//	                             (off on HIP, whose line visibility over xGMI no AMD machine of ours has checked)
 //
 // DDA kernels use at most RCCL_DDA_MAX_BLOCKS (the policy). Every kernel also stays under the GPU's block cap.
 type GPUTuning struct {
@@ -29,6 +31,7 @@ type GPUTuning struct {
 	CEPerPeer      bool  // CEBytes is for each peer (the default): CEMin
 	CEChunk, LLMax int64
 	Launchers      bool
+	LL128          int // 1 on, -1 off, 0 the GPU runtime's default
 }
 
 // MaxGPUBlocks is the most blocks a GPU engine kernel may be given (RCCLX_TESTS_GPU_*_BLOCKS).
@@ -76,6 +79,17 @@ var gpuTuningVars = []struct {
 	{"RCCLX_TESTS_GPU_CE_CHUNK", nil, func(t *GPUTuning, s string) error { return setSize(&t.CEChunk, s, "want a size") }},
 	{"RCCLX_TESTS_GPU_LL_BYTES", []*Collective{AllReduce}, func(t *GPUTuning, s string) error {
 		return setSize(&t.LLMax, s, "want a size")
+	}},
+	{"RCCLX_TESTS_GPU_LL128", []*Collective{AllReduce}, func(t *GPUTuning, s string) error {
+		switch s {
+		case "1":
+			t.LL128 = 1
+		case "0":
+			t.LL128 = -1
+		default:
+			return errors.New("want 0 or 1")
+		}
+		return nil
 	}},
 	{"RCCLX_TESTS_GPU_LAUNCHERS", nil, func(t *GPUTuning, s string) error {
 		switch s {

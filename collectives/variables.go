@@ -122,14 +122,13 @@ func buildVariables() []Variable {
 		Variable{Name: "RCCLX_TESTS_GPU_RUNTIME", Engines: []string{EngineGPU, EngineVendor}, Check: oneOf("cuda", "hip")},
 		Variable{Name: "RCCLX_TESTS_LIBAMDHIP64", Engines: []string{EngineGPU, EngineVendor}},
 		Variable{Name: "RCCLX_TESTS_LIBHIPRTC", Engines: gpuOnly},
-		Variable{Name: "RCCLX_TESTS_GPU_LL128", Engines: []string{EngineGPU}, Check: oneOf("0", "1")},
 		Variable{Name: "RCCLX_TESTS_KERNEL_CACHE", Engines: gpuOnly},
 	)
-	// nccl-tests' and rccl-tests' variables the harness reads itself (harness/plan/env.go, harness/report/netcounter.go), or
-	// reads only to say in a "#" line that they are not supported.
+	// nccl-tests' and rccl-tests' variables the harness reads itself (harness/plan/env.go, harness/report/netcounter.go,
+	// harness/bench/kerneltiming.go).
 	for _, name := range []string{"NCCL_TESTS_SPLIT", "NCCL_TESTS_SPLIT_MASK", "NCCL_TESTS_DEVICE",
 		"RCCL_TESTS_NET_COUNTER_ENABLE", "RCCL_TESTS_NET_COUNTER_NIC_PREFIX", "RCCL_TESTS_NIC_COUNTER_LIST",
-		"RCCL_TESTS_KERNEL_TIMING"} {
+		"RCCL_TESTS_KERNEL_TIMING", "RCCL_TESTS_ROCTX"} {
 		vs = append(vs, Variable{Name: name})
 	}
 	return append(vs, gpuTuningVariables()...)

@@ -19,13 +19,13 @@ type comm struct {
 	hooks    collectives.Hooks
 	arrivals *collectives.Arrivals // calls each local rank entered, for timeouts
 	tuning   collectives.GPUTuning
+	fp8      collectives.FP8Flavour // of every device (gpurt.CommonFP8)
 	timeout  time.Duration
 	half     int64 // bytes of one data half of every rank's buffer
 	blockCap int   // most blocks per kernel: kernels of ranks that share a GPU must all fit at once
 	earlyCap int   // most blocks per kernel launched early (setCaps); 0: none is
 	ownGPUs  bool  // every rank has a GPU to itself (setCaps)
 	gatedOff gates // features some rank's GPU lacks (or that are off by default there), the same on every rank
-	ll128    *bool // RCCLX_TESTS_GPU_LL128, nil where unset
 	ranks    []*rank
 	groups   []*group
 	devices  []collectives.Device
@@ -55,7 +55,7 @@ type rank struct {
 	mapped        []gpurt.DevicePtr // IPC mappings of other processes' buffers, closed with the comm
 	lastColl      string            // collective and algorithm of the last launch, for timeout messages
 	lastAlgo      string
-	events        eventRing
+	events        eventPool
 	ce            ceRank          // the copy-engine transport's events and scratch
 	args          *gpurt.ArgBlock // kernel parameters of this rank's launches (one launching thread at a time)
 	vtable        vTable          // alltoallv's counts and displacements

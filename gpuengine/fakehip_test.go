@@ -121,7 +121,7 @@ func TestFakeHIPGPUEngineOnMI300X(t *testing.T) {
 // RCCLX_TESTS_GPU_LL128=1 lets LL128 run on HIP, RCCLX_TESTS_GPU_CE_BYTES the copy engines; a gfx90a's FP8 is OCP and its modules get no FNUZ define; a
 // device that reports compute capability 9.0 on HIP still gets no early launch.
 func TestFakeHIPGatesByRuntimeNotArchNumber(t *testing.T) {
-	mi250 := fakehip.Device{Name: "AMD Instinct MI250X", Arch: "gfx90a:sramecc+:xnack-", CUs: 110, WarpSize: 64, CC: [2]int{9, 0}, Mem: 64 << 30}
+	mi250 := fakehip.MI250X
 	h := startFakeHIP(t, &fakehip.HIP{Devices: []fakehip.Device{mi250, mi250}, R0600: true})
 	c := open(t, New(), 2, map[string]string{LL128Variable: "1", "RCCLX_TESTS_GPU_CE_BYTES": "8M"}, 0).(*comm)
 	if c.tuning.CEBytes != 8<<20 {

@@ -1,13 +1,10 @@
 package gpuengine
 
 import (
-	"fmt"
-
 	"github.com/rcclx-tests/rcclx-tests/gpurt"
 )
 
-// LL128Variable turns the LL128 protocol on (1) or off (0) where the GPU runtime's default differs: off on HIP,
-// whose line visibility over xGMI no AMD machine of ours has checked.
+// LL128Variable is the tuning's LL128 switch (collectives.GPUTuning).
 const LL128Variable = "RCCLX_TESTS_GPU_LL128"
 
 // gates are the features that some rank of the communicator must go without, by its GPU's capabilities
@@ -24,12 +21,9 @@ func (g gates) or(h gates) gates {
 	return gates{g.Early || h.Early, g.Bulk || h.Bulk, g.LL128 || h.LL128, g.CopyEngine || h.CopyEngine}
 }
 
-// gatesOf is what a rank with caps goes without; c.ll128 is RCCLX_TESTS_GPU_LL128.
+// gatesOf is what a rank with caps goes without, LL128 as the tuning says where it says.
 func (c *comm) gatesOf(caps gpurt.Caps) gates {
-	ll128 := caps.LL128
-	if c.ll128 != nil {
-		ll128 = *c.ll128
-	}
+	ll128 := caps.LL128 && c.tuning.LL128 >= 0 || c.tuning.LL128 > 0
 	return gates{Early: !caps.EarlyLaunch, Bulk: !caps.BulkCopy, LL128: !ll128, CopyEngine: !caps.CopyEngine}
 }
 
@@ -38,18 +32,5 @@ func (c *comm) setGates(off gates) {
 	c.gatedOff = off
 	if off.Early {
 		c.earlyCap = 0
-	}
-}
-
-// onOff reads a variable that is 1, 0 or unset (nil).
-func onOff(getenv func(string) string, name string) (*bool, error) {
-	switch v := getenv(name); v {
-	case "":
-		return nil, nil
-	case "0", "1":
-		on := v == "1"
-		return &on, nil
-	default:
-		return nil, fmt.Errorf("%s=%q: want 1 or 0", name, v)
 	}
 }

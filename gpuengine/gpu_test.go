@@ -273,7 +273,7 @@ func TestGPUGraphReplayAndEvents(t *testing.T) {
 		must(t, g.Wait())
 		d, err := timer.Elapsed(from, to)
 		must(t, err)
-		if d <= 0 {
+		if slices.Min(d) <= 0 {
 			t.Errorf("elapsed %v", d)
 		}
 		must(t, graph.Destroy())

@@ -15,6 +15,7 @@ type group struct {
 	ranks     []*rank
 	capturing bool        // inside Capture: the copy-engine transport's cross-stream events cannot be captured
 	launchers []*launcher // launchers.go: one per local rank after the first, started on first use
+	marksRead bool        // Elapsed read the marks since the last Mark (timer.go)
 }
 
 // buffer is memory of one rank: device memory, or what -Y asked for (memory.go).

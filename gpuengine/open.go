@@ -45,9 +45,6 @@ func (engine) Open(cfg collectives.Config) (collectives.Comm, error) {
 	if c.hooks, err = collectives.HooksFromEnv(getenv, c.nranks); err != nil {
 		return nil, fmt.Errorf("gpu: %w", err)
 	}
-	if c.ll128, err = onOff(getenv, LL128Variable); err != nil {
-		return nil, fmt.Errorf("gpu: %w", err)
-	}
 	runtime.LockOSThread()
 	defer runtime.UnlockOSThread()
 	if err := c.open(cfg, world, nlocal); err != nil {
@@ -193,6 +190,15 @@ func (c *comm) peerLocal(shared map[gpurt.Device]int) ([][]gpurt.DevicePtr, erro
 		sms[i], sharing[i] = r.sms, shared[r.dev]
 		off = off.or(c.gatesOf(r.caps))
 	}
+	caps := make([]gpurt.Caps, len(c.ranks))
+	for i, r := range c.ranks {
+		caps[i] = r.caps
+	}
+	fp8, err := gpurt.CommonFP8(caps)
+	if err != nil {
+		return nil, fmt.Errorf("gpu: %w", err)
+	}
+	c.fp8 = collectives.FP8Flavour(fp8) // the two enumerations agree: OCP 0, FNUZ 1
 	c.setCaps(sms, sharing)
 	c.setGates(off)
 	table := make([][]gpurt.DevicePtr, len(c.ranks))

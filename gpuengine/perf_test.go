@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"math/rand/v2"
 	"os"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -147,5 +148,5 @@ func timeCall(t *testing.T, c collectives.Comm, s callSpec, graph bool) (time.Du
 	must(t, g.Wait())
 	d, err := timer.Elapsed(from, to)
 	must(t, err)
-	return d / time.Duration(replays*iters), g.Algorithm(call)
+	return slices.Max(d) / time.Duration(replays*iters), g.Algorithm(call)
 }

@@ -7,34 +7,35 @@ import (
 	"github.com/rcclx-tests/rcclx-tests/gpurt"
 )
 
-// eventRing is a rank's timing events, reused round-robin so that an endless run (-N 0) allocates a bounded
-// number; a mark stays valid until ringEvents later marks.
-type eventRing struct {
-	events []gpurt.Event
-	next   int
+// eventPool is a rank's timing events. The marks of a series stay valid until the harness reads the series
+// (Elapsed); the next Mark after a read starts a new series, reusing every event, so that an endless run (-N 0)
+// allocates no more than its longest series needs.
+type eventPool struct {
+	free, used []gpurt.Event
 }
 
-const ringEvents = 4096
-
-func (e *eventRing) take() (gpurt.Event, error) {
-	if len(e.events) < ringEvents {
-		ev, err := gpurt.EventCreate(true)
-		if err != nil {
+func (e *eventPool) take(read bool) (gpurt.Event, error) {
+	if read {
+		e.free, e.used = append(e.free, e.used...), e.used[:0]
+	}
+	var ev gpurt.Event
+	if n := len(e.free); n > 0 {
+		ev, e.free = e.free[n-1], e.free[:n-1]
+	} else {
+		var err error
+		if ev, err = gpurt.EventCreate(true); err != nil {
 			return 0, err
 		}
-		e.events = append(e.events, ev)
-		return ev, nil
 	}
-	ev := e.events[e.next]
-	e.next = (e.next + 1) % ringEvents
+	e.used = append(e.used, ev)
 	return ev, nil
 }
 
-func (e *eventRing) destroy() {
-	for _, ev := range e.events {
+func (e *eventPool) destroy() {
+	for _, ev := range append(e.free, e.used...) {
 		ev.Destroy()
 	}
-	e.events = nil
+	e.free, e.used = nil, nil
 }
 
 // mark is one event per local rank.
@@ -42,12 +43,14 @@ type mark []gpurt.Event
 
 // Mark records an event on every local rank's stream after the work launched so far.
 func (g *group) Mark() (collectives.Event, error) {
+	read := g.marksRead
+	g.marksRead = false
 	m := make(mark, len(g.ranks))
 	for i, r := range g.ranks {
 		if err := r.ctx.SetCurrent(); err != nil {
 			return nil, runtimeError(r, err)
 		}
-		ev, err := r.events.take()
+		ev, err := r.events.take(read)
 		if err == nil {
 			err = ev.Record(r.stream)
 		}
@@ -59,19 +62,20 @@ func (g *group) Mark() (collectives.Event, error) {
 	return m, nil
 }
 
-// Elapsed is the longest time between the two marks over the local ranks.
-func (g *group) Elapsed(from, to collectives.Event) (time.Duration, error) {
+// Elapsed is each local rank's time between the two marks.
+func (g *group) Elapsed(from, to collectives.Event) ([]time.Duration, error) {
+	g.marksRead = true
 	a, b := from.(mark), to.(mark)
-	var longest time.Duration
+	out := make([]time.Duration, len(g.ranks))
 	for i, r := range g.ranks {
 		if err := r.ctx.SetCurrent(); err != nil {
-			return 0, runtimeError(r, err)
+			return nil, runtimeError(r, err)
 		}
 		d, err := gpurt.EventElapsed(a[i], b[i])
 		if err != nil {
-			return 0, runtimeError(r, err)
+			return nil, runtimeError(r, err)
 		}
-		longest = max(longest, d)
+		out[i] = d
 	}
-	return longest, nil
+	return out, nil
 }

@@ -69,6 +69,18 @@ func (f FP8Format) String() string {
 	return "ocp"
 }
 
+// CommonFP8 is the FP8 format of every device of caps. A process generates and checks its data in one format,
+// so devices of two formats in one process are an error, naming an architecture of each.
+func CommonFP8(caps []Caps) (FP8Format, error) {
+	for _, c := range caps[1:] {
+		if c.FP8 != caps[0].FP8 {
+			return 0, fmt.Errorf("%s computes FP8 in %s, %s in %s: run them in separate processes", caps[0].Arch,
+				caps[0].FP8, c.Arch, c.FP8)
+		}
+	}
+	return caps[0].FP8, nil
+}
+
 // Caps are what a device's runtime and architecture allow, by which features are switched: never by the
 // compute-capability number.
 type Caps struct {

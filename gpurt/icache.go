@@ -56,14 +56,16 @@ func LoadICacheFlush(d Device) (ICacheFlush, error) {
 // Call is the flush's launch on s as a C call: the launch function (hipModuleLaunchKernel) and its arguments,
 // for lists of calls made in one crossing (internal/ccall). LaunchError turns a status it returns into an error.
 func (k ICacheFlush) Call(s Stream) (fn uintptr, args []uintptr) {
-	return kernelCall(k.Func, k.Grid, k.Block, 0, s, 0)
+	return LaunchCall(k.Func, k.Grid, k.Block, 0, s, 0)
 }
 
 // LaunchError is the error of a kernel launch that returned status.
 func LaunchError(status int) error { return driverError(cuLaunchKernel.name, status) }
 
-// kernelCall is cuLaunchKernel's address and its 11 arguments, the parameter array at params (0: none).
-func kernelCall(f Function, grid, block [3]uint32, sharedMem uint32, s Stream, params uintptr) (uintptr, []uintptr) {
+// LaunchCall is the launch of f on s as a C call: the bound runtime's launch function (cuLaunchKernel or
+// hipModuleLaunchKernel, which take the same arguments) and its 11 arguments, the parameter array at params
+// (0: none). LaunchError turns a status it returns into an error.
+func LaunchCall(f Function, grid, block [3]uint32, sharedMem uint32, s Stream, params uintptr) (uintptr, []uintptr) {
 	return cuLaunchKernel.addr, []uintptr{uintptr(f),
 		uintptr(grid[0]), uintptr(grid[1]), uintptr(grid[2]),
 		uintptr(block[0]), uintptr(block[1]), uintptr(block[2]),

@@ -113,7 +113,7 @@ func Launch(f Function, grid, block [3]uint32, sharedMem uint32, s Stream, args 
 
 // launchKernel is cuLaunchKernel with the parameter array at params (0: none).
 func launchKernel(f Function, grid, block [3]uint32, sharedMem uint32, s Stream, params uintptr) error {
-	fn, args := kernelCall(f, grid, block, sharedMem, s, params)
+	fn, args := LaunchCall(f, grid, block, sharedMem, s, params)
 	if r := uint32(ccall.Call(fn, args...)); r != 0 {
 		return LaunchError(int(r))
 	}

@@ -27,6 +27,8 @@ type fakeEngine struct {
 	failAlloc    bool
 	unsupported  map[collectives.DType]bool
 	events       bool // groups are EventTimers
+	drains       bool // groups are DispatchDrainers: each drain returns a record per launch since the last
+	drainResult  int  // with drains: the library's status (non-zero: no records, as RCCL without RCCL_KERNEL_TIMING)
 	graphs       bool // groups are Graphers
 	loops        bool // groups are LoopLaunchers
 	paced        bool // groups are Paced (as the host engine's)
@@ -113,6 +115,8 @@ func (e *fakeEngine) wrap(g *fakeGroup) collectives.Group {
 		return memGroup{g}
 	case e.events:
 		return eventGroup{g}
+	case e.drains:
+		return &drainGroup{fakeGroup: g}
 	case e.graphs:
 		return graphGroup{g}
 	case e.loops:
@@ -307,8 +311,39 @@ func (g memGroup) FreeMemory(int) (int64, error) { return g.c.e.free, nil }
 type eventGroup struct{ *fakeGroup }
 
 func (g eventGroup) Mark() (collectives.Event, error) { return time.Now(), nil }
-func (g eventGroup) Elapsed(from, to collectives.Event) (time.Duration, error) {
-	return to.(time.Time).Sub(from.(time.Time)), nil
+func (g eventGroup) Elapsed(from, to collectives.Event) ([]time.Duration, error) {
+	d := to.(time.Time).Sub(from.(time.Time))
+	out := make([]time.Duration, len(g.Ranks()))
+	for i := range out {
+		out[i] = d
+	}
+	return out, nil
+}
+
+// drainGroup stands in for a library with RCCL's kernel timing: a drain returns one record per local rank
+// for each launch since the last drain, numbered by launch.
+type drainGroup struct {
+	*fakeGroup
+	drained int
+}
+
+func (g *drainGroup) KernelTiming() bool { return true }
+func (g *drainGroup) DrainDispatches() ([]collectives.Dispatch, uint64, int, int) {
+	e := g.c.e
+	if e.drainResult != 0 {
+		return nil, 0, e.drainResult, 1
+	}
+	e.mu.Lock()
+	launches := e.launches
+	e.mu.Unlock()
+	var out []collectives.Dispatch
+	for ; g.drained < launches; g.drained++ {
+		for _, r := range g.ranks {
+			out = append(out, collectives.Dispatch{Rank: r, Seq: uint64(g.drained), CommHash: 0xfeed, Func: 4,
+				Datatype: 7, NChannels: 8, NThreads: 256, NColls: 1, Start: 1000, End: 1500})
+		}
+	}
+	return out, 3, 0, 1
 }
 
 type graphGroup struct{ *fakeGroup }

@@ -27,6 +27,7 @@ type Library struct {
 	// Optional: absent from older or other libraries; calls report collectives.ErrUnsupported.
 	getLastError, send, recv, alltoAll, redOpCreatePreMulSum, redOpDestroy, commRegister, commDeregister cfunc
 	memAlloc, memFree, gather, scatter, allReduceWithBias                                                cfunc
+	kernelTimingDrain                                                                                    cfunc
 
 	// ncclCommInitRank and ncclCommInitRankConfig take the 128-byte unique id by value, which ccall cannot
 	// pass. The config variant is optional (NCCL 2.14 and later): nil when absent. The library copies *cfg
@@ -161,6 +162,7 @@ func (l *Library) resolve(sym func(name string) uintptr) error {
 		fn(&l.commRegister, "ncclCommRegister"), fn(&l.commDeregister, "ncclCommDeregister"),
 		fn(&l.memAlloc, "ncclMemAlloc"), fn(&l.memFree, "ncclMemFree"), fn(&l.gather, "ncclGather"),
 		fn(&l.scatter, "ncclScatter"), fn(&l.allReduceWithBias, "ncclAllReduceWithBias"),
+		fn(&l.kernelTimingDrain, "ncclKernelTimingDrain"),
 	}
 	var missing []string
 	for _, f := range append(required, optional...) {

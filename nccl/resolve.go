@@ -10,16 +10,21 @@ import (
 )
 
 // Resolve finds, without loading anything, the file Open would load for nameOrPath: the first of Candidates
-// that exists, a bare name looked up where the dynamic loader looks (LD_LIBRARY_PATH, the directories listed by
+// that exists, a bare name as this process has it mapped already (a library the binary links, which dlopen
+// returns), else looked up where the dynamic loader looks (LD_LIBRARY_PATH, the directories listed by
 // /etc/ld.so.conf, the default directories). The loader's cache may know a directory this search does not.
 func Resolve(nameOrPath string, getenv func(string) string, glob func(string) ([]string, error)) (string, error) {
 	cands := Candidates(nameOrPath, getenv, glob)
+	maps, _ := os.ReadFile("/proc/self/maps")
 	for _, c := range cands {
 		if strings.Contains(c, "/") {
 			if isFile(c) {
 				return c, nil
 			}
 			continue
+		}
+		if p := mappedFile(string(maps), c); p != c {
+			return p, nil
 		}
 		for _, dir := range loaderDirs(getenv, glob) {
 			if p := filepath.Join(dir, c); isFile(p) {

@@ -7,6 +7,8 @@ import (
 	"strings"
 	"testing"
 	"testing/iotest"
+
+	"github.com/ebitengine/purego"
 )
 
 // The scan finds a name wherever it lies in the file, across read blocks too, and only as a whole name.
@@ -63,5 +65,18 @@ func TestResolve(t *testing.T) {
 	if _, err := Resolve(filepath.Join(dir, "librccl.so.1"), env(nil), noGlob); err == nil ||
 		!strings.Contains(err.Error(), "librccl.so.1") {
 		t.Errorf("missing path: %v", err)
+	}
+}
+
+// A bare name this process has mapped already (a library the binary links) resolves to the mapped file, which is
+// what dlopen returns, wherever it lies.
+func TestResolveMapped(t *testing.T) {
+	lib := gccLib(t, t.TempDir(), "librcclx-mapped.so.1", standInNCCL)
+	if _, err := purego.Dlopen(lib, purego.RTLD_NOW|purego.RTLD_LOCAL); err != nil {
+		t.Fatal(err)
+	}
+	noGlob := func(string) ([]string, error) { return nil, nil }
+	if got, err := Resolve("librcclx-mapped.so.1", func(string) string { return "" }, noGlob); got != lib || err != nil {
+		t.Errorf("Resolve of a mapped name: %q %v; want %s", got, err, lib)
 	}
 }

@@ -14,29 +14,15 @@ const debianHIP = "/usr/lib/x86_64-linux-gnu/libamdhip64.so.5"
 // here (and against Debian's real libamdhip64.so.5 where it is installed), one against no GPU runtime. The
 // soname each records as DT_NEEDED is what LinkedHIP must return.
 func TestLinkedHIP(t *testing.T) {
-	cc, err := exec.LookPath("gcc")
-	if err != nil {
-		t.Skip("no gcc: the test links its stand-in libraries with it")
-	}
 	dir := t.TempDir()
-	src := filepath.Join(dir, "x.c")
-	os.WriteFile(src, []byte("int ncclGetVersion(int *v) { *v = 22803; return 0; }\n"), 0o644)
-	link := func(out string, args ...string) string {
-		t.Helper()
-		p := filepath.Join(dir, out)
-		cmd := append([]string{"-shared", "-fPIC", "-o", p, src, "-Wl,--no-as-needed"}, args...)
-		if b, err := exec.Command(cc, cmd...).CombinedOutput(); err != nil {
-			t.Fatalf("gcc %v: %v\n%s", cmd, err, b)
-		}
-		return p
-	}
-	hip6 := link("libamdhip64.so.6", "-Wl,-soname,libamdhip64.so.6")
+	const src = "int ncclGetVersion(int *v) { *v = 22803; return 0; }\n"
+	hip6 := gccLib(t, dir, "libamdhip64.so.6", src)
 	cases := map[string]string{
-		link("librccl.so.1", "-lm", hip6): "libamdhip64.so.6",
-		link("libnccl.so.2", "-lm"):       "",
+		gccLib(t, dir, "librccl.so.1", src, "-lm", hip6): "libamdhip64.so.6",
+		gccLib(t, dir, "libnccl.so.2", src, "-lm"):       "",
 	}
 	if _, err := os.Stat(debianHIP); err == nil {
-		cases[link("librccl-debian.so.1", debianHIP)] = "libamdhip64.so.5"
+		cases[gccLib(t, dir, "librccl-debian.so.1", src, debianHIP)] = "libamdhip64.so.5"
 	} else {
 		t.Logf("no %s: the stand-in alone", debianHIP)
 	}
@@ -45,7 +31,26 @@ func TestLinkedHIP(t *testing.T) {
 			t.Errorf("%s: %q, %v; want %q", filepath.Base(lib), got, err, want)
 		}
 	}
-	if _, err := LinkedHIP(src); err == nil {
+	if _, err := LinkedHIP(filepath.Join(dir, "libnccl.so.2.c")); err == nil {
 		t.Error("a C source read as an ELF file")
 	}
+}
+
+// gccLib compiles the C source src into the shared library dir/name, whose soname is name, linked with args (all
+// of them recorded as DT_NEEDED); the test skips where there is no gcc.
+func gccLib(t *testing.T, dir, name, src string, args ...string) string {
+	t.Helper()
+	cc, err := exec.LookPath("gcc")
+	if err != nil {
+		t.Skip("no gcc: the test links its stand-in libraries with it")
+	}
+	p := filepath.Join(dir, name)
+	if err := os.WriteFile(p+".c", []byte(src), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	cmd := append([]string{"-shared", "-fPIC", "-o", p, p + ".c", "-Wl,-soname," + name, "-Wl,--no-as-needed"}, args...)
+	if b, err := exec.Command(cc, cmd...).CombinedOutput(); err != nil {
+		t.Fatalf("gcc %v: %v\n%s", cmd, err, b)
+	}
+	return p
 }

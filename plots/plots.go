@@ -105,11 +105,11 @@ func addSeries(p *plot.Plot, series []results.Series, metric string, logY bool) 
 		var med, lo, hi plotter.XYs
 		var zeroSize bool
 		var zeroValue []string
-		factor, fromTime := rateFactor(s, metric)
+		factor, fromTime := results.RateFactor(s.Points, metric)
 		for _, pt := range s.Points {
 			v := pt.Values(metric)
 			if fromTime {
-				v = rates(pt, factor)
+				v = pt.Rates(factor)
 			}
 			switch {
 			case pt.Size <= 0:
@@ -153,42 +153,6 @@ func addSeries(p *plot.Plot, series []results.Series, metric string, logY bool) 
 	}
 	setSizeAxis(p, sizes)
 	return drawn, notes, nil
-}
-
-// rateFactor says whether the bandwidths of s follow nccl-tests' rule, algbw = bytes / time (checked on its
-// sample of the largest algbw, the one with the most printed digits), and if so the factor from algbw to
-// metric there (1 for algbw, the bus factor for busbw). Text output prints bandwidths to 0.01 GB/s, which
-// leaves small sizes at 0.00 or a few steps of 0.01: from the time, which has its significant digits, every
-// size gets its value. Time itself, and bandwidths that do not follow the rule, are drawn as recorded.
-func rateFactor(s results.Series, metric string) (float64, bool) {
-	if metric == results.MetricTime {
-		return 0, false
-	}
-	var size int64
-	var t, alg, bus float64
-	for _, p := range s.Points {
-		for i, a := range p.AlgBW {
-			if a > alg && p.Time[i] > 0 {
-				size, t, alg, bus = p.Size, p.Time[i], a, p.BusBW[i]
-			}
-		}
-	}
-	if alg <= 0 || math.Abs(float64(size)/t/1e3-alg) > 0.01+2e-3*alg {
-		return 0, false
-	}
-	if metric == results.MetricAlgBW {
-		return 1, true
-	}
-	return bus / alg, true
-}
-
-// rates are the bandwidths of pt's samples from their times: bytes / time in GB/s, times factor.
-func rates(pt results.Point, factor float64) []float64 {
-	out := make([]float64, len(pt.Time))
-	for i, t := range pt.Time {
-		out[i] = float64(pt.Size) / t / 1e3 * factor
-	}
-	return out
 }
 
 // banded reports whether any point of series that can be drawn (size above 0) has more than one sample.

@@ -109,7 +109,17 @@ func Compare(w io.Writer, runs []Run, opt CompareOptions) error {
 	cells := map[rowID]map[int]*Point{}
 	var rows []rowID
 	samples := 0
+	busFactor := map[*Point]float64{} // where a series' bandwidths follow nccl-tests' rule (RateFactor)
 	for _, k := range keys {
+		var pts []Point
+		for _, p := range points[k] {
+			pts = append(pts, *p)
+		}
+		if f, ok := RateFactor(pts, MetricBusBW); ok {
+			for _, p := range points[k] {
+				busFactor[p] = f
+			}
+		}
 		col := k
 		col.dtype, col.redop, col.root = "", "", ""
 		c, ok := colIndex[col]
@@ -196,7 +206,11 @@ func Compare(w io.Writer, runs []Run, opt CompareOptions) error {
 				line = append(line, "-", "-", "-")
 			} else {
 				m := Median(p.Time)
-				line = append(line, fmt.Sprintf("%.2f", m), spread(p.Time), fmt.Sprintf("%.2f", busBWAt(p, m)))
+				bw := busBWAt(p, m)
+				if f, ok := busFactor[p]; ok {
+					bw = float64(p.Size) / m / 1e3 * f
+				}
+				line = append(line, fmt.Sprintf("%.2f", m), spread(p.Time), fmt.Sprintf("%.2f", bw))
 			}
 			if c == 0 {
 				continue

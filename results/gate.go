@@ -86,9 +86,8 @@ type GateCheck struct {
 	MedianChange, Hard float64
 	// Wrong is the number of wrong elements reported in the current run.
 	Wrong float64
-	// Verdict is GatePass, GateFail or GateInconclusive; Failed is Verdict == GateFail.
+	// Verdict is GatePass, GateFail or GateInconclusive.
 	Verdict string
-	Failed  bool
 	// More, for an inconclusive half, is about how many samples each side would need for the interval to
 	// decide, were the spread and the change to stay as they are (0: no amount would).
 	More   int
@@ -219,7 +218,6 @@ func Gate(base, cur []*Record, opt GateOptions) (*GateReport, error) {
 				if chk.Wrong > 0 {
 					chk.Verdict = GateFail
 				}
-				chk.Failed = chk.Verdict == GateFail
 				rep.Checks = append(rep.Checks, chk)
 			}
 			counted = counted || compared
@@ -301,7 +299,6 @@ func (chk *GateCheck) compare(bt, ct []float64, metric string, hard float64) boo
 			chk.More = int(math.Ceil(float64(max(len(bt), len(ct))) * (f - 1)))
 		}
 	}
-	chk.Failed = chk.Verdict == GateFail
 	return true
 }
 
@@ -341,7 +338,7 @@ func (r *GateReport) failures() int {
 		n += len(r.Mismatches)
 	}
 	for _, c := range r.Checks {
-		if c.Failed {
+		if c.Verdict == GateFail {
 			n++
 		}
 	}
@@ -376,7 +373,7 @@ func (r *GateReport) Write(w io.Writer) error {
 	}
 	for _, c := range r.Checks {
 		switch {
-		case c.Failed:
+		case c.Verdict == GateFail:
 			fmt.Fprintf(&b, "FAIL %s\n", r.describe(c))
 		case c.Verdict == GateInconclusive:
 			fmt.Fprintf(&b, "INCONCLUSIVE %s: the noise leaves a regression beyond the limit open; %s\n", r.describe(c), c.more())

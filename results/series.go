@@ -3,6 +3,7 @@ package results
 import (
 	"cmp"
 	"fmt"
+	"math"
 	"slices"
 	"strings"
 )
@@ -25,6 +26,42 @@ func (p *Point) Values(metric string) []float64 {
 		return p.AlgBW
 	}
 	return p.BusBW
+}
+
+// RateFactor says whether the bandwidths of points follow nccl-tests' rule, algbw = bytes / time (checked on
+// the sample of the largest algbw, the one with the most printed digits), and if so the factor from algbw to
+// metric there (1 for algbw, the bus factor for busbw). Text output prints bandwidths to 0.01 GB/s, which
+// leaves small sizes at 0.00 or a few steps of 0.01: from the time, which has its significant digits, every
+// size gets its value (Rates). Time itself, and bandwidths that do not follow the rule, stay as recorded.
+func RateFactor(points []Point, metric string) (float64, bool) {
+	if metric == MetricTime {
+		return 0, false
+	}
+	var size int64
+	var t, alg, bus float64
+	for _, p := range points {
+		for i, a := range p.AlgBW {
+			if a > alg && p.Time[i] > 0 {
+				size, t, alg, bus = p.Size, p.Time[i], a, p.BusBW[i]
+			}
+		}
+	}
+	if alg <= 0 || math.Abs(float64(size)/t/1e3-alg) > 0.01+2e-3*alg {
+		return 0, false
+	}
+	if metric == MetricAlgBW {
+		return 1, true
+	}
+	return bus / alg, true
+}
+
+// Rates are the bandwidths of p's samples from their times: bytes / time in GB/s, times factor.
+func (p *Point) Rates(factor float64) []float64 {
+	out := make([]float64, len(p.Time))
+	for i, t := range p.Time {
+		out[i] = float64(p.Size) / t / 1e3 * factor
+	}
+	return out
 }
 
 // Series is one line of a comparison: the points of one run, engine, A/B

@@ -38,6 +38,9 @@
 #        cetune    the copy-engine chunk of staged pieces A/B'd on the gpu engine, 256 MiB..1 GiB, 16 MiB
 #                  against the default 64 MiB (RCCLX_TESTS_GPU_CE_CHUNK): reduce_scatter, reduce, and in place
 #                  alltoall, alltoallv and sendrecv
+#        kt        kernel timing (RCCL_TESTS_KERNEL_TIMING) on the gpu and vendor engines, 1 MiB..256 MiB: the
+#                  records per half, and the median timed dispatch next to the table's time of each half; the
+#                  same sweep without kernel timing after it (what the events cost the table's time); -G 5
 #        lp        FP8 LP rows at 64 MiB, 256 MiB and 1 GiB, float and bfloat16, with their max and RMS relative
 #                  error (JSON): all four collectives next to NCCL (--engine vendor,gpu), and the scaled mode
 #        goals     the rows of docs/PERFORMANCE.md's goals table next to NCCL (--engine vendor,gpu), two invocations
@@ -240,6 +243,36 @@ step_doctor() {
 	rm -f "$OUT/doctor.log"
 	expect doctor 0 doctor.log "$BIN/rcclx-doctor"
 	cat "$OUT/doctor.log"
+}
+
+# kt_table ENGINE LOG CSV: per size and half, the table's time and the median timed dispatch in CSV (us).
+kt_table() {
+	awk -v eng="$1" 'FNR == NR { if ($1 ~ /^[0-9]+$/ && NF >= 13) { t[$1 " 0"] = $6; t[$1 " 1"] = $10 }; next }
+		FNR > 1 && $0 !~ /phase=setup/ { match($0, /size=[0-9]+/); s = substr($0, RSTART + 5, RLENGTH - 5)
+			match($0, /in_place=[0-9]/); k = s " " substr($0, RSTART + 9, 1); split($0, f, ","); d[k] = d[k] " " f[12] / 1000 }
+		END { for (k in d) { n = split(substr(d[k], 2), v, " ")
+			for (i = 2; i <= n; i++) for (j = i; j > 1 && v[j - 1] + 0 > v[j] + 0; j--) { x = v[j]; v[j] = v[j - 1]; v[j - 1] = x }
+			m = v[int((n + 1) / 2)]
+			split(k, kk, " "); printf "kt %-10s %10s in_place=%s  table %9.2f us  dispatch median %9.2f us (%d)  ratio %.3f\n", eng, kk[1], kk[2], t[k], m, n, m / t[k] } }' \
+		"$OUT/$2" "$3" | sort -k3,3n -k4,4
+}
+
+step_kt() {
+	local e dir n
+	for e in gpu vendor; do
+		dir=$OUT/kt-$e && rm -rf "$dir" && mkdir -p "$dir"
+		rm -f "$OUT/kt-$e.log" "$OUT/kt-$e-off.log"
+		RCCL_TESTS_KERNEL_TIMING=$dir/kt expect "kt-$e" 0 "kt-$e.log" "$P" --engine $e $(ranks $e) -b 1M -e 256M -f 4 -w 5 -n 20
+		expect "kt-$e-off" 0 "kt-$e-off.log" "$P" --engine $e $(ranks $e) -b 1M -e 256M -f 4 -w 5 -n 20
+		n=$(($(cat "$dir"/kt_pid*.csv 2>/dev/null | wc -l) - 1))
+		note "kt-$e-rows" "$( ((n == 5 * 2 * 25 * $(ranks $e | awk '{print $2}'))) && echo ok || echo FAIL)" "$n records"
+		kt_table "$e" "kt-$e.log" "$dir"/kt_pid*.csv >>"$OUT/kt.txt"
+		kt_table "$e-off" "kt-$e-off.log" "$dir"/kt_pid*.csv >>"$OUT/kt.txt"
+	done
+	dir=$OUT/kt-graph && rm -rf "$dir" && mkdir -p "$dir"
+	RCCL_TESTS_KERNEL_TIMING=$dir/kt expect kt-graph 0 kt-graph.log "$P" --engine gpu $(ranks gpu) -b 1M -e 1M -w 5 -n 20 -G 5
+	n=$(grep -c ',20,[0-9]*,[0-9]*,[0-9]*,"rccl-tests timed_loop .* graph=1"$' "$dir"/kt_pid*.csv)
+	note kt-graph "$( ((n == 2 * 5 * $(ranks gpu | awk '{print $2}'))) && echo ok || echo FAIL)" "$n graph launches timed"
 }
 
 # ab_speedup NAME LOG LO HI: every row of the A/B tables in LOG has its speedup (time A / time B) in [LO, HI].
@@ -711,4 +744,5 @@ done
 [[ -f $OUT/cetune.log ]] && grep -E '^([|+]|# A/B)' "$OUT/cetune.log" | head -60
 [[ -f $OUT/lp.log ]] && grep -E '^# (Engine|Time ratio|  +size| +[0-9]+ +[a-z0-9]+ +[a-z]+ +[0-9.N/A]+ )' "$OUT/lp.log" | head -80
 [[ -f $OUT/peerperf.log ]] && grep -E '^# (Time ratio|Collective test starting)|^ +[0-9]+ +[0-9]+ ' "$OUT/peerperf.log" | head -60
+[[ -f $OUT/kt.txt ]] && cat "$OUT/kt.txt"
 printf '%s\n' "${SUMMARY[@]}"

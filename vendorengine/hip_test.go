@@ -211,8 +211,7 @@ func TestHIPMemoryKinds(t *testing.T) {
 // The FP8 flavour follows the devices: FNUZ on gfx942, whose compute capability 9.4 no gate may take for a
 // Hopper's, OCP on gfx950; devices of both in one process are refused.
 func TestHIPFP8Flavour(t *testing.T) {
-	mi355 := fakehip.Device{Name: "AMD Instinct MI355X", Arch: "gfx950:sramecc+:xnack-", CUs: 256, WarpSize: 64,
-		CC: [2]int{9, 5}, Mem: 288 << 30}
+	mi355 := fakehip.MI355X
 	for _, c := range []struct {
 		devs []fakehip.Device
 		want collectives.FP8Flavour

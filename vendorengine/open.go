@@ -99,10 +99,16 @@ func open(cfg collectives.Config, lib *nccl.Library) (collectives.Comm, error) {
 		c.Close()
 		return nil, err
 	}
-	if c.fp8, err = fp8Flavour(c.ranks); err != nil {
-		c.Close()
-		return nil, runtimeError(err)
+	caps := make([]gpurt.Caps, len(c.ranks))
+	for i, r := range c.ranks {
+		caps[i] = r.caps
 	}
+	fp8, err := gpurt.CommonFP8(caps)
+	if err != nil {
+		c.Close()
+		return nil, runtimeError(fmt.Errorf("vendor: %w", err))
+	}
+	c.fp8 = collectives.FP8Flavour(fp8) // the two enumerations agree: OCP 0, FNUZ 1
 	watch := gpurt.MemWatch{}
 	for _, r := range c.ranks {
 		if err := watch.Start(r.dev, r.ctx); err != nil {
@@ -125,24 +131,6 @@ func open(cfg collectives.Config, lib *nccl.Library) (collectives.Comm, error) {
 		c.groups = append(c.groups, newGroup(c, c.ranks[t*ngpus:(t+1)*ngpus]))
 	}
 	return c, nil
-}
-
-// fp8Flavour is the FP8 flavour of this process's devices (FNUZ on gfx942, OCP elsewhere), which RCCL computes
-// in and rccl-tests generates and checks data in; devices of two flavours in one process are refused.
-func fp8Flavour(ranks []*rank) (collectives.FP8Flavour, error) {
-	f := func(r *rank) collectives.FP8Flavour {
-		if r.caps.FP8 == gpurt.FP8FNUZ {
-			return collectives.FP8FNUZ
-		}
-		return collectives.FP8OCP
-	}
-	for _, r := range ranks[1:] {
-		if f(r) != f(ranks[0]) {
-			return 0, fmt.Errorf("vendor: device %d (%s) computes FP8 in %s, device %d (%s) in %s: run them in "+
-				"separate processes", ranks[0].dev, ranks[0].caps.Arch, f(ranks[0]), r.dev, r.caps.Arch, f(r))
-		}
-	}
-	return f(ranks[0]), nil
 }
 
 // exchange shares rank 0's unique id with every process and returns how many processes of lower rank run on

@@ -7,6 +7,7 @@ import (
 
 	"github.com/rcclx-tests/rcclx-tests/collectives"
 	"github.com/rcclx-tests/rcclx-tests/gpurt"
+	"github.com/rcclx-tests/rcclx-tests/nccl"
 )
 
 // mark is one Mark: an event recorded on each local rank's stream.
@@ -77,19 +78,19 @@ func (g *group) Mark() (collectives.Event, error) {
 	return m, nil
 }
 
-// Elapsed is the time between two marks on the slowest local rank.
-func (g *group) Elapsed(from, to collectives.Event) (time.Duration, error) {
+// Elapsed is each local rank's time between two marks.
+func (g *group) Elapsed(from, to collectives.Event) ([]time.Duration, error) {
 	g.marks.read = true
 	a, b := from.(mark), to.(mark)
-	var longest time.Duration
+	out := make([]time.Duration, len(a))
 	for l := range a {
 		d, err := gpurt.EventElapsed(a[l], b[l])
 		if err != nil {
-			return 0, runtimeError(err)
+			return nil, runtimeError(err)
 		}
-		longest = max(longest, d)
+		out[l] = d
 	}
-	return longest, nil
+	return out, nil
 }
 
 // graph is one captured graph per local rank, replayed on its stream.
@@ -159,4 +160,31 @@ func (gr *graph) Destroy() error {
 	}
 	gr.execs = nil
 	return errors.Join(errs...)
+}
+
+// drainChunk is how many records one ncclKernelTimingDrain call may return (rccl-tests drains 1024 at a time).
+const drainChunk = 1024
+
+// KernelTiming reports whether the library records its dispatches (it exports ncclKernelTimingDrain).
+func (g *group) KernelTiming() bool { return g.c.lib.HasKernelTiming() }
+
+// DrainDispatches drains each local rank's communicator until the library has nothing more or fails.
+func (g *group) DrainDispatches() (out []collectives.Dispatch, dropped uint64, result, drains int) {
+	buf := make([]nccl.KernelTimingRecord, drainChunk)
+	for _, r := range g.ranks {
+		for {
+			got, d, res := g.c.lib.KernelTimingDrain(r.comm, buf)
+			drains++
+			dropped, result = d, int(res)
+			for _, k := range buf[:got] {
+				out = append(out, collectives.Dispatch{Rank: int(k.Rank), Seq: k.Seq, CommHash: k.CommHash, Count: k.Count,
+					Func: k.Func, Datatype: k.Datatype, NChannels: k.NChannels, NThreads: k.NThreads, NColls: k.NColls,
+					Start: k.StartNs, End: k.EndNs})
+			}
+			if res != nccl.Success || got < drainChunk {
+				break
+			}
+		}
+	}
+	return out, dropped, result, drains
 }

@@ -427,7 +427,8 @@ func TestSrun(t *testing.T) {
 		name  string
 		n     int
 		nodes []string
-	}{{"two nodes", 2, []string{"-N", "2", "--ntasks-per-node", "1"}}, {"one node", 2, []string{"-N", "1", "-n", "2"}}} {
+	}{{"two nodes", 2, []string{"-N", "2", "--ntasks-per-node", "1"}}, {"one node", 2, []string{"-N", "1", "-n", "2"}},
+		{"pmi2", 2, []string{"--mpi=pmi2", "-N", "2", "--ntasks-per-node", "1"}}} {
 		t.Run(tc.name, func(t *testing.T) {
 			ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
 			defer cancel()

@@ -105,19 +105,9 @@ func libcLabs() (uintptr, func(int64) int64, error) {
 	return addr, fn, nil
 }
 
-// rawLaunchCosts calls cuLaunchKernel with a prebuilt parameter block through
-// SyscallN and through RegisterFunc, to compare the two calling mechanisms.
+// rawLaunchCosts calls the runtime's launch function (cuLaunchKernel, hipModuleLaunchKernel) with a prebuilt
+// parameter block through SyscallN and through RegisterFunc, to compare the two calling mechanisms.
 func rawLaunchCosts(g *gpu, s gpurt.Stream, iters int) []result {
-	h, err := purego.Dlopen("libcuda.so.1", purego.RTLD_NOW|purego.RTLD_GLOBAL)
-	if err != nil {
-		return []result{{step: "raw cuLaunchKernel", err: err}}
-	}
-	sym, err := purego.Dlsym(h, "cuLaunchKernel")
-	if err != nil {
-		return []result{{step: "raw cuLaunchKernel", err: err}}
-	}
-	var launchFn func(f uintptr, gx, gy, gz, bx, by, bz, shm uint32, s uintptr, params, extra unsafe.Pointer) int32
-	purego.RegisterFunc(&launchFn, sym)
 
 	type block struct {
 		vals [5]uint64
@@ -130,22 +120,26 @@ func rawLaunchCosts(g *gpu, s gpurt.Stream, iters int) []result {
 	var pin runtime.Pinner
 	pin.Pin(p)
 	defer pin.Unpin()
+	one := [3]uint32{1, 1, 1}
+	fn, args := gpurt.LaunchCall(g.nop5, one, one, 0, s, uintptr(unsafe.Pointer(&p.ptrs[0])))
+	var launchFn func(f uintptr, gx, gy, gz, bx, by, bz, shm uint32, s uintptr, params, extra unsafe.Pointer) int32
+	purego.RegisterFunc(&launchFn, fn)
 	check := func(r int32) error {
 		if r != 0 {
-			return fmt.Errorf("cuLaunchKernel returned %d", r)
+			return gpurt.LaunchError(int(r))
 		}
 		return nil
 	}
 	var out []result
 	d, err := perCall(iters, func() error {
-		r, _, _ := purego.SyscallN(sym, uintptr(g.nop5), 1, 1, 1, 1, 1, 1, 0, uintptr(s), uintptr(unsafe.Pointer(&p.ptrs[0])), 0)
+		r, _, _ := purego.SyscallN(fn, args...)
 		return check(int32(r))
 	}, s.Synchronize)
-	out = append(out, result{step: "raw SyscallN cuLaunchKernel", detail: fmt.Sprintf("%.3f us/call (5 args prebuilt)", d.Seconds()*1e6), err: err})
+	out = append(out, result{step: "raw SyscallN launch", detail: fmt.Sprintf("%.3f us/call (5 args prebuilt)", d.Seconds()*1e6), err: err})
 	d, err = perCall(iters, func() error {
 		return check(launchFn(uintptr(g.nop5), 1, 1, 1, 1, 1, 1, 0, uintptr(s), unsafe.Pointer(&p.ptrs[0]), nil))
 	}, s.Synchronize)
-	out = append(out, result{step: "raw RegisterFunc cuLaunch", detail: fmt.Sprintf("%.3f us/call (5 args prebuilt)", d.Seconds()*1e6), err: err})
+	out = append(out, result{step: "raw RegisterFunc launch", detail: fmt.Sprintf("%.3f us/call (5 args prebuilt)", d.Seconds()*1e6), err: err})
 	return out
 }
 

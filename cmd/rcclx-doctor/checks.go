@@ -6,6 +6,7 @@ import (
 	"encoding/binary"
 	"encoding/hex"
 	"fmt"
+	"github.com/rcclx-tests/rcclx-tests/results"
 	"math/rand/v2"
 	"os"
 	"os/exec"
@@ -100,19 +101,6 @@ func runChecks() ([]result, []*gpu) {
 // check on a fake runtime, whose device memory is host memory, set it.
 var sizeShift uint
 
-// sizeText is n bytes as "64 MiB" ("1 GiB", "16 KiB").
-func sizeText(n int64) string {
-	for _, u := range []struct {
-		shift uint
-		unit  string
-	}{{30, "GiB"}, {20, "MiB"}, {10, "KiB"}} {
-		if n >= 1<<u.shift {
-			return fmt.Sprintf("%d %s", n>>u.shift, u.unit)
-		}
-	}
-	return fmt.Sprintf("%d B", n)
-}
-
 func firstErr(errs ...error) error {
 	for _, e := range errs {
 		if e != nil {
@@ -202,9 +190,9 @@ func copyRoundTrip(g *gpu) (string, error) {
 		return "", err
 	}
 	if !bytes.Equal(in, out) {
-		return "", fmt.Errorf("%s HtoD/DtoD/DtoH round trip changed the data", sizeText(n))
+		return "", fmt.Errorf("%s HtoD/DtoD/DtoH round trip changed the data", results.FormatSize(n))
 	}
-	return sizeText(n) + " random bytes HtoD, DtoD, DtoH", nil
+	return results.FormatSize(n) + " random bytes HtoD, DtoD, DtoH", nil
 }
 
 // alloc2 allocates two device buffers in the current context.
@@ -280,7 +268,7 @@ func copyBandwidth(g *gpu) (string, error) {
 	if err != nil {
 		return "", err
 	}
-	return fmt.Sprintf("%d x %s in %v: %.0f GB/s read+write", reps, sizeText(n), dt.Round(time.Microsecond),
+	return fmt.Sprintf("%d x %s in %v: %.0f GB/s read+write", reps, results.FormatSize(n), dt.Round(time.Microsecond),
 		2*reps*float64(n)/dt.Seconds()/1e9), nil
 }
 
@@ -400,7 +388,7 @@ func ipcRoundTrip(owner, peer *gpu) (string, error) {
 	if want := hex.EncodeToString(sum[:]); strings.TrimSpace(string(got)) != want {
 		return "", fmt.Errorf("child read %q, want SHA-256 %s", strings.TrimSpace(string(got)), want)
 	}
-	return sizeText(n) + " opened and read by a second process", nil
+	return results.FormatSize(n) + " opened and read by a second process", nil
 }
 
 func runIPCChild(handleHex string, dev int, n int64) error {
@@ -474,6 +462,6 @@ func peerCopy(src, dst *gpu) (string, error) {
 	if err := checkIota(to, base, 1, words); err != nil {
 		return "", err
 	}
-	return fmt.Sprintf("%s in %v: %.0f GB/s, checked", sizeText(n), dt.Round(time.Microsecond),
+	return fmt.Sprintf("%s in %v: %.0f GB/s, checked", results.FormatSize(n), dt.Round(time.Microsecond),
 		float64(n)/dt.Seconds()/1e9), src.use()
 }

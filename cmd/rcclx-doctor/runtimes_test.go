@@ -143,9 +143,9 @@ func TestHIPRows(t *testing.T) {
 		stepHIPRTC + " version":         "9.0",
 		stepCompile:                     fakehip.MI300X.Arch + ", ",
 		"device 1":                      "AMD Instinct MI300X [0000:11:00.0] gfx942:sramecc+:xnack-, 304 CUs, 192.0 GiB, wave64, FP8 fnuz",
-		"copy round trip dev1":          "64 KiB random bytes",
+		"copy round trip dev1":          "64KiB random bytes",
 		stepMemory + " dev0":            "coarse, fine, host, managed: 1 MiB each written and read back",
-		stepIPC + " dev0 -> child dev1": "16 KiB opened and read by a second process",
+		stepIPC + " dev0 -> child dev1": "16KiB opened and read by a second process",
 	}
 	for step, detail := range want {
 		r, ok := rows[step]

@@ -8,7 +8,6 @@ import (
 	"github.com/rcclx-tests/rcclx-tests/collectives"
 	"github.com/rcclx-tests/rcclx-tests/harness/plan"
 	"github.com/rcclx-tests/rcclx-tests/harness/report"
-	"github.com/rcclx-tests/rcclx-tests/harness/world"
 )
 
 // Ready is what the launcher needs of an arm for the header and the JSON, once its communicator is open
@@ -44,7 +43,7 @@ type ArmHalf struct {
 
 // Ready describes an A/B arm once the session has started.
 func (s *Session) Ready() (*Ready, error) {
-	pids, err := world.Gather(s.world, "the workers' pids", os.Getpid())
+	pids, err := collectives.Exchange(s.world, "the workers' pids", os.Getpid())
 	if err != nil {
 		return nil, err
 	}

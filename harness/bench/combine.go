@@ -4,7 +4,6 @@ import (
 	"math"
 
 	"github.com/rcclx-tests/rcclx-tests/collectives"
-	"github.com/rcclx-tests/rcclx-tests/harness/world"
 )
 
 // agg accumulates one value over threads and processes so that -a can pick rank 0's, the mean, the minimum or
@@ -88,7 +87,7 @@ func (s *summary) merge(o summary) {
 func overWorld(w collectives.World, local summary) (summary, error) {
 	local.Errors.MaxRel = min(local.Errors.MaxRel, math.MaxFloat64) // JSON has no infinity
 	local.Errors.SumSqRel = min(local.Errors.SumSqRel, math.MaxFloat64)
-	all, err := world.Gather(w, "results", local)
+	all, err := collectives.Exchange(w, "results", local)
 	if err != nil {
 		return local, err
 	}

@@ -33,9 +33,6 @@ func (s *Session) envNotes() {
 			counters = append(counters, name+"="+v)
 		}
 	}
-	if v := getenv(plan.EnvKernelTiming); v != "" {
-		s.note("%s=%s ignored: no engine here keeps RCCL's dispatch records (RCCL_KERNEL_TIMING)", plan.EnvKernelTiming, v)
-	}
 	if len(counters) > 0 && !s.o.RCCLDialect {
 		s.note("%s ignored: rccl-tests' NIC counters are read in its dialect only (--dialect rccl-tests)", strings.Join(counters, " "))
 	}

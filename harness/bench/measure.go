@@ -1,6 +1,7 @@
 package bench
 
 import (
+	"slices"
 	"sync"
 	"time"
 
@@ -28,10 +29,28 @@ func (t *thread) measure(p plan.Point, inPlace bool, bar *barrier, gate *iterGat
 	o := t.opts
 	ops := o.Iters * o.AggIters
 	calls := t.timedCalls(p, inPlace, max(ops, o.Warmup))
-	if err := t.launchIters(calls, 0, o.Warmup, 1); err != nil { // the timed loop's path, not aggregated
+	var tag string // kernel timing's and rocTX's name of this half
+	if t.kt != nil || t.ranges != nil {
+		tag = t.tag(p, inPlace)
+	}
+	if t.kt != nil {
+		if err := t.group.Wait(); err != nil { // the window's anchor is recorded on idle streams
+			return timing{}, err
+		}
+		if err := t.kt.open(); err != nil {
+			return timing{}, err
+		}
+	}
+	if err := t.launchTimed(calls, 0, o.Warmup, 1); err != nil { // the timed loop's path, not aggregated
 		return timing{}, err
 	}
 	if err := t.group.Wait(); err != nil {
+		return timing{}, err
+	}
+	if err := t.kt.close(tag + " phase=setup"); err != nil {
+		return timing{}, err
+	}
+	if err := t.kt.open(); err != nil {
 		return timing{}, err
 	}
 	graph, graphs := t.group.(collectives.Grapher)
@@ -39,7 +58,7 @@ func (t *thread) measure(p plan.Point, inPlace bool, bar *barrier, gate *iterGat
 	_, pacedGroup := t.group.(collectives.Paced)
 	paced := gate != nil && pacedGroup && p.Size >= pacedBytes
 	var loop func() error // the whole timed loop, readied before the barrier so that clocks start together
-	if !graphs && o.Blocking == 0 && o.PerIter != 1 && !paced {
+	if !graphs && o.Blocking == 0 && o.PerIter != 1 && !paced && !t.kt.timesEvents() {
 		var err error
 		if loop, err = t.prepareIters(calls, 0, o.Iters, o.AggIters); err != nil {
 			return timing{}, err
@@ -49,11 +68,16 @@ func (t *thread) measure(p plan.Point, inPlace bool, bar *barrier, gate *iterGat
 		return timing{}, err
 	}
 	if graphs {
-		return t.measureGraph(graph, calls, bar)
+		tm, err := t.measureGraph(graph, calls, bar, tag)
+		if err == nil {
+			err = t.kt.close(tag)
+		}
+		return tm, err
 	}
 	if w, ok := t.group.(collectives.Waker); ok {
 		w.Wake()
 	}
+	t.rangePush(tag)
 	clock := stopwatch{start: time.Now()}
 	iters := iterClock{t: t, perOp: o.AggIters}
 	if err := iters.start(o.PerIter == 1); err != nil {
@@ -72,12 +96,30 @@ func (t *thread) measure(p plan.Point, inPlace bool, bar *barrier, gate *iterGat
 	if err := t.group.Wait(); err != nil {
 		return timing{}, err
 	}
+	t.rangePop()
 	total := clock.elapsed()
 	times, err := iters.times()
 	if err != nil {
 		return timing{}, err
 	}
+	if err := t.kt.close(tag); err != nil {
+		return timing{}, err
+	}
 	return timing{sec: total.Seconds() / float64(ops), cpuSec: cpu.Seconds() / float64(ops), iters: times}, nil
+}
+
+// launchTimed is launchIters where kernel timing records events around each iteration's dispatch.
+func (t *thread) launchTimed(calls []*collectives.Call, first, iters, agg int) error {
+	if !t.kt.timesEvents() {
+		return t.launchIters(calls, first, iters, agg)
+	}
+	for it := first; it < first+iters; it++ {
+		err := t.kt.around(calls[(it*agg)%len(calls)], agg, func() error { return t.launchIters(calls, it, 1, agg) })
+		if err != nil {
+			return err
+		}
+	}
+	return nil
 }
 
 // launchIters launches iters iterations of agg operations from the first-th iteration on.
@@ -114,14 +156,15 @@ func (t *thread) eachIteration(calls []*collectives.Call, bar *barrier, clock *s
 		}
 		if o.Blocking == 1 || o.Blocking == 2 {
 			for a := range o.AggIters {
-				if err := t.group.Launch(calls[(it*o.AggIters+a)%len(calls)]); err != nil {
+				c := calls[(it*o.AggIters+a)%len(calls)]
+				if err := t.kt.around(c, 1, func() error { return t.group.Launch(c) }); err != nil {
 					return err
 				}
 				if err := t.block(o.Blocking, bar); err != nil {
 					return err
 				}
 			}
-		} else if err := t.launchIters(calls, it, 1, o.AggIters); err != nil {
+		} else if err := t.launchTimed(calls, it, 1, o.AggIters); err != nil {
 			return err
 		}
 		if paced && o.Blocking == 0 {
@@ -190,8 +233,9 @@ func (t *thread) block(mode int, bar *barrier) error {
 	return nil
 }
 
-// measureGraph captures the timed iterations' launches once, then times -G replays of the graph.
-func (t *thread) measureGraph(g collectives.Grapher, calls []*collectives.Call, bar *barrier) (timing, error) {
+// measureGraph captures the timed iterations' launches once, then times -G replays of the graph (in a rocTX
+// range named tag where they are on).
+func (t *thread) measureGraph(g collectives.Grapher, calls []*collectives.Call, bar *barrier, tag string) (timing, error) {
 	graph, err := g.Capture(func() error { return t.launchIters(calls, 0, t.opts.Iters, t.opts.AggIters) })
 	if err != nil {
 		return timing{}, err
@@ -200,9 +244,10 @@ func (t *thread) measureGraph(g collectives.Grapher, calls []*collectives.Call, 
 	if err := bar.wait(); err != nil {
 		return timing{}, err
 	}
+	t.rangePush(tag)
 	clock := stopwatch{start: time.Now()}
 	for range t.opts.Graph {
-		if err := graph.Launch(); err != nil {
+		if err := t.kt.around(calls[0], t.opts.Iters*t.opts.AggIters, graph.Launch); err != nil {
 			return timing{}, err
 		}
 	}
@@ -210,6 +255,7 @@ func (t *thread) measureGraph(g collectives.Grapher, calls []*collectives.Call, 
 	if err := t.group.Wait(); err != nil {
 		return timing{}, err
 	}
+	t.rangePop()
 	n := float64(t.opts.Iters * t.opts.AggIters * t.opts.Graph)
 	return timing{sec: clock.elapsed().Seconds() / n, cpuSec: cpu.Seconds() / n}, nil
 }
@@ -278,7 +324,7 @@ func (c *iterClock) times() ([]float64, error) {
 		if err != nil {
 			return nil, err
 		}
-		out = append(out, d.Seconds()/float64(c.perOp))
+		out = append(out, slices.Max(d).Seconds()/float64(c.perOp)) // the slowest local rank
 	}
 	return out, nil
 }

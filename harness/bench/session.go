@@ -125,6 +125,8 @@ func (s *Session) Run() int {
 		s.err = err
 		return s.Fail(err, -1)
 	}
+	s.startTracing()
+	defer s.finishKernelTiming()
 	nc, ncOut := s.startNetCounters()
 	err := s.sweep()
 	s.Lost.SetBusy(false)
@@ -338,7 +340,7 @@ func (s *Session) attach() error {
 	s.nranks = s.comm.NRanks()
 	s.threads = make([]*thread, len(groups))
 	for i, g := range groups {
-		s.threads[i] = &thread{coll: s.Coll, group: g, nranks: s.nranks, opts: s.o}
+		s.threads[i] = &thread{coll: s.Coll, group: g, nranks: s.nranks, opts: s.o, index: i}
 	}
 	return s.team.each(func(t int) error {
 		s.threads[t].ranks = s.threads[t].group.Ranks()

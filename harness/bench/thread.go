@@ -6,6 +6,7 @@ import (
 	"github.com/rcclx-tests/rcclx-tests/collectives"
 	"github.com/rcclx-tests/rcclx-tests/harness/exit"
 	"github.com/rcclx-tests/rcclx-tests/harness/plan"
+	"github.com/rcclx-tests/rcclx-tests/internal/roctx"
 )
 
 // thread is what one harness thread owns: its group and its ranks' buffers. Every method runs on the thread's
@@ -20,7 +21,12 @@ type thread struct {
 	recv   []collectives.Buffer
 	// bufBytes is the usable length of every buffer: the largest view at -e plus the -u shift.
 	bufBytes int64
-	scratch  [][]byte // host copies of received data for validation
+	scratch  [][]byte      // host copies of received data for validation
+	index    int           // the thread's number (-t)
+	proc     int           // the process's rank among its communicator's processes
+	graph    int           // -G as it applies to the engine
+	kt       *ktThread     // RCCL_TESTS_KERNEL_TIMING; nil when off
+	ranges   *roctx.Ranges // RCCL_TESTS_ROCTX; nil when off
 }
 
 // alloc allocates each rank's send and receive buffer of bufBytes; on failure, what it got stays in t.send and

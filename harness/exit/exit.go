@@ -22,10 +22,10 @@ const (
 	RCCLRefused = 255
 )
 
-// ErrInterrupted ends a sweep stopped by SIGINT or SIGTERM: between two iterations, or by abandoning threads
-// stuck in the engine. The session reports it as an interrupted run, with its trailer; Code leaves it to that
-// report.
-var ErrInterrupted = errors.New("interrupted")
+// ErrInterrupted ends a run stopped by a signal: a sweep between two iterations, or by abandoning threads stuck
+// in the engine, or a wait on the other processes (bootstrap's, the same error). The session reports a
+// stopped sweep as an interrupted run, with its trailer.
+var ErrInterrupted = bootstrap.ErrInterrupted
 
 // UsageError is bad command-line input: one line naming the flag and the value, exit code 1. RCCL is
 // rccl-tests' own line where rccl-tests refuses the same input (exit RCCLRefused), "" where it does not.
@@ -52,7 +52,7 @@ func Code(err error) int {
 		return c.ExitCode()
 	case errors.As(err, &te):
 		return Timeout
-	case errors.Is(err, bootstrap.ErrInterrupted):
+	case errors.Is(err, ErrInterrupted):
 		return Interrupted
 	case errors.As(err, &le):
 		return Library

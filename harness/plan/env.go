@@ -27,9 +27,13 @@ const (
 var NetCounterVars = []string{"RCCL_TESTS_NET_COUNTER_ENABLE", "RCCL_TESTS_NET_COUNTER_NIC_PREFIX",
 	"RCCL_TESTS_NIC_COUNTER_LIST"}
 
-// EnvKernelTiming is rccl-tests' kernel-timing mode: it writes the dispatch records RCCL itself keeps
-// (RCCL_KERNEL_TIMING=1) to PREFIX_pidPID.csv. No engine here keeps them: a "#" line says so.
+// EnvKernelTiming is rccl-tests' kernel-timing mode: every kernel dispatch's device start and end, written to
+// PREFIX_pidPID.csv when the run ends (harness/bench/kerneltiming.go).
 const EnvKernelTiming = "RCCL_TESTS_KERNEL_TIMING"
+
+// EnvROCTX is rccl-tests' rocTX mode: a range named as kernel timing's Config around each timed loop, for a
+// profiler's marker trace. Any value but 0 turns it on.
+const EnvROCTX = "RCCL_TESTS_ROCTX"
 
 // UnsupportedVars are all of the above: an --ab arm cannot vary them (the run would be the same, refused, or on
 // other devices).

@@ -52,7 +52,7 @@ func NewArgs(binary string, fs *pflag.FlagSet) plan.Args {
 // its own sizes, types or counts against the others' (a wrong element, a hang or a crash). Every process
 // names the first difference from process 0.
 func AgreeArgs(w collectives.World, local plan.Args) error {
-	all, err := Gather(w, "the command lines", local)
+	all, err := collectives.Exchange(w, "the command lines", local)
 	if err != nil {
 		return err
 	}

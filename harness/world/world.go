@@ -7,8 +7,6 @@
 package world
 
 import (
-	"encoding/json"
-	"fmt"
 	"time"
 
 	"github.com/rcclx-tests/rcclx-tests/bootstrap"
@@ -42,31 +40,9 @@ func Stop(signalled <-chan struct{}, started func() bool) (stop <-chan struct{},
 	return ch, func() { close(done) }
 }
 
-// Gather gives every process the values of all processes, in rank order; what names them in errors.
-func Gather[T any](w collectives.World, what string, local T) ([]T, error) {
-	if w.Size() == 1 {
-		return []T{local}, nil
-	}
-	data, err := json.Marshal(local)
-	if err != nil {
-		return nil, fmt.Errorf("gathering %s: %w", what, err)
-	}
-	all, err := w.AllGather(data)
-	if err != nil {
-		return nil, fmt.Errorf("gathering %s: %w", what, err)
-	}
-	out := make([]T, len(all))
-	for i, d := range all {
-		if err := json.Unmarshal(d, &out[i]); err != nil {
-			return nil, fmt.Errorf("gathering %s from process %d: %w", what, i, err)
-		}
-	}
-	return out, nil
-}
-
 // Seed makes every process use rank 0's seed.
 func Seed(w collectives.World, local uint64) (uint64, error) {
-	all, err := Gather(w, "the seed", local)
+	all, err := collectives.Exchange(w, "the seed", local)
 	if err != nil {
 		return 0, err
 	}
@@ -75,7 +51,7 @@ func Seed(w collectives.World, local uint64) (uint64, error) {
 
 // Min is the smallest v over the processes.
 func Min(w collectives.World, v int64) (int64, error) {
-	all, err := Gather(w, "free memory", v)
+	all, err := collectives.Exchange(w, "free memory", v)
 	for _, x := range all {
 		v = min(v, x)
 	}
@@ -85,7 +61,7 @@ func Min(w collectives.World, v int64) (int64, error) {
 // Devices collects every process's devices in rank order for the "# Using devices" lines; another
 // process's text is made printable before it is shown or recorded.
 func Devices(w collectives.World, local []collectives.Device) ([]collectives.Device, error) {
-	all, err := Gather(w, "devices", local)
+	all, err := collectives.Exchange(w, "devices", local)
 	var out []collectives.Device
 	for _, ds := range all {
 		for _, d := range ds {

@@ -3,6 +3,7 @@ package world
 import (
 	"encoding/json"
 	"errors"
+	"github.com/rcclx-tests/rcclx-tests/collectives"
 	"strings"
 	"testing"
 
@@ -45,9 +46,9 @@ func TestMinAndSeed(t *testing.T) {
 	}
 }
 
-func TestGatherNamesTheProcess(t *testing.T) {
+func TestExchangeNamesTheProcess(t *testing.T) {
 	w := &others{answers: [][]byte{jsonOf(t, int64(1)), []byte("{not json")}}
-	_, err := Gather(w, "free memory", int64(3))
+	_, err := collectives.Exchange(w, "free memory", int64(3))
 	if err == nil || !strings.Contains(err.Error(), "gathering free memory from process 2") {
 		t.Errorf("err %v, want one naming free memory and process 2", err)
 	}

@@ -31,9 +31,15 @@ type Device struct {
 	Mem      int64
 }
 
-// MI300X is a device as an MI300X reports itself.
-var MI300X = Device{Name: "AMD Instinct MI300X", Arch: "gfx942:sramecc+:xnack-", CUs: 304, WarpSize: 64,
-	CC: [2]int{9, 4}, Mem: 192 << 30}
+// MI300X, MI250X and MI355X are devices as they report themselves: FP8 is FNUZ on the MI300X (gfx942) only.
+var (
+	MI300X = Device{Name: "AMD Instinct MI300X", Arch: "gfx942:sramecc+:xnack-", CUs: 304, WarpSize: 64,
+		CC: [2]int{9, 4}, Mem: 192 << 30}
+	MI250X = Device{Name: "AMD Instinct MI250X", Arch: "gfx90a:sramecc+:xnack-", CUs: 110, WarpSize: 64,
+		CC: [2]int{9, 0}, Mem: 64 << 30}
+	MI355X = Device{Name: "AMD Instinct MI355X", Arch: "gfx950:sramecc+:xnack-", CUs: 256, WarpSize: 64,
+		CC: [2]int{9, 5}, Mem: 288 << 30}
+)
 
 // Launch is one recorded hipModuleLaunchKernel.
 type Launch struct {
