@@ -1,6 +1,12 @@
 package collectives
 
-import "fmt"
+import (
+	"errors"
+	"fmt"
+)
+
+// ErrNotPowerOfTwo is Prepare's error for hypercube on a rank count that is not a power of two.
+var ErrNotPowerOfTwo = errors.New("hypercube needs a power-of-two number of ranks")
 
 // HyperCube: an all-gather in log2(n) pairwise steps (n a power of two): at step s every rank swaps the 2^s
 // pieces it holds with rank XOR 2^s. Every rank sends S/n bytes and receives all pieces (S bytes); the
@@ -21,7 +27,7 @@ var HyperCube = &Collective{
 	},
 	prepare: func(c *Collective, _ func(string) string, nranks int, _, _ int64) (*Collective, error) {
 		if nranks < 1 || nranks&(nranks-1) != 0 {
-			return nil, fmt.Errorf("hypercube needs a power-of-two number of ranks, got %d", nranks)
+			return nil, fmt.Errorf("%w, got %d", ErrNotPowerOfTwo, nranks)
 		}
 		return c, nil
 	},

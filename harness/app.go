@@ -171,10 +171,15 @@ func (a *app) programName() string {
 	return a.binary()
 }
 
-// main parses args and runs; bad input is one line on stderr and exit code 1, with nothing on stdout.
+// main parses args and runs; bad input is one line on stderr and exit code 1, with nothing on stdout (in
+// rccl-tests' dialect, rccl-tests' own line and exit status where rccl-tests refuses the input too).
 func (a *app) main(args []string) int {
 	o, run, err := a.parse(args)
 	if err != nil {
+		if line := cli.RCCLRefusal(err); line != "" && cli.EarlyDialect(args, a.getenv) == plan.DialectRCCL {
+			fmt.Fprintln(a.stderr, line)
+			return exit.RCCLRefused
+		}
 		fmt.Fprintf(a.stderr, "%s: %v\n", a.binary(), err)
 		return exit.Usage
 	}
@@ -201,8 +206,9 @@ func (a *app) parse(args []string) (o *plan.Options, run bool, err error) {
 		Use:   a.binary() + " [flags]",
 		Short: "Measure and validate " + a.coll.Name + " like nccl-tests' " + a.binary(),
 		Long: "Measure and validate " + a.coll.Name + " like nccl-tests' " + a.binary() + ".\n\n" +
-			"Exit codes: 0 ok, 1 bad arguments, 2 runtime error (device, memory, a lost process), 3 collective\n" +
-			"library error, 4 timeout (-T), 7 wrong results or average bus bandwidth under NCCL_TESTS_MIN_BW x 0.9,\n" +
+			"Exit codes: 0 ok, 1 bad arguments (255 in rccl-tests' dialect where rccl-tests refuses them too, docs/DIALECTS.md),\n" +
+			"2 runtime error (device, memory, a lost process), 3 collective library error, 4 timeout (-T),\n" +
+			"7 wrong results or average bus bandwidth under NCCL_TESTS_MIN_BW x 0.9,\n" +
 			"130 interrupted (SIGINT), 143 terminated (SIGTERM), 129 hung up (SIGHUP), 141 standard output closed.",
 		Args:          cobra.NoArgs,
 		SilenceErrors: true,
@@ -395,13 +401,21 @@ func (a *app) benchEnv() bench.Env {
 		Fail: a.failAt}
 }
 
-// prepareCollective checks what depends on the rank count (-r, hypercube's power of two) and configures the
-// collective from its environment (alltoallv's pattern), before anything is measured or printed.
+// prepareCollective checks what depends on the rank count (-r, hypercube's power of two, which rccl-tests'
+// dialect skips instead) and configures the collective from its environment (alltoallv's pattern), before
+// anything is measured or printed.
 func (a *app) prepareCollective(o *plan.Options, nranks int) error {
 	if a.coll.Rooted && o.Root >= nranks {
 		return &exit.UsageError{Msg: fmt.Sprintf("invalid value \"%d\" for -r/--root: must be below the rank count %d (or -1 for every root)", o.Root, nranks)}
 	}
 	coll, err := a.coll.Prepare(plan.Overlay(o.CommEnv, a.getenv), nranks, o.MinBytes, o.MaxBytes)
+	if errors.Is(err, collectives.ErrNotPowerOfTwo) && o.ABKey == "" &&
+		cli.EarlyDialect(a.argv[1:], a.getenv) == plan.DialectRCCL {
+		// rccl-tests runs hypercube's header and trailer around a line per thread saying it skips: its dialect
+		// is fixed here, before any engine opens, as a refusal's would be.
+		o.ChosenDialect, o.SkipRanks = plan.DialectRCCL, nranks
+		return nil
+	}
 	if err != nil {
 		return err
 	}

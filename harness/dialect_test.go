@@ -1,6 +1,8 @@
 package harness
 
 import (
+	"encoding/json"
+	"math"
 	"math/rand/v2"
 	"os"
 	"path/filepath"
@@ -10,10 +12,12 @@ import (
 
 	"github.com/rcclx-tests/rcclx-tests/collectives"
 	"github.com/rcclx-tests/rcclx-tests/harness/bench"
+	"github.com/rcclx-tests/rcclx-tests/harness/cli"
 	"github.com/rcclx-tests/rcclx-tests/harness/exit"
 	"github.com/rcclx-tests/rcclx-tests/harness/plan"
 	"github.com/rcclx-tests/rcclx-tests/harness/report"
 	"github.com/rcclx-tests/rcclx-tests/hostengine"
+	"github.com/rcclx-tests/rcclx-tests/results"
 )
 
 // One test per row of docs/DIALECTS.md: each pins what the rccl-tests dialect prints (from rccl-tests' source)
@@ -299,6 +303,180 @@ func TestDialectLibraryRecord(t *testing.T) {
 		if has := strings.Contains(r.stdout, want); r.code != exit.OK || has != (d == plan.DialectRCCL) ||
 			d == plan.DialectNCCL && strings.Contains(r.stdout, "Librccl path") {
 			t.Errorf("%s: exit %d, banner %v\n%s", d, r.code, has, r.stdout)
+		}
+	}
+}
+
+// TestDialectRefusals: where rccl-tests' main refuses its command line with return -1, its dialect prints
+// rccl-tests' line alone on stderr and exits 255, before anything runs or is written (--dialect read even
+// after the bad flag); nccl-tests' dialect, and every other refusal in both, stay one line of ours, exit 1.
+func TestDialectRefusals(t *testing.T) {
+	for _, c := range []struct {
+		args []string
+		line string
+	}{
+		{[]string{"-b", "12Q"}, "invalid size specified for 'minbytes'"},
+		{[]string{"-e", "x"}, "invalid size specified for 'maxbytes'"},
+		{[]string{"-i", "-5"}, "invalid size specified for 'stepBytes'"},
+		{[]string{"-b", "2K", "-e", "1K"}, "invalid sizes for 'minbytes' and 'maxbytes': 2048 > 1024"},
+		{[]string{"-Z", "xml"}, "Invalid --rccl_output_format: xml"},
+		{[]string{"-D", "1", "-R", "1"}, "device implementation (-D > 0) requires enabling symmetric memory registration (-R 2)"},
+		// rccl-tests reads every flag (stopping at a bad size), then checks -b against -e, -Z, -D in this order.
+		{[]string{"-Z", "xml", "-b", "1x"}, "invalid size specified for 'minbytes'"},
+		{[]string{"-D", "1", "-Z", "xml", "-b", "2K", "-e", "1K"}, "invalid sizes for 'minbytes' and 'maxbytes': 2048 > 1024"},
+		{[]string{"-D", "1", "-Z", "xml"}, "Invalid --rccl_output_format: xml"},
+		{[]string{"-o", "div"}, ""}, {[]string{"-d", "float7"}, ""}, {[]string{"-Y", "shared"}, ""}, {[]string{"-n", "0"}, ""},
+	} {
+		for _, d := range []string{plan.DialectRCCL, plan.DialectNCCL} {
+			dir := t.TempDir()
+			args := append(append([]string{"-J", filepath.Join(dir, "r.json"), "-X", filepath.Join(dir, "r.csv")}, c.args...),
+				"--dialect", d)
+			r := testRun(t, collectives.AllReduce, args, newFake(1))
+			if d == plan.DialectNCCL || c.line == "" {
+				if r.code != exit.Usage || r.stdout != "" || strings.Count(r.stderr, "\n") != 1 ||
+					!strings.HasPrefix(r.stderr, "all_reduce_perf: invalid ") {
+					t.Errorf("%s %v: exit %d\n%s%s", d, c.args, r.code, r.stdout, r.stderr)
+				}
+			} else if r.code != exit.RCCLRefused || r.stdout != "" || r.stderr != c.line+"\n" {
+				t.Errorf("%s %v: exit %d, stdout %q, stderr %q", d, c.args, r.code, r.stdout, r.stderr)
+			}
+			if entries, _ := os.ReadDir(dir); len(entries) != 0 {
+				t.Errorf("%s %v wrote %v", d, c.args, entries)
+			}
+		}
+	}
+	r := runWith(t, collectives.AllReduce, []string{"-b", "x"}, fakeSource(newFake(1)),
+		func(a *app) {
+			a.getenv = func(k string) string { return map[string]string{plan.EnvDialect: plan.DialectRCCL}[k] }
+		})
+	if r.code != exit.RCCLRefused || r.stderr != "invalid size specified for 'minbytes'\n" {
+		t.Errorf("%s: exit %d, stderr %q", plan.EnvDialect, r.code, r.stderr)
+	}
+}
+
+// TestEarlyDialect: the dialect of a refusal made before any engine opens: --dialect (found after a bad flag
+// too), else RCCLX_TESTS_DIALECT, else rccl-tests' on a machine with AMD's GPU driver and not NVIDIA's, or where
+// --lib names an RCCL library or RCCLX_TESTS_GPU_RUNTIME is hip; else nccl-tests'.
+func TestEarlyDialect(t *testing.T) {
+	old := cli.DriverFiles
+	defer func() { cli.DriverFiles = old }()
+	dir := t.TempDir()
+	kfd, nv := filepath.Join(dir, "kfd"), filepath.Join(dir, "nvidiactl")
+	for _, c := range []struct {
+		files []string
+		args  []string
+		env   map[string]string
+		want  string
+	}{
+		{nil, nil, nil, plan.DialectNCCL},
+		{[]string{kfd}, nil, nil, plan.DialectRCCL},
+		{[]string{kfd, nv}, nil, nil, plan.DialectNCCL},
+		{[]string{nv}, nil, nil, plan.DialectNCCL},
+		{[]string{kfd}, []string{"-b", "x", "--dialect", "nccl-tests"}, nil, plan.DialectNCCL},
+		{[]string{kfd}, []string{"--dialect=nccl-tests"}, nil, plan.DialectNCCL},
+		{[]string{kfd}, nil, map[string]string{plan.EnvDialect: plan.DialectNCCL}, plan.DialectNCCL},
+		{nil, []string{"--dialect", "rccl-tests"}, map[string]string{plan.EnvDialect: plan.DialectNCCL}, plan.DialectRCCL},
+		{nil, []string{"--lib", "/opt/rocm/lib/librccl.so.1"}, nil, plan.DialectRCCL},
+		{nil, []string{"--lib=libnccl.so.2"}, nil, plan.DialectNCCL},
+		{nil, []string{"--", "--lib", "librccl.so"}, nil, plan.DialectNCCL},
+		{[]string{nv}, nil, map[string]string{"RCCLX_TESTS_GPU_RUNTIME": "hip"}, plan.DialectRCCL},
+		{nil, nil, map[string]string{"RCCLX_TESTS_GPU_RUNTIME": "cuda"}, plan.DialectNCCL},
+	} {
+		for _, f := range []string{kfd, nv} {
+			_ = os.Remove(f)
+		}
+		for _, f := range c.files {
+			if err := os.WriteFile(f, nil, 0o644); err != nil {
+				t.Fatal(err)
+			}
+		}
+		cli.DriverFiles.AMD, cli.DriverFiles.NVIDIA = kfd, nv
+		if got := cli.EarlyDialect(c.args, func(k string) string { return c.env[k] }); got != c.want {
+			t.Errorf("files %v, args %v, env %v: %s, want %s", c.files, c.args, c.env, got, c.want)
+		}
+	}
+}
+
+// TestDialectHypercubeSkip: on a rank count that is not a power of two rccl-tests' hypercube prints its whole
+// header, a line per thread saying it skips, no rows, and its trailer with an average of 0/0 (-nan, checked
+// against nothing), and exits 0; its -J file has no results and a "nan" bandwidth, its -X file no rows. The
+// dialect is the one of a refusal (here an AMD machine's); nccl-tests' dialect refuses the run before it starts.
+func TestDialectHypercubeSkip(t *testing.T) {
+	old := cli.DriverFiles
+	defer func() { cli.DriverFiles = old }()
+	dir := t.TempDir()
+	cli.DriverFiles.AMD = filepath.Join(dir, "kfd")
+	if err := os.WriteFile(cli.DriverFiles.AMD, nil, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	units := "#        (B)    (elements)                               (us)  (GB/s)  (GB/s)             (us)  (GB/s)  (GB/s)          \n"
+	for _, c := range []struct {
+		minBW, bw, okay string
+	}{{"", "-nan ", "unchecked"}, {"100", "-nan OK", "false"}} {
+		js, csv := filepath.Join(dir, "h"+c.minBW+".json"), filepath.Join(dir, "h"+c.minBW+".csv")
+		r := runWith(t, collectives.HyperCube, seedArgs(1, "-b", "64", "-e", "64", "-t", "3", "-J", js, "-Z", "csv", "-X", csv),
+			fakeSource(newFake(1)), func(a *app) {
+				a.getenv = func(k string) string { return map[string]string{"NCCL_TESTS_MIN_BW": c.minBW}[k] }
+			})
+		skip := "nRanks 3 is not a power of 2, skipping\n"
+		want := units + skip + skip + skip + "# Out of bounds values : 0 OK\n# Avg bus bandwidth    : " + c.bw +
+			"\n#\n# Collective test concluded: hypercube_perf\n#\n\n"
+		if r.code != exit.OK || !strings.HasSuffix(r.stdout, want) || !strings.Contains(r.stdout, "#  Rank  2 ") {
+			t.Errorf("NCCL_TESTS_MIN_BW=%q: exit %d\n%s%s", c.minBW, r.code, r.stdout, r.stderr)
+		}
+		var rec map[string]any
+		data, _ := os.ReadFile(js)
+		if err := json.Unmarshal(data, &rec); err != nil || len(rec["results"].([]any)) != 0 ||
+			!strings.Contains(string(data), `"average_bus_bandwidth":{"bandwidth":"nan","okay":"`+c.okay+`"}`) {
+			t.Errorf("-J: %v\n%s", err, data)
+		}
+		if got, err := results.Load(js); err != nil || !math.IsNaN(float64(got.AverageBusBandwidth.Bandwidth)) {
+			t.Errorf("-J read back: %v", err)
+		}
+		if data, _ := os.ReadFile(csv); string(data) != "numCycle,collective,gpus,size,type,redop,inplace,time,algbw,busbw,#wrong\n" {
+			t.Errorf("-X: %q", data)
+		}
+	}
+	js := filepath.Join(dir, "nccl.json")
+	r := testRun(t, collectives.HyperCube, []string{"-t", "3", "-J", js, "--dialect", plan.DialectNCCL}, newFake(1))
+	if _, err := os.Stat(js); r.code != exit.Usage || r.stdout != "" || err == nil ||
+		r.stderr != "hypercube_perf: hypercube needs a power-of-two number of ranks, got 3\n" {
+		t.Errorf("nccl-tests: exit %d\n%s%s", r.code, r.stdout, r.stderr)
+	}
+}
+
+// TestDialectJSON: rccl-tests' -J writer: version 1, one line without a newline, "/" written "\/", the
+// library's version under rccl_version, no per-iteration keys in config, and only the halves that ran; nccl-tests'
+// dialect keeps nccl-tests' version 3 (nccl_version, per_iter_timing, per_iter_skip, null for a half not run).
+// Both read back with this suite's loader.
+func TestDialectJSON(t *testing.T) {
+	dir := t.TempDir()
+	for _, d := range []string{plan.DialectRCCL, plan.DialectNCCL} {
+		js := filepath.Join(dir, d+".json")
+		r := dialectRun(t, collectives.AllReduce, d, "-O", "1", "-J", js)
+		data, _ := os.ReadFile(js)
+		s := string(data)
+		var rec struct {
+			Version int                        `json:"version"`
+			Config  map[string]json.RawMessage `json:"config"`
+			Results []map[string]json.RawMessage
+		}
+		if r.code != exit.OK || json.Unmarshal(data, &rec) != nil || len(rec.Results) != 1 ||
+			!strings.Contains(r.stdout, "# Writing JSON output to "+js+"\n") {
+			t.Fatalf("%s: exit %d\n%s\n%s", d, r.code, r.stdout, data)
+		}
+		_, inPlace := rec.Results[0]["in_place"]
+		_, perIter := rec.Config["per_iter_timing"]
+		_, perSkip := rec.Config["per_iter_skip"]
+		rccl := d == plan.DialectRCCL
+		if (rec.Version == 1) != rccl || (rec.Version == 3) == rccl || strings.Contains(s, `"rccl_version":`) != rccl ||
+			strings.Contains(s, `"nccl_version":`) == rccl || strings.Contains(s, "\n") != !rccl ||
+			strings.Contains(s, strings.ReplaceAll(js, "/", `\/`)) != rccl || inPlace == rccl || perIter == rccl ||
+			perSkip == rccl || string(rec.Results[0]["root"]) != `"    -1"` || !regexp.MustCompile(`"nwrong": ?0,`).MatchString(s) {
+			t.Errorf("%s:\n%s", d, data)
+		}
+		if _, err := results.Load(js); err != nil {
+			t.Errorf("%s: %v", d, err)
 		}
 	}
 }

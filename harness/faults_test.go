@@ -198,7 +198,7 @@ func TestInterruptedRowCountsOnce(t *testing.T) {
 	if res.OutOfPlace.Time == nil || res.InPlace.Time != nil {
 		t.Fatalf("JSON halves %+v %+v", res.OutOfPlace, res.InPlace)
 	}
-	if avg := rec.AverageBusBandwidth.Bandwidth; math.Abs(avg-res.OutOfPlace.BusBW) > 1e-9*max(1, avg) {
+	if avg := float64(rec.AverageBusBandwidth.Bandwidth); math.Abs(avg-res.OutOfPlace.BusBW) > 1e-9*max(1, avg) {
 		t.Errorf("average bus bandwidth %v, the one half's %v", avg, res.OutOfPlace.BusBW)
 	}
 	if !strings.Contains(p.stdout.String(), "# Avg bus bandwidth") {

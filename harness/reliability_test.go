@@ -18,6 +18,7 @@ import (
 
 	"github.com/rcclx-tests/rcclx-tests/collectives"
 	"github.com/rcclx-tests/rcclx-tests/harness/bench"
+	"github.com/rcclx-tests/rcclx-tests/harness/cli"
 	"github.com/rcclx-tests/rcclx-tests/harness/exit"
 	"github.com/rcclx-tests/rcclx-tests/harness/plan"
 	"github.com/rcclx-tests/rcclx-tests/harness/report"
@@ -41,6 +42,8 @@ const (
 )
 
 func TestMain(m *testing.M) {
+	// The dialect of a refusal must not depend on this machine's GPU driver (TestEarlyDialect sets them).
+	cli.DriverFiles.AMD, cli.DriverFiles.NVIDIA = "/nonexistent/kfd", "/nonexistent/nvidiactl"
 	if name := os.Getenv(childEnv); name != "" {
 		os.Exit(childMain(name, os.Args[1:]))
 	}

@@ -79,7 +79,7 @@ func (c *collector) finish(rec *Record) error {
 		rec.Results = append(rec.Results, row.res)
 	}
 	rec.OutOfBounds.Okay = Bool(rec.OutOfBounds.Count == 0)
-	rec.AverageBusBandwidth = AvgBusBW{Bandwidth: bwSum / float64(bwN), Okay: "unchecked"}
+	rec.AverageBusBandwidth = AvgBusBW{Bandwidth: Float(bwSum / float64(bwN)), Okay: "unchecked"}
 	return nil
 }
 

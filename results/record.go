@@ -9,6 +9,7 @@ package results
 import (
 	"encoding/json"
 	"fmt"
+	"math"
 )
 
 // SchemaVersion is the nccl-tests JSON schema version this package writes.
@@ -149,8 +150,28 @@ type OutOfBounds struct {
 // AvgBusBW is the "# Avg bus bandwidth" line. Okay is "true", "false" or
 // "unchecked" (no NCCL_TESTS_MIN_BW given).
 type AvgBusBW struct {
-	Bandwidth float64 `json:"bandwidth"`
-	Okay      string  `json:"okay"`
+	Bandwidth Float  `json:"bandwidth"`
+	Okay      string `json:"okay"`
+}
+
+// Float is a number that both tools' writers spell "nan" when it is not one (an average over no rows).
+type Float float64
+
+// MarshalJSON writes NaN as the string "nan", as the tools do; encoding/json has no other spelling for it.
+func (f Float) MarshalJSON() ([]byte, error) {
+	if math.IsNaN(float64(f)) {
+		return []byte(`"nan"`), nil
+	}
+	return json.Marshal(float64(f))
+}
+
+// UnmarshalJSON reads a number, or the tools' "nan".
+func (f *Float) UnmarshalJSON(data []byte) error {
+	if string(data) == `"nan"` {
+		*f = Float(math.NaN())
+		return nil
+	}
+	return json.Unmarshal(data, (*float64)(f))
 }
 
 // Bool spells b as nccl-tests does in JSON.

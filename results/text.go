@@ -228,7 +228,7 @@ func applyFooter(rec *Record, oob, avg []string) {
 	}
 	if avg != nil {
 		if v, err := parseNumber(avg[1]); err == nil {
-			rec.AverageBusBandwidth.Bandwidth = v
+			rec.AverageBusBandwidth.Bandwidth = Float(v)
 		}
 		switch avg[2] {
 		case "OK":

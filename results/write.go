@@ -1,9 +1,11 @@
 package results
 
 import (
+	"bytes"
 	"encoding/json"
 	"errors"
 	"fmt"
+	"io"
 	"io/fs"
 	"os"
 	"path/filepath"
@@ -33,6 +35,93 @@ func Write(path string, rec *Record) (string, error) {
 func Marshal(rec *Record) ([]byte, error) {
 	data, err := json.MarshalIndent(withEmptyLists(rec), "", " ")
 	return append(data, '\n'), err
+}
+
+// RCCLSchemaVersion is the version rccl-tests' -J writer puts in its files.
+const RCCLSchemaVersion = 1
+
+// MarshalRCCL is rec as rccl-tests' -J writer lays it out: version 1, one line without a newline, "/" escaped as
+// "\/", the library's version under rccl_version, no per-iteration keys in config (rccl-tests has no -I), and
+// in each row only the halves that ran (no null for the other). This suite's own keys stay.
+func MarshalRCCL(rec *Record) ([]byte, error) {
+	c := *withEmptyLists(rec)
+	c.Version = RCCLSchemaVersion
+	var in, out bytes.Buffer
+	enc := json.NewEncoder(&in)
+	enc.SetEscapeHTML(false)
+	if err := enc.Encode(&c); err != nil {
+		return nil, err
+	}
+	dec := json.NewDecoder(&in)
+	dec.UseNumber()
+	type frame struct {
+		obj  bool
+		name string // the key whose value the container is (an array's elements keep it; "" at the top)
+		n    int    // members written
+	}
+	var stack []*frame
+	scalar := func(tok json.Token) ([]byte, error) {
+		if s, ok := tok.(string); ok {
+			var b bytes.Buffer
+			e := json.NewEncoder(&b)
+			e.SetEscapeHTML(false)
+			err := e.Encode(s)
+			return bytes.ReplaceAll(bytes.TrimSuffix(b.Bytes(), []byte("\n")), []byte("/"), []byte(`\/`)), err
+		}
+		return json.Marshal(tok)
+	}
+	for {
+		tok, err := dec.Token()
+		if err == io.EOF {
+			return out.Bytes(), nil
+		} else if err != nil {
+			return nil, err
+		}
+		if d, ok := tok.(json.Delim); ok && (d == '}' || d == ']') {
+			stack = stack[:len(stack)-1]
+			out.WriteByte(byte(d))
+			continue
+		}
+		var top *frame
+		name := ""
+		if len(stack) > 0 {
+			top = stack[len(stack)-1]
+			name = top.name
+		}
+		if top != nil && top.obj { // tok is a key: read its value too, and rename or drop the pair
+			key := tok.(string)
+			if tok, err = dec.Token(); err != nil {
+				return nil, err
+			}
+			switch {
+			case name == "" && key == "nccl_version":
+				key = "rccl_version"
+			case name == "config" && (key == "per_iter_timing" || key == "per_iter_skip"),
+				name == "results" && tok == nil && (key == "out_of_place" || key == "in_place"):
+				continue
+			}
+			if top.n++; top.n > 1 {
+				out.WriteByte(',')
+			}
+			k, _ := scalar(key)
+			out.Write(append(k, ':'))
+			name = key
+		} else if top != nil {
+			if top.n++; top.n > 1 {
+				out.WriteByte(',')
+			}
+		}
+		if d, ok := tok.(json.Delim); ok {
+			stack = append(stack, &frame{obj: d == '{', name: name})
+			out.WriteByte(byte(d))
+			continue
+		}
+		b, err := scalar(tok)
+		if err != nil {
+			return nil, err
+		}
+		out.Write(b)
+	}
 }
 
 // Aside is a result file written beside its final name and moved there only once complete, so that a reader

@@ -113,6 +113,10 @@ func (s *Session) Run() int {
 	}
 	defer s.Close()
 	report.WriteHeader(s.out, s.o, s.header())
+	if s.o.SkipRanks > 0 {
+		s.Lost.SetBusy(false)
+		return s.skip()
+	}
 	if err := s.Alloc(); err != nil {
 		s.Lost.SetBusy(false)
 		if errors.Is(err, exit.ErrInterrupted) {
@@ -131,6 +135,21 @@ func (s *Session) Run() int {
 	}
 	nc.Finish(ncOut)
 	return s.finish(s.trailer())
+}
+
+// skip is rccl-tests' hypercube on a rank count that is not a power of two: each thread of each process says so
+// on its standard output, and the trailer follows an empty table (its average bus bandwidth 0/0).
+func (s *Session) skip() int {
+	out := s.out
+	if s.world.Rank() != 0 {
+		out = s.Stdout
+	}
+	for range s.o.NThreads {
+		fmt.Fprintf(out, "nRanks %d is not a power of 2, skipping\n", s.o.SkipRanks)
+	}
+	t := s.trailer()
+	t.Skipped = true
+	return s.finish(t)
 }
 
 // startNetCounters starts rccl-tests' NIC counters (its dialect only) on the first process of each node, which

@@ -31,7 +31,8 @@ func registerRCCLFlags(fs *pflag.FlagSet, o *plan.Options) {
 	fs.IntVarP(&r.CacheFlush, "cache_flush", "F", 0, "flush the instruction cache every N timed iterations (rccl-tests; 0 or less = never)")
 	fs.Var(switchValue{&r.RotatingTensor}, "rotating_tensor",
 		"1: alternate timed iterations between buffers 192 MiB apart (rccl-tests; any nonzero is 1; also -E 0|1)")
-	fs.VarP(wordValue{&r.Format, []string{results.RCCLCSV, results.RCCLJSON}, "want csv or json", "csv|json"},
+	// Any word is taken here and checked with the other flags (rcclChecks), where rccl-tests checks it.
+	fs.VarP(wordValue{p: &r.Format, kind: "csv|json"},
 		"rccl_output_format", "Z", "rccl-tests' result file format: csv or json (with -X)")
 	fs.StringVarP(&r.File, "rccl_output_file", "X", "", "write rccl-tests' csv or json result file at this path, created or emptied (-Z; json without it)")
 	fs.Var(csvAliasValue{r}, "csv", "write rccl-tests' CSV to this file: the same as -Z csv -X FILE")
@@ -53,9 +54,6 @@ func validateRCCL(o *plan.Options, fs *pflag.FlagSet) error {
 		if c.v < c.min || c.v > c.max {
 			return BadValue(fs, c.name, fmt.Sprintf("must be between %d and %d", c.min, c.max))
 		}
-	}
-	if r.DeviceImpl > 0 && o.Register != 2 {
-		return BadValue(fs, "device_implementation", "needs symmetric registration (-R 2)")
 	}
 	if r.CSVAlias && (fs.Changed("rccl_output_file") || fs.Changed("rccl_output_format")) {
 		return BadValue(fs, "csv", "is -Z csv -X FILE: cannot be combined with -X or -Z json")
@@ -172,7 +170,8 @@ func (v envValue) Set(s string) error {
 
 func (envValue) Type() string { return "KEY=VALUE" }
 
-// wordValue is a flag that takes one of a few words (-Y, -Z); want is the message for any other.
+// wordValue is a flag that takes one of a few words (-Y); want is the message for any other. Without words it
+// takes any.
 type wordValue struct {
 	p          *string
 	words      []string
@@ -187,7 +186,7 @@ func (v wordValue) String() string {
 }
 
 func (v wordValue) Set(s string) error {
-	if !slices.Contains(v.words, s) {
+	if v.words != nil && !slices.Contains(v.words, s) {
 		return errors.New(v.want)
 	}
 	*v.p = s

@@ -10,6 +10,7 @@ import (
 	"github.com/rcclx-tests/rcclx-tests/collectives"
 	"github.com/rcclx-tests/rcclx-tests/harness/exit"
 	"github.com/rcclx-tests/rcclx-tests/harness/plan"
+	"github.com/rcclx-tests/rcclx-tests/results"
 )
 
 // BadValue is the usage error for flag name's value: it names the flag as the user can give it and says why.
@@ -38,6 +39,9 @@ type intRule struct {
 
 // Validate checks the parsed flags and derives the run's lists. engineNames are the engines --engine accepts.
 func Validate(o *plan.Options, fs *pflag.FlagSet, engineNames []string) error {
+	if err := rcclChecks(o, fs); err != nil {
+		return err
+	}
 	const unbounded = int(^uint(0) >> 1)
 	for _, r := range []intRule{
 		{"nthreads", o.NThreads, 1, MaxRanksPerProcess}, {"ngpus", o.NGpus, 1, MaxRanksPerProcess}, {"iters", o.Iters, 1, unbounded},
@@ -87,10 +91,24 @@ func Validate(o *plan.Options, fs *pflag.FlagSet, engineNames []string) error {
 	return nil
 }
 
-func validateSweep(o *plan.Options, fs *pflag.FlagSet) error {
+// rcclChecks are the checks rccl-tests makes after reading its flags, in its order, before this suite's own:
+// where both refuse a command line, its dialect prints rccl-tests' line (RCCLRefusal).
+func rcclChecks(o *plan.Options, fs *pflag.FlagSet) error {
 	switch {
 	case o.MinBytes > o.MaxBytes:
-		return BadValue(fs, "minbytes", fmt.Sprintf("larger than -e %s (%d B)", fs.Lookup("maxbytes").Value, o.MaxBytes))
+		return rcclRefused(BadValue(fs, "minbytes", fmt.Sprintf("larger than -e %s (%d B)", fs.Lookup("maxbytes").Value, o.MaxBytes)),
+			fmt.Sprintf("invalid sizes for 'minbytes' and 'maxbytes': %d > %d", o.MinBytes, o.MaxBytes))
+	case o.RCCL.Format != "" && o.RCCL.Format != results.RCCLCSV && o.RCCL.Format != results.RCCLJSON:
+		return rcclRefused(BadValue(fs, "rccl_output_format", "want csv or json"), "Invalid --rccl_output_format: "+o.RCCL.Format)
+	case o.RCCL.DeviceImpl > 0 && o.Register != 2:
+		return rcclRefused(BadValue(fs, "device_implementation", "needs symmetric registration (-R 2)"),
+			"device implementation (-D > 0) requires enabling symmetric memory registration (-R 2)")
+	}
+	return nil
+}
+
+func validateSweep(o *plan.Options, fs *pflag.FlagSet) error {
+	switch {
 	case o.StepFactor < 1:
 		return BadValue(fs, "stepfactor", "must be at least 1")
 	case o.StepFactor == 1 && o.StepBytes < 1 && o.MinBytes < o.MaxBytes:

@@ -18,6 +18,8 @@ const (
 	Timeout     = 4
 	TestFailed  = 7
 	Interrupted = 130
+	// RCCLRefused is rccl-tests' status for the command lines its main refuses with return -1 (UsageError.RCCL).
+	RCCLRefused = 255
 )
 
 // ErrInterrupted ends a run stopped by a signal: a sweep between two iterations, or by abandoning threads stuck
@@ -25,8 +27,9 @@ const (
 // stopped sweep as an interrupted run, with its trailer.
 var ErrInterrupted = bootstrap.ErrInterrupted
 
-// UsageError is bad command-line input: one line naming the flag and the value, exit code 1.
-type UsageError struct{ Msg string }
+// UsageError is bad command-line input: one line naming the flag and the value, exit code 1. RCCL is
+// rccl-tests' own line where rccl-tests refuses the same input (exit RCCLRefused), "" where it does not.
+type UsageError struct{ Msg, RCCL string }
 
 func (e *UsageError) Error() string { return e.Msg }
 

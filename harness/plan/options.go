@@ -65,6 +65,9 @@ type Options struct {
 	ChosenDialect string // --dialect or RCCLX_TESTS_DIALECT ("" = by platform: setDialect)
 	RCCLDialect   bool   // the session prints rccl-tests' dialect
 	RCCLAlgo      bool   // rccl-tests asks the library for this collective's algorithm (-A)
+	// SkipRanks is hypercube's rank count where it is not a power of two and rccl-tests' dialect runs: every
+	// thread says it skips, as rccl-tests' threads do, and no row runs (0: the run has rows).
+	SkipRanks int
 	// Changed records which flags the user gave, for "ignored" notes.
 	Changed map[string]bool
 }

@@ -4,6 +4,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"math"
 	"path/filepath"
 	"slices"
 	"strconv"
@@ -26,7 +27,8 @@ type RunInfo struct {
 	Stderr  io.Writer
 }
 
-// JSON is the -J file: nccl-tests' schema (version 3) plus this suite's keys, written once at the end by
+// JSON is the -J file: nccl-tests' schema (version 3), or in rccl-tests' dialect rccl-tests' (version 1,
+// results.MarshalRCCL), plus this suite's keys, written once at the end by
 // world rank 0 into the file it claimed before the run; the same rows go to the -X file in rccl-tests' layout.
 type JSON struct {
 	file    *results.Aside // the -J file, nil when no JSON is written
@@ -181,15 +183,23 @@ func (j *JSON) Finish() error {
 	r := j.rec
 	r.EndTime = j.run.Now().Format(TimeLayout)
 	r.OutOfBounds.Okay = results.Bool(r.OutOfBounds.Count == 0)
-	if j.bwN > 0 {
-		r.AverageBusBandwidth.Bandwidth = j.bwSum / float64(j.bwN)
+	rccl := j.o.RCCLDialect || j.o.ChosenDialect == plan.DialectRCCL
+	switch {
+	case j.bwN > 0:
+		r.AverageBusBandwidth.Bandwidth = results.Float(j.bwSum / float64(j.bwN))
+	case rccl: // rccl-tests' average over no rows is 0/0
+		r.AverageBusBandwidth.Bandwidth = results.Float(math.NaN())
 	}
-	t := Trailer{AvgBusBW: r.AverageBusBandwidth.Bandwidth, MinBW: j.run.MinBW()}
+	t := Trailer{AvgBusBW: float64(r.AverageBusBandwidth.Bandwidth), MinBW: j.run.MinBW()}
 	r.AverageBusBandwidth.Okay = "unchecked"
 	if t.MinBW >= 0 {
 		r.AverageBusBandwidth.Okay = results.Bool(t.BandwidthOK())
 	}
-	data, err := results.Marshal(r)
+	marshal := results.Marshal
+	if rccl {
+		marshal = results.MarshalRCCL
+	}
+	data, err := marshal(r)
 	if err != nil {
 		j.file.Discard()
 		return errors.Join(rerr, fmt.Errorf("writing %s: %w", j.file.Name(), err))
