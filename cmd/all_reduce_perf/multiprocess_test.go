@@ -103,13 +103,19 @@ type proc struct {
 // it starts one process without launcher variables.
 func launch(t *testing.T, ctx context.Context, dir string, n, port int, env []string, args ...string) []*proc {
 	t.Helper()
+	return launchEach(t, ctx, dir, n, port, func(int) []string { return env }, args...)
+}
+
+// launchEach is launch with the variables added to each rank's given by envOf.
+func launchEach(t *testing.T, ctx context.Context, dir string, n, port int, envOf func(rank int) []string, args ...string) []*proc {
+	t.Helper()
 	bin := binary(t)
 	count := max(n, 1)
 	procs := make([]*proc, count)
 	for r := range count {
 		p := &proc{cmd: exec.CommandContext(ctx, bin, args...), done: make(chan struct{})}
 		p.cmd.Dir = dir
-		p.cmd.Env = append(baseEnv(), env...)
+		p.cmd.Env = append(baseEnv(), envOf(r)...)
 		if n > 0 {
 			p.cmd.Env = append(p.cmd.Env, "RANK="+strconv.Itoa(r), "WORLD_SIZE="+strconv.Itoa(n),
 				"MASTER_ADDR=127.0.0.1", "MASTER_PORT="+strconv.Itoa(port))
@@ -462,5 +468,30 @@ func TestABAcrossProcessesHostEngine(t *testing.T) {
 				t.Errorf("rank 1 printed:\n%s", out)
 			}
 		})
+	}
+}
+
+// Processes whose devices compute FP8 in different flavours (gfx942's FNUZ and OCP elsewhere; here the host
+// engine told so per process) cannot check FP8 data across them: a sweep with an FP8 type is refused on every
+// process, naming the flavours; one without runs.
+func TestFP8FlavourAcrossProcesses(t *testing.T) {
+	flavour := func(r int) []string { return []string{"RCCLX_TESTS_FP8=" + []string{"fnuz", "ocp"}[r]} }
+	for _, tc := range []struct {
+		dtype string
+		code  int
+	}{{"f8e4m3", 2}, {"float", 0}} {
+		ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
+		ps := launchEach(t, ctx, t.TempDir(), 2, freePort(t), flavour, "--engine", "host", "-g", "1", "-b", "1K",
+			"-e", "1K", "-d", tc.dtype, "-T", "20")
+		waitAll(ps)
+		cancel()
+		for r, p := range ps {
+			if code := exitCode(p); code != tc.code {
+				t.Errorf("-d %s, rank %d: exit %d, want %d\n%s", tc.dtype, r, code, tc.code, p.stderr.String())
+			}
+		}
+		if want := "process 1's devices compute FP8 in ocp, this process's in fnuz"; tc.code != 0 && !strings.Contains(ps[0].stderr.String(), want) {
+			t.Errorf("rank 0's stderr %q, want %q", ps[0].stderr.String(), want)
+		}
 	}
 }

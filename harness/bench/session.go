@@ -8,6 +8,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"slices"
 	"time"
 
 	"github.com/rcclx-tests/rcclx-tests/collectives"
@@ -283,13 +284,39 @@ func (s *Session) open() error {
 		return err
 	}
 	s.comm = comm
-	collectives.UseFP8Flavour(collectives.FP8FlavourOf(comm)) // before any data is generated
 	s.Lost.Track(comm)
+	if err := s.useFP8Flavour(); err != nil {
+		s.Lost.Untrack(comm)
+		_ = comm.Close()
+		s.team.close()
+		return err
+	}
 	if err := s.attach(); err != nil {
 		s.Lost.Untrack(comm)
 		_ = comm.Close()
 		s.team.close()
 		return err
+	}
+	return nil
+}
+
+// useFP8Flavour sets the flavour FP8 data is generated and checked in, before any is: the devices'. Where the
+// sweep has an FP8 type, every process must have the same, or their ranks would disagree about every element.
+func (s *Session) useFP8Flavour() error {
+	f := collectives.FP8FlavourOf(s.comm)
+	collectives.UseFP8Flavour(f)
+	if !slices.ContainsFunc(s.o.DTypes, func(d collectives.DType) bool { return d == collectives.F8E4M3 || d == collectives.F8E5M2 }) {
+		return nil
+	}
+	all, err := collectives.Exchange(s.world, "the FP8 flavours", f)
+	if err != nil {
+		return err
+	}
+	for p, g := range all {
+		if g != f {
+			return fmt.Errorf("process %d's devices compute FP8 in %s, this process's in %s: FP8 data cannot be checked "+
+				"across them (run -d without f8e4m3 and f8e5m2, or the processes in runs of their own)", p, g, f)
+		}
 	}
 	return nil
 }
