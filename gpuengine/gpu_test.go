@@ -200,6 +200,8 @@ func TestGPUTimeout(t *testing.T) {
 		c := open(t, New(), 2, merge(env, map[string]string{collectives.EnvSkipRank: "1"}), time.Second)
 		g := c.Groups()[0]
 		call := buildCall(t, g, s, 2)
+		// Compiled first: a cold kernel cache takes seconds in the first Launch, which is not the wait timed.
+		must(t, c.(collectives.Preparer).Prepare(s.coll, []collectives.DType{s.dt}, []collectives.Op{s.op}, nil))
 		start := time.Now()
 		must(t, g.Launch(call))
 		err := g.Wait()
