@@ -71,6 +71,14 @@ func RCCLTypeName(t string) string {
 	return t
 }
 
+// RCCLRedopName is rccl-tests' redop column: hypercube's, blank in nccl-tests, is none there.
+func RCCLRedopName(r string) string {
+	if r == "" {
+		return "none"
+	}
+	return r
+}
+
 // rcclField is one value of a line: its JSON key and its text, as rccl-tests renders it (strings quoted in
 // both formats, integers in decimal, floating-point numbers as C's %f).
 type rcclField struct{ key, text string }

@@ -14,12 +14,12 @@ func TypeName(o *plan.Options, dt collectives.DType) string {
 	return dt.String()
 }
 
-// RedopName is the redop column: rccl-tests names hypercube's (blank in nccl-tests) none.
+// RedopName is the redop column in the dialect's spelling.
 func RedopName(o *plan.Options, c *collectives.Collective, op collectives.Op) string {
-	if n := c.RedOpName(op); n != "" || !o.RCCLDialect {
-		return n
+	if o.RCCLDialect {
+		return results.RCCLRedopName(c.RedOpName(op))
 	}
-	return "none"
+	return c.RedOpName(op)
 }
 
 // BlockingLine is the header's -z line ("" for -z 0).

@@ -115,12 +115,8 @@ func (w *RCCLOut) Add(s EngineRun) {
 			if !h.Ran {
 				continue
 			}
-			redop := r.Redop
-			if redop == "" {
-				redop = "none" // nccl-tests' hypercube prints no redop; rccl-tests' names it none
-			}
 			line := results.RCCLRow{Cycle: r.Cycle, Name: w.name, Size: r.Size, Type: results.RCCLTypeName(r.DType),
-				Redop: redop, InPlace: i == 1, Time: h.Sec * 1e6, AlgBW: h.AlgBW, BusBW: h.BusBW}
+				Redop: results.RCCLRedopName(r.Redop), InPlace: i == 1, Time: h.Sec * 1e6, AlgBW: h.AlgBW, BusBW: h.BusBW}
 			if h.Checked {
 				wrong := h.Wrong
 				line.Wrong = &wrong
