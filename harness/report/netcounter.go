@@ -59,6 +59,7 @@ var (
 // NetCounters is one run's collection: nil when it is off.
 type NetCounters struct {
 	nics, ibs []string
+	types     []string // rccl-tests' NIC type of each (nicType)
 	counters  []netCounter
 	before    []nicSnapshot
 	baseRank  int
@@ -119,7 +120,10 @@ func StartNetCounters(getenv func(string) string, out, warn io.Writer, baseRank 
 	}
 	typ, mixed := "UNKNOWN", false
 	for _, ib := range nc.ibs {
-		switch t := nicType(ib); {
+		nc.types = append(nc.types, nicType(ib))
+	}
+	for _, t := range nc.types {
+		switch {
 		case t == "UNKNOWN":
 		case typ == "UNKNOWN":
 			typ = t
@@ -228,7 +232,7 @@ func nicType(ib string) string {
 
 // snapshot reads NIC i's counters.
 func (nc *NetCounters) snapshot(i int) nicSnapshot {
-	s := nicSnapshot{at: time.Now(), typ: nicType(nc.ibs[i]), values: map[string]uint64{}}
+	s := nicSnapshot{at: time.Now(), typ: nc.types[i], values: map[string]uint64{}}
 	nc.readEthtool(nc.nics[i], s.values)
 	ib := nc.ibs[i]
 	if ib == "" {
