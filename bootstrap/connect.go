@@ -179,16 +179,10 @@ func (w *World) listen() (net.Listener, string, error) {
 // where it speaks this protocol. An error ends the run: two processes claim one rank, and which one belongs to
 // this run cannot be told.
 func (w *World) admit(a arrival, end time.Time) (ok bool, err error) {
-	if a.err != nil {
-		w.drop(a, a.err.Error(), "")
+	if w.screen(a) {
 		return false, nil
 	}
 	h := a.h
-	if why := w.stranger(h); why != "" {
-		w.drop(a, why, fmt.Sprintf("bootstrap: %s is the rendezvous of another run (%s), not of this process's (%s)",
-			w.addr, w.describe(), describe(h)))
-		return false, nil
-	}
 	if h.rank == 0 || w.peers[h.rank] != nil {
 		err := w.claimant(a)
 		a.c.Close()
@@ -206,6 +200,20 @@ func (w *World) admit(a arrival, end time.Time) (ok bool, err error) {
 	p.in = reader(a.c, w.done, func(f frame) { w.lostPeer(p, f) })
 	w.pmu.Unlock()
 	return true, nil
+}
+
+// screen drops an arrival whose hello failed or is not of this run, and reports whether it did.
+func (w *World) screen(a arrival) bool {
+	if a.err != nil {
+		w.drop(a, a.err.Error(), "")
+		return true
+	}
+	if why := w.stranger(a.h); why != "" {
+		w.drop(a, why, fmt.Sprintf("bootstrap: %s is the rendezvous of another run (%s), not of this process's (%s)",
+			w.addr, w.describe(), describe(a.h)))
+		return true
+	}
+	return false
 }
 
 // stranger says why a hello is not of this run ("" when it is).
@@ -281,12 +289,7 @@ func (w *World) turnAway(arrivals <-chan arrival) {
 		switch {
 		case a.c == nil:
 			return
-		case a.err != nil:
-			w.drop(a, a.err.Error(), "")
-		case w.stranger(a.h) != "":
-			w.drop(a, w.stranger(a.h), fmt.Sprintf("bootstrap: %s is the rendezvous of another run (%s), not of "+
-				"this process's (%s)", w.addr, w.describe(), describe(a.h)))
-		default:
+		case !w.screen(a):
 			err := w.claimant(a)
 			a.c.Close()
 			w.setFailed(err, -1, true)
