@@ -5,8 +5,6 @@ import (
 	"io"
 	"math"
 	"strings"
-
-	"gonum.org/v1/gonum/stat"
 )
 
 // ABReport is the "ab" key of a Record: an interleaved comparison of two arms
@@ -75,7 +73,7 @@ func AnalyzeAB(sizes []int64, a, b [][]float64) []ABRow {
 			}
 		}
 		if len(ratios) > 0 {
-			row.TimeA, row.TimeB = math.Exp(stat.Mean(logs(pairedA), nil)), math.Exp(stat.Mean(logs(pairedB), nil))
+			row.TimeA, row.TimeB = GeoMean(pairedA), GeoMean(pairedB)
 		}
 		_, lo, hi, ok := meanInterval(ratios)
 		row.Speedup, _ = Speedup(pairedA, pairedB)

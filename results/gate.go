@@ -7,8 +7,6 @@ import (
 	"math"
 	"slices"
 	"strings"
-
-	"gonum.org/v1/gonum/stat"
 )
 
 // Metric names accepted by the gate and the plots.
@@ -270,7 +268,7 @@ func (chk *GateCheck) compare(bt, ct []float64, metric string, hard float64) boo
 		return false
 	}
 	diff, dlo, dhi, noise := diffInterval(lb, lc) // of log times: current over baseline
-	chk.BaseUs, chk.CurUs = math.Exp(stat.Mean(lb, nil)), math.Exp(stat.Mean(lc, nil))
+	chk.BaseUs, chk.CurUs = GeoMean(bt), GeoMean(ct)
 	chk.Noise, chk.Hard, chk.nb, chk.nc = noise, hard, len(bt), len(ct)
 	medRatio := Median(ct) / Median(bt)
 	// sign turns a log time ratio into a log regression (time: a rise; busbw: a drop); limit is the threshold so.

@@ -73,11 +73,20 @@ const SpeedupEstimator = "geomean of per-cycle time ratios"
 // Speedup is how many times faster times b are than times a, by SpeedupEstimator: the geometric mean of a's
 // times above 0 over that of b's. ok is false where a side has none.
 func Speedup(a, b []float64) (speedup float64, ok bool) {
-	la, lb := logs(a), logs(b)
-	if len(la) == 0 || len(lb) == 0 {
+	ga, gb := GeoMean(a), GeoMean(b)
+	if ga == 0 || gb == 0 {
 		return 0, false
 	}
-	return math.Exp(stat.Mean(la, nil) - stat.Mean(lb, nil)), true
+	return ga / gb, true
+}
+
+// GeoMean is the geometric mean of the values of xs above 0 (0 where there is none).
+func GeoMean(xs []float64) float64 {
+	l := logs(xs)
+	if len(l) == 0 {
+		return 0
+	}
+	return math.Exp(stat.Mean(l, nil))
 }
 
 // logs is the natural logarithm of each value of xs above 0.
