@@ -27,6 +27,10 @@ import (
 // thread; later ones are counted as dropped, as the library drops what overflows its buffer.
 const ktWindow = 1024
 
+// ktKeep bounds the records a process keeps for its file (about 100 MB): an endless run (-N 0) counts the
+// rest as dropped instead of growing without end.
+var ktKeep = 1 << 20
+
 // ktFuncs are RCCL's ncclFunc_t numbers for the dispatches of each collective, for records taken by events.
 var ktFuncs = map[string]uint32{"broadcast": 0, "reduce": 1, "all_gather": 2, "reduce_scatter": 3,
 	"all_reduce": 4, "all_reduce_bias": 4, "sendrecv": 5, "hypercube": 5, "alltoall": 8, "alltoallv": 8,
@@ -40,8 +44,18 @@ type ktFile struct {
 	rows    []ktRow
 	library bool   // drained from the library (else timed by events)
 	dropped uint64 // the library's running total; or the dispatches past ktWindow
+	lost    uint64 // records past ktKeep
 	drains  int
 	result  int // the library's last drain status
+}
+
+// keep adds rows up to ktKeep in all, counting the rest as dropped.
+func (f *ktFile) keep(rows []ktRow) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	n := min(len(rows), max(ktKeep-len(f.rows), 0))
+	f.rows = append(f.rows, rows[:n]...)
+	f.lost += uint64(len(rows) - n)
 }
 
 type ktRow struct {
@@ -198,9 +212,7 @@ func (k *ktThread) close(tag string) error {
 		}
 	}
 	k.units = k.units[:0]
-	k.file.mu.Lock()
-	k.file.rows = append(k.file.rows, rows...)
-	k.file.mu.Unlock()
+	k.file.keep(rows)
 	return nil
 }
 
@@ -242,7 +254,7 @@ func (s *Session) finishKernelTiming() {
 		fmt.Fprintf(s.Stderr, "rccl-tests: cannot write %s: %v\n", f.path, err)
 		return
 	}
-	fmt.Fprintf(s.Stderr, "rccl-tests: wrote %d kernel timing records to %s (%d dropped)\n", len(f.rows), f.path, f.dropped)
+	fmt.Fprintf(s.Stderr, "rccl-tests: wrote %d kernel timing records to %s (%d dropped)\n", len(f.rows), f.path, f.dropped+f.lost)
 }
 
 // ktHeader is rccl-tests' header line of the file.
