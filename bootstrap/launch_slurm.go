@@ -12,19 +12,16 @@ import (
 // (srun sets it) before the allocation's.
 var slurmNodeLists = []string{"SLURM_STEP_NODELIST", "SLURM_JOB_NODELIST", "SLURM_NODELIST"}
 
-// slurmRendezvous is where the tasks of an srun step meet without help: on a single node 127.0.0.1, across
-// nodes the step's first node, where srun's block and cyclic distributions both place task 0; in both cases a
-// port derived from the job and step ids, so that two steps (or jobs) sharing a node pick different ports
-// without talking. "" with no error when no node list is set. Rank 0 checks that it runs on that first node
-// (SLURMD_NODENAME): an arbitrary distribution may place it elsewhere.
+// slurmRendezvous is where the tasks of an srun step on several nodes meet without help: the step's first
+// node, where srun's block and cyclic distributions both place task 0, on a port derived from the job and step
+// ids, so that two steps (or jobs) sharing a node pick different ports without talking. "" with no error on a
+// single node (Rendezvous's 127.0.0.1 and the same port serve) and when no node list is set. Rank 0 checks that
+// it runs on that first node (SLURMD_NODENAME): an arbitrary distribution may place it elsewhere.
 func slurmRendezvous(getenv func(string) string, l Launch) (string, error) {
-	if l.RunID == "" {
+	if l.RunID == "" || l.LocalSize == l.Size {
 		return "", nil
 	}
 	port := strconv.Itoa(derivedPort(l.RunID))
-	if l.LocalSize == l.Size {
-		return net.JoinHostPort("127.0.0.1", port), nil
-	}
 	for _, key := range slurmNodeLists {
 		list := getenv(key)
 		if list == "" {
