@@ -55,6 +55,9 @@ var dtypeAliases = map[string]DType{
 	"fp8_e4m3": F8E4M3, "fp8_e5m2": F8E5M2, "e4m3": F8E4M3, "e5m2": F8E5M2,
 }
 
+// FP8 reports whether d is one of the 8-bit float types.
+func (d DType) FP8() bool { return d == F8E4M3 || d == F8E5M2 }
+
 // AllDTypes lists every type in nccl-tests' order (what "-d all" runs).
 func AllDTypes() []DType {
 	out := make([]DType, numDTypes)

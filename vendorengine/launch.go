@@ -108,8 +108,6 @@ func fp8Refused(fp8 bool, err error) error {
 	return err
 }
 
-func isFP8(d collectives.DType) bool { return d == collectives.F8E4M3 || d == collectives.F8E5M2 }
-
 // Variables for the tests' sake.
 var (
 	loopChunk     = 4096  // the most calls of a loop made in one crossing
@@ -139,7 +137,7 @@ func (g *group) prepare(c *collectives.Call) error {
 			return err
 		}
 	}
-	g.dt, g.lastCall, g.fp8 = dt, g.c.callName(c), isFP8(c.DType)
+	g.dt, g.lastCall, g.fp8 = dt, g.c.callName(c), c.DType.FP8()
 	return nil
 }
 
@@ -309,7 +307,7 @@ func (g *group) dataType(d collectives.DType) (nccl.DataType, error) {
 	if err != nil {
 		return 0, err
 	}
-	if d == collectives.F8E4M3 || d == collectives.F8E5M2 {
+	if d.FP8() {
 		for _, r := range g.ranks {
 			if !r.fp8 {
 				return 0, fmt.Errorf("%s needs a GPU of compute capability 9.0 or later (device %d, %s, is older): %w", d, r.dev,
@@ -337,7 +335,7 @@ func (g *group) redOps(op collectives.Op, d collectives.DType, dt nccl.DataType)
 			var err error
 			scalar := nccl.Scalar(d, g.c.fp8, collectives.PreMulScalar(r.global))
 			if o, err = g.c.lib.RedOpCreatePreMulSum(scalar, dt, r.comm); err != nil {
-				return fp8Refused(isFP8(d), libraryError(err))
+				return fp8Refused(d.FP8(), libraryError(err))
 			}
 			g.premul[k] = o
 		}

@@ -88,16 +88,13 @@ type ktUnit struct {
 // startTracing readies rccl-tests' two ways of tracing on every thread: rocTX ranges around each timed loop
 // where RCCL_TESTS_ROCTX is set and not 0 (and the rocTX library is found), and kernel timing.
 func (s *Session) startTracing() {
-	commWorld := s.commWorld
-	if commWorld == nil {
-		commWorld = s.world
-	}
+	proc := s.commProcesses().Rank()
 	var ranges *roctx.Ranges
 	if v := s.Getenv(plan.EnvROCTX); v != "" && v != "0" {
 		ranges = roctx.Load()
 	}
 	for _, t := range s.threads {
-		t.proc, t.graph, t.ranges = commWorld.Rank(), s.graph, ranges
+		t.proc, t.graph, t.ranges = proc, s.graph, ranges
 	}
 	s.startKernelTiming()
 }

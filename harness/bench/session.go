@@ -266,11 +266,7 @@ func (s *Session) open() error {
 	// "auto" has already probed the engine it chose; a named engine says what is missing when it opens.
 	s.eng = eng
 	o := s.o
-	commWorld := s.commWorld
-	if commWorld == nil {
-		commWorld = s.world
-	}
-	cfg := collectives.Config{NThreads: o.NThreads, NGpus: o.NGpus, World: commWorld, Env: o.CommEnv,
+	cfg := collectives.Config{NThreads: o.NThreads, NGpus: o.NGpus, World: s.commProcesses(), Env: o.CommEnv,
 		Timeout: o.Timeout(), StreamNull: o.StreamNull == 1, Register: o.Register > 0,
 		ParallelInit: o.ParallelInit == 1, Oversubscribe: o.Oversubscribe, Library: o.Library,
 		Memory: o.RCCL.MemoryKind(), CTAPolicy: o.RCCL.CTAPolicy}
@@ -300,12 +296,20 @@ func (s *Session) open() error {
 	return nil
 }
 
+// commProcesses are the processes of this process's communicator (every process, without a split).
+func (s *Session) commProcesses() collectives.World {
+	if s.commWorld == nil {
+		return s.world
+	}
+	return s.commWorld
+}
+
 // useFP8Flavour sets the flavour FP8 data is generated and checked in, before any is: the devices'. Where the
 // sweep has an FP8 type, every process must have the same, or their ranks would disagree about every element.
 func (s *Session) useFP8Flavour() error {
 	f := collectives.FP8FlavourOf(s.comm)
 	collectives.UseFP8Flavour(f)
-	if !slices.ContainsFunc(s.o.DTypes, func(d collectives.DType) bool { return d == collectives.F8E4M3 || d == collectives.F8E5M2 }) {
+	if !slices.ContainsFunc(s.o.DTypes, collectives.DType.FP8) {
 		return nil
 	}
 	all, err := collectives.Exchange(s.world, "the FP8 flavours", f)

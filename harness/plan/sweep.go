@@ -30,7 +30,7 @@ type TypeOp struct {
 // them all, so this suite skips those rows in the rccl-tests dialect, or when rccl-tests' result file is asked
 // for (-Z, -X, --csv), on every engine, and its header names them (the header names them).
 func RCCLSkips(c *collectives.Collective, o *Options, dt collectives.DType, op collectives.Op) bool {
-	fp8 := dt == collectives.F8E4M3 || dt == collectives.F8E5M2
+	fp8 := dt.FP8()
 	return (o.RCCLDialect || o.RCCL.Format != "") && c.Reduces && fp8 &&
 		(op == collectives.Prod || op == collectives.Avg || op == collectives.MulSum)
 }
