@@ -55,7 +55,7 @@ type rank struct {
 	mapped        []gpurt.DevicePtr // IPC mappings of other processes' buffers, closed with the comm
 	lastColl      string            // collective and algorithm of the last launch, for timeout messages
 	lastAlgo      string
-	events        eventPool
+	events        gpurt.EventPool // timing marks (timer.go)
 	ce            ceRank          // the copy-engine transport's events and scratch
 	args          *gpurt.ArgBlock // kernel parameters of this rank's launches (one launching thread at a time)
 	vtable        vTable          // alltoallv's counts and displacements
@@ -146,7 +146,7 @@ func (r *rank) close() error {
 	}
 	keep(r.ctx.SetCurrent())
 	keep(r.stream.Synchronize())
-	r.events.destroy()
+	_ = r.events.Destroy()
 	for _, err := range r.ce.close() {
 		keep(err)
 	}

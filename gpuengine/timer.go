@@ -7,37 +7,6 @@ import (
 	"github.com/rcclx-tests/rcclx-tests/gpurt"
 )
 
-// eventPool is a rank's timing events. The marks of a series stay valid until the harness reads the series
-// (Elapsed); the next Mark after a read starts a new series, reusing every event, so that an endless run (-N 0)
-// allocates no more than its longest series needs.
-type eventPool struct {
-	free, used []gpurt.Event
-}
-
-func (e *eventPool) take(read bool) (gpurt.Event, error) {
-	if read {
-		e.free, e.used = append(e.free, e.used...), e.used[:0]
-	}
-	var ev gpurt.Event
-	if n := len(e.free); n > 0 {
-		ev, e.free = e.free[n-1], e.free[:n-1]
-	} else {
-		var err error
-		if ev, err = gpurt.EventCreate(true); err != nil {
-			return 0, err
-		}
-	}
-	e.used = append(e.used, ev)
-	return ev, nil
-}
-
-func (e *eventPool) destroy() {
-	for _, ev := range append(e.free, e.used...) {
-		ev.Destroy()
-	}
-	e.free, e.used = nil, nil
-}
-
 // mark is one event per local rank.
 type mark []gpurt.Event
 
@@ -50,7 +19,7 @@ func (g *group) Mark() (collectives.Event, error) {
 		if err := r.ctx.SetCurrent(); err != nil {
 			return nil, runtimeError(r, err)
 		}
-		ev, err := r.events.take(read)
+		ev, err := r.events.Take(read, func() (gpurt.Event, error) { return gpurt.EventCreate(true) })
 		if err == nil {
 			err = ev.Record(r.stream)
 		}

@@ -16,57 +16,36 @@ type mark []gpurt.Event
 // markPool keeps each local rank's timing events (created in its context). A series of marks ends when the
 // harness reads it (Elapsed); the next Mark starts a new series and reuses the earlier events.
 type markPool struct {
-	free, used [][]gpurt.Event // per local rank
-	read       bool
+	ranks []gpurt.EventPool // per local rank
+	read  bool
 }
 
-func (p *markPool) init(nlocal int) {
-	p.free, p.used = make([][]gpurt.Event, nlocal), make([][]gpurt.Event, nlocal)
-}
-
-func (p *markPool) take(g *group, l int) (gpurt.Event, error) {
-	var e gpurt.Event
-	if n := len(p.free[l]); n > 0 {
-		e, p.free[l] = p.free[l][n-1], p.free[l][:n-1]
-	} else {
-		if err := g.on(l); err != nil {
-			return 0, err
-		}
-		var err error
-		if e, err = gpurt.EventCreate(true); err != nil {
-			return 0, runtimeError(err)
-		}
-	}
-	p.used[l] = append(p.used[l], e)
-	return e, nil
-}
+func (p *markPool) init(nlocal int) { p.ranks = make([]gpurt.EventPool, nlocal) }
 
 func (p *markPool) destroy(g *group) error {
 	var errs []error
-	for l := range p.free {
-		if len(p.free[l])+len(p.used[l]) > 0 {
-			errs = append(errs, g.on(l))
-		}
-		for _, e := range append(p.free[l], p.used[l]...) {
-			errs = append(errs, runtimeError(e.Destroy()))
+	for l := range p.ranks {
+		if p.ranks[l].Len() > 0 {
+			errs = append(errs, g.on(l), runtimeError(p.ranks[l].Destroy()))
 		}
 	}
-	p.init(len(p.free))
 	return errors.Join(errs...)
 }
 
 // Mark records an event after the work launched so far on every local rank.
 func (g *group) Mark() (collectives.Event, error) {
 	p := &g.marks
-	if p.read {
-		for l := range p.used {
-			p.free[l], p.used[l] = append(p.free[l], p.used[l]...), p.used[l][:0]
-		}
-		p.read = false
-	}
+	read := p.read
+	p.read = false
 	m := make(mark, len(g.ranks))
 	for l, r := range g.ranks {
-		e, err := p.take(g, l)
+		e, err := p.ranks[l].Take(read, func() (gpurt.Event, error) {
+			if err := g.on(l); err != nil {
+				return 0, err
+			}
+			e, err := gpurt.EventCreate(true)
+			return e, runtimeError(err)
+		})
 		if err != nil {
 			return nil, err
 		}
